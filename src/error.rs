@@ -1,0 +1,441 @@
+//! The crate's one error type.
+//!
+//! Every failure is a variant with named fields that carry the data a host needs to show a person
+//! *why* (origin, URI, field, expected and actual values). Rules broken by untrusted input are
+//! described by [`Rule`]; verification failures by [`Mismatch`]. Messages are lowercase and speak
+//! about their own layer; an underlying cause, where there is one, is in `source()`.
+
+use std::fmt;
+
+use crate::frontmatter::FieldDiff;
+
+/// Everything that can go wrong in skillcache.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A digest string is not `sha256:` followed by 64 lowercase hex digits (R-W1).
+    #[error("invalid digest {text:?}: {rule}")]
+    InvalidDigest {
+        /// The text that was offered as a digest.
+        text: String,
+        /// The rule it broke.
+        rule: Rule,
+    },
+
+    /// A URI is not acceptable as a skill or file URI (R-W4, R-W5, R-V5).
+    #[error("invalid uri {uri:?}: {rule}")]
+    InvalidUri {
+        /// The URI or reference as given.
+        uri: String,
+        /// The rule it broke.
+        rule: Rule,
+    },
+
+    /// A skill entry from a server breaks a rule; nothing from it is cached or loaded (R-W*).
+    #[error("invalid skill entry{}: {field}: {rule}", skill_label(skill.as_deref()))]
+    InvalidEntry {
+        /// The entry's `uri`, when it could be read.
+        skill: Option<String>,
+        /// Where in the entry the problem is, e.g. `resources[3].digest`.
+        field: String,
+        /// The rule it broke.
+        rule: Rule,
+    },
+
+    /// A skill is larger than the configured limits; declined from its entry alone (R-W7).
+    #[error("skill {skill} declined: {limit} is {declared}, above the limit of {max}")]
+    LimitExceeded {
+        /// The skill's URI.
+        skill: String,
+        /// Which limit.
+        limit: Limit,
+        /// What the entry declares (or, for a dynamic skill, what was received).
+        declared: u64,
+        /// The limit in force.
+        max: u64,
+    },
+
+    /// A configuration value was refused (for example, limits below the baseline).
+    #[error("invalid configuration: {what}")]
+    InvalidConfig {
+        /// What was wrong, and how to fix it.
+        what: String,
+    },
+
+    /// A server's response broke the protocol (R-W9).
+    #[error("invalid {method} response: {rule}")]
+    InvalidResponse {
+        /// The method whose response was wrong.
+        method: &'static str,
+        /// The rule it broke.
+        rule: Rule,
+    },
+
+    /// The frontmatter of a `SKILL.md` could not be read (R-V6).
+    #[error("unreadable frontmatter: {problem}")]
+    Frontmatter {
+        /// What is wrong with it.
+        problem: FrontmatterProblem,
+    },
+
+    /// Bytes did not match the entry they were checked against (R-V2…R-V6). They were not used.
+    #[error("verification failed for {uri} from origin {origin}: {mismatch}")]
+    Verification {
+        /// The host's label of the server the skill came from.
+        origin: String,
+        /// The file's URI.
+        uri: String,
+        /// What did not match.
+        mismatch: Mismatch,
+    },
+}
+
+fn skill_label(skill: Option<&str>) -> String {
+    skill.map_or_else(String::new, |s| format!(" {s}"))
+}
+
+/// A limit of R-W7.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// The number of entries in `resources`.
+    Files,
+    /// The sum of the declared sizes (or, for dynamic skills, the bytes received).
+    TotalBytes,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Limit::Files => "the number of files",
+            Limit::TotalBytes => "the total size in bytes",
+        })
+    }
+}
+
+/// A rule that untrusted input broke. Each variant's message names the rule.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rule {
+    /// A required field is absent.
+    Missing,
+    /// A field has the wrong JSON type.
+    WrongType {
+        /// The type the field must have.
+        expected: &'static str,
+    },
+    /// A digest does not start with `sha256:`.
+    DigestPrefix,
+    /// A digest's hex part is not 64 characters.
+    DigestLength {
+        /// The number of characters after the prefix.
+        actual: usize,
+    },
+    /// A digest's hex part has a character that is not lowercase hex.
+    DigestCharacter,
+    /// A size is not an integer in `0 ..= 2^53-1`.
+    SizeRange,
+    /// `resources` is neither a non-empty array nor the string `"dynamic"`.
+    ResourcesShape,
+    /// The manifest does not list the skill's own `SKILL.md`.
+    MissingSkillMd,
+    /// A URI appears twice (after percent-normalisation).
+    DuplicateUri {
+        /// The second spelling seen.
+        uri: String,
+    },
+    /// A file URI is not inside the skill's root.
+    OutsideRoot {
+        /// The skill root it had to be inside.
+        root: String,
+    },
+    /// A skill name breaks the Agent Skills naming rules.
+    Name {
+        /// Which part of the rule.
+        why: &'static str,
+    },
+    /// The skill URI's last path segment is not `frontmatter.name`.
+    NameMismatch {
+        /// The last segment of the skill path.
+        segment: String,
+        /// `frontmatter.name`.
+        name: String,
+    },
+    /// A description is empty or longer than 1024 characters.
+    DescriptionLength {
+        /// Its length in Unicode scalar values.
+        chars: usize,
+    },
+    /// A strict Agent Skills rule (R-W6, strict mode).
+    Strict {
+        /// Which rule.
+        why: &'static str,
+    },
+    /// A URI is not an absolute hierarchical URI (`scheme://authority/path`).
+    NotHierarchical,
+    /// A URI has a scheme that is not `ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`.
+    Scheme,
+    /// A URI has a query component.
+    Query,
+    /// A URI (not a reference) has a fragment.
+    Fragment,
+    /// A `skill://` URI has userinfo or a port, or an empty authority.
+    Authority {
+        /// Which part of the rule.
+        why: &'static str,
+    },
+    /// A path segment is empty, `.`, `..`, or contains `/`, `\` or NUL after decoding once.
+    Segment {
+        /// The offending segment as written.
+        segment: String,
+        /// Which part of the rule.
+        why: &'static str,
+    },
+    /// A `%` not followed by two hex digits.
+    PercentEncoding,
+    /// A control character in a URI.
+    ControlCharacter,
+    /// A skill URI that does not end in `/SKILL.md` or has no skill path before it.
+    NotSkillMd,
+    /// A reference that would leave the skill root (`../x`, `//host/x`, `/x`, another URI).
+    EscapesRoot,
+    /// A value that is not allowed (for example `cacheScope: "shared"`).
+    Value {
+        /// What is allowed.
+        allowed: &'static str,
+    },
+    /// A response answered a different skill than the one asked for.
+    WrongSkill {
+        /// The URI that was requested.
+        requested: String,
+        /// The URI that came back.
+        returned: String,
+    },
+    /// A listing repeated a skill URI; every copy is refused.
+    RepeatedSkill {
+        /// The repeated URI.
+        uri: String,
+    },
+    /// A listing repeated a `nextCursor`; paging stops.
+    RepeatedCursor {
+        /// The cursor.
+        cursor: String,
+    },
+    /// `resources/read` returned no item for the requested URI.
+    NoContent {
+        /// The requested URI.
+        uri: String,
+    },
+    /// `resources/read` returned two different items for the requested URI.
+    ConflictingContent {
+        /// The requested URI.
+        uri: String,
+    },
+    /// A content item has neither `text` nor `blob`, or both.
+    ContentShape,
+    /// A `blob` is not valid base64.
+    Base64,
+    /// The server declared a capability set without this extension or without `resources`.
+    Capability {
+        /// What is missing.
+        missing: &'static str,
+    },
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rule::Missing => f.write_str("required field is missing"),
+            Rule::WrongType { expected } => write!(f, "must be {expected}"),
+            Rule::DigestPrefix => f.write_str("must start with \"sha256:\""),
+            Rule::DigestLength { actual } => {
+                write!(f, "must have 64 hex digits after \"sha256:\", not {actual}")
+            }
+            Rule::DigestCharacter => f.write_str("hex digits must be 0-9 or lowercase a-f"),
+            Rule::SizeRange => f.write_str("must be an integer from 0 to 2^53-1"),
+            Rule::ResourcesShape => {
+                f.write_str("must be a non-empty array of {uri, digest, size} or \"dynamic\"")
+            }
+            Rule::MissingSkillMd => f.write_str("must list the skill's own SKILL.md"),
+            Rule::DuplicateUri { uri } => write!(f, "lists {uri} more than once"),
+            Rule::OutsideRoot { root } => write!(f, "must be inside the skill root {root}/"),
+            Rule::Name { why } => write!(f, "invalid skill name: {why}"),
+            Rule::NameMismatch { segment, name } => write!(
+                f,
+                "the skill path ends in {segment:?} but frontmatter.name is {name:?}"
+            ),
+            Rule::DescriptionLength { chars } => write!(
+                f,
+                "must be 1 to 1024 characters, not {chars}"
+            ),
+            Rule::Strict { why } => write!(f, "strict Agent Skills rule: {why}"),
+            Rule::NotHierarchical => f.write_str("must be an absolute URI of the form scheme://authority/path"),
+            Rule::Scheme => f.write_str("has an invalid scheme"),
+            Rule::Query => f.write_str("must not have a query"),
+            Rule::Fragment => f.write_str("must not have a fragment"),
+            Rule::Authority { why } => write!(f, "invalid authority: {why}"),
+            Rule::Segment { segment, why } => write!(f, "path segment {segment:?} {why}"),
+            Rule::PercentEncoding => f.write_str("has a '%' not followed by two hex digits"),
+            Rule::ControlCharacter => f.write_str("contains a control character"),
+            Rule::NotSkillMd => {
+                f.write_str("must end in /SKILL.md with at least one skill path segment before it")
+            }
+            Rule::EscapesRoot => f.write_str("leaves the skill root"),
+            Rule::Value { allowed } => write!(f, "must be {allowed}"),
+            Rule::WrongSkill { requested, returned } => {
+                write!(f, "asked for {requested} but got {returned}")
+            }
+            Rule::RepeatedSkill { uri } => {
+                write!(f, "{uri} is listed more than once; every copy is refused")
+            }
+            Rule::RepeatedCursor { cursor } => {
+                write!(f, "nextCursor {cursor:?} was already seen; paging stopped")
+            }
+            Rule::NoContent { uri } => write!(f, "no content item for {uri}"),
+            Rule::ConflictingContent { uri } => write!(f, "two different content items for {uri}"),
+            Rule::ContentShape => f.write_str("a content item must have exactly one of text or blob"),
+            Rule::Base64 => f.write_str("blob is not valid base64"),
+            Rule::Capability { missing } => write!(f, "the server did not declare {missing}"),
+        }
+    }
+}
+
+/// Why bytes failed verification (R-V2…R-V6).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mismatch {
+    /// The byte length differs from the entry's `size` (checked before hashing, R-V3).
+    Size {
+        /// The entry's `size`.
+        expected: u64,
+        /// The bytes seen (for a stream cut off early, `size + 1`).
+        actual: u64,
+    },
+    /// The SHA-256 differs from the entry's `digest`.
+    Digest {
+        /// The entry's `digest`.
+        expected: crate::Digest,
+        /// The digest of the bytes.
+        actual: crate::Digest,
+    },
+    /// The `SKILL.md` frontmatter differs from the entry's `frontmatter` (R-V6).
+    Frontmatter {
+        /// Each differing key.
+        diffs: Vec<FieldDiff>,
+    },
+    /// The `SKILL.md` frontmatter could not be parsed, so it cannot match (R-V6).
+    FrontmatterUnreadable {
+        /// Why.
+        problem: FrontmatterProblem,
+    },
+    /// The file is not listed in the held entry (R-V4); no request was sent.
+    Unlisted,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mismatch::Size { expected, actual } => {
+                write!(f, "size is {actual} bytes, entry says {expected}")
+            }
+            Mismatch::Digest { expected, actual } => {
+                write!(f, "digest is {actual}, entry says {expected}")
+            }
+            Mismatch::Frontmatter { diffs } => {
+                f.write_str("frontmatter differs from the entry: ")?;
+                for (i, d) in diffs.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{d}")?;
+                }
+                Ok(())
+            }
+            Mismatch::FrontmatterUnreadable { problem } => {
+                write!(f, "frontmatter cannot be read: {problem}")
+            }
+            Mismatch::Unlisted => f.write_str("the file is not listed in the held entry"),
+        }
+    }
+}
+
+/// Why a `SKILL.md` frontmatter could not be read (R-V6: these fail closed).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrontmatterProblem {
+    /// The file does not start with a `---` line.
+    NoOpening,
+    /// No closing `---` line.
+    NoClosing,
+    /// The frontmatter is not UTF-8.
+    NotUtf8,
+    /// The frontmatter is larger than the bound.
+    TooLarge {
+        /// The bound in bytes.
+        max: usize,
+    },
+    /// YAML syntax error.
+    Syntax {
+        /// The parser's message with its position.
+        message: String,
+    },
+    /// The document is not a mapping.
+    NotAMapping,
+    /// An anchor (`&a`) — refused.
+    Anchor,
+    /// An alias (`*a`) — refused.
+    Alias,
+    /// An explicit tag (`!!str`) — refused.
+    Tag,
+    /// A key appears twice in one mapping.
+    DuplicateKey {
+        /// The key.
+        key: String,
+    },
+    /// A key that is not a string (a number, a collection, null).
+    NonStringKey,
+    /// `.nan`, `.inf` or a float that overflows: not representable in JSON.
+    NonFinite {
+        /// The scalar as written.
+        scalar: String,
+    },
+    /// Nesting deeper than the bound.
+    TooDeep {
+        /// The bound.
+        max: usize,
+    },
+    /// More nodes than the bound.
+    TooManyNodes {
+        /// The bound.
+        max: usize,
+    },
+    /// More than one YAML document.
+    MultipleDocuments,
+}
+
+impl fmt::Display for FrontmatterProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoOpening => f.write_str("the file does not start with a '---' line"),
+            Self::NoClosing => f.write_str("no closing '---' line"),
+            Self::NotUtf8 => f.write_str("not valid UTF-8"),
+            Self::TooLarge { max } => write!(f, "larger than {max} bytes"),
+            Self::Syntax { message } => write!(f, "yaml syntax error: {message}"),
+            Self::NotAMapping => f.write_str("not a mapping"),
+            Self::Anchor => f.write_str("anchors are not allowed"),
+            Self::Alias => f.write_str("aliases are not allowed"),
+            Self::Tag => f.write_str("explicit tags are not allowed"),
+            Self::DuplicateKey { key } => write!(f, "duplicate key {key:?}"),
+            Self::NonStringKey => f.write_str("keys must be strings"),
+            Self::NonFinite { scalar } => {
+                write!(f, "{scalar:?} is not a finite number and has no JSON form")
+            }
+            Self::TooDeep { max } => write!(f, "nested deeper than {max} levels"),
+            Self::TooManyNodes { max } => write!(f, "more than {max} nodes"),
+            Self::MultipleDocuments => f.write_str("more than one yaml document"),
+        }
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
