@@ -78,6 +78,26 @@ pub enum Error {
         problem: FrontmatterProblem,
     },
 
+    /// A local skill folder holds something a published skill cannot.
+    #[error("{}: {why}", path.display())]
+    InvalidSkillFolder {
+        /// The offending path.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+
+    /// An I/O operation failed.
+    #[error("cannot {op} {}", path.display())]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// On what.
+        path: std::path::PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+
     /// Bytes did not match the entry they were checked against (R-V2…R-V6). They were not used.
     #[error("verification failed for {uri} from origin {origin}: {mismatch}")]
     Verification {

@@ -1,0 +1,211 @@
+//! The wire model: what a server sends, validated into values that cannot be invalid.
+//!
+//! Every field a server sends is untrusted. [`SkillEntry::from_json`] is the only way to build a
+//! [`SkillEntry`]; it refuses an invalid entry as a whole with an error naming the field and the
+//! rule (R-W1…R-W7), so nothing from a bad entry is ever cached or loaded.
+//!
+//! - `validate`: the rules of R-W1…R-W7.
+//! - [`Limits`]: 512 files / 16 MiB, raised never lowered (R-W7).
+//! - [`CacheHints`]: `ttlMs` and `cacheScope` with our defaults (R-W8).
+//! - [`Binding`] and [`EntryDiff`]: content-bound approval (R-A1, R-A2).
+//! - `wire`: `skills/list` pages, `skills/get` and the [`Listing`] that pages safely (R-W9).
+//! - `contents`: picking a file's bytes out of a `resources/read` result (R-W9).
+
+mod binding;
+mod contents;
+mod hints;
+mod limits;
+mod validate;
+mod wire;
+
+pub use binding::{Binding, ChangedFile, EntryDiff};
+pub use contents::select_content;
+pub use hints::{CacheHints, MAX_TTL_MS, Scope};
+pub use limits::Limits;
+pub use validate::Validation;
+pub use wire::{ListPage, Listing, MAX_PAGES, parse_get_result, parse_list_result};
+
+use serde_json::{Value, json};
+
+use crate::digest::Digest;
+use crate::error::Error;
+use crate::frontmatter::Frontmatter;
+use crate::uri::{FileUri, SkillUri};
+
+/// One file of a skill's manifest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestFile {
+    uri: FileUri,
+    digest: Digest,
+    size: u64,
+}
+
+impl ManifestFile {
+    /// The file's URI (the server's spelling; compares by canonical form).
+    #[must_use]
+    pub fn uri(&self) -> &FileUri {
+        &self.uri
+    }
+    /// The SHA-256 of its bytes.
+    #[must_use]
+    pub fn digest(&self) -> Digest {
+        self.digest
+    }
+    /// Its length in bytes.
+    #[must_use]
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// A validated, complete manifest: every file once, the `SKILL.md` among them, all inside the
+/// skill root, within the limits. Files are kept in canonical URI order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    files: Vec<ManifestFile>,
+    total_bytes: u64,
+    binding: Binding,
+}
+
+impl Manifest {
+    /// The files, in canonical URI order.
+    #[must_use]
+    pub fn files(&self) -> &[ManifestFile] {
+        &self.files
+    }
+    /// The sum of the declared sizes.
+    #[must_use]
+    pub fn total_bytes(&self) -> u64 {
+        self.total_bytes
+    }
+    /// The content binding of the file set (R-A1).
+    #[must_use]
+    pub fn binding(&self) -> Binding {
+        self.binding
+    }
+    /// The listed file with this URI (compared after percent-normalisation), if any.
+    #[must_use]
+    pub fn file(&self, uri: &FileUri) -> Option<&ManifestFile> {
+        self.files
+            .binary_search_by(|f| f.uri.canonical().cmp(uri.canonical()))
+            .ok()
+            .map(|i| &self.files[i])
+    }
+}
+
+/// What a skill's `resources` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resources {
+    /// A complete manifest with digests.
+    Manifest(Manifest),
+    /// `"dynamic"`: no digests; content is unverifiable and cannot be content-bound (R-V7, R-A3).
+    Dynamic,
+}
+
+/// A validated skill entry. Once built, it is valid: there is no other constructor than
+/// [`SkillEntry::from_json`].
+///
+/// ```
+/// use skillcache::{Digest, SkillEntry, entry::Validation};
+/// let md = b"---\nname: demo\ndescription: A demo.\n---\n";
+/// let json = serde_json::json!({
+///     "uri": "skill://demo/SKILL.md",
+///     "frontmatter": {"name": "demo", "description": "A demo."},
+///     "resources": [{"uri": "skill://demo/SKILL.md", "digest": Digest::of(md).to_string(), "size": md.len()}]
+/// });
+/// let entry = SkillEntry::from_json(&json, &Validation::default()).unwrap();
+/// assert_eq!(entry.name(), "demo");
+/// assert!(entry.binding().is_some());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillEntry {
+    uri: SkillUri,
+    frontmatter: Frontmatter,
+    resources: Resources,
+}
+
+impl SkillEntry {
+    /// Validates one `Skill` object from `skills/list` or `skills/get`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidEntry`] naming the field and rule, or [`Error::LimitExceeded`] (R-W7).
+    pub fn from_json(value: &Value, validation: &Validation) -> Result<SkillEntry, Error> {
+        validate::entry(value, validation)
+    }
+
+    /// The URI of the skill's `SKILL.md`.
+    #[must_use]
+    pub fn uri(&self) -> &SkillUri {
+        &self.uri
+    }
+    /// The frontmatter the server published, verbatim.
+    #[must_use]
+    pub fn frontmatter(&self) -> &Frontmatter {
+        &self.frontmatter
+    }
+    /// `frontmatter.name` (validated; equals the last skill-path segment).
+    #[must_use]
+    pub fn name(&self) -> &str {
+        self.frontmatter.get("name").and_then(Value::as_str).unwrap_or_default()
+    }
+    /// `frontmatter.description` (validated).
+    #[must_use]
+    pub fn description(&self) -> &str {
+        self.frontmatter.get("description").and_then(Value::as_str).unwrap_or_default()
+    }
+    /// The manifest, or `"dynamic"`.
+    #[must_use]
+    pub fn resources(&self) -> &Resources {
+        &self.resources
+    }
+    /// The manifest, unless the skill is dynamic.
+    #[must_use]
+    pub fn manifest(&self) -> Option<&Manifest> {
+        match &self.resources {
+            Resources::Manifest(m) => Some(m),
+            Resources::Dynamic => None,
+        }
+    }
+    /// Whether `resources` is `"dynamic"`.
+    #[must_use]
+    pub fn is_dynamic(&self) -> bool {
+        matches!(self.resources, Resources::Dynamic)
+    }
+    /// The content binding (R-A1); `None` for a dynamic skill, which cannot be bound (R-A3).
+    #[must_use]
+    pub fn binding(&self) -> Option<Binding> {
+        self.manifest().map(Manifest::binding)
+    }
+    /// The listed file with this URI, if any.
+    #[must_use]
+    pub fn file(&self, uri: &FileUri) -> Option<&ManifestFile> {
+        self.manifest().and_then(|m| m.file(uri))
+    }
+    /// What the frontmatter's `allowed-tools` asks for, verbatim (R-A5: a request, never a grant).
+    #[must_use]
+    pub fn requested_tools(&self) -> Option<&Value> {
+        self.frontmatter.get("allowed-tools")
+    }
+
+    /// The entry in wire form (server spellings kept); [`SkillEntry::from_json`] accepts it back.
+    #[must_use]
+    pub fn to_json(&self) -> Value {
+        let resources = match &self.resources {
+            Resources::Dynamic => json!("dynamic"),
+            Resources::Manifest(m) => Value::Array(
+                m.files
+                    .iter()
+                    .map(|f| json!({"uri": f.uri.as_str(), "digest": f.digest.to_string(), "size": f.size}))
+                    .collect(),
+            ),
+        };
+        json!({"uri": self.uri.as_str(), "frontmatter": self.frontmatter, "resources": resources})
+    }
+
+    /// What changed from `self` to `newer` (R-A2), for a person to read.
+    #[must_use]
+    pub fn diff(&self, newer: &SkillEntry) -> EntryDiff {
+        binding::diff(self, newer)
+    }
+}
+
