@@ -100,10 +100,17 @@ impl FromStr for Digest {
 
     /// Strict parse (R-W1): exactly `sha256:` and 64 lowercase hex digits.
     fn from_str(text: &str) -> Result<Digest, Error> {
-        let fail = |rule| Error::InvalidDigest { text: text.to_owned(), rule };
-        let hex = text.strip_prefix(PREFIX).ok_or_else(|| fail(Rule::DigestPrefix))?;
+        let fail = |rule| Error::InvalidDigest {
+            text: text.to_owned(),
+            rule,
+        };
+        let hex = text
+            .strip_prefix(PREFIX)
+            .ok_or_else(|| fail(Rule::DigestPrefix))?;
         if hex.len() != 64 {
-            return Err(fail(Rule::DigestLength { actual: hex.chars().count() }));
+            return Err(fail(Rule::DigestLength {
+                actual: hex.chars().count(),
+            }));
         }
         let mut out = [0u8; 32];
         for (slot, pair) in out.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
@@ -185,7 +192,9 @@ impl Hasher {
 
 impl fmt::Debug for Hasher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Hasher").field("len", &self.len).finish_non_exhaustive()
+        f.debug_struct("Hasher")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
     }
 }
 
@@ -216,7 +225,7 @@ mod tests {
         let upper = format!("sha256:{}", &ABC[7..].to_uppercase());
         let cases = [
             upper.as_str(),
-            &ABC[7..],                                 // no prefix
+            &ABC[7..], // no prefix
             "SHA256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
             "sha512:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
             " sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
@@ -229,14 +238,20 @@ mod tests {
             "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f2001éa",
         ];
         for c in cases {
-            assert!(matches!(c.parse::<Digest>(), Err(Error::InvalidDigest { .. })), "{c:?}");
+            assert!(
+                matches!(c.parse::<Digest>(), Err(Error::InvalidDigest { .. })),
+                "{c:?}"
+            );
         }
     }
 
     #[test]
     fn w1_serde_uses_the_strict_text_form() {
         let d: Digest = serde_json::from_str(&format!("\"{ABC}\"")).expect("valid");
-        assert_eq!(serde_json::to_string(&d).expect("serialises"), format!("\"{ABC}\""));
+        assert_eq!(
+            serde_json::to_string(&d).expect("serialises"),
+            format!("\"{ABC}\"")
+        );
         assert!(serde_json::from_str::<Digest>(&format!("\"{}\"", ABC.to_uppercase())).is_err());
     }
 }

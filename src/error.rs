@@ -284,12 +284,13 @@ impl fmt::Display for Rule {
                 f,
                 "the skill path ends in {segment:?} but frontmatter.name is {name:?}"
             ),
-            Rule::DescriptionLength { chars } => write!(
-                f,
-                "must be 1 to 1024 characters, not {chars}"
-            ),
+            Rule::DescriptionLength { chars } => {
+                write!(f, "must be 1 to 1024 characters, not {chars}")
+            }
             Rule::Strict { why } => write!(f, "strict Agent Skills rule: {why}"),
-            Rule::NotHierarchical => f.write_str("must be an absolute URI of the form scheme://authority/path"),
+            Rule::NotHierarchical => {
+                f.write_str("must be an absolute URI of the form scheme://authority/path")
+            }
             Rule::Scheme => f.write_str("has an invalid scheme"),
             Rule::Query => f.write_str("must not have a query"),
             Rule::Fragment => f.write_str("must not have a fragment"),
@@ -302,7 +303,10 @@ impl fmt::Display for Rule {
             }
             Rule::EscapesRoot => f.write_str("leaves the skill root"),
             Rule::Value { allowed } => write!(f, "must be {allowed}"),
-            Rule::WrongSkill { requested, returned } => {
+            Rule::WrongSkill {
+                requested,
+                returned,
+            } => {
                 write!(f, "asked for {requested} but got {returned}")
             }
             Rule::RepeatedSkill { uri } => {
@@ -313,7 +317,9 @@ impl fmt::Display for Rule {
             }
             Rule::NoContent { uri } => write!(f, "no content item for {uri}"),
             Rule::ConflictingContent { uri } => write!(f, "two different content items for {uri}"),
-            Rule::ContentShape => f.write_str("a content item must have exactly one of text or blob"),
+            Rule::ContentShape => {
+                f.write_str("a content item must have exactly one of text or blob")
+            }
             Rule::Base64 => f.write_str("blob is not valid base64"),
             Rule::Capability { missing } => write!(f, "the server did not declare {missing}"),
         }

@@ -67,7 +67,11 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
         let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(source) => {
-                problems.push(Error::Io { op: "read", path, source });
+                problems.push(Error::Io {
+                    op: "read",
+                    path,
+                    source,
+                });
                 continue;
             }
         };
@@ -88,16 +92,25 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
         let digest = Digest::of(&bytes);
         let size = bytes.len() as u64;
         resources.push(json!({"uri": uri_text, "digest": digest.to_string(), "size": size}));
-        files.push(LocalFile { uri, path, digest, size });
+        files.push(LocalFile {
+            uri,
+            path,
+            digest,
+            size,
+        });
     }
     if !dir.join(SKILL_MD).is_file() {
-        problems.push(Error::InvalidSkillFolder { path: dir.join(SKILL_MD), why: "is missing" });
+        problems.push(Error::InvalidSkillFolder {
+            path: dir.join(SKILL_MD),
+            why: "is missing",
+        });
     }
     if !problems.is_empty() {
         return Err(problems);
     }
     let Some(fm) = fm else { return Err(problems) };
-    let value = json!({"uri": skill_uri_text, "frontmatter": Value::Object(fm), "resources": resources});
+    let value =
+        json!({"uri": skill_uri_text, "frontmatter": Value::Object(fm), "resources": resources});
     match SkillEntry::from_json(&value, validation) {
         Ok(entry) => {
             files.sort_by(|a, b| a.uri.cmp(&b.uri));
@@ -123,11 +136,20 @@ pub fn find_skills(root: &Path) -> Vec<Vec<String>> {
 }
 
 /// Collects regular files as (percent-encoded segments, path); reports links and oddities.
-fn walk(dir: &Path, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>, PathBuf)>, problems: &mut Vec<Error>) {
+fn walk(
+    dir: &Path,
+    prefix: &mut Vec<String>,
+    out: &mut Vec<(Vec<String>, PathBuf)>,
+    problems: &mut Vec<Error>,
+) {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(source) => {
-            problems.push(Error::Io { op: "read directory", path: dir.to_owned(), source });
+            problems.push(Error::Io {
+                op: "read directory",
+                path: dir.to_owned(),
+                source,
+            });
             return;
         }
     };
@@ -138,28 +160,26 @@ fn walk(dir: &Path, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>, PathBu
         let Ok(kind) = e.file_type() else { continue };
         prefix.push(encode_segment(&e.file_name()));
         if kind.is_symlink() {
-            problems.push(Error::InvalidSkillFolder { path, why: "is a symbolic link" });
+            problems.push(Error::InvalidSkillFolder {
+                path,
+                why: "is a symbolic link",
+            });
         } else if kind.is_dir() {
             walk(&path, prefix, out, problems);
         } else if kind.is_file() {
             out.push((prefix.clone(), path));
         } else {
-            problems.push(Error::InvalidSkillFolder { path, why: "is not a regular file or folder" });
+            problems.push(Error::InvalidSkillFolder {
+                path,
+                why: "is not a regular file or folder",
+            });
         }
         prefix.pop();
     }
 }
 
-/// A file name as one URI path segment: unreserved bytes as they are, the rest `%XX`.
+/// A file name as one URI path segment, in the canonical encoding.
 fn encode_segment(name: &std::ffi::OsStr) -> String {
     use std::os::unix::ffi::OsStrExt;
-    let mut out = String::new();
-    for &b in name.as_bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    crate::uri::encode_segment(name.as_bytes())
 }

@@ -34,9 +34,10 @@ fn known(path: &str) -> Option<Known> {
         "network-101" => Known::BadName,
         "lint-and-validate" => Known::YamlSyntax,
         // Non-string metadata values, or a list-valued allowed-tools (which the TS server accepts).
-        "markdown-mermaid-writing" | "nano-banana-pro-openrouter" | "azure-role-selector" | "qdrant-scaling" => {
-            Known::StrictMetadata
-        }
+        "markdown-mermaid-writing"
+        | "nano-banana-pro-openrouter"
+        | "azure-role-selector"
+        | "qdrant-scaling" => Known::StrictMetadata,
         "supabase-postgres-best-practices" => Known::MaybeSymlink,
         _ => return None,
     })
@@ -44,12 +45,29 @@ fn known(path: &str) -> Option<Known> {
 
 fn classify(errors: &[Error]) -> Known {
     match errors.first() {
-        Some(Error::InvalidEntry { rule: Rule::NameMismatch { .. }, .. }) => Known::NameMismatch,
-        Some(Error::InvalidEntry { rule: Rule::DescriptionLength { .. }, .. }) => Known::DescriptionTooLong,
-        Some(Error::InvalidEntry { rule: Rule::Missing, .. }) => Known::MissingField,
-        Some(Error::InvalidEntry { rule: Rule::Name { .. }, .. }) => Known::BadName,
-        Some(Error::Frontmatter { problem: FrontmatterProblem::Syntax { .. } }) => Known::YamlSyntax,
-        Some(Error::InvalidEntry { rule: Rule::Strict { .. }, .. }) => Known::StrictMetadata,
+        Some(Error::InvalidEntry {
+            rule: Rule::NameMismatch { .. },
+            ..
+        }) => Known::NameMismatch,
+        Some(Error::InvalidEntry {
+            rule: Rule::DescriptionLength { .. },
+            ..
+        }) => Known::DescriptionTooLong,
+        Some(Error::InvalidEntry {
+            rule: Rule::Missing,
+            ..
+        }) => Known::MissingField,
+        Some(Error::InvalidEntry {
+            rule: Rule::Name { .. },
+            ..
+        }) => Known::BadName,
+        Some(Error::Frontmatter {
+            problem: FrontmatterProblem::Syntax { .. },
+        }) => Known::YamlSyntax,
+        Some(Error::InvalidEntry {
+            rule: Rule::Strict { .. },
+            ..
+        }) => Known::StrictMetadata,
         Some(Error::InvalidSkillFolder { .. }) => Known::MaybeSymlink,
         other => panic!("unexpected failure {other:?}"),
     }
@@ -60,7 +78,11 @@ fn corpus_every_skill_md_parses_or_fails_for_its_documented_reason() {
     let root = common::corpus_skills();
     let skills = find_skills(&root);
     assert_eq!(skills.len(), 48, "48 SKILL.md files with nesting");
-    assert_eq!(skills.iter().filter(|s| s.len() == 1).count(), 40, "40 top-level skills");
+    assert_eq!(
+        skills.iter().filter(|s| s.len() == 1).count(),
+        40,
+        "40 top-level skills"
+    );
     let (mut valid, mut strict_valid, mut files_checked) = (0, 0, 0);
     for segments in &skills {
         let rel = segments.join("/");
@@ -72,7 +94,10 @@ fn corpus_every_skill_md_parses_or_fails_for_its_documented_reason() {
         match inspect(&dir, &uri_root, &Validation::default()) {
             Ok(skill) => {
                 assert!(
-                    matches!(known(&rel), None | Some(Known::StrictMetadata | Known::MaybeSymlink)),
+                    matches!(
+                        known(&rel),
+                        None | Some(Known::StrictMetadata | Known::MaybeSymlink)
+                    ),
                     "{rel} was expected to fail"
                 );
                 // The published entry checks against the real file, byte for byte and field by field.
@@ -89,12 +114,17 @@ fn corpus_every_skill_md_parses_or_fails_for_its_documented_reason() {
                 if inspect(&dir, &uri_root, &Validation::default().strict(true)).is_ok() {
                     strict_valid += 1;
                 } else {
-                    assert_eq!(known(&rel), Some(Known::StrictMetadata), "{rel} fails only under strict");
+                    assert_eq!(
+                        known(&rel),
+                        Some(Known::StrictMetadata),
+                        "{rel} fails only under strict"
+                    );
                 }
             }
             Err(errors) => {
                 let why = classify(&errors);
-                let expected = known(&rel).unwrap_or_else(|| panic!("{rel} failed unexpectedly: {errors:?}"));
+                let expected =
+                    known(&rel).unwrap_or_else(|| panic!("{rel} failed unexpectedly: {errors:?}"));
                 assert_eq!(why, expected, "{rel}: {errors:?}");
                 assert_ne!(why, Known::StrictMetadata, "{rel} must pass by default");
             }
@@ -103,7 +133,9 @@ fn corpus_every_skill_md_parses_or_fails_for_its_documented_reason() {
     // The 28 the TS server publishes plus 2 with non-string metadata that only the strict option
     // refuses (c-level-skills also breaks the name rule, so it stays out) and supabase, whose
     // symlink this copy of the corpus flattened into a file.
-    println!("corpus: {valid} valid by default, {strict_valid} under strict rules, {files_checked} files checked");
+    println!(
+        "corpus: {valid} valid by default, {strict_valid} under strict rules, {files_checked} files checked"
+    );
     assert_eq!(valid, 31, "valid skills by default");
     // Strict refuses the 2 metadata cases and the 2 list-valued allowed-tools that TS accepts.
     assert_eq!(strict_valid, 27, "valid skills under strict rules");

@@ -1,9 +1,13 @@
 //! R-W1…R-W9, R-A1, R-A2: validating what a server sends.
+#![allow(clippy::needless_pass_by_value)] // fixtures take JSON by value for readable call sites
 
 mod common;
 
 use serde_json::{Value, json};
-use skillcache::entry::{CacheHints, Limits, Listing, Scope, Validation, parse_get_result, parse_list_result, select_content};
+use skillcache::entry::{
+    CacheHints, Limits, Listing, Scope, Validation, parse_get_result, parse_list_result,
+    select_content,
+};
 use skillcache::error::{Limit, Rule};
 use skillcache::{Digest, Error, FileUri, SkillEntry, SkillUri};
 
@@ -22,7 +26,10 @@ fn entry_with(resources: Value) -> Value {
 }
 
 fn base() -> Value {
-    entry_with(json!([res("skill://code-review/SKILL.md", json!(0)), res("skill://code-review/refs/a.md", json!(10))]))
+    entry_with(json!([
+        res("skill://code-review/SKILL.md", json!(0)),
+        res("skill://code-review/refs/a.md", json!(10))
+    ]))
 }
 
 fn validate(v: &Value) -> Result<SkillEntry, Error> {
@@ -53,18 +60,48 @@ fn valid_entry_is_accepted_and_round_trips() {
 
 #[test]
 fn w1_upper_case_or_malformed_digest_makes_the_entry_invalid() {
-    for d in [D.to_uppercase(), D.replace("sha256:", "sha512:"), D[7..].to_owned(), format!("{D} "), D[..70].to_owned()] {
+    for d in [
+        D.to_uppercase(),
+        D.replace("sha256:", "sha512:"),
+        D[7..].to_owned(),
+        format!("{D} "),
+        D[..70].to_owned(),
+    ] {
         let (field, rule) = refusal(&with_resource(1, "digest", json!(d)));
         assert_eq!(field, "resources[1].digest", "{d}");
-        assert!(matches!(rule, Rule::DigestPrefix | Rule::DigestLength { .. } | Rule::DigestCharacter), "{d}: {rule:?}");
+        assert!(
+            matches!(
+                rule,
+                Rule::DigestPrefix | Rule::DigestLength { .. } | Rule::DigestCharacter
+            ),
+            "{d}: {rule:?}"
+        );
     }
-    assert_eq!(refusal(&with_resource(1, "digest", json!(5))).1, Rule::WrongType { expected: "a string" });
+    assert_eq!(
+        refusal(&with_resource(1, "digest", json!(5))).1,
+        Rule::WrongType {
+            expected: "a string"
+        }
+    );
 }
 
 #[test]
 fn w2_size_must_be_a_json_integer_in_range() {
-    for size in [json!(-1), json!(1.5), json!(true), json!("3"), json!(9_007_199_254_740_992_u64), json!(1e3), json!(null), json!(u64::MAX)] {
-        assert_eq!(refusal(&with_resource(1, "size", size.clone())), ("resources[1].size".into(), Rule::SizeRange), "{size}");
+    for size in [
+        json!(-1),
+        json!(1.5),
+        json!(true),
+        json!("3"),
+        json!(9_007_199_254_740_992_u64),
+        json!(1e3),
+        json!(null),
+        json!(u64::MAX),
+    ] {
+        assert_eq!(
+            refusal(&with_resource(1, "size", size.clone())),
+            ("resources[1].size".into(), Rule::SizeRange),
+            "{size}"
+        );
     }
     assert!(validate(&with_resource(0, "size", json!(0))).is_ok());
     let largest = Limits::new(512, 1 << 60).expect("raised");
@@ -81,14 +118,23 @@ fn w2_sizes_that_would_overflow_a_u64_sum_are_declined_not_wrapped() {
     let v = Validation::default().limits(Limits::new(4096, u64::MAX).expect("raised"));
     // 2048 × (2^53 - 1) is about 2^64: the sum saturates instead of wrapping to a small number.
     match SkillEntry::from_json(&entry_with(json!(files)), &v) {
-        Ok(e) => assert_eq!(e.manifest().expect("manifest").total_bytes(), u64::MAX - 2047),
+        Ok(e) => assert_eq!(
+            e.manifest().expect("manifest").total_bytes(),
+            u64::MAX - 2047
+        ),
         Err(e) => panic!("a sum within u64 must be accepted under raised limits: {e}"),
     }
     let files: Vec<Value> = std::iter::once(res("skill://code-review/SKILL.md", max.clone()))
         .chain((0..2048).map(|i| res(&format!("skill://code-review/f{i}"), max.clone())))
         .collect();
     let v = Validation::default().limits(Limits::new(4096, u64::MAX - 1).expect("raised"));
-    assert!(matches!(SkillEntry::from_json(&entry_with(json!(files)), &v), Err(Error::LimitExceeded { limit: Limit::TotalBytes, .. })));
+    assert!(matches!(
+        SkillEntry::from_json(&entry_with(json!(files)), &v),
+        Err(Error::LimitExceeded {
+            limit: Limit::TotalBytes,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -96,8 +142,19 @@ fn w3_resources_must_be_an_array_or_dynamic() {
     let mut missing = base();
     missing.as_object_mut().expect("object").remove("resources");
     assert_eq!(refusal(&missing), ("resources".into(), Rule::Missing));
-    for r in [json!(null), json!({}), json!("static"), json!([]), json!(42), json!("DYNAMIC")] {
-        assert_eq!(refusal(&entry_with(r.clone())), ("resources".into(), Rule::ResourcesShape), "{r}");
+    for r in [
+        json!(null),
+        json!({}),
+        json!("static"),
+        json!([]),
+        json!(42),
+        json!("DYNAMIC"),
+    ] {
+        assert_eq!(
+            refusal(&entry_with(r.clone())),
+            ("resources".into(), Rule::ResourcesShape),
+            "{r}"
+        );
     }
     let dynamic = validate(&entry_with(json!("dynamic"))).expect("dynamic is valid");
     assert!(dynamic.is_dynamic());
@@ -116,11 +173,25 @@ fn w4_duplicate_uris_are_refused_after_percent_normalisation() {
         ("skill://code-review/Q&A.md", "skill://code-review/Q%26A.md"),
         ("skill://code-review/%41.md", "skill://code-review/A.md"),
         ("skill://code-review/%2a", "skill://code-review/%2A"),
-        ("skill://code-review/SKILL.md", "skill://code-review/SKILL%2Emd"),
+        (
+            "skill://code-review/SKILL.md",
+            "skill://code-review/SKILL%2Emd",
+        ),
     ] {
-        let v = entry_with(json!([res("skill://code-review/SKILL.md", json!(0)), res(a, json!(1)), res(b, json!(1))]));
-        let v = if a.ends_with("SKILL.md") { entry_with(json!([res(a, json!(0)), res(b, json!(0))])) } else { v };
-        assert!(matches!(refusal(&v).1, Rule::DuplicateUri { .. }), "{a} / {b}");
+        let v = entry_with(json!([
+            res("skill://code-review/SKILL.md", json!(0)),
+            res(a, json!(1)),
+            res(b, json!(1))
+        ]));
+        let v = if a.ends_with("SKILL.md") {
+            entry_with(json!([res(a, json!(0)), res(b, json!(0))]))
+        } else {
+            v
+        };
+        assert!(
+            matches!(refusal(&v).1, Rule::DuplicateUri { .. }),
+            "{a} / {b}"
+        );
     }
 }
 
@@ -168,11 +239,26 @@ fn w5_name_must_equal_the_last_skill_path_segment() {
 
 #[test]
 fn w6_name_and_description_rules() {
-    for bad in ["", "Code-review", "-code", "code-", "code--review", "code_review", "cödé", &"a".repeat(65)] {
+    for bad in [
+        "",
+        "Code-review",
+        "-code",
+        "code-",
+        "code--review",
+        "code_review",
+        "cödé",
+        &"a".repeat(65),
+    ] {
         let mut v = base();
-        v["uri"] = json!(format!("skill://x/{}/SKILL.md", if bad.is_empty() { "e" } else { bad }));
+        v["uri"] = json!(format!(
+            "skill://x/{}/SKILL.md",
+            if bad.is_empty() { "e" } else { bad }
+        ));
         v["frontmatter"]["name"] = json!(bad);
-        assert!(matches!(refusal(&v), (f, Rule::Name { .. }) if f == "frontmatter.name"), "{bad:?}");
+        assert!(
+            matches!(refusal(&v), (f, Rule::Name { .. }) if f == "frontmatter.name"),
+            "{bad:?}"
+        );
     }
     let mut v = base();
     v["frontmatter"]["description"] = json!("");
@@ -196,9 +282,17 @@ fn w6_other_agent_skills_fields_pass_by_default_and_fail_when_strict() {
     v["frontmatter"]["allowed-tools"] = json!(["Bash", "Read"]);
     assert!(validate(&v).is_ok());
     let strict = Validation::default().strict(true);
-    assert!(matches!(SkillEntry::from_json(&v, &strict), Err(Error::InvalidEntry { rule: Rule::Strict { .. }, .. })));
+    assert!(matches!(
+        SkillEntry::from_json(&v, &strict),
+        Err(Error::InvalidEntry {
+            rule: Rule::Strict { .. },
+            ..
+        })
+    ));
     v["frontmatter"]["metadata"] = json!({"version": "2"});
-    assert!(matches!(SkillEntry::from_json(&v, &strict), Err(Error::InvalidEntry { field, .. }) if field == "frontmatter.allowed-tools"));
+    assert!(
+        matches!(SkillEntry::from_json(&v, &strict), Err(Error::InvalidEntry { field, .. }) if field == "frontmatter.allowed-tools")
+    );
     v["frontmatter"]["allowed-tools"] = json!("Bash Read");
     assert!(SkillEntry::from_json(&v, &strict).is_ok());
 }
@@ -222,18 +316,34 @@ fn w7_baseline_limits_are_accepted_exactly() {
 #[test]
 fn w7_over_the_limits_is_declined_from_the_entry_naming_the_limit() {
     match validate(&many(513, 1, 1)) {
-        Err(e @ Error::LimitExceeded { limit: Limit::Files, declared: 513, max: 512, .. }) => {
+        Err(
+            e @ Error::LimitExceeded {
+                limit: Limit::Files,
+                declared: 513,
+                max: 512,
+                ..
+            },
+        ) => {
             assert!(e.to_string().contains("number of files"), "{e}");
         }
         other => panic!("{other:?}"),
     }
     match validate(&many(512, 32_768, 32_769)) {
-        Err(e @ Error::LimitExceeded { limit: Limit::TotalBytes, declared: 16_777_217, .. }) => {
+        Err(
+            e @ Error::LimitExceeded {
+                limit: Limit::TotalBytes,
+                declared: 16_777_217,
+                ..
+            },
+        ) => {
             assert!(e.to_string().contains("total size"), "{e}");
         }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(validate(&many(1, 0, 16_777_217)), Err(Error::LimitExceeded { .. })));
+    assert!(matches!(
+        validate(&many(1, 0, 16_777_217)),
+        Err(Error::LimitExceeded { .. })
+    ));
     let raised = Validation::default().limits(Limits::new(1024, 64 << 20).expect("raised"));
     assert!(SkillEntry::from_json(&many(513, 1, 1), &raised).is_ok());
     assert!(Limits::new(511, 16 << 20).is_err());
@@ -247,9 +357,23 @@ fn w8_cache_hint_defaults_and_clamping() {
     assert_eq!((h.ttl_ms(), h.scope()), (0, Scope::Private));
     let h = hints(json!({"ttlMs": 300_000, "cacheScope": "public"})).expect("valid");
     assert_eq!((h.ttl_ms(), h.scope()), (300_000, Scope::Public));
-    assert_eq!(hints(json!({"ttlMs": 10_u64.pow(12)})).expect("clamped").ttl_ms(), 86_400_000);
-    for bad in [json!({"ttlMs": -1}), json!({"ttlMs": 1.5}), json!({"ttlMs": "5"}), json!({"cacheScope": "shared"}), json!({"cacheScope": 1})] {
-        assert!(matches!(hints(bad.clone()), Err(Error::InvalidResponse { .. })), "{bad}");
+    assert_eq!(
+        hints(json!({"ttlMs": 10_u64.pow(12)}))
+            .expect("clamped")
+            .ttl_ms(),
+        86_400_000
+    );
+    for bad in [
+        json!({"ttlMs": -1}),
+        json!({"ttlMs": 1.5}),
+        json!({"ttlMs": "5"}),
+        json!({"cacheScope": "shared"}),
+        json!({"cacheScope": 1}),
+    ] {
+        assert!(
+            matches!(hints(bad.clone()), Err(Error::InvalidResponse { .. })),
+            "{bad}"
+        );
     }
 }
 
@@ -259,10 +383,14 @@ fn w9_get_answered_for_another_skill_is_an_error() {
     let result = json!({"skill": base(), "ttlMs": 1});
     assert!(matches!(
         parse_get_result(&result, &requested, &Validation::default()),
-        Err(Error::InvalidResponse { rule: Rule::WrongSkill { .. }, .. })
+        Err(Error::InvalidResponse {
+            rule: Rule::WrongSkill { .. },
+            ..
+        })
     ));
     let requested = SkillUri::parse("skill://code-review/SKILL%2Emd").expect("valid");
-    let (entry, hints) = parse_get_result(&result, &requested, &Validation::default()).expect("same skill, other spelling");
+    let (entry, hints) = parse_get_result(&result, &requested, &Validation::default())
+        .expect("same skill, other spelling");
     assert_eq!((entry.name(), hints.ttl_ms()), ("code-review", 1));
 }
 
@@ -275,34 +403,65 @@ fn w9_a_listing_that_repeats_a_skill_refuses_every_copy() {
     let mut respelled = base();
     respelled["uri"] = json!("skill://code-review/SKILL%2Emd");
     let mut listing = Listing::new();
-    let p1 = parse_list_result(&json!({"skills": [base(), other], "nextCursor": "2"}), &Validation::default()).expect("page");
+    let p1 = parse_list_result(
+        &json!({"skills": [base(), other], "nextCursor": "2"}),
+        &Validation::default(),
+    )
+    .expect("page");
     assert_eq!(listing.add_page(p1).expect("ok"), Some("2".into()));
-    let p2 = parse_list_result(&json!({"skills": [respelled]}), &Validation::default()).expect("page");
+    let p2 =
+        parse_list_result(&json!({"skills": [respelled]}), &Validation::default()).expect("page");
     assert_eq!(listing.add_page(p2).expect("ok"), None);
     let (skills, _) = listing.finish();
     assert_eq!(skills.len(), 3);
-    assert!(matches!(&skills[0], Err(Error::InvalidEntry { rule: Rule::RepeatedSkill { .. }, .. })));
+    assert!(matches!(
+        &skills[0],
+        Err(Error::InvalidEntry {
+            rule: Rule::RepeatedSkill { .. },
+            ..
+        })
+    ));
     assert!(skills[1].is_ok());
-    assert!(matches!(&skills[2], Err(Error::InvalidEntry { rule: Rule::RepeatedSkill { .. }, .. })));
+    assert!(matches!(
+        &skills[2],
+        Err(Error::InvalidEntry {
+            rule: Rule::RepeatedSkill { .. },
+            ..
+        })
+    ));
 }
 
 #[test]
 fn w9_a_repeated_cursor_ends_paging_with_an_error() {
     let mut listing = Listing::new();
     for (i, cursor) in ["a", "b", "a"].iter().enumerate() {
-        let page = parse_list_result(&json!({"skills": [], "nextCursor": cursor}), &Validation::default()).expect("page");
+        let page = parse_list_result(
+            &json!({"skills": [], "nextCursor": cursor}),
+            &Validation::default(),
+        )
+        .expect("page");
         let r = listing.add_page(page);
         if i < 2 {
             assert_eq!(r.expect("fresh cursor").as_deref(), Some(*cursor));
         } else {
-            assert!(matches!(r, Err(Error::InvalidResponse { rule: Rule::RepeatedCursor { .. }, .. })));
+            assert!(matches!(
+                r,
+                Err(Error::InvalidResponse {
+                    rule: Rule::RepeatedCursor { .. },
+                    ..
+                })
+            ));
         }
     }
 }
 
 #[test]
 fn w9_one_bad_entry_does_not_refuse_its_neighbours() {
-    let page = parse_list_result(&json!({"skills": [base(), entry_with(json!("static"))]}), &Validation::default()).expect("page");
+    let page = parse_list_result(
+        &json!({"skills": [base(), entry_with(json!("static"))]}),
+        &Validation::default(),
+    )
+    .expect("page");
     assert!(page.skills[0].is_ok());
     assert!(page.skills[1].is_err());
 }
@@ -316,16 +475,33 @@ fn w9_contents_are_matched_by_uri_never_by_position() {
         Err(Error::InvalidResponse { rule, .. }) => rule,
         other => panic!("expected a failure for {r}, got {other:?}"),
     };
-    assert!(matches!(fails(json!({"contents": [{"uri": "skill://s/b.md", "text": "b"}]})), Rule::NoContent { .. }));
-    assert!(matches!(fails(json!({"contents": []})), Rule::NoContent { .. }));
+    assert!(matches!(
+        fails(json!({"contents": [{"uri": "skill://s/b.md", "text": "b"}]})),
+        Rule::NoContent { .. }
+    ));
+    assert!(matches!(
+        fails(json!({"contents": []})),
+        Rule::NoContent { .. }
+    ));
     assert!(matches!(fails(json!({})), Rule::WrongType { .. }));
     assert!(matches!(
-        fails(json!({"contents": [{"uri": "skill://s/a.md", "text": "a"}, {"uri": "skill://s/%61.md", "text": "x"}]})),
+        fails(
+            json!({"contents": [{"uri": "skill://s/a.md", "text": "a"}, {"uri": "skill://s/%61.md", "text": "x"}]})
+        ),
         Rule::ConflictingContent { .. }
     ));
-    assert_eq!(fails(json!({"contents": [{"uri": "skill://s/a.md"}]})), Rule::ContentShape);
-    assert_eq!(fails(json!({"contents": [{"uri": "skill://s/a.md", "text": "a", "blob": "YQ=="}]})), Rule::ContentShape);
-    assert_eq!(fails(json!({"contents": [{"uri": "skill://s/a.md", "blob": "not base64!"}]})), Rule::Base64);
+    assert_eq!(
+        fails(json!({"contents": [{"uri": "skill://s/a.md"}]})),
+        Rule::ContentShape
+    );
+    assert_eq!(
+        fails(json!({"contents": [{"uri": "skill://s/a.md", "text": "a", "blob": "YQ=="}]})),
+        Rule::ContentShape
+    );
+    assert_eq!(
+        fails(json!({"contents": [{"uri": "skill://s/a.md", "blob": "not base64!"}]})),
+        Rule::Base64
+    );
     // Two identical copies are one answer.
     let twice = json!({"contents": [{"uri": "skill://s/a.md", "text": "a"}, {"uri": "skill://s/a.md", "blob": "YQ=="}]});
     assert_eq!(select_content(&twice, &uri).expect("same bytes"), b"a");
@@ -334,9 +510,17 @@ fn w9_contents_are_matched_by_uri_never_by_position() {
 #[test]
 fn w9_text_is_hashed_as_utf8_and_blob_as_decoded_bytes() {
     let uri = FileUri::parse("skill://s/a.md").expect("valid");
-    let text = select_content(&json!({"contents": [{"uri": "skill://s/a.md", "text": "héllo"}]}), &uri).expect("text");
+    let text = select_content(
+        &json!({"contents": [{"uri": "skill://s/a.md", "text": "héllo"}]}),
+        &uri,
+    )
+    .expect("text");
     assert_eq!(Digest::of(&text), Digest::of("héllo".as_bytes()));
-    let blob = select_content(&json!({"contents": [{"uri": "skill://s/a.md", "blob": "AP8="}]}), &uri).expect("blob");
+    let blob = select_content(
+        &json!({"contents": [{"uri": "skill://s/a.md", "blob": "AP8="}]}),
+        &uri,
+    )
+    .expect("blob");
     assert_eq!(blob, [0x00, 0xff]);
 }
 
@@ -344,14 +528,20 @@ fn w9_text_is_hashed_as_utf8_and_blob_as_decoded_bytes() {
 fn a1_binding_ignores_order_and_spelling_and_sees_every_change() {
     let e = validate(&base()).expect("valid");
     let mut reordered = base();
-    reordered["resources"].as_array_mut().expect("array").reverse();
+    reordered["resources"]
+        .as_array_mut()
+        .expect("array")
+        .reverse();
     assert_eq!(validate(&reordered).expect("valid").binding(), e.binding());
     let respelled = with_resource(1, "uri", json!("skill://code-review/ref%73/a.md"));
     assert_eq!(validate(&respelled).expect("valid").binding(), e.binding());
     let changed = with_resource(1, "digest", json!(Digest::of(b"x").to_string()));
     assert_ne!(validate(&changed).expect("valid").binding(), e.binding());
     let mut added = base();
-    added["resources"].as_array_mut().expect("array").push(res("skill://code-review/b.md", json!(1)));
+    added["resources"]
+        .as_array_mut()
+        .expect("array")
+        .push(res("skill://code-review/b.md", json!(1)));
     assert_ne!(validate(&added).expect("valid").binding(), e.binding());
     let mut removed = base();
     removed["resources"].as_array_mut().expect("array").pop();
@@ -363,17 +553,27 @@ fn a1_binding_ignores_order_and_spelling_and_sees_every_change() {
 fn a2_diff_names_added_removed_and_changed_files() {
     let old = validate(&base()).expect("valid");
     let mut v = with_resource(1, "digest", json!(Digest::of(b"x").to_string()));
-    v["resources"].as_array_mut().expect("array").push(res("skill://code-review/new.md", json!(1)));
+    v["resources"]
+        .as_array_mut()
+        .expect("array")
+        .push(res("skill://code-review/new.md", json!(1)));
     v["frontmatter"]["description"] = json!("Reviews code, now better.");
     let new = validate(&v).expect("valid");
     let d = old.diff(&new);
-    assert_eq!(d.added, vec![FileUri::parse("skill://code-review/new.md").expect("valid")]);
+    assert_eq!(
+        d.added,
+        vec![FileUri::parse("skill://code-review/new.md").expect("valid")]
+    );
     assert_eq!(d.changed.len(), 1);
     assert_eq!(d.changed[0].uri.as_str(), "skill://code-review/refs/a.md");
     assert!(d.removed.is_empty());
     assert_eq!(d.frontmatter[0].key, "description");
     let text = d.to_string();
-    assert!(text.contains("added skill://code-review/new.md") && text.contains("changed skill://code-review/refs/a.md"), "{text}");
+    assert!(
+        text.contains("added skill://code-review/new.md")
+            && text.contains("changed skill://code-review/refs/a.md"),
+        "{text}"
+    );
     let back = new.diff(&old);
     assert_eq!(back.removed, d.added);
     assert!(old.diff(&old).is_empty());

@@ -27,7 +27,10 @@ fn v6_yaml_core_vectors_all_pass() {
     let path = common::shared_dir().join("spec/yaml-core-vectors.tsv");
     let text = std::fs::read_to_string(&path).expect("vectors file is readable");
     let mut checked = 0;
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let mut cols = line.split('\t');
         let yaml = cols.next().expect("yaml column").replace("\\n", "\n");
         let expected = cols.next().expect("expected column");
@@ -39,7 +42,10 @@ fn v6_yaml_core_vectors_all_pass() {
             assert_eq!(got.remove("name"), Some(json!("demo")));
             assert_eq!(got.remove("description"), Some(json!("d")));
             let want: Value = serde_json::from_str(expected).expect("expected column is JSON");
-            assert!(json_equal(&Value::Object(got.clone()), &want), "{yaml:?}: got {got:?}, want {want}");
+            assert!(
+                json_equal(&Value::Object(got.clone()), &want),
+                "{yaml:?}: got {got:?}, want {want}"
+            );
         }
         checked += 1;
     }
@@ -59,7 +65,10 @@ fn v6_different_description_is_named() {
     let entry = obj(json!({"name": "demo", "description": "the entry"}));
     let diffs = compare(&entry, &file);
     assert_eq!(diffs.len(), 1);
-    assert_eq!((diffs[0].key.as_str(), diffs[0].kind), ("description", DiffKind::Different));
+    assert_eq!(
+        (diffs[0].key.as_str(), diffs[0].kind),
+        ("description", DiffKind::Different)
+    );
 }
 
 #[test]
@@ -69,7 +78,10 @@ fn v6_extra_key_on_either_side_is_a_difference() {
     assert_eq!(compare(&entry, &file)[0].kind, DiffKind::ExtraInFile);
     let entry = obj(json!({"name": "demo", "description": "d", "license": "MIT", "x": 1}));
     let diffs = compare(&entry, &file);
-    assert_eq!((diffs[0].key.as_str(), diffs[0].kind), ("x", DiffKind::MissingInFile));
+    assert_eq!(
+        (diffs[0].key.as_str(), diffs[0].kind),
+        ("x", DiffKind::MissingInFile)
+    );
 }
 
 #[test]
@@ -97,38 +109,77 @@ fn v6_no_type_coercion() {
 
 #[test]
 fn v6_numbers_compare_by_value() {
-    let file = parse("name: demo\ndescription: d\nversion: 1.0\nbig: 9007199254740993").expect("parses");
-    let entry = obj(json!({"name": "demo", "description": "d", "version": 1, "big": 9_007_199_254_740_993_u64}));
+    let file =
+        parse("name: demo\ndescription: d\nversion: 1.0\nbig: 9007199254740993").expect("parses");
+    let entry = obj(
+        json!({"name": "demo", "description": "d", "version": 1, "big": 9_007_199_254_740_993_u64}),
+    );
     assert!(compare(&entry, &file).is_empty());
     // Rounding never makes two different integers equal.
-    let entry = obj(json!({"name": "demo", "description": "d", "version": 1, "big": 9_007_199_254_740_992.0}));
+    let entry = obj(
+        json!({"name": "demo", "description": "d", "version": 1, "big": 9_007_199_254_740_992.0}),
+    );
     assert_eq!(compare(&entry, &file)[0].key, "big");
 }
 
 #[test]
 fn v6_dates_and_yes_on_stay_strings() {
-    let file = parse("name: demo\ndescription: d\ndate: 2025-12-01\na: yes\nb: on").expect("parses");
-    let entry = obj(json!({"name": "demo", "description": "d", "date": "2025-12-01", "a": "yes", "b": "on"}));
+    let file =
+        parse("name: demo\ndescription: d\ndate: 2025-12-01\na: yes\nb: on").expect("parses");
+    let entry = obj(
+        json!({"name": "demo", "description": "d", "date": "2025-12-01", "a": "yes", "b": "on"}),
+    );
     assert!(compare(&entry, &file).is_empty());
 }
 
 #[test]
 fn v6_what_json_cannot_say_fails_closed() {
-    assert!(matches!(parse("name: demo\ndescription: d\nk: .nan"), Err(FrontmatterProblem::NonFinite { .. })));
-    assert!(matches!(parse("name: demo\ndescription: d\nk: 1e999"), Err(FrontmatterProblem::NonFinite { .. })));
-    assert!(matches!(parse("name: demo\nname: again\ndescription: d"), Err(FrontmatterProblem::DuplicateKey { key }) if key == "name"));
-    assert!(matches!(parse("name: demo\ndescription: &a d\nk: *a"), Err(FrontmatterProblem::Anchor)));
-    assert!(matches!(parse("name: demo\ndescription: d\nk: *a"), Err(_)));
-    assert!(matches!(parse("name: demo\ndescription: !!str d"), Err(FrontmatterProblem::Tag)));
-    assert!(matches!(parse("name: demo\ndescription: d\n1: x"), Err(FrontmatterProblem::NonStringKey)));
-    assert!(matches!(parse("name: demo\ndescription: d\n? [a]\n: x"), Err(FrontmatterProblem::NonStringKey)));
+    assert!(matches!(
+        parse("name: demo\ndescription: d\nk: .nan"),
+        Err(FrontmatterProblem::NonFinite { .. })
+    ));
+    assert!(matches!(
+        parse("name: demo\ndescription: d\nk: 1e999"),
+        Err(FrontmatterProblem::NonFinite { .. })
+    ));
+    assert!(
+        matches!(parse("name: demo\nname: again\ndescription: d"), Err(FrontmatterProblem::DuplicateKey { key }) if key == "name")
+    );
+    assert!(matches!(
+        parse("name: demo\ndescription: &a d\nk: *a"),
+        Err(FrontmatterProblem::Anchor)
+    ));
+    assert!(parse("name: demo\ndescription: d\nk: *a").is_err());
+    assert!(matches!(
+        parse("name: demo\ndescription: !!str d"),
+        Err(FrontmatterProblem::Tag)
+    ));
+    assert!(matches!(
+        parse("name: demo\ndescription: d\n1: x"),
+        Err(FrontmatterProblem::NonStringKey)
+    ));
+    assert!(matches!(
+        parse("name: demo\ndescription: d\n? [a]\n: x"),
+        Err(FrontmatterProblem::NonStringKey)
+    ));
 }
 
 #[test]
 fn v6_nesting_is_bounded() {
-    let deep = format!("name: demo\ndescription: d\nk: {}{}", "[".repeat(100), "]".repeat(100));
-    assert!(matches!(parse(&deep), Err(FrontmatterProblem::TooDeep { .. })));
-    let ok = format!("name: demo\ndescription: d\nk: {}{}", "[".repeat(60), "]".repeat(60));
+    let deep = format!(
+        "name: demo\ndescription: d\nk: {}{}",
+        "[".repeat(100),
+        "]".repeat(100)
+    );
+    assert!(matches!(
+        parse(&deep),
+        Err(FrontmatterProblem::TooDeep { .. })
+    ));
+    let ok = format!(
+        "name: demo\ndescription: d\nk: {}{}",
+        "[".repeat(60),
+        "]".repeat(60)
+    );
     assert!(parse(&ok).is_ok());
 }
 
@@ -139,7 +190,10 @@ fn v6_bom_is_skipped_for_parsing_only() {
     let fm = frontmatter::parse(&md).expect("BOM-prefixed file parses");
     assert_eq!(fm.get("name"), Some(&json!("demo")));
     // The digest covers the BOM: the bytes are different files.
-    assert_ne!(skillcache::Digest::of(&md), skillcache::Digest::of(&md[3..]));
+    assert_ne!(
+        skillcache::Digest::of(&md),
+        skillcache::Digest::of(&md[3..])
+    );
 }
 
 #[test]
@@ -163,7 +217,10 @@ fn v6_shapes_that_are_not_frontmatter() {
     assert_eq!(p(b"---\njust text\n---\n"), FrontmatterProblem::NotAMapping);
     assert_eq!(p(b"---\n---\n"), FrontmatterProblem::NotAMapping);
     assert_eq!(p(b"---\nname: \xff\n---\n"), FrontmatterProblem::NotUtf8);
-    assert!(matches!(p(b"---\nname: demo\ndescription: a: b\n---\n"), FrontmatterProblem::Syntax { .. }));
+    assert!(matches!(
+        p(b"---\nname: demo\ndescription: a: b\n---\n"),
+        FrontmatterProblem::Syntax { .. }
+    ));
 }
 
 #[test]
@@ -171,5 +228,10 @@ fn v6_oversized_frontmatter_is_refused_without_parsing() {
     let mut md = b"---\n".to_vec();
     md.extend(std::iter::repeat_n(b"k: v\n".as_slice(), 300_000).flatten());
     md.extend(b"---\n");
-    assert!(matches!(frontmatter::parse(&md), Err(Error::Frontmatter { problem: FrontmatterProblem::TooLarge { .. } })));
+    assert!(matches!(
+        frontmatter::parse(&md),
+        Err(Error::Frontmatter {
+            problem: FrontmatterProblem::TooLarge { .. }
+        })
+    ));
 }

@@ -99,7 +99,8 @@ impl EntryDiff {
     /// Whether the file set changed, which is what revokes an approval.
     #[must_use]
     pub fn files_changed(&self) -> bool {
-        !(self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()) || self.dynamic_changed
+        !(self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty())
+            || self.dynamic_changed
     }
 }
 
@@ -114,26 +115,46 @@ impl fmt::Display for EntryDiff {
         }
         parts.extend(self.added.iter().map(|u| format!("added {u}")));
         parts.extend(self.removed.iter().map(|u| format!("removed {u}")));
-        parts.extend(self.changed.iter().map(|c| format!("changed {} ({} -> {})", c.uri, c.old, c.new)));
-        parts.extend(self.frontmatter.iter().map(|d| format!("frontmatter {}", d.key)));
+        parts.extend(
+            self.changed
+                .iter()
+                .map(|c| format!("changed {} ({} -> {})", c.uri, c.old, c.new)),
+        );
+        parts.extend(
+            self.frontmatter
+                .iter()
+                .map(|d| format!("frontmatter {}", d.key)),
+        );
         f.write_str(&parts.join("; "))
     }
 }
 
 pub(super) fn diff(old: &SkillEntry, new: &SkillEntry) -> EntryDiff {
-    let mut out = EntryDiff { frontmatter: compare(old.frontmatter(), new.frontmatter()), ..EntryDiff::default() };
+    let mut out = EntryDiff {
+        frontmatter: compare(old.frontmatter(), new.frontmatter()),
+        ..EntryDiff::default()
+    };
     match (old.manifest(), new.manifest()) {
         (Some(a), Some(b)) => {
             for f in b.files() {
                 match a.file(f.uri()) {
                     None => out.added.push(f.uri().clone()),
                     Some(o) if o.digest() != f.digest() || o.size() != f.size() => {
-                        out.changed.push(ChangedFile { uri: f.uri().clone(), old: o.digest(), new: f.digest() });
+                        out.changed.push(ChangedFile {
+                            uri: f.uri().clone(),
+                            old: o.digest(),
+                            new: f.digest(),
+                        });
                     }
                     Some(_) => {}
                 }
             }
-            out.removed = a.files().iter().filter(|f| b.file(f.uri()).is_none()).map(|f| f.uri().clone()).collect();
+            out.removed = a
+                .files()
+                .iter()
+                .filter(|f| b.file(f.uri()).is_none())
+                .map(|f| f.uri().clone())
+                .collect();
         }
         (None, None) => {}
         _ => out.dynamic_changed = true,

@@ -28,14 +28,23 @@ const METHOD: &str = "resources/read";
 /// # Errors
 /// [`Error::InvalidResponse`] naming the rule.
 pub fn select_content(result: &Value, requested: &FileUri) -> Result<Vec<u8>, Error> {
-    let fail = |rule| Error::InvalidResponse { method: METHOD, rule };
+    let fail = |rule| Error::InvalidResponse {
+        method: METHOD,
+        rule,
+    };
     let contents = result
         .get("contents")
         .and_then(Value::as_array)
-        .ok_or_else(|| fail(Rule::WrongType { expected: "contents: an array" }))?;
+        .ok_or_else(|| {
+            fail(Rule::WrongType {
+                expected: "contents: an array",
+            })
+        })?;
     let mut found: Option<Vec<u8>> = None;
     for item in contents {
-        let Some(uri) = item.get("uri").and_then(Value::as_str) else { continue };
+        let Some(uri) = item.get("uri").and_then(Value::as_str) else {
+            continue;
+        };
         // An item whose URI does not parse cannot be the requested one (which did parse).
         if FileUri::parse(uri).map_or(true, |u| &u != requested) {
             continue;
@@ -43,21 +52,27 @@ pub fn select_content(result: &Value, requested: &FileUri) -> Result<Vec<u8>, Er
         let bytes = decode(item).map_err(fail)?;
         match &found {
             Some(prev) if *prev != bytes => {
-                return Err(fail(Rule::ConflictingContent { uri: requested.as_str().to_owned() }));
+                return Err(fail(Rule::ConflictingContent {
+                    uri: requested.as_str().to_owned(),
+                }));
             }
             Some(_) => {}
             None => found = Some(bytes),
         }
     }
-    found.ok_or_else(|| fail(Rule::NoContent { uri: requested.as_str().to_owned() }))
+    found.ok_or_else(|| {
+        fail(Rule::NoContent {
+            uri: requested.as_str().to_owned(),
+        })
+    })
 }
 
 fn decode(item: &Value) -> Result<Vec<u8>, Rule> {
     match (item.get("text"), item.get("blob")) {
         (Some(Value::String(text)), None) => Ok(text.as_bytes().to_vec()),
-        (None, Some(Value::String(blob))) => {
-            base64::engine::general_purpose::STANDARD.decode(blob).map_err(|_| Rule::Base64)
-        }
+        (None, Some(Value::String(blob))) => base64::engine::general_purpose::STANDARD
+            .decode(blob)
+            .map_err(|_| Rule::Base64),
         _ => Err(Rule::ContentShape),
     }
 }

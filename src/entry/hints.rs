@@ -45,7 +45,10 @@ impl CacheHints {
     /// Builds hints, clamping the TTL.
     #[must_use]
     pub fn new(ttl_ms: u64, scope: Scope) -> CacheHints {
-        CacheHints { ttl_ms: ttl_ms.min(MAX_TTL_MS), scope }
+        CacheHints {
+            ttl_ms: ttl_ms.min(MAX_TTL_MS),
+            scope,
+        }
     }
 
     /// Reads `ttlMs` and `cacheScope` from a result object.
@@ -53,17 +56,28 @@ impl CacheHints {
     /// # Errors
     /// [`Error::InvalidResponse`] if `ttlMs` is not a non-negative integer or `cacheScope` is
     /// neither `"public"` nor `"private"`.
-    pub fn from_result(method: &'static str, result: &Map<String, Value>) -> Result<CacheHints, Error> {
+    pub fn from_result(
+        method: &'static str,
+        result: &Map<String, Value>,
+    ) -> Result<CacheHints, Error> {
         let fail = |rule| Error::InvalidResponse { method, rule };
         let ttl_ms = match result.get("ttlMs") {
             None | Some(Value::Null) => 0,
-            Some(v) => v.as_u64().ok_or_else(|| fail(Rule::Value { allowed: "ttlMs: a non-negative integer" }))?,
+            Some(v) => v.as_u64().ok_or_else(|| {
+                fail(Rule::Value {
+                    allowed: "ttlMs: a non-negative integer",
+                })
+            })?,
         };
         let scope = match result.get("cacheScope") {
             None | Some(Value::Null) => Scope::Private,
             Some(Value::String(s)) if s == "public" => Scope::Public,
             Some(Value::String(s)) if s == "private" => Scope::Private,
-            Some(_) => return Err(fail(Rule::Value { allowed: "cacheScope: \"public\" or \"private\"" })),
+            Some(_) => {
+                return Err(fail(Rule::Value {
+                    allowed: "cacheScope: \"public\" or \"private\"",
+                }));
+            }
         };
         Ok(CacheHints::new(ttl_ms, scope))
     }

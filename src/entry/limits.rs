@@ -21,14 +21,18 @@ pub struct Limits {
 
 impl Limits {
     /// 512 files and 16 MiB: what the spec requires every host to accept.
-    pub const BASELINE: Limits = Limits { max_files: 512, max_total_bytes: 16 * 1024 * 1024 };
+    pub const BASELINE: Limits = Limits {
+        max_files: 512,
+        max_total_bytes: 16 * 1024 * 1024,
+    };
 
     /// Raised limits.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] if either is below the baseline.
     pub fn new(max_files: u64, max_total_bytes: u64) -> Result<Limits, Error> {
-        if max_files < Self::BASELINE.max_files || max_total_bytes < Self::BASELINE.max_total_bytes {
+        if max_files < Self::BASELINE.max_files || max_total_bytes < Self::BASELINE.max_total_bytes
+        {
             return Err(Error::InvalidConfig {
                 what: format!(
                     "limits may be raised but never below the baseline of {} files and {} bytes",
@@ -37,7 +41,10 @@ impl Limits {
                 ),
             });
         }
-        Ok(Limits { max_files, max_total_bytes })
+        Ok(Limits {
+            max_files,
+            max_total_bytes,
+        })
     }
 
     /// The most files a skill may list.

@@ -146,12 +146,18 @@ impl SkillEntry {
     /// `frontmatter.name` (validated; equals the last skill-path segment).
     #[must_use]
     pub fn name(&self) -> &str {
-        self.frontmatter.get("name").and_then(Value::as_str).unwrap_or_default()
+        self.frontmatter
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
     }
     /// `frontmatter.description` (validated).
     #[must_use]
     pub fn description(&self) -> &str {
-        self.frontmatter.get("description").and_then(Value::as_str).unwrap_or_default()
+        self.frontmatter
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
     }
     /// The manifest, or `"dynamic"`.
     #[must_use]
@@ -208,4 +214,3 @@ impl SkillEntry {
         binding::diff(self, newer)
     }
 }
-

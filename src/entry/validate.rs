@@ -63,13 +63,24 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, field: impl Into<String>, rule: Rule) -> Error {
-        Error::InvalidEntry { skill: self.skill.map(str::to_owned), field: field.into(), rule }
+        Error::InvalidEntry {
+            skill: self.skill.map(str::to_owned),
+            field: field.into(),
+            rule,
+        }
     }
 }
 
 pub(super) fn entry(value: &Value, v: &Validation) -> Result<SkillEntry, Error> {
     let mut ctx = Ctx { skill: None };
-    let obj = value.as_object().ok_or_else(|| ctx.err("(entry)", Rule::WrongType { expected: "an object" }))?;
+    let obj = value.as_object().ok_or_else(|| {
+        ctx.err(
+            "(entry)",
+            Rule::WrongType {
+                expected: "an object",
+            },
+        )
+    })?;
 
     let uri_text = string_field(&ctx, obj, "uri")?;
     ctx.skill = Some(uri_text);
@@ -78,7 +89,14 @@ pub(super) fn entry(value: &Value, v: &Validation) -> Result<SkillEntry, Error> 
     let frontmatter = match obj.get("frontmatter") {
         None => return Err(ctx.err("frontmatter", Rule::Missing)),
         Some(Value::Object(m)) => m,
-        Some(_) => return Err(ctx.err("frontmatter", Rule::WrongType { expected: "an object" })),
+        Some(_) => {
+            return Err(ctx.err(
+                "frontmatter",
+                Rule::WrongType {
+                    expected: "an object",
+                },
+            ));
+        }
     };
     check_frontmatter(&ctx, &uri, frontmatter, v)?;
 
@@ -90,7 +108,11 @@ pub(super) fn entry(value: &Value, v: &Validation) -> Result<SkillEntry, Error> 
         }
         Some(_) => return Err(ctx.err("resources", Rule::ResourcesShape)),
     };
-    Ok(SkillEntry { uri, frontmatter: frontmatter.clone(), resources })
+    Ok(SkillEntry {
+        uri,
+        frontmatter: frontmatter.clone(),
+        resources,
+    })
 }
 
 fn uri_rule(e: Error) -> Rule {
@@ -100,31 +122,62 @@ fn uri_rule(e: Error) -> Rule {
     }
 }
 
-fn string_field<'a>(ctx: &Ctx<'_>, obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, Error> {
+fn string_field<'a>(
+    ctx: &Ctx<'_>,
+    obj: &'a Map<String, Value>,
+    key: &str,
+) -> Result<&'a str, Error> {
     match obj.get(key) {
         None => Err(ctx.err(key, Rule::Missing)),
         Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(ctx.err(key, Rule::WrongType { expected: "a string" })),
+        Some(_) => Err(ctx.err(
+            key,
+            Rule::WrongType {
+                expected: "a string",
+            },
+        )),
     }
 }
 
-fn check_frontmatter(ctx: &Ctx<'_>, uri: &SkillUri, fm: &Map<String, Value>, v: &Validation) -> Result<(), Error> {
+fn check_frontmatter(
+    ctx: &Ctx<'_>,
+    uri: &SkillUri,
+    fm: &Map<String, Value>,
+    v: &Validation,
+) -> Result<(), Error> {
     let name = match fm.get("name") {
         None => return Err(ctx.err("frontmatter.name", Rule::Missing)),
         Some(Value::String(s)) => s,
-        Some(_) => return Err(ctx.err("frontmatter.name", Rule::WrongType { expected: "a string" })),
+        Some(_) => {
+            return Err(ctx.err(
+                "frontmatter.name",
+                Rule::WrongType {
+                    expected: "a string",
+                },
+            ));
+        }
     };
     check_name(name).map_err(|why| ctx.err("frontmatter.name", Rule::Name { why }))?;
     if uri.name_segment() != name {
         return Err(ctx.err(
             "frontmatter.name",
-            Rule::NameMismatch { segment: uri.name_segment().to_owned(), name: name.clone() },
+            Rule::NameMismatch {
+                segment: uri.name_segment().to_owned(),
+                name: name.clone(),
+            },
         ));
     }
     let description = match fm.get("description") {
         None => return Err(ctx.err("frontmatter.description", Rule::Missing)),
         Some(Value::String(s)) => s,
-        Some(_) => return Err(ctx.err("frontmatter.description", Rule::WrongType { expected: "a string" })),
+        Some(_) => {
+            return Err(ctx.err(
+                "frontmatter.description",
+                Rule::WrongType {
+                    expected: "a string",
+                },
+            ));
+        }
     };
     // Unicode scalar values, not bytes and not UTF-16 units (R-W6).
     let chars = description.chars().count();
@@ -136,11 +189,21 @@ fn check_frontmatter(ctx: &Ctx<'_>, uri: &SkillUri, fm: &Map<String, Value>, v: 
             None => {}
             Some(Value::Object(m)) if m.values().all(Value::is_string) => {}
             Some(_) => {
-                return Err(ctx.err("frontmatter.metadata", Rule::Strict { why: "metadata must map strings to strings" }));
+                return Err(ctx.err(
+                    "frontmatter.metadata",
+                    Rule::Strict {
+                        why: "metadata must map strings to strings",
+                    },
+                ));
             }
         }
         if fm.get("allowed-tools").is_some_and(|t| !t.is_string()) {
-            return Err(ctx.err("frontmatter.allowed-tools", Rule::Strict { why: "allowed-tools must be a string" }));
+            return Err(ctx.err(
+                "frontmatter.allowed-tools",
+                Rule::Strict {
+                    why: "allowed-tools must be a string",
+                },
+            ));
         }
     }
     Ok(())
@@ -151,7 +214,10 @@ pub(crate) fn check_name(name: &str) -> Result<(), &'static str> {
     if name.is_empty() || name.len() > 64 {
         return Err("must be 1 to 64 characters");
     }
-    if !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
         return Err("may contain only lowercase letters, digits and '-'");
     }
     if name.starts_with('-') || name.ends_with('-') {
@@ -163,7 +229,12 @@ pub(crate) fn check_name(name: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn manifest(ctx: &Ctx<'_>, skill: &SkillUri, items: &[Value], limits: Limits) -> Result<Manifest, Error> {
+fn manifest(
+    ctx: &Ctx<'_>,
+    skill: &SkillUri,
+    items: &[Value],
+    limits: Limits,
+) -> Result<Manifest, Error> {
     let declined = |limit, declared, max| Error::LimitExceeded {
         skill: skill.as_str().to_owned(),
         limit,
@@ -181,20 +252,42 @@ fn manifest(ctx: &Ctx<'_>, skill: &SkillUri, items: &[Value], limits: Limits) ->
     let mut total: u64 = 0;
     for (i, item) in items.iter().enumerate() {
         let field = |k: &str| format!("resources[{i}].{k}");
-        let obj = item
-            .as_object()
-            .ok_or_else(|| ctx.err(format!("resources[{i}]"), Rule::WrongType { expected: "an object" }))?;
+        let obj = item.as_object().ok_or_else(|| {
+            ctx.err(
+                format!("resources[{i}]"),
+                Rule::WrongType {
+                    expected: "an object",
+                },
+            )
+        })?;
         let uri_text = match obj.get("uri") {
             None => return Err(ctx.err(field("uri"), Rule::Missing)),
             Some(Value::String(s)) => s,
-            Some(_) => return Err(ctx.err(field("uri"), Rule::WrongType { expected: "a string" })),
+            Some(_) => {
+                return Err(ctx.err(
+                    field("uri"),
+                    Rule::WrongType {
+                        expected: "a string",
+                    },
+                ));
+            }
         };
         let uri = FileUri::parse(uri_text).map_err(|e| ctx.err(field("uri"), uri_rule(e)))?;
         if &uri != skill.file() && !skill.contains(&uri) {
-            return Err(ctx.err(field("uri"), Rule::OutsideRoot { root: skill.root().to_owned() }));
+            return Err(ctx.err(
+                field("uri"),
+                Rule::OutsideRoot {
+                    root: skill.root().to_owned(),
+                },
+            ));
         }
         if !seen.insert(uri.canonical().to_owned()) {
-            return Err(ctx.err(field("uri"), Rule::DuplicateUri { uri: uri_text.clone() }));
+            return Err(ctx.err(
+                field("uri"),
+                Rule::DuplicateUri {
+                    uri: uri_text.clone(),
+                },
+            ));
         }
         let digest: Digest = match obj.get("digest") {
             None => return Err(ctx.err(field("digest"), Rule::Missing)),
@@ -202,7 +295,14 @@ fn manifest(ctx: &Ctx<'_>, skill: &SkillUri, items: &[Value], limits: Limits) ->
                 Error::InvalidDigest { rule, .. } => ctx.err(field("digest"), rule),
                 other => other,
             })?,
-            Some(_) => return Err(ctx.err(field("digest"), Rule::WrongType { expected: "a string" })),
+            Some(_) => {
+                return Err(ctx.err(
+                    field("digest"),
+                    Rule::WrongType {
+                        expected: "a string",
+                    },
+                ));
+            }
         };
         let size = match obj.get("size") {
             None => return Err(ctx.err(field("size"), Rule::Missing)),
@@ -223,5 +323,9 @@ fn manifest(ctx: &Ctx<'_>, skill: &SkillUri, items: &[Value], limits: Limits) ->
     }
     files.sort_by(|a, b| a.uri.cmp(&b.uri));
     let binding = Binding::of(&files);
-    Ok(Manifest { files, total_bytes: total, binding })
+    Ok(Manifest {
+        files,
+        total_bytes: total,
+        binding,
+    })
 }

@@ -23,10 +23,16 @@ pub struct ListPage {
     pub hints: CacheHints,
 }
 
-fn object<'a>(method: &'static str, result: &'a Value) -> Result<&'a serde_json::Map<String, Value>, Error> {
-    result
-        .as_object()
-        .ok_or(Error::InvalidResponse { method, rule: Rule::WrongType { expected: "an object" } })
+fn object<'a>(
+    method: &'static str,
+    result: &'a Value,
+) -> Result<&'a serde_json::Map<String, Value>, Error> {
+    result.as_object().ok_or(Error::InvalidResponse {
+        method,
+        rule: Rule::WrongType {
+            expected: "an object",
+        },
+    })
 }
 
 /// Parses one `skills/list` result.
@@ -38,19 +44,43 @@ pub fn parse_list_result(result: &Value, validation: &Validation) -> Result<List
     let obj = object(METHOD, result)?;
     let skills = match obj.get("skills") {
         Some(Value::Array(items)) => items,
-        Some(_) => return Err(Error::InvalidResponse { method: METHOD, rule: Rule::WrongType { expected: "skills: an array" } }),
-        None => return Err(Error::InvalidResponse { method: METHOD, rule: Rule::Missing }),
+        Some(_) => {
+            return Err(Error::InvalidResponse {
+                method: METHOD,
+                rule: Rule::WrongType {
+                    expected: "skills: an array",
+                },
+            });
+        }
+        None => {
+            return Err(Error::InvalidResponse {
+                method: METHOD,
+                rule: Rule::Missing,
+            });
+        }
     };
     let next_cursor = match obj.get("nextCursor") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => {
-            return Err(Error::InvalidResponse { method: METHOD, rule: Rule::WrongType { expected: "nextCursor: a string" } });
+            return Err(Error::InvalidResponse {
+                method: METHOD,
+                rule: Rule::WrongType {
+                    expected: "nextCursor: a string",
+                },
+            });
         }
     };
     let hints = CacheHints::from_result(METHOD, obj)?;
-    let skills = skills.iter().map(|s| SkillEntry::from_json(s, validation)).collect();
-    Ok(ListPage { skills, next_cursor, hints })
+    let skills = skills
+        .iter()
+        .map(|s| SkillEntry::from_json(s, validation))
+        .collect();
+    Ok(ListPage {
+        skills,
+        next_cursor,
+        hints,
+    })
 }
 
 /// Parses a `skills/get` result and checks it answers the skill that was asked for.
@@ -65,7 +95,10 @@ pub fn parse_get_result(
 ) -> Result<(SkillEntry, CacheHints), Error> {
     const METHOD: &str = "skills/get";
     let obj = object(METHOD, result)?;
-    let skill = obj.get("skill").ok_or(Error::InvalidResponse { method: METHOD, rule: Rule::Missing })?;
+    let skill = obj.get("skill").ok_or(Error::InvalidResponse {
+        method: METHOD,
+        rule: Rule::Missing,
+    })?;
     // Which skill the answer is about is checked before anything else, so an answer about B is
     // reported as such even when B's entry is also invalid.
     if let Some(returned) = skill.get("uri").and_then(Value::as_str)
@@ -73,7 +106,10 @@ pub fn parse_get_result(
     {
         return Err(Error::InvalidResponse {
             method: METHOD,
-            rule: Rule::WrongSkill { requested: requested.as_str().to_owned(), returned: returned.to_owned() },
+            rule: Rule::WrongSkill {
+                requested: requested.as_str().to_owned(),
+                returned: returned.to_owned(),
+            },
         });
     }
     let hints = CacheHints::from_result(METHOD, obj)?;
@@ -116,12 +152,24 @@ impl Listing {
         const METHOD: &str = "skills/list";
         self.pages += 1;
         if self.pages > MAX_PAGES {
-            return Err(Error::InvalidResponse { method: METHOD, rule: Rule::Value { allowed: "at most 10000 pages" } });
+            return Err(Error::InvalidResponse {
+                method: METHOD,
+                rule: Rule::Value {
+                    allowed: "at most 10000 pages",
+                },
+            });
         }
         // The hints of a listing are the most conservative of its pages'.
         self.hints = Some(match self.hints {
             None => page.hints,
-            Some(h) => CacheHints::new(h.ttl_ms().min(page.hints.ttl_ms()), if h.scope() == page.hints.scope() { h.scope() } else { super::Scope::Private }),
+            Some(h) => CacheHints::new(
+                h.ttl_ms().min(page.hints.ttl_ms()),
+                if h.scope() == page.hints.scope() {
+                    h.scope()
+                } else {
+                    super::Scope::Private
+                },
+            ),
         });
         for skill in page.skills {
             let key = match &skill {
@@ -140,9 +188,10 @@ impl Listing {
             self.skills.push(skill);
         }
         match page.next_cursor {
-            Some(c) if !self.cursors.insert(c.clone()) => {
-                Err(Error::InvalidResponse { method: METHOD, rule: Rule::RepeatedCursor { cursor: c } })
-            }
+            Some(c) if !self.cursors.insert(c.clone()) => Err(Error::InvalidResponse {
+                method: METHOD,
+                rule: Rule::RepeatedCursor { cursor: c },
+            }),
             next => Ok(next),
         }
     }
@@ -154,7 +203,10 @@ impl Listing {
             for &i in indices {
                 let uri = match &self.skills[i] {
                     Ok(e) => e.uri().as_str().to_owned(),
-                    Err(Error::InvalidEntry { skill: Some(u), .. } | Error::LimitExceeded { skill: u, .. }) => u.clone(),
+                    Err(
+                        Error::InvalidEntry { skill: Some(u), .. }
+                        | Error::LimitExceeded { skill: u, .. },
+                    ) => u.clone(),
                     Err(_) => String::new(),
                 };
                 self.skills[i] = Err(Error::InvalidEntry {

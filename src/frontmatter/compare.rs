@@ -50,19 +50,34 @@ pub fn compare(entry: &Frontmatter, file: &Frontmatter) -> Vec<FieldDiff> {
 }
 
 fn diff_maps(prefix: &str, entry: &Frontmatter, file: &Frontmatter, out: &mut Vec<FieldDiff>) {
-    let path = |k: &str| if prefix.is_empty() { k.to_owned() } else { format!("{prefix}.{k}") };
+    let path = |k: &str| {
+        if prefix.is_empty() {
+            k.to_owned()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
     for (k, ev) in entry {
         match (ev, file.get(k)) {
-            (_, None) => out.push(FieldDiff { key: path(k), kind: DiffKind::MissingInFile }),
+            (_, None) => out.push(FieldDiff {
+                key: path(k),
+                kind: DiffKind::MissingInFile,
+            }),
             (Value::Object(em), Some(Value::Object(fm))) => diff_maps(&path(k), em, fm, out),
             (_, Some(fv)) if !json_equal(ev, fv) => {
-                out.push(FieldDiff { key: path(k), kind: DiffKind::Different });
+                out.push(FieldDiff {
+                    key: path(k),
+                    kind: DiffKind::Different,
+                });
             }
             _ => {}
         }
     }
     for k in file.keys().filter(|k| !entry.contains_key(*k)) {
-        out.push(FieldDiff { key: path(k), kind: DiffKind::ExtraInFile });
+        out.push(FieldDiff {
+            key: path(k),
+            kind: DiffKind::ExtraInFile,
+        });
     }
 }
 
@@ -75,14 +90,18 @@ pub fn json_equal(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
         }
         _ => a == b,
     }
 }
 
 fn as_int(n: &Number) -> Option<i128> {
-    n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from))
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
 }
 
 fn number_equal(x: &Number, y: &Number) -> bool {
@@ -95,9 +114,9 @@ fn number_equal(x: &Number, y: &Number) -> bool {
     }
 }
 
-#[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+#[allow(clippy::cast_possible_truncation)]
 fn float_equals_int(f: Option<f64>, i: i128) -> bool {
-    // Exact: the float must be integral and convert back to the same integer, so 2^53 + 1 is
-    // never "equal" to 2^53 through rounding.
-    f.is_some_and(|f| f.fract() == 0.0 && f.abs() < 1.8e38 && f as i128 == i && (i as f64) == f)
+    // Exact: an integral float inside i128's range converts without rounding, so it equals `i`
+    // only if it *is* `i` (2^53 as a float never equals the integer 2^53 + 1).
+    f.is_some_and(|f| f.fract() == 0.0 && f.abs() < 1.7e38 && f as i128 == i)
 }

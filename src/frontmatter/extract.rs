@@ -42,7 +42,9 @@ pub fn extract(skill_md: &[u8]) -> Result<&str, FrontmatterProblem> {
 
 /// `---` followed only by spaces, tabs and a line ending (or the end of the file).
 fn is_delimiter(line: &[u8]) -> bool {
-    let Some(rest) = line.strip_prefix(b"---") else { return false };
+    let Some(rest) = line.strip_prefix(b"---") else {
+        return false;
+    };
     let rest = rest.strip_suffix(b"\n").unwrap_or(rest);
     let rest = rest.strip_suffix(b"\r").unwrap_or(rest);
     rest.iter().all(|&b| b == b' ' || b == b'\t')

@@ -21,7 +21,9 @@ pub(super) fn to_json(text: &str) -> Result<Frontmatter, P> {
     let mut documents = 0usize;
     let mut nodes = 0usize;
     loop {
-        let (event, _) = parser.next_token().map_err(|e| P::Syntax { message: e.to_string() })?;
+        let (event, _) = parser.next_token().map_err(|e| P::Syntax {
+            message: e.to_string(),
+        })?;
         let value = match event {
             Event::StreamEnd => break,
             Event::StreamStart | Event::Nothing | Event::DocumentEnd => continue,
@@ -67,7 +69,9 @@ pub(super) fn to_json(text: &str) -> Result<Frontmatter, P> {
                 Some(Open::Map(map, None)) => Value::Object(map),
                 // The parser never ends a mapping between a key and its value; fail closed anyway.
                 Some(Open::Map(_, Some(_))) | None => {
-                    return Err(P::Syntax { message: "unbalanced collection".into() });
+                    return Err(P::Syntax {
+                        message: "unbalanced collection".into(),
+                    });
                 }
             },
         };
@@ -126,7 +130,9 @@ fn resolve(text: &str, style: TScalarStyle) -> Result<Value, P> {
 /// The core schema's numeric forms: `[-+]?[0-9]+`, `0o[0-7]+`, `0x[0-9a-fA-F]+`, and
 /// `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`; `[-+]?.inf` and `.nan` are refused.
 fn core_number(text: &str) -> Result<Option<Number>, P> {
-    let non_finite = || P::NonFinite { scalar: text.to_owned() };
+    let non_finite = || P::NonFinite {
+        scalar: text.to_owned(),
+    };
     if let Some(oct) = text.strip_prefix("0o") {
         return Ok(radix(oct, 8));
     }
@@ -201,5 +207,8 @@ fn is_core_float(b: &[u8]) -> bool {
 }
 
 fn float(text: &str) -> Option<Number> {
-    text.parse::<f64>().ok().filter(|v| v.is_finite()).and_then(Number::from_f64)
+    text.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .and_then(Number::from_f64)
 }

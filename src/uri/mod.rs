@@ -41,7 +41,10 @@ impl FileUri {
     /// [`Error::InvalidUri`] naming the rule.
     pub fn parse(uri: &str) -> Result<FileUri, Error> {
         let parts = parse::absolute(uri).map_err(|rule| invalid(uri, rule))?;
-        Ok(FileUri { raw: uri.to_owned(), canonical: parts.canonical })
+        Ok(FileUri {
+            raw: uri.to_owned(),
+            canonical: parts.canonical,
+        })
     }
 
     /// The URI as the server spelled it; requests to the server use this form.
@@ -57,7 +60,10 @@ impl FileUri {
     }
 
     pub(crate) fn from_canonical(canonical: String) -> FileUri {
-        FileUri { raw: canonical.clone(), canonical }
+        FileUri {
+            raw: canonical.clone(),
+            canonical,
+        }
     }
 }
 
@@ -139,7 +145,10 @@ impl SkillUri {
         let name = String::from_utf8_lossy(name_bytes).into_owned();
         let root_len = parts.canonical.len() - SKILL_MD.len() - 1;
         Ok(SkillUri {
-            file: FileUri { raw: uri.to_owned(), canonical: parts.canonical },
+            file: FileUri {
+                raw: uri.to_owned(),
+                canonical: parts.canonical,
+            },
             root_len,
             name,
         })
@@ -210,8 +219,18 @@ impl fmt::Debug for SkillUri {
     }
 }
 
+/// The canonical encoding of one decoded path segment (for building URIs from file names).
+pub(crate) fn encode_segment(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    percent::encode_canonical(bytes, &mut out);
+    out
+}
+
 fn invalid(uri: &str, rule: Rule) -> Error {
-    Error::InvalidUri { uri: uri.to_owned(), rule }
+    Error::InvalidUri {
+        uri: uri.to_owned(),
+        rule,
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,9 @@ pub(super) fn scheme_len(text: &str) -> Option<usize> {
     let colon = text.find(':')?;
     let scheme = &text.as_bytes()[..colon];
     let ok = scheme.first().is_some_and(u8::is_ascii_alphabetic)
-        && scheme.iter().all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'));
+        && scheme
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'));
     ok.then_some(colon)
 }
 
@@ -38,19 +40,27 @@ pub(super) fn absolute(uri: &str) -> Result<Parts, Rule> {
         return Err(Rule::Scheme);
     }
     let scheme = uri[..colon].to_ascii_lowercase();
-    let rest = uri[colon + 1..].strip_prefix("//").ok_or(Rule::NotHierarchical)?;
+    let rest = uri[colon + 1..]
+        .strip_prefix("//")
+        .ok_or(Rule::NotHierarchical)?;
     let (authority_text, path) = rest.find('/').map_or((rest, ""), |i| rest.split_at(i));
 
     let authority = decode_once(authority_text)?;
     if scheme == "skill" {
         if authority.is_empty() {
-            return Err(Rule::Authority { why: "a skill:// URI needs its first path segment here" });
+            return Err(Rule::Authority {
+                why: "a skill:// URI needs its first path segment here",
+            });
         }
         if authority_text.contains('@') {
-            return Err(Rule::Authority { why: "userinfo is not allowed in a skill:// URI" });
+            return Err(Rule::Authority {
+                why: "userinfo is not allowed in a skill:// URI",
+            });
         }
         if authority_text.contains(':') {
-            return Err(Rule::Authority { why: "a port is not allowed in a skill:// URI" });
+            return Err(Rule::Authority {
+                why: "a port is not allowed in a skill:// URI",
+            });
         }
     }
     if !authority.is_empty() {
@@ -72,7 +82,11 @@ pub(super) fn absolute(uri: &str) -> Result<Parts, Rule> {
             segments.push(decoded);
         }
     }
-    Ok(Parts { authority, segments, canonical })
+    Ok(Parts {
+        authority,
+        segments,
+        canonical,
+    })
 }
 
 /// The segment rules of R-W4, applied to a segment after decoding it once.
@@ -90,5 +104,8 @@ pub(super) fn check_segment(text: &str, decoded: &[u8]) -> Result<(), Rule> {
     } else {
         return Ok(());
     };
-    Err(Rule::Segment { segment: text.to_owned(), why })
+    Err(Rule::Segment {
+        segment: text.to_owned(),
+        why,
+    })
 }

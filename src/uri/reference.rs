@@ -7,7 +7,9 @@ use crate::error::Rule;
 
 pub(super) fn resolve(skill: &SkillUri, reference: &str) -> Result<FileUri, Rule> {
     // The fragment names a place in the file, not a different file: dropped.
-    let reference = reference.split_once('#').map_or(reference, |(before, _)| before);
+    let reference = reference
+        .split_once('#')
+        .map_or(reference, |(before, _)| before);
     if reference.contains('?') {
         return Err(Rule::Query);
     }
@@ -15,7 +17,11 @@ pub(super) fn resolve(skill: &SkillUri, reference: &str) -> Result<FileUri, Rule
         // An absolute URI is allowed only when it names a file of this very skill (R-O6: a
         // reference can never make the cache talk to another origin's server).
         let file = FileUri::parse(reference).map_err(|_| Rule::EscapesRoot)?;
-        return if skill.contains(&file) { Ok(file) } else { Err(Rule::EscapesRoot) };
+        return if skill.contains(&file) {
+            Ok(file)
+        } else {
+            Err(Rule::EscapesRoot)
+        };
     }
     if reference.starts_with('/') {
         // `//host/x` names another authority; `/x` the scheme's root. Both leave the skill.
@@ -44,11 +50,17 @@ pub(super) fn resolve(skill: &SkillUri, reference: &str) -> Result<FileUri, Rule
         }
         if texts.peek().is_none() && matches!(text, "." | "..") {
             // A reference ending in a dot segment names a directory, not a file.
-            return Err(Rule::Segment { segment: text.to_owned(), why: "names a directory" });
+            return Err(Rule::Segment {
+                segment: text.to_owned(),
+                why: "names a directory",
+            });
         }
     }
     if stack.is_empty() {
-        return Err(Rule::Segment { segment: reference.to_owned(), why: "names no file" });
+        return Err(Rule::Segment {
+            segment: reference.to_owned(),
+            why: "names no file",
+        });
     }
     let mut canonical = String::with_capacity(skill.root().len() + reference.len() + 8);
     canonical.push_str(skill.root());
