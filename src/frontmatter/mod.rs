@@ -4,7 +4,7 @@
 //! object of the entry it was loaded from. Both sides become JSON values, so the comparison is
 //! exact and independent of YAML spelling.
 //!
-//! - [`extract`](self::extract): finding the `---` block (BOM skipped for parsing only, CRLF
+//! - [`extract`]: finding the `---` block (BOM skipped for parsing only, CRLF
 //!   accepted, trailing blanks after the delimiters accepted).
 //! - `yaml`: events from `yaml-rust2` resolved under the YAML 1.2 *core* schema by our own rules
 //!   (`yes`/`on` and dates stay strings, `0x1F` is 31, `1_000` is a string); anchors, aliases,

@@ -5,9 +5,9 @@
 //! re-encoded canonically, so two spellings of one URI (`Q&A.md`, `Q%26A.md`) compare equal while
 //! the server's own spelling is kept for requests (R-W4, R-W9).
 //!
-//! - [`percent`]: decoding once and the canonical encoding.
-//! - [`parse`]: an absolute hierarchical URI into checked components.
-//! - [`reference`]: resolving references found inside a skill against its root (R-V5).
+//! - `percent`: decoding once and the canonical encoding.
+//! - `parse`: an absolute hierarchical URI into checked components.
+//! - `reference`: resolving references found inside a skill against its root (R-V5).
 
 mod parse;
 mod percent;
