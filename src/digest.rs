@@ -198,6 +198,75 @@ impl fmt::Debug for Hasher {
     }
 }
 
+/// Bytes that matched an expected size and digest at the moment they were checked.
+///
+/// There is no public constructor: the only ways to get one are the verified read of the store
+/// and the verification of fetched bytes, so a value of this type *is* the proof (R-V2).
+#[derive(Clone, PartialEq, Eq)]
+pub struct VerifiedBytes {
+    bytes: Vec<u8>,
+    digest: Digest,
+    rehashed: bool,
+}
+
+impl VerifiedBytes {
+    /// Checks size first, then digest (R-V3).
+    pub(crate) fn check(bytes: Vec<u8>, size: u64, digest: Digest) -> Result<VerifiedBytes, crate::error::Mismatch> {
+        use crate::error::Mismatch;
+        if bytes.len() as u64 != size {
+            return Err(Mismatch::Size { expected: size, actual: bytes.len() as u64 });
+        }
+        let actual = Digest::of(&bytes);
+        if actual != digest {
+            return Err(Mismatch::Digest { expected: digest, actual });
+        }
+        Ok(VerifiedBytes { bytes, digest, rehashed: true })
+    }
+
+    /// Accepts bytes without hashing, on the host's guarantee of write isolation and the store's
+    /// evidence checks (R-C2(b)). The size is still checked.
+    pub(crate) fn by_isolation(bytes: Vec<u8>, size: u64, digest: Digest) -> Result<VerifiedBytes, crate::error::Mismatch> {
+        if bytes.len() as u64 != size {
+            return Err(crate::error::Mismatch::Size { expected: size, actual: bytes.len() as u64 });
+        }
+        Ok(VerifiedBytes { bytes, digest, rehashed: false })
+    }
+
+    /// The bytes.
+    #[must_use]
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The bytes, owned.
+    #[must_use]
+    pub fn into_vec(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// The digest they matched.
+    #[must_use]
+    pub fn digest(&self) -> Digest {
+        self.digest
+    }
+
+    /// Whether they were re-hashed (false: accepted on write-isolation evidence).
+    #[must_use]
+    pub fn rehashed(&self) -> bool {
+        self.rehashed
+    }
+}
+
+impl fmt::Debug for VerifiedBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VerifiedBytes")
+            .field("len", &self.bytes.len())
+            .field("digest", &self.digest)
+            .field("rehashed", &self.rehashed)
+            .finish()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

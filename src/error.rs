@@ -78,6 +78,37 @@ pub enum Error {
         problem: FrontmatterProblem,
     },
 
+    /// Bytes offered to the store are not the ones the entry promised; nothing was stored.
+    #[error("refused to store blob {digest} for origin {origin}: {mismatch}")]
+    BlobMismatch {
+        /// The origin.
+        origin: String,
+        /// The digest the bytes were to be stored under.
+        digest: crate::Digest,
+        /// What did not match.
+        mismatch: Mismatch,
+    },
+
+    /// The cache root is refused (R-C1).
+    #[error("cache root {} refused: {why} {}", root.display(), path.display())]
+    RootRefused {
+        /// The root that was asked for.
+        root: std::path::PathBuf,
+        /// Why, ending in the path it concerns.
+        why: &'static str,
+        /// The discovery path (or other path) it concerns.
+        path: std::path::PathBuf,
+    },
+
+    /// The index database failed.
+    #[error("index error: {what}")]
+    Index {
+        /// What was being done.
+        what: &'static str,
+        /// The cause (SQLite's own error, kept out of the public API).
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
     /// A local skill folder holds something a published skill cannot.
     #[error("{}: {why}", path.display())]
     InvalidSkillFolder {
@@ -356,6 +387,8 @@ pub enum Mismatch {
     },
     /// The file is not listed in the held entry (R-V4); no request was sent.
     Unlisted,
+    /// The cached copy is not a regular file (a symlink, a folder, a device).
+    NotARegularFile,
 }
 
 impl fmt::Display for Mismatch {
@@ -381,6 +414,7 @@ impl fmt::Display for Mismatch {
                 write!(f, "frontmatter cannot be read: {problem}")
             }
             Mismatch::Unlisted => f.write_str("the file is not listed in the held entry"),
+            Mismatch::NotARegularFile => f.write_str("the cached copy is not a regular file"),
         }
     }
 }

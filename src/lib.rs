@@ -55,14 +55,19 @@
 //! # Ok::<(), skillcache::Error>(())
 //! ```
 
+pub mod cache;
 pub mod digest;
 pub mod entry;
 pub mod error;
 pub mod frontmatter;
+pub mod index;
 pub mod local;
+pub mod origin;
+pub mod store;
 pub mod uri;
 
-pub use digest::Digest;
+pub use digest::{Digest, VerifiedBytes};
+pub use origin::Origin;
 pub use entry::SkillEntry;
 pub use error::{Error, Result};
 pub use uri::{FileUri, SkillUri};

@@ -26,3 +26,33 @@ pub fn corpus_skills() -> PathBuf {
 pub fn skill_md(frontmatter: &str) -> Vec<u8> {
     format!("---\n{frontmatter}\n---\n\n# Body\n").into_bytes()
 }
+
+use serde_json::json;
+use skillcache::cache::Cache;
+use skillcache::entry::Validation;
+use skillcache::store::Isolation;
+use skillcache::{Digest, SkillEntry};
+
+/// A skill named `name` whose files are (relative path, bytes); the `SKILL.md` is generated.
+pub fn skill(name: &str, files: &[(&str, &[u8])]) -> (SkillEntry, Vec<(String, Vec<u8>)>) {
+    let md = skill_md(&format!("name: {name}\ndescription: The {name} skill."));
+    let mut all: Vec<(String, Vec<u8>)> = vec![(format!("skill://{name}/SKILL.md"), md)];
+    all.extend(files.iter().map(|(p, b)| (format!("skill://{name}/{p}"), b.to_vec())));
+    let resources: Vec<_> = all
+        .iter()
+        .map(|(u, b)| json!({"uri": u, "digest": Digest::of(b).to_string(), "size": b.len()}))
+        .collect();
+    let v = json!({
+        "uri": format!("skill://{name}/SKILL.md"),
+        "frontmatter": {"name": name, "description": format!("The {name} skill.")},
+        "resources": resources,
+    });
+    (SkillEntry::from_json(&v, &Validation::default()).expect("fixture entry is valid"), all)
+}
+
+/// A cache under a fresh temporary folder.
+pub fn cache(isolation: Isolation) -> (tempfile::TempDir, Cache) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = Cache::builder().root(dir.path().join("root")).isolation(isolation).open().expect("cache opens");
+    (dir, cache)
+}

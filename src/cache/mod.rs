@@ -1,0 +1,249 @@
+//! The cache core: the one module that sees both the blob store and the index.
+//!
+//! [`Cache`] is synchronous; the async loading path wraps it (one `spawn_blocking` hop per call).
+//! It keeps the cross-layer invariants:
+//!
+//! - a blob is on disk before an index row points to it; a row is deleted before its blob (R-C3);
+//! - cached bytes come out only as [`VerifiedBytes`], checked per the isolation policy (R-C2);
+//! - bytes that fail are quarantined and their record dropped, never served (R-V8);
+//! - every record carries its origin (R-O1); purge removes all of an origin (R-C5);
+//! - a publisher holds the shared lock until its rows are committed; gc holds the exclusive lock.
+
+mod maintenance;
+mod root;
+
+pub use maintenance::{GcReport, VerifyReport};
+pub use root::{HOME_DISCOVERY_PATHS, PROJECT_DISCOVERY_PATHS, default_discovery_paths, default_root};
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::digest::VerifiedBytes;
+use crate::entry::{CacheHints, ManifestFile, SkillEntry};
+use crate::error::{Error, Mismatch};
+use crate::index::{Approval, BlobRecord, EntrySummary, Index, PutOutcome, StoredEntry};
+use crate::origin::Origin;
+use crate::store::{BlobRead, BlobStore, Evidence, Isolation, LockMode};
+use crate::uri::SkillUri;
+
+/// How often a hit writes its access time back (least-recently-used gc needs no finer grain,
+/// and a write per hit would cost more than the hit).
+const ACCESS_GRAIN_MS: u64 = 60_000;
+
+/// Builds a [`Cache`]. Every option has a documented default.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use skillcache::cache::Cache;
+/// use skillcache::store::Isolation;
+/// let cache = Cache::builder().root(dir.path().join("cache")).isolation(Isolation::Guaranteed).open().unwrap();
+/// assert!(cache.root().ends_with("cache"));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct CacheBuilder {
+    root: Option<PathBuf>,
+    isolation: Isolation,
+    discovery_paths: Vec<PathBuf>,
+}
+
+impl CacheBuilder {
+    /// The cache root. Default: [`default_root`] (`$SKILLCACHE_ROOT`, else the platform cache
+    /// folder). It must lie outside every discovery path (R-C1).
+    #[must_use]
+    pub fn root(mut self, root: impl Into<PathBuf>) -> CacheBuilder {
+        self.root = Some(root.into());
+        self
+    }
+
+    /// How cached files are verified on access. Default: [`Isolation::Rehash`].
+    #[must_use]
+    pub fn isolation(mut self, isolation: Isolation) -> CacheBuilder {
+        self.isolation = isolation;
+        self
+    }
+
+    /// Adds a filesystem-skill discovery path the root must stay outside of, to the defaults
+    /// ([`default_discovery_paths`]).
+    #[must_use]
+    pub fn discovery_path(mut self, path: impl Into<PathBuf>) -> CacheBuilder {
+        self.discovery_paths.push(path.into());
+        self
+    }
+
+    /// Opens the cache: checks and creates the root (0700), opens the store and the index, and
+    /// sweeps stale temporaries when no other process is using the root.
+    ///
+    /// # Errors
+    /// [`Error::RootRefused`] for a root inside or around a discovery path; I/O and index errors.
+    pub fn open(self) -> Result<Cache, Error> {
+        let mut discovery = default_discovery_paths();
+        discovery.extend(self.discovery_paths);
+        let root = root::prepare(&self.root.unwrap_or_else(default_root), &discovery)?;
+        let store = BlobStore::open(&root)?;
+        let index = Index::open(&store.layout().index_db())?;
+        if let Some(_guard) = store.try_lock_exclusive()? {
+            // Nobody else holds the root: every temporary is a crashed publisher's leftover.
+            store.sweep_tmp(Duration::ZERO)?;
+        }
+        Ok(Cache { root, store, index, isolation: self.isolation })
+    }
+}
+
+/// What a cached read found.
+#[derive(Debug)]
+pub enum CachedRead {
+    /// Verified bytes from the cache.
+    Hit(VerifiedBytes),
+    /// Not cached: fetch it.
+    Miss,
+    /// A cached copy failed verification; it was quarantined and its record dropped. The caller
+    /// may fetch from the server once (R-V9).
+    Failed(Mismatch),
+}
+
+/// The synchronous cache core over one root.
+#[derive(Debug)]
+pub struct Cache {
+    root: PathBuf,
+    store: BlobStore,
+    index: Index,
+    isolation: Isolation,
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Cache {
+    /// A builder with every default.
+    #[must_use]
+    pub fn builder() -> CacheBuilder {
+        CacheBuilder::default()
+    }
+
+    /// The resolved root.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The isolation policy in force.
+    #[must_use]
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// The blob store (for inspection and tests).
+    #[must_use]
+    pub fn store(&self) -> &BlobStore {
+        &self.store
+    }
+
+    /// The index (for inspection and tests).
+    #[must_use]
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Stores a validated entry (R-C6); revokes a stale approval and says what changed (R-A2).
+    ///
+    /// # Errors
+    /// [`Error::Index`] on a database failure.
+    pub fn put_entry(&self, origin: &Origin, principal: &str, entry: &SkillEntry, hints: CacheHints) -> Result<PutOutcome, Error> {
+        self.index.put_entry(origin, principal, entry, hints, now_ms())
+    }
+
+    /// The entry for (`origin`, `uri`) visible to `principal`, with its freshness.
+    ///
+    /// # Errors
+    /// [`Error::Index`] on a database failure.
+    pub fn entry(&self, origin: &Origin, uri: &SkillUri, principal: &str) -> Result<Option<StoredEntry>, Error> {
+        self.index.entry(origin, uri, principal, now_ms())
+    }
+
+    /// Every stored entry (of one origin, or all).
+    ///
+    /// # Errors
+    /// [`Error::Index`] on a database failure.
+    pub fn entries(&self, origin: Option<&Origin>) -> Result<Vec<EntrySummary>, Error> {
+        self.index.entries(origin)
+    }
+
+    /// Approves `entry` as it is now (R-A1), optionally granting its requested tools (R-A5).
+    ///
+    /// # Errors
+    /// A dynamic entry cannot be approved (R-A3); index errors.
+    pub fn approve(&self, origin: &Origin, entry: &SkillEntry, granted_tools: Option<&serde_json::Value>) -> Result<(), Error> {
+        self.index.grant(origin, entry, granted_tools, now_ms())
+    }
+
+    /// The approval of (`origin`, `uri`), if any.
+    ///
+    /// # Errors
+    /// [`Error::Index`] on a database failure.
+    pub fn approval(&self, origin: &Origin, uri: &SkillUri) -> Result<Option<Approval>, Error> {
+        self.index.approval(origin, uri)
+    }
+
+    /// Whether `entry`, as it is now, is approved.
+    ///
+    /// # Errors
+    /// [`Error::Index`] on a database failure.
+    pub fn is_approved(&self, origin: &Origin, entry: &SkillEntry) -> Result<bool, Error> {
+        self.index.is_approved(origin, entry)
+    }
+
+    /// Stores the bytes of a listed file: published under its digest (refused if they are not
+    /// the listed bytes), then recorded (R-C3, R-C4).
+    ///
+    /// # Errors
+    /// [`Error::BlobMismatch`], I/O and index errors.
+    pub fn store_file(&self, origin: &Origin, file: &ManifestFile, bytes: &[u8]) -> Result<(), Error> {
+        // Shared lock from the blob write until the row is committed: gc cannot slip between.
+        let _lock = self.store.lock(LockMode::Shared)?;
+        let ev = self.store.publish(origin, &file.digest(), file.size(), bytes)?;
+        let record = BlobRecord { size: file.size(), ino: ev.ino, dev: ev.dev, ctime_ns: ev.ctime_ns, last_access_ms: 0 };
+        self.index.put_blob(origin, &file.digest(), record, now_ms())
+    }
+
+    /// Reads a listed file from the cache, verified against the listing (R-C2, R-V2). A copy
+    /// that fails is quarantined and forgotten (row first, then blob: R-V8).
+    ///
+    /// # Errors
+    /// I/O and index errors (a failed copy is [`CachedRead::Failed`], not an error).
+    pub fn read_file(&self, origin: &Origin, file: &ManifestFile) -> Result<CachedRead, Error> {
+        let digest = file.digest();
+        let record = self.index.blob(origin, &digest)?;
+        let evidence = record.map(|r| Evidence { ino: r.ino, dev: r.dev, ctime_ns: r.ctime_ns });
+        match self.store.read(origin, &digest, file.size(), self.isolation, evidence)? {
+            BlobRead::Verified(bytes) => {
+                let now = now_ms();
+                if record.is_some_and(|r| now.saturating_sub(r.last_access_ms) >= ACCESS_GRAIN_MS) {
+                    self.index.touch_blob(origin, &digest, now)?;
+                }
+                Ok(CachedRead::Hit(bytes))
+            }
+            BlobRead::Missing => {
+                if record.is_some() {
+                    self.index.remove_blob(origin, &digest)?;
+                }
+                Ok(CachedRead::Miss)
+            }
+            BlobRead::Failed(mismatch) => {
+                self.index.remove_blob(origin, &digest)?;
+                self.store.quarantine(origin, &digest)?;
+                Ok(CachedRead::Failed(mismatch))
+            }
+        }
+    }
+
+    /// Removes everything of `origin`: index rows first, then its blob tree (R-C5).
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub fn purge(&self, origin: &Origin) -> Result<(), Error> {
+        let _lock = self.store.lock(LockMode::Exclusive)?;
+        self.index.purge(origin)?;
+        self.store.remove_origin(origin)
+    }
+}

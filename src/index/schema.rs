@@ -1,0 +1,107 @@
+//! The schema, as an append-only list of migrations keyed on `PRAGMA user_version`.
+//!
+//! Never edit a migration that has shipped: add a new one. `user_version` is the number applied.
+
+use rusqlite::Connection;
+
+use super::db_err;
+use crate::error::Error;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: origins, entries, files, approvals, blobs.
+    "
+    CREATE TABLE origins (
+        id    INTEGER PRIMARY KEY,
+        label TEXT NOT NULL UNIQUE
+    );
+    CREATE TABLE entries (
+        origin_id     INTEGER NOT NULL REFERENCES origins(id) ON DELETE CASCADE,
+        skill_uri     TEXT NOT NULL,     -- canonical
+        scope         TEXT NOT NULL CHECK (scope IN ('public', 'private')),
+        principal     TEXT NOT NULL,     -- '' for public entries
+        entry_json    TEXT NOT NULL,     -- the validated entry, wire form
+        binding       BLOB,              -- NULL for dynamic skills
+        ttl_ms        INTEGER NOT NULL,
+        fetched_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (origin_id, skill_uri, scope, principal)
+    ) WITHOUT ROWID;
+    CREATE TABLE files (
+        origin_id INTEGER NOT NULL,
+        skill_uri TEXT NOT NULL,
+        scope     TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        file_uri  TEXT NOT NULL,         -- canonical
+        digest    BLOB NOT NULL,         -- 32 bytes
+        size      INTEGER NOT NULL,
+        PRIMARY KEY (origin_id, skill_uri, scope, principal, file_uri),
+        FOREIGN KEY (origin_id, skill_uri, scope, principal)
+            REFERENCES entries(origin_id, skill_uri, scope, principal) ON DELETE CASCADE
+    ) WITHOUT ROWID;
+    CREATE INDEX files_by_digest ON files(origin_id, digest);
+    CREATE TABLE approvals (
+        origin_id     INTEGER NOT NULL REFERENCES origins(id) ON DELETE CASCADE,
+        skill_uri     TEXT NOT NULL,
+        binding       BLOB NOT NULL,
+        entry_json    TEXT NOT NULL,     -- the entry approved, to tell the user what changed
+        granted_tools TEXT,              -- JSON of an explicit permission grant (R-A5), or NULL
+        granted_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (origin_id, skill_uri)
+    ) WITHOUT ROWID;
+    CREATE TABLE blobs (
+        origin_id       INTEGER NOT NULL REFERENCES origins(id) ON DELETE CASCADE,
+        digest          BLOB NOT NULL,
+        size            INTEGER NOT NULL,
+        ino             INTEGER NOT NULL,
+        dev             INTEGER NOT NULL,
+        ctime_ns        INTEGER NOT NULL,
+        published_at_ms INTEGER NOT NULL,
+        last_access_ms  INTEGER NOT NULL,
+        PRIMARY KEY (origin_id, digest)
+    ) WITHOUT ROWID;
+    ",
+];
+
+/// Applies every migration not yet applied, each in its own transaction.
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), Error> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_err("migrate"))?;
+    let applied: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(db_err("migrate"))?;
+    let applied = usize::try_from(applied).unwrap_or(usize::MAX);
+    if applied > MIGRATIONS.len() {
+        return Err(Error::Index {
+            what: "migrate",
+            source: format!("the index has schema version {applied}, newer than this skillcache knows ({}); upgrade skillcache", MIGRATIONS.len()).into(),
+        });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
+        tx.execute_batch(sql).map_err(db_err("migrate"))?;
+        tx.pragma_update(None, "user_version", i64::try_from(i + 1).unwrap_or(i64::MAX)).map_err(db_err("migrate"))?;
+    }
+    tx.commit().map_err(db_err("migrate"))
+}
+
+/// The number of migrations this build knows.
+#[cfg(test)]
+pub(super) fn latest() -> usize {
+    MIGRATIONS.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrate_twice_is_a_no_op() {
+        let mut conn = Connection::open_in_memory().expect("in-memory db");
+        migrate(&mut conn).expect("first");
+        migrate(&mut conn).expect("second");
+        let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).expect("version");
+        assert_eq!(usize::try_from(v).ok(), Some(latest()));
+    }
+
+    #[test]
+    fn a_newer_index_is_refused_not_damaged() {
+        let mut conn = Connection::open_in_memory().expect("in-memory db");
+        conn.pragma_update(None, "user_version", 99).expect("set");
+        assert!(matches!(migrate(&mut conn), Err(Error::Index { .. })));
+    }
+}

@@ -1,0 +1,271 @@
+//! The blob store under the cache core: origins (R-O1, R-O2), the root (R-C1), modes (R-C2),
+//! tampering under both isolation policies (R-C2, R-V2, R-V8).
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use skillcache::cache::{Cache, CachedRead};
+use skillcache::entry::{CacheHints, Scope};
+use skillcache::error::Mismatch;
+use skillcache::store::Isolation;
+use skillcache::{Error, Origin};
+
+fn origin(s: &str) -> Origin {
+    Origin::new(s).expect("valid label")
+}
+
+fn hit(c: &Cache, o: &Origin, e: &skillcache::SkillEntry, i: usize) -> Vec<u8> {
+    match c.read_file(o, &e.manifest().expect("manifest").files()[i]).expect("read") {
+        CachedRead::Hit(v) => v.into_vec(),
+        other => panic!("expected a hit, got {other:?}"),
+    }
+}
+
+fn store_all(c: &Cache, o: &Origin, e: &skillcache::SkillEntry, files: &[(String, Vec<u8>)]) {
+    for f in e.manifest().expect("manifest").files() {
+        let bytes = &files.iter().find(|(u, _)| u == f.uri().as_str()).expect("fixture has the file").1;
+        c.store_file(o, f, bytes).expect("stored");
+    }
+}
+
+#[test]
+fn o1_o2_same_uri_from_two_origins_gives_two_entries_and_two_blob_trees() {
+    let (_d, c) = common::cache(Isolation::Rehash);
+    let (a, b) = (origin("server-a"), origin("server-b"));
+    let (ea, fa) = common::skill("refunds", &[("x.md", b"from a")]);
+    let (eb, fb) = common::skill("refunds", &[("x.md", b"from b")]);
+    let hints = CacheHints::new(60_000, Scope::Public);
+    c.put_entry(&a, "", &ea, hints).expect("put a");
+    c.put_entry(&b, "", &eb, hints).expect("put b");
+    store_all(&c, &a, &ea, &fa);
+    store_all(&c, &b, &eb, &fb);
+    let ga = c.entry(&a, ea.uri(), "").expect("read").expect("present").entry;
+    let gb = c.entry(&b, eb.uri(), "").expect("read").expect("present").entry;
+    assert_ne!(ga.binding(), gb.binding());
+    let layout = c.store().layout();
+    for (o, e) in [(&a, &ea), (&b, &eb)] {
+        for f in e.manifest().expect("manifest").files() {
+            let path = layout.blob_path(o, &f.digest());
+            assert!(path.is_file());
+            // The origin is recoverable from the path alone.
+            assert_eq!(layout.parse_blob_path(&path), Some((o.clone(), f.digest())));
+        }
+    }
+    let (blobs_a, _) = c.store().blobs(Some(&a)).expect("walk");
+    assert!(blobs_a.iter().all(|blob| blob.origin == a));
+    assert_ne!(layout.origin_dir(&a), layout.origin_dir(&b));
+}
+
+#[test]
+fn o2_hostile_origin_labels_never_escape_or_collide() {
+    let (_d, c) = common::cache(Isolation::Rehash);
+    let labels = ["..", ".", "a/b", "a%2Fb", "a\\b", ".hidden", "%2E", "a b", "é", "e\u{301}", "x".repeat(80).as_str(), "CON", "-", "_"]
+        .map(str::to_owned);
+    let mut seen = std::collections::HashSet::new();
+    let origins_dir = c.store().layout().origins();
+    for l in &labels {
+        let o = origin(l);
+        let comp = o.path_component();
+        assert!(comp.len() <= 255 && !comp.is_empty() && comp != "." && comp != ".." && !comp.starts_with('.'), "{l:?} -> {comp}");
+        assert!(!comp.contains('/') && !comp.contains('\0'), "{l:?}");
+        assert!(seen.insert(comp.clone()), "{l:?} collides");
+        assert_eq!(Origin::from_path_component(&comp), Some(o.clone()), "{l:?} is recoverable");
+        assert_eq!(c.store().layout().origin_dir(&o).parent(), Some(origins_dir.as_path()));
+        let (e, files) = common::skill("demo", &[]);
+        store_all(&c, &o, &e, &files);
+    }
+    assert_eq!(fs::read_dir(&origins_dir).expect("list").count(), labels.len());
+    for bad in ["", "a\0b", "line\nbreak", &"x".repeat(300)] {
+        assert!(Origin::new(bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn c1_root_inside_or_around_a_discovery_path_is_refused_also_through_a_symlink() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let skills = d.path().join("home/.claude/skills");
+    fs::create_dir_all(&skills).expect("mkdir");
+    let open = |root: &std::path::Path| Cache::builder().root(root).discovery_path(&skills).open();
+    assert!(matches!(open(&skills.join("cache")), Err(Error::RootRefused { .. })));
+    assert!(matches!(open(&d.path().join("home")), Err(Error::RootRefused { .. })));
+    std::os::unix::fs::symlink(&skills, d.path().join("innocent")).expect("symlink");
+    match open(&d.path().join("innocent/cache")) {
+        Err(e @ Error::RootRefused { .. }) => assert!(e.to_string().contains(".claude/skills"), "{e}"),
+        other => panic!("a root reached through a symlink must be refused: {other:?}"),
+    }
+    assert!(!skills.join("cache").exists(), "nothing is created for a refused root");
+    let ok = open(&d.path().join("elsewhere/cache")).expect("outside is fine");
+    assert_eq!(fs::metadata(ok.root()).expect("stat").mode() & 0o777, 0o700);
+}
+
+#[test]
+fn c2_blobs_are_0444_in_0555_directories_and_the_root_is_0700() {
+    let (_d, c) = common::cache(Isolation::Rehash);
+    let o = origin("srv");
+    let (e, files) = common::skill("demo", &[("a.md", b"alpha")]);
+    store_all(&c, &o, &e, &files);
+    assert_eq!(fs::metadata(c.root()).expect("stat").mode() & 0o777, 0o700);
+    for f in e.manifest().expect("manifest").files() {
+        let p = c.store().layout().blob_path(&o, &f.digest());
+        assert_eq!(fs::symlink_metadata(&p).expect("stat").mode() & 0o777, 0o444, "{}", p.display());
+        let mut dir = p.parent().expect("parent").to_owned();
+        while dir != c.store().layout().origins() {
+            assert_eq!(fs::metadata(&dir).expect("stat").mode() & 0o777, 0o555, "{}", dir.display());
+            dir = dir.parent().expect("parent").to_owned();
+        }
+    }
+}
+
+/// Each tamper is applied to the cached `a.md` blob (as root, so read-only modes do not stop
+/// it — which is exactly the attacker the evidence checks are for).
+fn tamper(kind: &str, blob: &std::path::Path, other_blob: &std::path::Path) {
+    let dir = blob.parent().expect("parent");
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o755)).expect("chmod dir");
+    let original = fs::read(blob).expect("read");
+    let rewrite = |bytes: &[u8]| {
+        fs::set_permissions(blob, fs::Permissions::from_mode(0o644)).expect("chmod");
+        fs::write(blob, bytes).expect("write");
+        fs::set_permissions(blob, fs::Permissions::from_mode(0o444)).expect("chmod back");
+    };
+    match kind {
+        "flip" => {
+            let mut b = original.clone();
+            b[0] ^= 1;
+            rewrite(&b);
+        }
+        "truncate" => rewrite(&original[..original.len() - 1]),
+        "append" => rewrite(&[original.as_slice(), b"!"].concat()),
+        "symlink" => {
+            let target = dir.join("elsewhere");
+            fs::write(&target, &original).expect("decoy with the right bytes");
+            fs::remove_file(blob).expect("rm");
+            std::os::unix::fs::symlink(&target, blob).expect("symlink");
+        }
+        "other-blob" => {
+            fs::remove_file(blob).expect("rm");
+            fs::copy(other_blob, blob).expect("copy a different valid blob");
+            fs::set_permissions(blob, fs::Permissions::from_mode(0o444)).expect("chmod");
+        }
+        "chmod-rewrite" => {
+            let mut b = original.clone();
+            b[1] ^= 1;
+            fs::set_permissions(blob, fs::Permissions::from_mode(0o644)).expect("chmod");
+            fs::write(blob, &b).expect("write");
+        }
+        "hardlink-rewrite" => {
+            let link = dir.join("hardlink");
+            fs::hard_link(blob, &link).expect("link");
+            let mut b = original.clone();
+            b[2] ^= 1;
+            fs::set_permissions(&link, fs::Permissions::from_mode(0o644)).expect("chmod");
+            fs::write(&link, &b).expect("rewrite through the other name");
+            fs::set_permissions(&link, fs::Permissions::from_mode(0o444)).expect("chmod");
+        }
+        "delete" => fs::remove_file(blob).expect("rm"),
+        "directory" => {
+            fs::remove_file(blob).expect("rm");
+            fs::create_dir(blob).expect("mkdir");
+        }
+        other => panic!("unknown tamper {other}"),
+    }
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o555)).expect("chmod dir back");
+}
+
+const TAMPERS: [&str; 9] = ["flip", "truncate", "append", "symlink", "other-blob", "chmod-rewrite", "hardlink-rewrite", "delete", "directory"];
+
+fn tamper_is_caught(isolation: Isolation) {
+    for kind in TAMPERS {
+        let (_d, c) = common::cache(isolation);
+        let o = origin("srv");
+        let (e, files) = common::skill("demo", &[("a.md", b"the published bytes of a.md"), ("b.md", b"another file, validly cached")]);
+        store_all(&c, &o, &e, &files);
+        let m = e.manifest().expect("manifest");
+        let ia = m.files().iter().position(|f| f.uri().as_str().ends_with("a.md")).expect("a.md");
+        let ib = m.files().iter().position(|f| f.uri().as_str().ends_with("b.md")).expect("b.md");
+        assert_eq!(hit(&c, &o, &e, ia), b"the published bytes of a.md");
+        let layout = c.store().layout();
+        tamper(kind, &layout.blob_path(&o, &m.files()[ia].digest()), &layout.blob_path(&o, &m.files()[ib].digest()));
+        match c.read_file(&o, &m.files()[ia]).expect("read") {
+            CachedRead::Hit(v) => panic!("{isolation:?}/{kind}: wrong bytes served: {:?}", String::from_utf8_lossy(v.as_slice())),
+            CachedRead::Miss => assert_eq!(kind, "delete", "{isolation:?}/{kind}"),
+            CachedRead::Failed(m) => {
+                assert_ne!(kind, "delete");
+                if kind == "directory" || kind == "symlink" {
+                    assert_eq!(m, Mismatch::NotARegularFile, "{isolation:?}/{kind}");
+                }
+                // Quarantined: the next read is a clean miss, and the bad copy is kept aside.
+                assert!(matches!(c.read_file(&o, &e.manifest().expect("manifest").files()[ia]).expect("read"), CachedRead::Miss));
+                assert_eq!(c.store().quarantined(), 1, "{isolation:?}/{kind}");
+            }
+        }
+        // Healing: the right bytes can be stored again and are served.
+        store_all(&c, &o, &e, &files);
+        assert_eq!(hit(&c, &o, &e, ia), b"the published bytes of a.md", "{isolation:?}/{kind}");
+    }
+}
+
+#[test]
+fn c2_rehash_catches_every_tamper() {
+    tamper_is_caught(Isolation::Rehash);
+}
+
+#[test]
+fn c2_guaranteed_catches_every_tamper_by_evidence_or_fallback_rehash() {
+    tamper_is_caught(Isolation::Guaranteed);
+}
+
+#[test]
+fn c2_guaranteed_skips_hashing_only_while_the_evidence_holds() {
+    let (_d, c) = common::cache(Isolation::Guaranteed);
+    let o = origin("srv");
+    let (e, files) = common::skill("demo", &[("a.md", b"alpha")]);
+    store_all(&c, &o, &e, &files);
+    let f = &e.manifest().expect("manifest").files()[0];
+    match c.read_file(&o, f).expect("read") {
+        CachedRead::Hit(v) => assert!(!v.rehashed(), "evidence holds: no hashing"),
+        other => panic!("{other:?}"),
+    }
+    let p = c.store().layout().blob_path(&o, &f.digest());
+    // A chmod round trip leaves the bytes alone but changes ctime: evidence is off, re-hash.
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).expect("chmod");
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o444)).expect("chmod");
+    match c.read_file(&o, f).expect("read") {
+        CachedRead::Hit(v) => assert!(v.rehashed(), "evidence off: re-hashed"),
+        other => panic!("{other:?}"),
+    }
+    let (_d2, r) = common::cache(Isolation::Rehash);
+    store_all(&r, &o, &e, &files);
+    match r.read_file(&o, f).expect("read") {
+        CachedRead::Hit(v) => assert!(v.rehashed()),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn c3_publishing_wrong_bytes_is_refused_and_leaves_nothing() {
+    let (_d, c) = common::cache(Isolation::Rehash);
+    let o = origin("srv");
+    let (e, _) = common::skill("demo", &[("a.md", b"alpha")]);
+    let f = e.manifest().expect("manifest").files().iter().find(|f| f.uri().as_str().ends_with("a.md")).expect("a.md").clone();
+    assert!(matches!(c.store_file(&o, &f, b"alphA"), Err(Error::BlobMismatch { mismatch: Mismatch::Digest { .. }, .. })));
+    assert!(matches!(c.store_file(&o, &f, b"alpha!"), Err(Error::BlobMismatch { mismatch: Mismatch::Size { .. }, .. })));
+    assert!(!c.store().layout().blob_path(&o, &f.digest()).exists());
+    assert_eq!(fs::read_dir(c.store().layout().tmp()).expect("tmp").count(), 0);
+    assert!(matches!(c.read_file(&o, &f).expect("read"), CachedRead::Miss));
+}
+
+#[test]
+fn c3_publishing_the_same_blob_twice_keeps_the_first_and_succeeds() {
+    let (_d, c) = common::cache(Isolation::Guaranteed);
+    let o = origin("srv");
+    let (e, files) = common::skill("demo", &[]);
+    store_all(&c, &o, &e, &files);
+    let f = &e.manifest().expect("manifest").files()[0];
+    let p = c.store().layout().blob_path(&o, &f.digest());
+    let ino = fs::metadata(&p).expect("stat").ino();
+    store_all(&c, &o, &e, &files);
+    assert_eq!(fs::metadata(&p).expect("stat").ino(), ino, "never clobbered");
+    assert!(matches!(c.read_file(&o, f).expect("read"), CachedRead::Hit(_)));
+}
