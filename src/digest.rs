@@ -211,25 +211,50 @@ pub struct VerifiedBytes {
 
 impl VerifiedBytes {
     /// Checks size first, then digest (R-V3).
-    pub(crate) fn check(bytes: Vec<u8>, size: u64, digest: Digest) -> Result<VerifiedBytes, crate::error::Mismatch> {
+    pub(crate) fn check(
+        bytes: Vec<u8>,
+        size: u64,
+        digest: Digest,
+    ) -> Result<VerifiedBytes, crate::error::Mismatch> {
         use crate::error::Mismatch;
         if bytes.len() as u64 != size {
-            return Err(Mismatch::Size { expected: size, actual: bytes.len() as u64 });
+            return Err(Mismatch::Size {
+                expected: size,
+                actual: bytes.len() as u64,
+            });
         }
         let actual = Digest::of(&bytes);
         if actual != digest {
-            return Err(Mismatch::Digest { expected: digest, actual });
+            return Err(Mismatch::Digest {
+                expected: digest,
+                actual,
+            });
         }
-        Ok(VerifiedBytes { bytes, digest, rehashed: true })
+        Ok(VerifiedBytes {
+            bytes,
+            digest,
+            rehashed: true,
+        })
     }
 
     /// Accepts bytes without hashing, on the host's guarantee of write isolation and the store's
     /// evidence checks (R-C2(b)). The size is still checked.
-    pub(crate) fn by_isolation(bytes: Vec<u8>, size: u64, digest: Digest) -> Result<VerifiedBytes, crate::error::Mismatch> {
+    pub(crate) fn by_isolation(
+        bytes: Vec<u8>,
+        size: u64,
+        digest: Digest,
+    ) -> Result<VerifiedBytes, crate::error::Mismatch> {
         if bytes.len() as u64 != size {
-            return Err(crate::error::Mismatch::Size { expected: size, actual: bytes.len() as u64 });
+            return Err(crate::error::Mismatch::Size {
+                expected: size,
+                actual: bytes.len() as u64,
+            });
         }
-        Ok(VerifiedBytes { bytes, digest, rehashed: false })
+        Ok(VerifiedBytes {
+            bytes,
+            digest,
+            rehashed: false,
+        })
     }
 
     /// The bytes.

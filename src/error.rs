@@ -83,8 +83,8 @@ pub enum Error {
     BlobMismatch {
         /// The origin.
         origin: String,
-        /// The digest the bytes were to be stored under.
-        digest: crate::Digest,
+        /// The digest the bytes were to be stored under (`sha256:` text).
+        digest: String,
         /// What did not match.
         mismatch: Mismatch,
     },
@@ -105,7 +105,7 @@ pub enum Error {
     Index {
         /// What was being done.
         what: &'static str,
-        /// The cause (SQLite's own error, kept out of the public API).
+        /// The cause (`SQLite`'s own error, kept out of the public API).
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 

@@ -67,7 +67,7 @@ pub mod store;
 pub mod uri;
 
 pub use digest::{Digest, VerifiedBytes};
-pub use origin::Origin;
 pub use entry::SkillEntry;
 pub use error::{Error, Result};
+pub use origin::Origin;
 pub use uri::{FileUri, SkillUri};

@@ -3,7 +3,7 @@
 //! A skill's identity is (origin, skill URI). The label is chosen by the *host* — never the
 //! server's self-reported `serverInfo.name` — and every record the cache keeps carries it.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use crate::error::Error;
 
@@ -42,7 +42,9 @@ impl Origin {
         } else {
             return Ok(Origin(label));
         };
-        Err(Error::InvalidConfig { what: format!("{what} (got {label:?})") })
+        Err(Error::InvalidConfig {
+            what: format!("{what} (got {label:?})"),
+        })
     }
 
     /// The label.
@@ -58,11 +60,12 @@ impl Origin {
     pub fn path_component(&self) -> String {
         let mut out = String::with_capacity(self.0.len() * 3);
         for (i, &b) in self.0.as_bytes().iter().enumerate() {
-            let literal = b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0);
+            let literal =
+                b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0);
             if literal {
                 out.push(char::from(b));
             } else {
-                out.push_str(&format!("%{b:02X}"));
+                let _ = write!(out, "%{b:02X}");
             }
         }
         out

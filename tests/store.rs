@@ -1,4 +1,5 @@
 //! The blob store under the cache core: origins (R-O1, R-O2), the root (R-C1), modes (R-C2),
+#![allow(clippy::many_single_char_names, clippy::result_large_err)] // short fixture names; test closures
 //! tampering under both isolation policies (R-C2, R-V2, R-V8).
 
 mod common;
@@ -17,7 +18,10 @@ fn origin(s: &str) -> Origin {
 }
 
 fn hit(c: &Cache, o: &Origin, e: &skillcache::SkillEntry, i: usize) -> Vec<u8> {
-    match c.read_file(o, &e.manifest().expect("manifest").files()[i]).expect("read") {
+    match c
+        .read_file(o, &e.manifest().expect("manifest").files()[i])
+        .expect("read")
+    {
         CachedRead::Hit(v) => v.into_vec(),
         other => panic!("expected a hit, got {other:?}"),
     }
@@ -25,7 +29,11 @@ fn hit(c: &Cache, o: &Origin, e: &skillcache::SkillEntry, i: usize) -> Vec<u8> {
 
 fn store_all(c: &Cache, o: &Origin, e: &skillcache::SkillEntry, files: &[(String, Vec<u8>)]) {
     for f in e.manifest().expect("manifest").files() {
-        let bytes = &files.iter().find(|(u, _)| u == f.uri().as_str()).expect("fixture has the file").1;
+        let bytes = &files
+            .iter()
+            .find(|(u, _)| u == f.uri().as_str())
+            .expect("fixture has the file")
+            .1;
         c.store_file(o, f, bytes).expect("stored");
     }
 }
@@ -41,8 +49,16 @@ fn o1_o2_same_uri_from_two_origins_gives_two_entries_and_two_blob_trees() {
     c.put_entry(&b, "", &eb, hints).expect("put b");
     store_all(&c, &a, &ea, &fa);
     store_all(&c, &b, &eb, &fb);
-    let ga = c.entry(&a, ea.uri(), "").expect("read").expect("present").entry;
-    let gb = c.entry(&b, eb.uri(), "").expect("read").expect("present").entry;
+    let ga = c
+        .entry(&a, ea.uri(), "")
+        .expect("read")
+        .expect("present")
+        .entry;
+    let gb = c
+        .entry(&b, eb.uri(), "")
+        .expect("read")
+        .expect("present")
+        .entry;
     assert_ne!(ga.binding(), gb.binding());
     let layout = c.store().layout();
     for (o, e) in [(&a, &ea), (&b, &eb)] {
@@ -61,22 +77,54 @@ fn o1_o2_same_uri_from_two_origins_gives_two_entries_and_two_blob_trees() {
 #[test]
 fn o2_hostile_origin_labels_never_escape_or_collide() {
     let (_d, c) = common::cache(Isolation::Rehash);
-    let labels = ["..", ".", "a/b", "a%2Fb", "a\\b", ".hidden", "%2E", "a b", "é", "e\u{301}", "x".repeat(80).as_str(), "CON", "-", "_"]
-        .map(str::to_owned);
+    let labels = [
+        "..",
+        ".",
+        "a/b",
+        "a%2Fb",
+        "a\\b",
+        ".hidden",
+        "%2E",
+        "a b",
+        "é",
+        "e\u{301}",
+        "x".repeat(80).as_str(),
+        "CON",
+        "-",
+        "_",
+    ]
+    .map(str::to_owned);
     let mut seen = std::collections::HashSet::new();
     let origins_dir = c.store().layout().origins();
     for l in &labels {
         let o = origin(l);
         let comp = o.path_component();
-        assert!(comp.len() <= 255 && !comp.is_empty() && comp != "." && comp != ".." && !comp.starts_with('.'), "{l:?} -> {comp}");
+        assert!(
+            comp.len() <= 255
+                && !comp.is_empty()
+                && comp != "."
+                && comp != ".."
+                && !comp.starts_with('.'),
+            "{l:?} -> {comp}"
+        );
         assert!(!comp.contains('/') && !comp.contains('\0'), "{l:?}");
         assert!(seen.insert(comp.clone()), "{l:?} collides");
-        assert_eq!(Origin::from_path_component(&comp), Some(o.clone()), "{l:?} is recoverable");
-        assert_eq!(c.store().layout().origin_dir(&o).parent(), Some(origins_dir.as_path()));
+        assert_eq!(
+            Origin::from_path_component(&comp),
+            Some(o.clone()),
+            "{l:?} is recoverable"
+        );
+        assert_eq!(
+            c.store().layout().origin_dir(&o).parent(),
+            Some(origins_dir.as_path())
+        );
         let (e, files) = common::skill("demo", &[]);
         store_all(&c, &o, &e, &files);
     }
-    assert_eq!(fs::read_dir(&origins_dir).expect("list").count(), labels.len());
+    assert_eq!(
+        fs::read_dir(&origins_dir).expect("list").count(),
+        labels.len()
+    );
     for bad in ["", "a\0b", "line\nbreak", &"x".repeat(300)] {
         assert!(Origin::new(bad).is_err(), "{bad:?}");
     }
@@ -88,14 +136,25 @@ fn c1_root_inside_or_around_a_discovery_path_is_refused_also_through_a_symlink()
     let skills = d.path().join("home/.claude/skills");
     fs::create_dir_all(&skills).expect("mkdir");
     let open = |root: &std::path::Path| Cache::builder().root(root).discovery_path(&skills).open();
-    assert!(matches!(open(&skills.join("cache")), Err(Error::RootRefused { .. })));
-    assert!(matches!(open(&d.path().join("home")), Err(Error::RootRefused { .. })));
+    assert!(matches!(
+        open(&skills.join("cache")),
+        Err(Error::RootRefused { .. })
+    ));
+    assert!(matches!(
+        open(&d.path().join("home")),
+        Err(Error::RootRefused { .. })
+    ));
     std::os::unix::fs::symlink(&skills, d.path().join("innocent")).expect("symlink");
     match open(&d.path().join("innocent/cache")) {
-        Err(e @ Error::RootRefused { .. }) => assert!(e.to_string().contains(".claude/skills"), "{e}"),
+        Err(e @ Error::RootRefused { .. }) => {
+            assert!(e.to_string().contains(".claude/skills"), "{e}");
+        }
         other => panic!("a root reached through a symlink must be refused: {other:?}"),
     }
-    assert!(!skills.join("cache").exists(), "nothing is created for a refused root");
+    assert!(
+        !skills.join("cache").exists(),
+        "nothing is created for a refused root"
+    );
     let ok = open(&d.path().join("elsewhere/cache")).expect("outside is fine");
     assert_eq!(fs::metadata(ok.root()).expect("stat").mode() & 0o777, 0o700);
 }
@@ -109,10 +168,20 @@ fn c2_blobs_are_0444_in_0555_directories_and_the_root_is_0700() {
     assert_eq!(fs::metadata(c.root()).expect("stat").mode() & 0o777, 0o700);
     for f in e.manifest().expect("manifest").files() {
         let p = c.store().layout().blob_path(&o, &f.digest());
-        assert_eq!(fs::symlink_metadata(&p).expect("stat").mode() & 0o777, 0o444, "{}", p.display());
+        assert_eq!(
+            fs::symlink_metadata(&p).expect("stat").mode() & 0o777,
+            0o444,
+            "{}",
+            p.display()
+        );
         let mut dir = p.parent().expect("parent").to_owned();
         while dir != c.store().layout().origins() {
-            assert_eq!(fs::metadata(&dir).expect("stat").mode() & 0o777, 0o555, "{}", dir.display());
+            assert_eq!(
+                fs::metadata(&dir).expect("stat").mode() & 0o777,
+                0o555,
+                "{}",
+                dir.display()
+            );
             dir = dir.parent().expect("parent").to_owned();
         }
     }
@@ -173,22 +242,53 @@ fn tamper(kind: &str, blob: &std::path::Path, other_blob: &std::path::Path) {
     fs::set_permissions(dir, fs::Permissions::from_mode(0o555)).expect("chmod dir back");
 }
 
-const TAMPERS: [&str; 9] = ["flip", "truncate", "append", "symlink", "other-blob", "chmod-rewrite", "hardlink-rewrite", "delete", "directory"];
+const TAMPERS: [&str; 9] = [
+    "flip",
+    "truncate",
+    "append",
+    "symlink",
+    "other-blob",
+    "chmod-rewrite",
+    "hardlink-rewrite",
+    "delete",
+    "directory",
+];
 
 fn tamper_is_caught(isolation: Isolation) {
     for kind in TAMPERS {
         let (_d, c) = common::cache(isolation);
         let o = origin("srv");
-        let (e, files) = common::skill("demo", &[("a.md", b"the published bytes of a.md"), ("b.md", b"another file, validly cached")]);
+        let (e, files) = common::skill(
+            "demo",
+            &[
+                ("a.md", b"the published bytes of a.md"),
+                ("b.md", b"another file, validly cached"),
+            ],
+        );
         store_all(&c, &o, &e, &files);
         let m = e.manifest().expect("manifest");
-        let ia = m.files().iter().position(|f| f.uri().as_str().ends_with("a.md")).expect("a.md");
-        let ib = m.files().iter().position(|f| f.uri().as_str().ends_with("b.md")).expect("b.md");
+        let ia = m
+            .files()
+            .iter()
+            .position(|f| f.uri().as_str().ends_with("a.md"))
+            .expect("a.md");
+        let ib = m
+            .files()
+            .iter()
+            .position(|f| f.uri().as_str().ends_with("b.md"))
+            .expect("b.md");
         assert_eq!(hit(&c, &o, &e, ia), b"the published bytes of a.md");
         let layout = c.store().layout();
-        tamper(kind, &layout.blob_path(&o, &m.files()[ia].digest()), &layout.blob_path(&o, &m.files()[ib].digest()));
+        tamper(
+            kind,
+            &layout.blob_path(&o, &m.files()[ia].digest()),
+            &layout.blob_path(&o, &m.files()[ib].digest()),
+        );
         match c.read_file(&o, &m.files()[ia]).expect("read") {
-            CachedRead::Hit(v) => panic!("{isolation:?}/{kind}: wrong bytes served: {:?}", String::from_utf8_lossy(v.as_slice())),
+            CachedRead::Hit(v) => panic!(
+                "{isolation:?}/{kind}: wrong bytes served: {:?}",
+                String::from_utf8_lossy(v.as_slice())
+            ),
             CachedRead::Miss => assert_eq!(kind, "delete", "{isolation:?}/{kind}"),
             CachedRead::Failed(m) => {
                 assert_ne!(kind, "delete");
@@ -196,13 +296,21 @@ fn tamper_is_caught(isolation: Isolation) {
                     assert_eq!(m, Mismatch::NotARegularFile, "{isolation:?}/{kind}");
                 }
                 // Quarantined: the next read is a clean miss, and the bad copy is kept aside.
-                assert!(matches!(c.read_file(&o, &e.manifest().expect("manifest").files()[ia]).expect("read"), CachedRead::Miss));
+                assert!(matches!(
+                    c.read_file(&o, &e.manifest().expect("manifest").files()[ia])
+                        .expect("read"),
+                    CachedRead::Miss
+                ));
                 assert_eq!(c.store().quarantined(), 1, "{isolation:?}/{kind}");
             }
         }
         // Healing: the right bytes can be stored again and are served.
         store_all(&c, &o, &e, &files);
-        assert_eq!(hit(&c, &o, &e, ia), b"the published bytes of a.md", "{isolation:?}/{kind}");
+        assert_eq!(
+            hit(&c, &o, &e, ia),
+            b"the published bytes of a.md",
+            "{isolation:?}/{kind}"
+        );
     }
 }
 
@@ -248,12 +356,37 @@ fn c3_publishing_wrong_bytes_is_refused_and_leaves_nothing() {
     let (_d, c) = common::cache(Isolation::Rehash);
     let o = origin("srv");
     let (e, _) = common::skill("demo", &[("a.md", b"alpha")]);
-    let f = e.manifest().expect("manifest").files().iter().find(|f| f.uri().as_str().ends_with("a.md")).expect("a.md").clone();
-    assert!(matches!(c.store_file(&o, &f, b"alphA"), Err(Error::BlobMismatch { mismatch: Mismatch::Digest { .. }, .. })));
-    assert!(matches!(c.store_file(&o, &f, b"alpha!"), Err(Error::BlobMismatch { mismatch: Mismatch::Size { .. }, .. })));
+    let f = e
+        .manifest()
+        .expect("manifest")
+        .files()
+        .iter()
+        .find(|f| f.uri().as_str().ends_with("a.md"))
+        .expect("a.md")
+        .clone();
+    assert!(matches!(
+        c.store_file(&o, &f, b"alphA"),
+        Err(Error::BlobMismatch {
+            mismatch: Mismatch::Digest { .. },
+            ..
+        })
+    ));
+    assert!(matches!(
+        c.store_file(&o, &f, b"alpha!"),
+        Err(Error::BlobMismatch {
+            mismatch: Mismatch::Size { .. },
+            ..
+        })
+    ));
     assert!(!c.store().layout().blob_path(&o, &f.digest()).exists());
-    assert_eq!(fs::read_dir(c.store().layout().tmp()).expect("tmp").count(), 0);
-    assert!(matches!(c.read_file(&o, &f).expect("read"), CachedRead::Miss));
+    assert_eq!(
+        fs::read_dir(c.store().layout().tmp()).expect("tmp").count(),
+        0
+    );
+    assert!(matches!(
+        c.read_file(&o, &f).expect("read"),
+        CachedRead::Miss
+    ));
 }
 
 #[test]
@@ -266,6 +399,13 @@ fn c3_publishing_the_same_blob_twice_keeps_the_first_and_succeeds() {
     let p = c.store().layout().blob_path(&o, &f.digest());
     let ino = fs::metadata(&p).expect("stat").ino();
     store_all(&c, &o, &e, &files);
-    assert_eq!(fs::metadata(&p).expect("stat").ino(), ino, "never clobbered");
-    assert!(matches!(c.read_file(&o, f).expect("read"), CachedRead::Hit(_)));
+    assert_eq!(
+        fs::metadata(&p).expect("stat").ino(),
+        ino,
+        "never clobbered"
+    );
+    assert!(matches!(
+        c.read_file(&o, f).expect("read"),
+        CachedRead::Hit(_)
+    ));
 }

@@ -56,19 +56,35 @@ impl Cache {
     ///
     /// # Errors
     /// I/O and index errors.
-    pub fn verify(&self, only: Option<&Origin>, mut progress: impl FnMut(usize, usize)) -> Result<VerifyReport, Error> {
+    pub fn verify(
+        &self,
+        only: Option<&Origin>,
+        mut progress: impl FnMut(usize, usize),
+    ) -> Result<VerifyReport, Error> {
         let _lock = self.store.lock(LockMode::Shared)?;
         let (blobs, strays) = self.store.blobs(only)?;
-        let records: Vec<_> = self.index.blobs()?.into_iter().filter(|(o, _, _)| only.is_none_or(|x| x == o)).collect();
-        let on_disk: HashSet<(Origin, Digest)> = blobs.iter().map(|b| (b.origin.clone(), b.digest)).collect();
-        let recorded: HashSet<(Origin, Digest)> = records.iter().map(|(o, d, _)| (o.clone(), *d)).collect();
-        let mut report = VerifyReport { strays, ..VerifyReport::default() };
+        let records: Vec<_> = self
+            .index
+            .blobs()?
+            .into_iter()
+            .filter(|(o, _, _)| only.is_none_or(|x| x == o))
+            .collect();
+        let on_disk: HashSet<(Origin, Digest)> =
+            blobs.iter().map(|b| (b.origin.clone(), b.digest)).collect();
+        let recorded: HashSet<(Origin, Digest)> =
+            records.iter().map(|(o, d, _)| (o.clone(), *d)).collect();
+        let mut report = VerifyReport {
+            strays,
+            ..VerifyReport::default()
+        };
         let total = blobs.len();
         for (i, b) in blobs.iter().enumerate() {
             // The name is the digest and the length on disk is what must hash to it.
-            match self.store.read(&b.origin, &b.digest, b.len, Isolation::Rehash, None)? {
-                BlobRead::Verified(_) => {}
-                BlobRead::Missing => {}
+            match self
+                .store
+                .read(&b.origin, &b.digest, b.len, Isolation::Rehash, None)?
+            {
+                BlobRead::Verified(_) | BlobRead::Missing => {}
                 BlobRead::Failed(_) => {
                     self.index.remove_blob(&b.origin, &b.digest)?;
                     self.store.quarantine(&b.origin, &b.digest)?;
@@ -100,10 +116,18 @@ impl Cache {
     /// I/O and index errors.
     pub fn gc(&self, max_bytes: Option<u64>) -> Result<GcReport, Error> {
         let _lock = self.store.lock(LockMode::Exclusive)?;
-        let mut report = GcReport { temporaries: self.store.sweep_tmp(Duration::ZERO)?, ..GcReport::default() };
+        let mut report = GcReport {
+            temporaries: self.store.sweep_tmp(Duration::ZERO)?,
+            ..GcReport::default()
+        };
         let (blobs, _) = self.store.blobs(None)?;
         report.bytes_before = blobs.iter().map(|b| b.len).sum();
-        let recorded: HashSet<(Origin, Digest)> = self.index.blobs()?.into_iter().map(|(o, d, _)| (o, d)).collect();
+        let recorded: HashSet<(Origin, Digest)> = self
+            .index
+            .blobs()?
+            .into_iter()
+            .map(|(o, d, _)| (o, d))
+            .collect();
         let mut total = report.bytes_before;
         for b in &blobs {
             let key = (b.origin.clone(), b.digest);

@@ -13,7 +13,9 @@ mod maintenance;
 mod root;
 
 pub use maintenance::{GcReport, VerifyReport};
-pub use root::{HOME_DISCOVERY_PATHS, PROJECT_DISCOVERY_PATHS, default_discovery_paths, default_root};
+pub use root::{
+    HOME_DISCOVERY_PATHS, PROJECT_DISCOVERY_PATHS, default_discovery_paths, default_root,
+};
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -85,7 +87,12 @@ impl CacheBuilder {
             // Nobody else holds the root: every temporary is a crashed publisher's leftover.
             store.sweep_tmp(Duration::ZERO)?;
         }
-        Ok(Cache { root, store, index, isolation: self.isolation })
+        Ok(Cache {
+            root,
+            store,
+            index,
+            isolation: self.isolation,
+        })
     }
 }
 
@@ -111,7 +118,9 @@ pub struct Cache {
 }
 
 pub(crate) fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Cache {
@@ -149,15 +158,27 @@ impl Cache {
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
-    pub fn put_entry(&self, origin: &Origin, principal: &str, entry: &SkillEntry, hints: CacheHints) -> Result<PutOutcome, Error> {
-        self.index.put_entry(origin, principal, entry, hints, now_ms())
+    pub fn put_entry(
+        &self,
+        origin: &Origin,
+        principal: &str,
+        entry: &SkillEntry,
+        hints: CacheHints,
+    ) -> Result<PutOutcome, Error> {
+        self.index
+            .put_entry(origin, principal, entry, hints, now_ms())
     }
 
     /// The entry for (`origin`, `uri`) visible to `principal`, with its freshness.
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
-    pub fn entry(&self, origin: &Origin, uri: &SkillUri, principal: &str) -> Result<Option<StoredEntry>, Error> {
+    pub fn entry(
+        &self,
+        origin: &Origin,
+        uri: &SkillUri,
+        principal: &str,
+    ) -> Result<Option<StoredEntry>, Error> {
         self.index.entry(origin, uri, principal, now_ms())
     }
 
@@ -173,7 +194,12 @@ impl Cache {
     ///
     /// # Errors
     /// A dynamic entry cannot be approved (R-A3); index errors.
-    pub fn approve(&self, origin: &Origin, entry: &SkillEntry, granted_tools: Option<&serde_json::Value>) -> Result<(), Error> {
+    pub fn approve(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+        granted_tools: Option<&serde_json::Value>,
+    ) -> Result<(), Error> {
         self.index.grant(origin, entry, granted_tools, now_ms())
     }
 
@@ -198,12 +224,26 @@ impl Cache {
     ///
     /// # Errors
     /// [`Error::BlobMismatch`], I/O and index errors.
-    pub fn store_file(&self, origin: &Origin, file: &ManifestFile, bytes: &[u8]) -> Result<(), Error> {
+    pub fn store_file(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        bytes: &[u8],
+    ) -> Result<(), Error> {
         // Shared lock from the blob write until the row is committed: gc cannot slip between.
         let _lock = self.store.lock(LockMode::Shared)?;
-        let ev = self.store.publish(origin, &file.digest(), file.size(), bytes)?;
-        let record = BlobRecord { size: file.size(), ino: ev.ino, dev: ev.dev, ctime_ns: ev.ctime_ns, last_access_ms: 0 };
-        self.index.put_blob(origin, &file.digest(), record, now_ms())
+        let ev = self
+            .store
+            .publish(origin, &file.digest(), file.size(), bytes)?;
+        let record = BlobRecord {
+            size: file.size(),
+            ino: ev.ino,
+            dev: ev.dev,
+            ctime_ns: ev.ctime_ns,
+            last_access_ms: 0,
+        };
+        self.index
+            .put_blob(origin, &file.digest(), record, now_ms())
     }
 
     /// Reads a listed file from the cache, verified against the listing (R-C2, R-V2). A copy
@@ -214,8 +254,15 @@ impl Cache {
     pub fn read_file(&self, origin: &Origin, file: &ManifestFile) -> Result<CachedRead, Error> {
         let digest = file.digest();
         let record = self.index.blob(origin, &digest)?;
-        let evidence = record.map(|r| Evidence { ino: r.ino, dev: r.dev, ctime_ns: r.ctime_ns });
-        match self.store.read(origin, &digest, file.size(), self.isolation, evidence)? {
+        let evidence = record.map(|r| Evidence {
+            ino: r.ino,
+            dev: r.dev,
+            ctime_ns: r.ctime_ns,
+        });
+        match self
+            .store
+            .read(origin, &digest, file.size(), self.isolation, evidence)?
+        {
             BlobRead::Verified(bytes) => {
                 let now = now_ms();
                 if record.is_some_and(|r| now.saturating_sub(r.last_access_ms) >= ACCESS_GRAIN_MS) {

@@ -21,7 +21,8 @@ pub const HOME_DISCOVERY_PATHS: &[&str] = &[
 ];
 
 /// Project-relative skill folders (resolved against the current directory).
-pub const PROJECT_DISCOVERY_PATHS: &[&str] = &[".claude/skills", ".agents/skills", ".github/skills"];
+pub const PROJECT_DISCOVERY_PATHS: &[&str] =
+    &[".claude/skills", ".agents/skills", ".github/skills"];
 
 /// The default root: `$SKILLCACHE_ROOT`, else `$XDG_CACHE_HOME/skillcache`, else
 /// `~/.cache/skillcache`.
@@ -107,18 +108,46 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf]) -> Result<PathBuf, Err
         } else {
             continue;
         };
-        return Err(Error::RootRefused { root: root.to_owned(), why, path: d.clone() });
+        return Err(Error::RootRefused {
+            root: root.to_owned(),
+            why,
+            path: d.clone(),
+        });
     }
-    match fs::DirBuilder::new().recursive(true).mode(0o700).create(&resolved) {
+    match fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&resolved)
+    {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(source) => return Err(Error::Io { op: "create", path: resolved, source }),
+        Err(source) => {
+            return Err(Error::Io {
+                op: "create",
+                path: resolved,
+                source,
+            });
+        }
     }
-    let meta = fs::symlink_metadata(&resolved).map_err(|source| Error::Io { op: "stat", path: resolved.clone(), source })?;
+    let meta = fs::symlink_metadata(&resolved).map_err(|source| Error::Io {
+        op: "stat",
+        path: resolved.clone(),
+        source,
+    })?;
     if !meta.is_dir() {
-        return Err(Error::RootRefused { root: root.to_owned(), why: "it is not a folder:", path: resolved });
+        return Err(Error::RootRefused {
+            root: root.to_owned(),
+            why: "it is not a folder:",
+            path: resolved,
+        });
     }
     // Owner-only, even if it existed with wider modes.
-    fs::set_permissions(&resolved, fs::Permissions::from_mode(0o700)).map_err(|source| Error::Io { op: "chmod", path: resolved.clone(), source })?;
+    fs::set_permissions(&resolved, fs::Permissions::from_mode(0o700)).map_err(|source| {
+        Error::Io {
+            op: "chmod",
+            path: resolved.clone(),
+            source,
+        }
+    })?;
     Ok(resolved)
 }

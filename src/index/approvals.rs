@@ -27,12 +27,20 @@ impl Index {
     /// # Errors
     /// [`Error::InvalidEntry`] for a dynamic skill, which cannot hold an approval (R-A3);
     /// [`Error::Index`] on a database failure.
-    pub fn grant(&self, origin: &Origin, entry: &SkillEntry, granted_tools: Option<&Value>, now_ms: u64) -> Result<(), Error> {
+    pub fn grant(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+        granted_tools: Option<&Value>,
+        now_ms: u64,
+    ) -> Result<(), Error> {
         let Some(binding) = entry.binding() else {
             return Err(Error::InvalidEntry {
                 skill: Some(entry.uri().as_str().to_owned()),
                 field: "resources".into(),
-                rule: Rule::Value { allowed: "a manifest: a dynamic skill cannot be approved" },
+                rule: Rule::Value {
+                    allowed: "a manifest: a dynamic skill cannot be approved",
+                },
             });
         };
         let json = entry.to_json().to_string();
@@ -54,7 +62,9 @@ impl Index {
     /// [`Error::Index`] on a database failure.
     pub fn approval(&self, origin: &Origin, uri: &SkillUri) -> Result<Option<Approval>, Error> {
         let conn = self.conn();
-        let Some(oid) = find_origin_id(&conn, origin)? else { return Ok(None) };
+        let Some(oid) = find_origin_id(&conn, origin)? else {
+            return Ok(None);
+        };
         let row: Option<(Vec<u8>, Option<String>, i64)> = conn
             .prepare_cached("SELECT binding, granted_tools, granted_at_ms FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2")
             .and_then(|mut s| s.query_row(params![oid, uri.canonical()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
@@ -74,8 +84,12 @@ impl Index {
     /// # Errors
     /// [`Error::Index`] on a database failure.
     pub fn is_approved(&self, origin: &Origin, entry: &SkillEntry) -> Result<bool, Error> {
-        let Some(binding) = entry.binding() else { return Ok(false) };
-        Ok(self.approval(origin, entry.uri())?.is_some_and(|a| a.binding == binding))
+        let Some(binding) = entry.binding() else {
+            return Ok(false);
+        };
+        Ok(self
+            .approval(origin, entry.uri())?
+            .is_some_and(|a| a.binding == binding))
     }
 
     /// Withdraws an approval.
@@ -84,8 +98,15 @@ impl Index {
     /// [`Error::Index`] on a database failure.
     pub fn revoke(&self, origin: &Origin, uri: &SkillUri) -> Result<bool, Error> {
         self.write("revoke approval", |tx| {
-            let Some(oid) = find_origin_id(tx, origin)? else { return Ok(false) };
-            let n = tx.execute("DELETE FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2", params![oid, uri.canonical()]).map_err(db_err("revoke approval"))?;
+            let Some(oid) = find_origin_id(tx, origin)? else {
+                return Ok(false);
+            };
+            let n = tx
+                .execute(
+                    "DELETE FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2",
+                    params![oid, uri.canonical()],
+                )
+                .map_err(db_err("revoke approval"))?;
             Ok(n > 0)
         })
     }

@@ -34,7 +34,13 @@ impl Index {
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
-    pub fn put_blob(&self, origin: &Origin, digest: &Digest, record: BlobRecord, now_ms: u64) -> Result<(), Error> {
+    pub fn put_blob(
+        &self,
+        origin: &Origin,
+        digest: &Digest,
+        record: BlobRecord,
+        now_ms: u64,
+    ) -> Result<(), Error> {
         self.write("record blob", |tx| {
             let oid = origin_id(tx, origin)?;
             tx.execute(
@@ -52,7 +58,9 @@ impl Index {
     /// [`Error::Index`] on a database failure.
     pub fn blob(&self, origin: &Origin, digest: &Digest) -> Result<Option<BlobRecord>, Error> {
         let conn = self.conn();
-        let Some(oid) = find_origin_id(&conn, origin)? else { return Ok(None) };
+        let Some(oid) = find_origin_id(&conn, origin)? else {
+            return Ok(None);
+        };
         conn.prepare_cached("SELECT size, ino, dev, ctime_ns, last_access_ms FROM blobs WHERE origin_id = ?1 AND digest = ?2")
             .and_then(|mut s| {
                 s.query_row(params![oid, digest.as_bytes().as_slice()], |r| {
@@ -69,7 +77,9 @@ impl Index {
     /// [`Error::Index`] on a database failure.
     pub fn touch_blob(&self, origin: &Origin, digest: &Digest, now_ms: u64) -> Result<(), Error> {
         let conn = self.conn();
-        let Some(oid) = find_origin_id(&conn, origin)? else { return Ok(()) };
+        let Some(oid) = find_origin_id(&conn, origin)? else {
+            return Ok(());
+        };
         conn.prepare_cached("UPDATE blobs SET last_access_ms = MAX(last_access_ms, ?3) WHERE origin_id = ?1 AND digest = ?2")
             .and_then(|mut s| s.execute(params![oid, digest.as_bytes().as_slice(), i(now_ms)]))
             .map_err(db_err("touch blob"))?;
@@ -82,8 +92,14 @@ impl Index {
     /// [`Error::Index`] on a database failure.
     pub fn remove_blob(&self, origin: &Origin, digest: &Digest) -> Result<(), Error> {
         self.write("forget blob", |tx| {
-            let Some(oid) = find_origin_id(tx, origin)? else { return Ok(()) };
-            tx.execute("DELETE FROM blobs WHERE origin_id = ?1 AND digest = ?2", params![oid, digest.as_bytes().as_slice()]).map_err(db_err("forget blob"))?;
+            let Some(oid) = find_origin_id(tx, origin)? else {
+                return Ok(());
+            };
+            tx.execute(
+                "DELETE FROM blobs WHERE origin_id = ?1 AND digest = ?2",
+                params![oid, digest.as_bytes().as_slice()],
+            )
+            .map_err(db_err("forget blob"))?;
             Ok(())
         })
     }
@@ -99,14 +115,30 @@ impl Index {
             .map_err(db_err("list blobs"))?;
         let rows = stmt
             .query_map([], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, Vec<u8>>(1)?, BlobRecord { size: u(r.get(2)?), ino: u(r.get(3)?), dev: u(r.get(4)?), ctime_ns: r.get(5)?, last_access_ms: u(r.get(6)?) }))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Vec<u8>>(1)?,
+                    BlobRecord {
+                        size: u(r.get(2)?),
+                        ino: u(r.get(3)?),
+                        dev: u(r.get(4)?),
+                        ctime_ns: r.get(5)?,
+                        last_access_ms: u(r.get(6)?),
+                    },
+                ))
             })
             .map_err(db_err("list blobs"))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(db_err("list blobs"))?;
         Ok(rows
             .into_iter()
-            .filter_map(|(label, digest, rec)| Some((Origin::new(label).ok()?, Digest::from_bytes(digest.try_into().ok()?), rec)))
+            .filter_map(|(label, digest, rec)| {
+                Some((
+                    Origin::new(label).ok()?,
+                    Digest::from_bytes(digest.try_into().ok()?),
+                    rec,
+                ))
+            })
             .collect())
     }
 }

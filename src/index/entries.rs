@@ -147,9 +147,17 @@ impl Index {
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
-    pub fn entry(&self, origin: &Origin, uri: &SkillUri, principal: &str, now_ms: u64) -> Result<Option<StoredEntry>, Error> {
+    pub fn entry(
+        &self,
+        origin: &Origin,
+        uri: &SkillUri,
+        principal: &str,
+        now_ms: u64,
+    ) -> Result<Option<StoredEntry>, Error> {
         let conn = self.conn();
-        let Some(oid) = find_origin_id(&conn, origin)? else { return Ok(None) };
+        let Some(oid) = find_origin_id(&conn, origin)? else {
+            return Ok(None);
+        };
         let row: Option<(String, String, i64, i64)> = conn
             .prepare_cached(
                 "SELECT entry_json, scope, ttl_ms, fetched_at_ms FROM entries
@@ -157,16 +165,31 @@ impl Index {
                  AND ((scope = 'private' AND principal = ?3) OR scope = 'public')
                  ORDER BY scope = 'private' DESC LIMIT 1",
             )
-            .and_then(|mut s| s.query_row(params![oid, uri.canonical(), principal], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).optional())
+            .and_then(|mut s| {
+                s.query_row(params![oid, uri.canonical(), principal], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })
+                .optional()
+            })
             .map_err(db_err("read entry"))?;
         drop(conn);
-        let Some((json, scope, ttl, fetched)) = row else { return Ok(None) };
-        let value: serde_json::Value = serde_json::from_str(&json).map_err(|e| Error::Index { what: "read entry", source: Box::new(e) })?;
+        let Some((json, scope, ttl, fetched)) = row else {
+            return Ok(None);
+        };
+        let value: serde_json::Value = serde_json::from_str(&json).map_err(|e| Error::Index {
+            what: "read entry",
+            source: Box::new(e),
+        })?;
         // Stored entries were validated when stored; re-validating (with no limits: those were
         // applied then) keeps "what exists is valid" true even for a damaged database.
-        let unlimited = Validation::default().limits(crate::entry::Limits::new(u64::MAX, u64::MAX)?);
+        let unlimited =
+            Validation::default().limits(crate::entry::Limits::new(u64::MAX, u64::MAX)?);
         let entry = SkillEntry::from_json(&value, &unlimited)?;
-        let scope = if scope == "public" { Scope::Public } else { Scope::Private };
+        let scope = if scope == "public" {
+            Scope::Public
+        } else {
+            Scope::Private
+        };
         let ttl = u64::try_from(ttl).unwrap_or(0);
         let fetched_at_ms = u64::try_from(fetched).unwrap_or(0);
         Ok(Some(StoredEntry {
@@ -195,26 +218,42 @@ impl Index {
             .map_err(db_err("list entries"))?;
         let rows = stmt
             .query_map([only.map(Origin::as_str)], |r| {
-                Ok((r.get::<_, String>(0)?, r.get(1)?, r.get::<_, String>(2)?, r.get(3)?, r.get(4)?, r.get::<_, i64>(5)?, r.get::<_, i64>(6)?, r.get::<_, i64>(7)?, r.get::<_, i64>(8)?))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get::<_, i64>(5)?,
+                    r.get::<_, i64>(6)?,
+                    r.get::<_, i64>(7)?,
+                    r.get::<_, i64>(8)?,
+                ))
             })
             .map_err(db_err("list entries"))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(db_err("list entries"))?;
         Ok(rows
             .into_iter()
-            .filter_map(|(label, skill_uri, scope, principal, dynamic, fetched, ttl, files, bytes)| {
-                Some(EntrySummary {
-                    origin: Origin::new(label).ok()?,
-                    skill_uri,
-                    scope: if scope == "public" { Scope::Public } else { Scope::Private },
-                    principal,
-                    files: u64::try_from(files).unwrap_or(0),
-                    bytes: u64::try_from(bytes).unwrap_or(0),
-                    dynamic,
-                    fetched_at_ms: u64::try_from(fetched).unwrap_or(0),
-                    ttl_ms: u64::try_from(ttl).unwrap_or(0),
-                })
-            })
+            .filter_map(
+                |(label, skill_uri, scope, principal, dynamic, fetched, ttl, files, bytes)| {
+                    Some(EntrySummary {
+                        origin: Origin::new(label).ok()?,
+                        skill_uri,
+                        scope: if scope == "public" {
+                            Scope::Public
+                        } else {
+                            Scope::Private
+                        },
+                        principal,
+                        files: u64::try_from(files).unwrap_or(0),
+                        bytes: u64::try_from(bytes).unwrap_or(0),
+                        dynamic,
+                        fetched_at_ms: u64::try_from(fetched).unwrap_or(0),
+                        ttl_ms: u64::try_from(ttl).unwrap_or(0),
+                    })
+                },
+            )
             .collect())
     }
 
@@ -224,10 +263,14 @@ impl Index {
     /// [`Error::Index`] on a database failure.
     pub fn is_referenced(&self, origin: &Origin, digest: &Digest) -> Result<bool, Error> {
         let conn = self.conn();
-        let Some(oid) = find_origin_id(&conn, origin)? else { return Ok(false) };
-        conn.prepare_cached("SELECT EXISTS(SELECT 1 FROM files WHERE origin_id = ?1 AND digest = ?2)")
-            .and_then(|mut s| s.query_row(params![oid, digest.as_bytes().as_slice()], |r| r.get(0)))
-            .map_err(db_err("check reference"))
+        let Some(oid) = find_origin_id(&conn, origin)? else {
+            return Ok(false);
+        };
+        conn.prepare_cached(
+            "SELECT EXISTS(SELECT 1 FROM files WHERE origin_id = ?1 AND digest = ?2)",
+        )
+        .and_then(|mut s| s.query_row(params![oid, digest.as_bytes().as_slice()], |r| r.get(0)))
+        .map_err(db_err("check reference"))
     }
 }
 
@@ -239,7 +282,12 @@ impl Index {
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
-    pub fn release_blob(&self, origin: &Origin, digest: &Digest, now_ms: u64) -> Result<bool, Error> {
+    pub fn release_blob(
+        &self,
+        origin: &Origin,
+        digest: &Digest,
+        now_ms: u64,
+    ) -> Result<bool, Error> {
         self.write("release blob", |tx| {
             let Some(oid) = find_origin_id(tx, origin)? else { return Ok(true) };
             let d = digest.as_bytes().as_slice();

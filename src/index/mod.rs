@@ -1,4 +1,4 @@
-//! The SQLite index: what each origin published, how long it stays fresh, approvals, and blob
+//! The `SQLite` index: what each origin published, how long it stays fresh, approvals, and blob
 //! records for gc. The only module that touches SQL; knows nothing of file paths.
 //!
 //! - `schema`: tables and append-only migrations keyed on `PRAGMA user_version`.
@@ -38,7 +38,10 @@ pub struct Index {
 }
 
 pub(crate) fn db_err(what: &'static str) -> impl FnOnce(rusqlite::Error) -> Error {
-    move |e| Error::Index { what, source: Box::new(e) }
+    move |e| Error::Index {
+        what,
+        source: Box::new(e),
+    }
 }
 
 impl Index {
@@ -48,25 +51,39 @@ impl Index {
     /// [`Error::Index`] if the database cannot be opened or migrated.
     pub fn open(path: &Path) -> Result<Index, Error> {
         let mut conn = Connection::open(path).map_err(db_err("open"))?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(db_err("configure"))?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(db_err("configure"))?;
-        conn.pragma_update(None, "synchronous", "NORMAL").map_err(db_err("configure"))?;
-        conn.pragma_update(None, "foreign_keys", "ON").map_err(db_err("configure"))?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(db_err("configure"))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(db_err("configure"))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(db_err("configure"))?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(db_err("configure"))?;
         conn.set_prepared_statement_cache_capacity(64);
         schema::migrate(&mut conn)?;
-        Ok(Index { conn: Mutex::new(conn) })
+        Ok(Index {
+            conn: Mutex::new(conn),
+        })
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave SQLite half-written (transactions roll
         // back on drop), so a poisoned lock is safe to reuse.
-        self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction.
-    fn write<T>(&self, what: &'static str, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, Error>) -> Result<T, Error> {
+    fn write<T>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let mut conn = self.conn();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err(what))?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db_err(what))?;
         let out = f(&tx)?;
         tx.commit().map_err(db_err(what))?;
         Ok(out)
@@ -77,7 +94,9 @@ impl Index {
     /// # Errors
     /// [`Error::Index`] on a database failure.
     pub fn schema_version(&self) -> Result<u32, Error> {
-        self.conn().pragma_query_value(None, "user_version", |r| r.get(0)).map_err(db_err("read version"))
+        self.conn()
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(db_err("read version"))
     }
 
     /// Every origin the index knows.
@@ -86,13 +105,18 @@ impl Index {
     /// [`Error::Index`] on a database failure.
     pub fn origins(&self) -> Result<Vec<Origin>, Error> {
         let conn = self.conn();
-        let mut stmt = conn.prepare_cached("SELECT label FROM origins ORDER BY label").map_err(db_err("list origins"))?;
+        let mut stmt = conn
+            .prepare_cached("SELECT label FROM origins ORDER BY label")
+            .map_err(db_err("list origins"))?;
         let labels = stmt
             .query_map([], |r| r.get::<_, String>(0))
             .map_err(db_err("list origins"))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(db_err("list origins"))?;
-        Ok(labels.into_iter().filter_map(|l| Origin::new(l).ok()).collect())
+        Ok(labels
+            .into_iter()
+            .filter_map(|l| Origin::new(l).ok())
+            .collect())
     }
 
     /// Removes everything of `origin`: entries, files, approvals, blob records (R-C5).
@@ -102,15 +126,25 @@ impl Index {
     pub fn purge(&self, origin: &Origin) -> Result<(), Error> {
         self.write("purge", |tx| {
             // Child tables cascade from `origins`.
-            tx.execute("DELETE FROM origins WHERE label = ?1", [origin.as_str()]).map_err(db_err("purge"))?;
+            tx.execute("DELETE FROM origins WHERE label = ?1", [origin.as_str()])
+                .map_err(db_err("purge"))?;
             Ok(())
         })
     }
 }
 
 fn origin_id(tx: &rusqlite::Transaction<'_>, origin: &Origin) -> Result<i64, Error> {
-    tx.execute("INSERT OR IGNORE INTO origins(label) VALUES (?1)", [origin.as_str()]).map_err(db_err("add origin"))?;
-    tx.query_row("SELECT id FROM origins WHERE label = ?1", [origin.as_str()], |r| r.get(0)).map_err(db_err("add origin"))
+    tx.execute(
+        "INSERT OR IGNORE INTO origins(label) VALUES (?1)",
+        [origin.as_str()],
+    )
+    .map_err(db_err("add origin"))?;
+    tx.query_row(
+        "SELECT id FROM origins WHERE label = ?1",
+        [origin.as_str()],
+        |r| r.get(0),
+    )
+    .map_err(db_err("add origin"))
 }
 
 fn find_origin_id(conn: &Connection, origin: &Origin) -> Result<Option<i64>, Error> {

@@ -63,8 +63,12 @@ const MIGRATIONS: &[&str] = &[
 
 /// Applies every migration not yet applied, each in its own transaction.
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), Error> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(db_err("migrate"))?;
-    let applied: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(db_err("migrate"))?;
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(db_err("migrate"))?;
+    let applied: i64 = tx
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(db_err("migrate"))?;
     let applied = usize::try_from(applied).unwrap_or(usize::MAX);
     if applied > MIGRATIONS.len() {
         return Err(Error::Index {
@@ -74,7 +78,12 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), Error> {
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
         tx.execute_batch(sql).map_err(db_err("migrate"))?;
-        tx.pragma_update(None, "user_version", i64::try_from(i + 1).unwrap_or(i64::MAX)).map_err(db_err("migrate"))?;
+        tx.pragma_update(
+            None,
+            "user_version",
+            i64::try_from(i + 1).unwrap_or(i64::MAX),
+        )
+        .map_err(db_err("migrate"))?;
     }
     tx.commit().map_err(db_err("migrate"))
 }
@@ -94,7 +103,9 @@ mod tests {
         let mut conn = Connection::open_in_memory().expect("in-memory db");
         migrate(&mut conn).expect("first");
         migrate(&mut conn).expect("second");
-        let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).expect("version");
+        let v: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .expect("version");
         assert_eq!(usize::try_from(v).ok(), Some(latest()));
     }
 

@@ -12,12 +12,20 @@ const READ_ONLY: u32 = 0o555;
 const WRITABLE: u32 = 0o755;
 
 pub(super) fn io_err<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> Error + 'p {
-    move |source| Error::Io { op, path: path.to_owned(), source }
+    move |source| Error::Io {
+        op,
+        path: path.to_owned(),
+        source,
+    }
 }
 
 /// Creates an owner-only folder (and its parents) if missing.
 pub(super) fn create_private(dir: &Path) -> Result<(), Error> {
-    match fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
+    match fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+    {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(io_err("create", dir)(e)),
@@ -46,7 +54,11 @@ pub(super) fn with_writable<T>(dir: &Path, mut op: impl FnMut() -> io::Result<T>
 
 /// Makes sure `dir` exists as a read-only blob folder under `parent`, which is itself a
 /// read-only blob folder (or, for an origin folder, the private `origins/`).
-pub(super) fn ensure_read_only_dir(parent: &Path, dir: &Path, parent_is_read_only: bool) -> io::Result<()> {
+pub(super) fn ensure_read_only_dir(
+    parent: &Path,
+    dir: &Path,
+    parent_is_read_only: bool,
+) -> io::Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
@@ -54,7 +66,11 @@ pub(super) fn ensure_read_only_dir(parent: &Path, dir: &Path, parent_is_read_onl
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         other => other,
     };
-    if parent_is_read_only { with_writable(parent, make) } else { make() }
+    if parent_is_read_only {
+        with_writable(parent, make)
+    } else {
+        make()
+    }
 }
 
 /// Makes every folder under `dir` writable again so the tree can be removed.

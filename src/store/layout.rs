@@ -24,14 +24,16 @@ impl Layout {
     /// The layout of `root`.
     #[must_use]
     pub fn new(root: &Path) -> Layout {
-        Layout { root: root.to_owned() }
+        Layout {
+            root: root.to_owned(),
+        }
     }
     /// The cache root.
     #[must_use]
     pub fn root(&self) -> &Path {
         &self.root
     }
-    /// The SQLite index file.
+    /// The `SQLite` index file.
     #[must_use]
     pub fn index_db(&self) -> PathBuf {
         self.root.join("index.sqlite3")
@@ -54,13 +56,18 @@ impl Layout {
     /// The folder holding a blob.
     #[must_use]
     pub fn blob_dir(&self, origin: &Origin, digest: &Digest) -> PathBuf {
-        self.origin_dir(origin).join("sha256").join(&digest.hex()[..2])
+        self.origin_dir(origin)
+            .join("sha256")
+            .join(&digest.hex()[..2])
     }
     /// A blob's path.
     #[must_use]
     pub fn blob_path(&self, origin: &Origin, digest: &Digest) -> PathBuf {
         let hex = digest.hex();
-        self.origin_dir(origin).join("sha256").join(&hex[..2]).join(&hex[2..])
+        self.origin_dir(origin)
+            .join("sha256")
+            .join(&hex[..2])
+            .join(&hex[2..])
     }
     /// Staging for publishes.
     #[must_use]
@@ -78,7 +85,9 @@ impl Layout {
     pub fn parse_blob_path(&self, path: &Path) -> Option<(Origin, Digest)> {
         let rel = path.strip_prefix(self.origins()).ok()?;
         let parts: Vec<&str> = rel.iter().map(|c| c.to_str()).collect::<Option<_>>()?;
-        let [origin, "sha256", aa, rest] = parts.as_slice() else { return None };
+        let [origin, "sha256", aa, rest] = parts.as_slice() else {
+            return None;
+        };
         let digest = format!("sha256:{aa}{rest}").parse().ok()?;
         let origin = Origin::from_path_component(origin)?;
         (aa.len() == 2).then_some((origin, digest))

@@ -29,7 +29,14 @@ pub struct LockGuard {
 impl BlobStore {
     fn lock_file(&self) -> Result<File, Error> {
         let path = self.layout.lock_file();
-        OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o600).open(&path).map_err(io_err("open", &path))
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io_err("open", &path))
     }
 
     /// Waits for and takes the lock.

@@ -45,7 +45,13 @@ impl BlobStore {
         for dir in [layout.origins(), layout.tmp(), layout.quarantine()] {
             dirs::create_private(&dir)?;
         }
-        let owner_uid = fs::metadata(root).map_err(|source| Error::Io { op: "stat", path: root.to_owned(), source })?.uid();
+        let owner_uid = fs::metadata(root)
+            .map_err(|source| Error::Io {
+                op: "stat",
+                path: root.to_owned(),
+                source,
+            })?
+            .uid();
         Ok(BlobStore { layout, owner_uid })
     }
 

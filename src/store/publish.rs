@@ -30,14 +30,26 @@ impl BlobStore {
     /// # Errors
     /// [`Error::BlobMismatch`] if the bytes are not the promised ones; [`Error::Io`] otherwise
     /// (a full disk among them). Nothing partial is left under the digest name either way.
-    pub fn publish(&self, origin: &Origin, digest: &Digest, size: u64, bytes: &[u8]) -> Result<Evidence, Error> {
+    pub fn publish(
+        &self,
+        origin: &Origin,
+        digest: &Digest,
+        size: u64,
+        bytes: &[u8],
+    ) -> Result<Evidence, Error> {
         let tmp = self.write_tmp(origin, digest, size, bytes)?;
         let result = self.link_into_place(origin, digest, size, &tmp);
         let _ = fs::remove_file(&tmp);
         result
     }
 
-    fn write_tmp(&self, origin: &Origin, digest: &Digest, size: u64, bytes: &[u8]) -> Result<PathBuf, Error> {
+    fn write_tmp(
+        &self,
+        origin: &Origin,
+        digest: &Digest,
+        size: u64,
+        bytes: &[u8],
+    ) -> Result<PathBuf, Error> {
         let name = format!(
             "{}-{}-{}.tmp",
             std::process::id(),
@@ -46,7 +58,11 @@ impl BlobStore {
         );
         let tmp = self.layout.tmp().join(name);
         let write = || -> io::Result<(Digest, u64)> {
-            let mut f = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
             let mut hasher = Hasher::new();
             for chunk in bytes.chunks(256 * 1024) {
                 hasher.update(chunk);
@@ -64,25 +80,42 @@ impl BlobStore {
             }
         };
         let mismatch = if len != size {
-            Some(Mismatch::Size { expected: size, actual: len })
+            Some(Mismatch::Size {
+                expected: size,
+                actual: len,
+            })
         } else if actual != *digest {
-            Some(Mismatch::Digest { expected: *digest, actual })
+            Some(Mismatch::Digest {
+                expected: *digest,
+                actual,
+            })
         } else {
             None
         };
         if let Some(mismatch) = mismatch {
             let _ = fs::remove_file(&tmp);
-            return Err(Error::BlobMismatch { origin: origin.as_str().to_owned(), digest: *digest, mismatch });
+            return Err(Error::BlobMismatch {
+                origin: origin.as_str().to_owned(),
+                digest: digest.to_string(),
+                mismatch,
+            });
         }
         Ok(tmp)
     }
 
-    fn link_into_place(&self, origin: &Origin, digest: &Digest, size: u64, tmp: &std::path::Path) -> Result<Evidence, Error> {
+    fn link_into_place(
+        &self,
+        origin: &Origin,
+        digest: &Digest,
+        size: u64,
+        tmp: &std::path::Path,
+    ) -> Result<Evidence, Error> {
         let origin_dir = self.layout.origin_dir(origin);
         let algo_dir = origin_dir.join("sha256");
         let blob_dir = self.layout.blob_dir(origin, digest);
         let origins = self.layout.origins();
-        ensure_read_only_dir(&origins, &origin_dir, false).map_err(io_err("create", &origin_dir))?;
+        ensure_read_only_dir(&origins, &origin_dir, false)
+            .map_err(io_err("create", &origin_dir))?;
         ensure_read_only_dir(&origin_dir, &algo_dir, true).map_err(io_err("create", &algo_dir))?;
         ensure_read_only_dir(&algo_dir, &blob_dir, true).map_err(io_err("create", &blob_dir))?;
         let target = self.layout.blob_path(origin, digest);
@@ -93,12 +126,12 @@ impl BlobStore {
                     // The blob's folder chain must survive a crash too.
                     let _ = sync_dir(&algo_dir);
                     let _ = sync_dir(&origin_dir);
-                    return self.evidence(&target, tmp);
+                    return Self::evidence(&target, tmp);
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     // Never clobber: keep the existing blob if it verifies, else quarantine it.
                     match self.read(origin, digest, size, Isolation::Rehash, None)? {
-                        BlobRead::Verified(_) => return self.evidence(&target, tmp),
+                        BlobRead::Verified(_) => return Self::evidence(&target, tmp),
                         BlobRead::Missing => {}
                         BlobRead::Failed(_) => self.quarantine(origin, digest)?,
                     }
@@ -115,7 +148,7 @@ impl BlobStore {
 
     /// The evidence of the final blob, taken after the temporary name is gone (unlinking it
     /// changes the inode's ctime and link count).
-    fn evidence(&self, target: &std::path::Path, tmp: &std::path::Path) -> Result<Evidence, Error> {
+    fn evidence(target: &std::path::Path, tmp: &std::path::Path) -> Result<Evidence, Error> {
         let _ = fs::remove_file(tmp);
         let f = open_no_follow(target).map_err(io_err("open", target))?;
         let meta = f.metadata().map_err(io_err("stat", target))?;

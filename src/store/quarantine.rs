@@ -23,8 +23,14 @@ impl BlobStore {
     pub fn quarantine(&self, origin: &Origin, digest: &Digest) -> Result<(), Error> {
         let from = self.layout.blob_path(origin, digest);
         let dir = self.layout.blob_dir(origin, digest);
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let to = self.layout.quarantine().join(format!("{nanos:024}-{}-{}", origin.path_component(), digest.hex()));
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let to = self.layout.quarantine().join(format!(
+            "{nanos:024}-{}-{}",
+            origin.path_component(),
+            digest.hex()
+        ));
         let moved = with_writable(&dir, || match fs::rename(&from, &to) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other,
@@ -39,7 +45,9 @@ impl BlobStore {
     }
 
     fn bound_quarantine(&self) {
-        let Ok(entries) = fs::read_dir(self.layout.quarantine()) else { return };
+        let Ok(entries) = fs::read_dir(self.layout.quarantine()) else {
+            return;
+        };
         let mut names: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
         if names.len() <= MAX_QUARANTINED {
             return;

@@ -39,7 +39,10 @@ impl Evidence {
         Evidence {
             ino: meta.ino(),
             dev: meta.dev(),
-            ctime_ns: meta.ctime().saturating_mul(1_000_000_000).saturating_add(meta.ctime_nsec()),
+            ctime_ns: meta
+                .ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.ctime_nsec()),
         }
     }
 }
@@ -73,11 +76,18 @@ impl BlobStore {
         let path = self.layout.blob_path(origin, digest);
         let file = match open_no_follow(&path) {
             Ok(f) => f,
-            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
                 return Ok(BlobRead::Missing);
             }
             // O_NOFOLLOW on a symlink: ELOOP. A link is never a blob, whatever it points at.
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(BlobRead::Failed(Mismatch::NotARegularFile)),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Ok(BlobRead::Failed(Mismatch::NotARegularFile));
+            }
             Err(e) => return Err(io_err("open", &path)(e)),
         };
         let meta = file.metadata().map_err(io_err("stat", &path))?;
@@ -86,7 +96,10 @@ impl BlobStore {
         }
         // Size first (R-V3): a different length fails before any hashing.
         if meta.len() != size {
-            return Ok(BlobRead::Failed(Mismatch::Size { expected: size, actual: meta.len() }));
+            return Ok(BlobRead::Failed(Mismatch::Size {
+                expected: size,
+                actual: meta.len(),
+            }));
         }
         let trusted = isolation == Isolation::Guaranteed
             && evidence.is_some_and(|ev| self.evidence_holds(&meta, ev, size));
@@ -115,13 +128,18 @@ impl BlobStore {
 }
 
 pub(super) fn open_no_follow(path: &std::path::Path) -> io::Result<File> {
-    OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
 }
 
 /// Reads up to `size + 1` bytes: one byte more than expected is enough to know it is too long
 /// (R-V3), and a file that grew meanwhile can never make us read without bound.
 fn read_at_most(file: File, size: u64) -> io::Result<Vec<u8>> {
-    let cap = usize::try_from(size.saturating_add(1)).unwrap_or(usize::MAX).min(64 << 20);
+    let cap = usize::try_from(size.saturating_add(1))
+        .unwrap_or(usize::MAX)
+        .min(64 << 20);
     let mut buf = Vec::with_capacity(cap);
     file.take(size.saturating_add(1)).read_to_end(&mut buf)?;
     Ok(buf)

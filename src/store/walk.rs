@@ -45,7 +45,12 @@ impl BlobStore {
                         match self.layout.parse_blob_path(&path) {
                             Some((origin, digest)) => {
                                 let len = fs::symlink_metadata(&path).map_or(0, |m| m.len());
-                                blobs.push(StoredBlob { origin, digest, path, len });
+                                blobs.push(StoredBlob {
+                                    origin,
+                                    digest,
+                                    path,
+                                    len,
+                                });
                             }
                             None => strays.push(path),
                         }
@@ -107,7 +112,14 @@ impl BlobStore {
 fn read_dir_paths(dir: &std::path::Path) -> Result<Vec<PathBuf>, Error> {
     match fs::read_dir(dir) {
         Ok(entries) => Ok(entries.filter_map(Result::ok).map(|e| e.path()).collect()),
-        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => Ok(Vec::new()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(Vec::new())
+        }
         Err(e) => Err(io_err("read directory", dir)(e)),
     }
 }

@@ -33,11 +33,18 @@ use skillcache::entry::Validation;
 use skillcache::store::Isolation;
 use skillcache::{Digest, SkillEntry};
 
+/// A skill's files: (URI, bytes).
+pub type Files = Vec<(String, Vec<u8>)>;
+
 /// A skill named `name` whose files are (relative path, bytes); the `SKILL.md` is generated.
-pub fn skill(name: &str, files: &[(&str, &[u8])]) -> (SkillEntry, Vec<(String, Vec<u8>)>) {
+pub fn skill(name: &str, files: &[(&str, &[u8])]) -> (SkillEntry, Files) {
     let md = skill_md(&format!("name: {name}\ndescription: The {name} skill."));
     let mut all: Vec<(String, Vec<u8>)> = vec![(format!("skill://{name}/SKILL.md"), md)];
-    all.extend(files.iter().map(|(p, b)| (format!("skill://{name}/{p}"), b.to_vec())));
+    all.extend(
+        files
+            .iter()
+            .map(|(p, b)| (format!("skill://{name}/{p}"), b.to_vec())),
+    );
     let resources: Vec<_> = all
         .iter()
         .map(|(u, b)| json!({"uri": u, "digest": Digest::of(b).to_string(), "size": b.len()}))
@@ -47,12 +54,19 @@ pub fn skill(name: &str, files: &[(&str, &[u8])]) -> (SkillEntry, Vec<(String, V
         "frontmatter": {"name": name, "description": format!("The {name} skill.")},
         "resources": resources,
     });
-    (SkillEntry::from_json(&v, &Validation::default()).expect("fixture entry is valid"), all)
+    (
+        SkillEntry::from_json(&v, &Validation::default()).expect("fixture entry is valid"),
+        all,
+    )
 }
 
 /// A cache under a fresh temporary folder.
 pub fn cache(isolation: Isolation) -> (tempfile::TempDir, Cache) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let cache = Cache::builder().root(dir.path().join("root")).isolation(isolation).open().expect("cache opens");
+    let cache = Cache::builder()
+        .root(dir.path().join("root"))
+        .isolation(isolation)
+        .open()
+        .expect("cache opens");
     (dir, cache)
 }
