@@ -109,6 +109,44 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
+    /// The server answered a request with a JSON-RPC error.
+    #[error("{method} failed on the server: {message} (code {code})")]
+    Server {
+        /// The method.
+        method: String,
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The server's message.
+        message: String,
+    },
+
+    /// The connection to the server failed.
+    #[error("{method}: the connection to the server failed")]
+    Transport {
+        /// The method (or `connect`).
+        method: String,
+        /// The cause.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    /// No source is connected for this origin.
+    #[error("origin {origin} is not connected to a server")]
+    NotConnected {
+        /// The origin.
+        origin: String,
+    },
+
+    /// The host's policy declined the skill (R-V7, R-A2, approvals).
+    #[error("skill {skill} from origin {origin} declined: {reason}")]
+    Declined {
+        /// The origin.
+        origin: String,
+        /// The skill URI.
+        skill: String,
+        /// Why.
+        reason: Declined,
+    },
+
     /// A local skill folder holds something a published skill cannot.
     #[error("{}: {why}", path.display())]
     InvalidSkillFolder {
@@ -143,6 +181,38 @@ pub enum Error {
 
 fn skill_label(skill: Option<&str>) -> String {
     skill.map_or_else(String::new, |s| format!(" {s}"))
+}
+
+/// Why a policy declined a skill.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Declined {
+    /// The skill is dynamic and the host declines dynamic skills (R-V7).
+    Dynamic,
+    /// Approval is required and the skill was never approved.
+    NotApproved,
+    /// Approval is required and the approval was revoked because the files changed (R-A2).
+    ApprovalRevoked {
+        /// What changed, for a person.
+        changes: String,
+    },
+}
+
+impl fmt::Display for Declined {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Declined::Dynamic => {
+                f.write_str("it is dynamic (no digests) and dynamic skills are declined")
+            }
+            Declined::NotApproved => f.write_str("it has not been approved"),
+            Declined::ApprovalRevoked { changes } => {
+                write!(
+                    f,
+                    "its approval was revoked because its files changed: {changes}"
+                )
+            }
+        }
+    }
 }
 
 /// A limit of R-W7.

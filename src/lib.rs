@@ -63,9 +63,12 @@ pub mod frontmatter;
 pub mod index;
 pub mod local;
 pub mod origin;
+pub mod server;
+pub mod source;
 pub mod store;
 pub mod uri;
 
+pub use cache::{LoadedSkill, SkillCache, SkillFile};
 pub use digest::{Digest, VerifiedBytes};
 pub use entry::SkillEntry;
 pub use error::{Error, Result};

@@ -9,9 +9,13 @@
 //! - every record carries its origin (R-O1); purge removes all of an origin (R-C5);
 //! - a publisher holds the shared lock until its rows are committed; gc holds the exclusive lock.
 
+mod loaded;
+mod loading;
 mod maintenance;
 mod root;
 
+pub use loaded::{LoadedSkill, Provenance, SkillFile};
+pub use loading::{DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
 pub use maintenance::{GcReport, VerifyReport};
 pub use root::{
     HOME_DISCOVERY_PATHS, PROJECT_DISCOVERY_PATHS, default_discovery_paths, default_root,

@@ -1,0 +1,515 @@
+//! Each command: open the cache, connect the server if the command needs one, do one thing,
+//! print it for a person or as JSON.
+
+use std::io::Write as _;
+use std::sync::Arc;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Value, json};
+use skillcache::cache::{DynamicPolicy, EntryInfo, SkillCache};
+use skillcache::error::Declined;
+use skillcache::local::inspect;
+use skillcache::server::SkillServer;
+use skillcache::source::{McpSource, SkillSource};
+use skillcache::{Error, Origin, SkillEntry, SkillFile, SkillUri};
+
+use crate::{Cli, Command, Outcome, ServerArgs};
+
+/// How a command failed.
+pub(crate) enum Failure {
+    /// One skillcache error (its kind picks the exit code).
+    Skill(Error),
+    /// Several reasons, with the exit code they share.
+    Many(u8, Vec<Error>),
+    /// Anything else (exit 1).
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::Skill(e)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure::Other(Box::new(e))
+    }
+}
+
+type Result<T> = std::result::Result<T, Failure>;
+
+pub(crate) struct Ctx {
+    pub(crate) json: bool,
+    pub(crate) builder: skillcache::cache::SkillCacheBuilder,
+}
+
+fn print_json(v: &Value) {
+    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
+    let mut builder = SkillCache::builder().isolation(cli.isolation.into());
+    if let Some(root) = &cli.root {
+        builder = builder.root(root);
+    }
+    let ctx = Ctx {
+        json: cli.json,
+        builder,
+    };
+    match cli.command {
+        Command::List { server } => list(&ctx, &server).await,
+        Command::Entry { skill_uri, server } => entry(&ctx, &server, &skill_uri).await,
+        Command::Approve {
+            skill_uri,
+            grant_tools,
+            server,
+        } => approve(&ctx, &server, &skill_uri, grant_tools).await,
+        Command::Load {
+            skill_uri,
+            require_approval,
+            server,
+        } => load(&ctx, &server, &skill_uri, None, require_approval).await,
+        Command::Read {
+            skill_uri,
+            reference,
+            require_approval,
+            server,
+        } => {
+            load(
+                &ctx,
+                &server,
+                &skill_uri,
+                Some(&reference),
+                require_approval,
+            )
+            .await
+        }
+        Command::Entries { origin } => entries(&ctx, origin.as_deref()),
+        Command::Verify { origin } => verify(&ctx, origin.as_deref()),
+        Command::Gc { max_bytes } => gc(&ctx, max_bytes),
+        Command::Purge { origin } => purge(&ctx, &origin),
+        Command::Stats => stats(&ctx),
+        Command::Inspect { dir, base_uri } => inspect_dir(&dir, base_uri),
+        Command::Serve {
+            dir,
+            ttl_ms,
+            dynamic,
+        } => {
+            let server = dynamic
+                .into_iter()
+                .fold(SkillServer::new(dir).ttl_ms(ttl_ms), SkillServer::dynamic);
+            tokio::task::spawn_blocking(move || server.serve_stdio())
+                .await
+                .map_err(|e| Failure::Other(Box::new(e)))??;
+            Ok(Outcome::Ok)
+        }
+        Command::Demo => crate::demo::run(ctx.builder).await,
+    }
+}
+
+/// The cache and the origin, connected to the server.
+pub(crate) async fn connect(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Origin)> {
+    let origin = Origin::new(s.origin.clone())?;
+    let dynamic = if s.allow_dynamic {
+        DynamicPolicy::AllowUnverified
+    } else {
+        DynamicPolicy::Decline
+    };
+    let cache = ctx
+        .builder
+        .clone()
+        .principal(s.principal.clone())
+        .dynamic(dynamic)
+        .open()?;
+    let source: Arc<dyn SkillSource> = match (&s.stdio, &s.url) {
+        (Some(cmd), _) => Arc::new(McpSource::stdio(cmd).await?),
+        (None, Some(url)) => Arc::new(McpSource::http(url).await?),
+        (None, None) => return Err(Failure::Other("--stdio or --url is required".into())),
+    };
+    cache.connect(origin.clone(), source);
+    Ok((cache, origin))
+}
+
+fn skill_uri(text: &str) -> Result<SkillUri> {
+    Ok(SkillUri::parse(text)?)
+}
+
+fn entry_row(cache: &SkillCache, origin: &Origin, e: &SkillEntry) -> Value {
+    let fresh = cache
+        .core()
+        .entry(origin, e.uri(), "")
+        .ok()
+        .flatten()
+        .is_some_and(|s| s.fresh);
+    let (files, bytes) = e
+        .manifest()
+        .map_or((0, 0), |m| (m.files().len(), m.total_bytes()));
+    json!({
+        "name": e.name(), "uri": e.uri().as_str(), "files": files, "bytes": bytes,
+        "dynamic": e.is_dynamic(), "fresh": fresh,
+        "binding": e.binding().map(|b| b.to_string()),
+    })
+}
+
+async fn list(ctx: &Ctx, s: &ServerArgs) -> Result<Outcome> {
+    let (cache, origin) = connect(ctx, s).await?;
+    let listed = cache.list(&origin).await?;
+    let rows: Vec<Value> = listed
+        .iter()
+        .map(|r| match r {
+            Ok(info) => entry_row(&cache, &origin, &info.entry),
+            Err(e) => json!({"error": e.to_string()}),
+        })
+        .collect();
+    if ctx.json {
+        print_json(&json!({"origin": origin.as_str(), "skills": rows}));
+    } else {
+        println!(
+            "{:<28} {:>5} {:>9}  {:<14} URI",
+            "NAME", "FILES", "BYTES", "FLAGS"
+        );
+        for r in &rows {
+            if let Some(err) = r.get("error") {
+                println!("{:<28} refused: {}", "-", err.as_str().unwrap_or_default());
+                continue;
+            }
+            let flags = format!(
+                "{}{}",
+                if r["dynamic"] == true { "dynamic " } else { "" },
+                if r["fresh"] == true { "fresh" } else { "stale" }
+            );
+            println!(
+                "{:<28} {:>5} {:>9}  {:<14} {}",
+                r["name"].as_str().unwrap_or_default(),
+                r["files"].as_u64().unwrap_or_default(),
+                r["bytes"].as_u64().unwrap_or_default(),
+                flags,
+                r["uri"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn entry_json(origin: &Origin, info: &EntryInfo) -> Value {
+    json!({
+        "origin": origin.as_str(),
+        "uri": info.entry.uri().as_str(),
+        "binding": info.entry.binding().map(|b| b.to_string()),
+        "from_cache": info.from_cache,
+        "revoked": info.revoked,
+        "changes": info.diff.as_ref().map(ToString::to_string),
+        "entry": info.entry.to_json(),
+    })
+}
+
+async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
+    let (cache, origin) = connect(ctx, s).await?;
+    let info = cache.entry(&origin, &skill_uri(uri)?).await?;
+    if ctx.json {
+        print_json(&entry_json(&origin, &info));
+    } else {
+        let e = &info.entry;
+        println!(
+            "origin   {origin}\nuri      {}\nname     {}\nbinding  {}",
+            e.uri(),
+            e.name(),
+            e.binding()
+                .map_or_else(|| "none (dynamic)".to_owned(), |b| b.to_string())
+        );
+        println!(
+            "from     {}",
+            if info.from_cache {
+                "cache (fresh)"
+            } else {
+                "server (skills/get)"
+            }
+        );
+        for f in e.manifest().map_or(&[][..], |m| m.files()) {
+            println!("  {}  {:>8}  {}", f.digest(), f.size(), f.uri());
+        }
+        if info.revoked {
+            println!(
+                "approval REVOKED: {}",
+                info.diff
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            );
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Result<Outcome> {
+    let (cache, origin) = connect(ctx, s).await?;
+    let info = cache.entry(&origin, &skill_uri(uri)?).await?;
+    let grant = if grant_tools {
+        info.entry.requested_tools().cloned()
+    } else {
+        None
+    };
+    cache.approve(&origin, &info.entry, grant.clone()).await?;
+    let binding = info.entry.binding().map(|b| b.to_string());
+    if ctx.json {
+        print_json(
+            &json!({"origin": origin.as_str(), "uri": info.entry.uri().as_str(), "binding": binding, "granted_tools": grant}),
+        );
+    } else {
+        println!(
+            "approved {} from {origin} (binding {})",
+            info.entry.uri(),
+            binding.unwrap_or_default()
+        );
+    }
+    Ok(Outcome::Ok)
+}
+
+/// The entry, refused unless approved as it is now when `require` (exit 5).
+pub(crate) async fn approved_entry(
+    cache: &SkillCache,
+    origin: &Origin,
+    uri: &SkillUri,
+    require: bool,
+) -> Result<EntryInfo> {
+    let info = cache.entry(origin, uri).await?;
+    if require {
+        let declined = |reason| {
+            Failure::Skill(Error::Declined {
+                origin: origin.as_str().to_owned(),
+                skill: uri.as_str().to_owned(),
+                reason,
+            })
+        };
+        if info.revoked {
+            let changes = info
+                .diff
+                .as_ref()
+                .map_or_else(|| "the file set changed".to_owned(), ToString::to_string);
+            return Err(declined(Declined::ApprovalRevoked { changes }));
+        }
+        if !cache.is_approved(origin, &info.entry).await? {
+            return Err(declined(Declined::NotApproved));
+        }
+    }
+    Ok(info)
+}
+
+pub(crate) fn file_json(f: &SkillFile, entry: &SkillEntry) -> Value {
+    json!({
+        "origin": f.origin().as_str(),
+        "uri": f.uri().as_str(),
+        "verified": f.verified(),
+        "source": f.provenance().as_str(),
+        "digest": f.digest().map(|d| d.to_string()),
+        "size": f.bytes().len(),
+        "binding": entry.binding().map(|b| b.to_string()),
+        "retried": f.retried(),
+        "stored": f.stored(),
+    })
+}
+
+async fn load(
+    ctx: &Ctx,
+    s: &ServerArgs,
+    uri: &str,
+    reference: Option<&str>,
+    require: bool,
+) -> Result<Outcome> {
+    let (cache, origin) = connect(ctx, s).await?;
+    let info = approved_entry(&cache, &origin, &skill_uri(uri)?, require).await?;
+    let skill = cache.load(&origin, &info.entry).await?;
+    let file = match reference {
+        Some(r) => skill.read(r).await?,
+        None => skill.skill_md().clone(),
+    };
+    if ctx.json {
+        print_json(&file_json(&file, &info.entry));
+    } else {
+        // The bytes, unchanged.
+        let mut out = std::io::stdout().lock();
+        out.write_all(file.bytes())?;
+        out.flush()?;
+    }
+    Ok(Outcome::Ok)
+}
+
+fn local_cache(ctx: &Ctx) -> Result<SkillCache> {
+    Ok(ctx.builder.clone().open()?)
+}
+
+fn origin_arg(origin: Option<&str>) -> Result<Option<Origin>> {
+    Ok(origin.map(|o| Origin::new(o.to_owned())).transpose()?)
+}
+
+fn entries(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
+    let cache = local_cache(ctx)?;
+    let rows = cache.core().entries(origin_arg(origin)?.as_ref())?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+    let json_rows: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            json!({"origin": r.origin.as_str(), "uri": r.skill_uri, "scope": r.scope.as_str(), "principal": r.principal,
+                   "files": r.files, "bytes": r.bytes, "dynamic": r.dynamic, "fresh": now < r.fetched_at_ms.saturating_add(r.ttl_ms)})
+        })
+        .collect();
+    if ctx.json {
+        print_json(&Value::Array(json_rows));
+    } else {
+        println!(
+            "{:<20} {:<8} {:>5} {:>9}  {:<6} URI",
+            "ORIGIN", "SCOPE", "FILES", "BYTES", "FRESH"
+        );
+        for r in &json_rows {
+            println!(
+                "{:<20} {:<8} {:>5} {:>9}  {:<6} {}",
+                r["origin"].as_str().unwrap_or_default(),
+                r["scope"].as_str().unwrap_or_default(),
+                r["files"].as_u64().unwrap_or_default(),
+                r["bytes"].as_u64().unwrap_or_default(),
+                r["fresh"].as_bool().unwrap_or_default().to_string(),
+                r["uri"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn verify(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
+    let cache = local_cache(ctx)?;
+    let bar = if ctx.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(0)
+    };
+    bar.set_style(
+        ProgressStyle::with_template("verifying {bar:30} {pos}/{len} blobs")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let report = cache
+        .core()
+        .verify(origin_arg(origin)?.as_ref(), |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })?;
+    bar.finish_and_clear();
+    let pairs = |v: &[(Origin, skillcache::Digest)]| {
+        v.iter()
+            .map(|(o, d)| json!({"origin": o.as_str(), "digest": d.to_string()}))
+            .collect::<Vec<_>>()
+    };
+    let out = json!({
+        "checked": report.checked,
+        "corrupt": pairs(&report.corrupt),
+        "missing": pairs(&report.missing),
+        "orphaned": pairs(&report.orphaned),
+        "strays": report.strays.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+    });
+    if ctx.json {
+        print_json(&out);
+    } else {
+        println!(
+            "checked {} blobs: {} corrupt (quarantined), {} missing, {} orphaned, {} strays",
+            report.checked,
+            report.corrupt.len(),
+            report.missing.len(),
+            report.orphaned.len(),
+            report.strays.len()
+        );
+        for (o, d) in &report.corrupt {
+            println!("  corrupt {d} (origin {o})");
+        }
+    }
+    Ok(if report.is_clean() {
+        Outcome::Ok
+    } else {
+        Outcome::Code(3)
+    })
+}
+
+fn gc(ctx: &Ctx, max_bytes: Option<u64>) -> Result<Outcome> {
+    let r = local_cache(ctx)?.core().gc(max_bytes)?;
+    let out = json!({"unreferenced": r.unreferenced, "evicted": r.evicted, "temporaries": r.temporaries,
+                     "bytes_before": r.bytes_before, "bytes_after": r.bytes_after, "over_budget": r.over_budget});
+    if ctx.json {
+        print_json(&out);
+    } else {
+        println!(
+            "gc: removed {} unreferenced and {} least-recently-used blobs, {} temporaries; {} -> {} bytes{}",
+            r.unreferenced,
+            r.evicted,
+            r.temporaries,
+            r.bytes_before,
+            r.bytes_after,
+            if r.over_budget {
+                " (still over budget: the rest belongs to fresh entries)"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(Outcome::Ok)
+}
+
+fn purge(ctx: &Ctx, origin: &str) -> Result<Outcome> {
+    let origin = Origin::new(origin.to_owned())?;
+    local_cache(ctx)?.core().purge(&origin)?;
+    if ctx.json {
+        print_json(&json!({"purged": origin.as_str()}));
+    } else {
+        println!("purged origin {origin}");
+    }
+    Ok(Outcome::Ok)
+}
+
+fn stats(ctx: &Ctx) -> Result<Outcome> {
+    let cache = local_cache(ctx)?;
+    let core = cache.core();
+    let entries = core.entries(None)?;
+    let blobs = core.index().blobs()?;
+    let out = json!({
+        "root": core.root().display().to_string(),
+        "isolation": format!("{:?}", core.isolation()).to_lowercase(),
+        "origins": core.index().origins()?.len(),
+        "entries": entries.len(),
+        "blobs": blobs.len(),
+        "blob_bytes": blobs.iter().map(|(_, _, r)| r.size).sum::<u64>(),
+        "quarantined": core.store().quarantined(),
+        "schema_version": core.index().schema_version()?,
+    });
+    if ctx.json {
+        print_json(&out);
+    } else if let Value::Object(m) = out {
+        for (k, v) in m {
+            println!(
+                "{k:<15} {}",
+                v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+            );
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn inspect_dir(dir: &std::path::Path, base_uri: Option<String>) -> Result<Outcome> {
+    let name = dir
+        .canonicalize()?
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let root = base_uri.unwrap_or_else(|| format!("skill://{name}"));
+    let root = root
+        .strip_suffix("/SKILL.md")
+        .unwrap_or(&root)
+        .trim_end_matches('/')
+        .to_owned();
+    match inspect(dir, &root, &skillcache::entry::Validation::default()) {
+        Ok(skill) => {
+            print_json(&skill.entry.to_json());
+            Ok(Outcome::Ok)
+        }
+        Err(errors) => Err(Failure::Many(4, errors)),
+    }
+}

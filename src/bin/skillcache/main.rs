@@ -1,0 +1,233 @@
+//! `skillcache`: the verified skill cache from the command line.
+//!
+//! Exit codes (a public contract): 0 ok; 2 usage; 3 verification failure (size, digest,
+//! frontmatter, unlisted); 4 invalid entry or protocol error from the server; 5 declined by policy
+//! (limits, dynamic, approval missing or revoked, a reference that leaves the skill); 1 anything
+//! else. Errors go to stderr as one line each, with their cause chain.
+
+mod commands;
+mod demo;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use skillcache::Error;
+use skillcache::store::Isolation;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "skillcache",
+    version,
+    about = "A verified, write-isolated cache for skills served over MCP"
+)]
+struct Cli {
+    /// The cache root [default: $SKILLCACHE_ROOT, else ~/.cache/skillcache].
+    #[arg(long, global = true, env = "SKILLCACHE_ROOT")]
+    root: Option<PathBuf>,
+    /// How cached files are verified on every access.
+    #[arg(long, global = true, value_enum, default_value_t = IsolationArg::Rehash)]
+    isolation: IsolationArg,
+    /// Machine-readable output: one JSON value on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum)]
+enum IsolationArg {
+    /// Re-hash cached bytes on every access.
+    Rehash,
+    /// Only this host writes the cache: check the evidence, re-hash when it is off.
+    Guaranteed,
+}
+
+impl From<IsolationArg> for Isolation {
+    fn from(a: IsolationArg) -> Isolation {
+        match a {
+            IsolationArg::Rehash => Isolation::Rehash,
+            IsolationArg::Guaranteed => Isolation::Guaranteed,
+        }
+    }
+}
+
+/// How to reach a server, and as whom.
+#[derive(Args, Debug, Clone)]
+struct ServerArgs {
+    /// The host's label for this server (never the server's own name).
+    #[arg(long)]
+    origin: String,
+    /// Spawn this command line and speak MCP to it over stdio.
+    #[arg(long, conflicts_with = "url", required_unless_present = "url")]
+    stdio: Option<String>,
+    /// A Streamable HTTP MCP endpoint.
+    #[arg(long)]
+    url: Option<String>,
+    /// The authorization context for private entries.
+    #[arg(long, default_value = "")]
+    principal: String,
+    /// Load dynamic skills (unverified) instead of declining them.
+    #[arg(long)]
+    allow_dynamic: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The server's skills (name, URI, files, bytes, dynamic, fresh).
+    List {
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// The resolved entry of a skill and its binding; says if an approval was revoked.
+    Entry {
+        /// The skill's SKILL.md URI.
+        skill_uri: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Approve a skill as its entry is now.
+    Approve {
+        /// The skill's SKILL.md URI.
+        skill_uri: String,
+        /// Also grant the tools its frontmatter requests (allowed-tools).
+        #[arg(long)]
+        grant_tools: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Load a skill and print its verified SKILL.md.
+    Load {
+        /// The skill's SKILL.md URI.
+        skill_uri: String,
+        /// Refuse (exit 5) unless the skill is approved as it is now.
+        #[arg(long)]
+        require_approval: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Load a skill, then read one of its files.
+    Read {
+        /// The skill's SKILL.md URI.
+        skill_uri: String,
+        /// The file: relative to the skill root, or an absolute URI inside it.
+        reference: String,
+        /// Refuse (exit 5) unless the skill is approved as it is now.
+        #[arg(long)]
+        require_approval: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// The entries in the cache.
+    Entries {
+        /// Only this origin.
+        #[arg(long)]
+        origin: Option<String>,
+    },
+    /// Re-hash every cached blob; exit 3 if anything is corrupt.
+    Verify {
+        /// Only this origin.
+        #[arg(long)]
+        origin: Option<String>,
+    },
+    /// Remove unreferenced blobs and temporaries, then least-recently-used ones over a budget.
+    Gc {
+        /// The byte budget.
+        #[arg(long)]
+        max_bytes: Option<u64>,
+    },
+    /// Remove everything of one origin.
+    Purge {
+        /// The origin.
+        #[arg(long)]
+        origin: String,
+    },
+    /// Counts and sizes.
+    Stats,
+    /// The entry a server would publish for a local skill folder; exit 4 if it is not valid.
+    Inspect {
+        /// The skill folder.
+        dir: PathBuf,
+        /// The skill's root URI [default: skill://<folder name>].
+        #[arg(long)]
+        base_uri: Option<String>,
+    },
+    /// Serve a folder of skill folders over stdio as an MCP server with the skills extension.
+    Serve {
+        /// The folder.
+        dir: PathBuf,
+        /// The ttlMs hint to send.
+        #[arg(long, default_value_t = 0)]
+        ttl_ms: u64,
+        /// Publish this skill path as "dynamic" (repeatable).
+        #[arg(long)]
+        dynamic: Vec<String>,
+    },
+    /// A guided tour of the loading path on bundled sample skills.
+    Demo,
+}
+
+/// The exit code for an error (the public contract above).
+fn exit_code(e: &Error) -> u8 {
+    match e {
+        Error::Verification { .. } | Error::BlobMismatch { .. } => 3,
+        Error::InvalidEntry { .. }
+        | Error::InvalidResponse { .. }
+        | Error::InvalidDigest { .. }
+        | Error::Server { .. }
+        | Error::Frontmatter { .. }
+        | Error::InvalidSkillFolder { .. } => 4,
+        Error::LimitExceeded { .. } | Error::Declined { .. } | Error::InvalidUri { .. } => 5,
+        _ => 1,
+    }
+}
+
+/// One line: the error and its cause chain.
+fn report(e: &(dyn std::error::Error + 'static)) {
+    let mut line = format!("skillcache: error: {e}");
+    let mut source = e.source();
+    while let Some(s) = source {
+        line.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    eprintln!("{line}");
+}
+
+/// What a command ends with.
+pub(crate) enum Outcome {
+    Ok,
+    /// A finished command whose result means failure (e.g. `verify` found corruption).
+    Code(u8),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            report(&e);
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::Code(c)) => ExitCode::from(c),
+        Err(commands::Failure::Skill(e)) => {
+            report(&e);
+            ExitCode::from(exit_code(&e))
+        }
+        Err(commands::Failure::Many(code, errors)) => {
+            for e in &errors {
+                report(e);
+            }
+            ExitCode::from(code)
+        }
+        Err(commands::Failure::Other(e)) => {
+            report(e.as_ref());
+            ExitCode::from(1)
+        }
+    }
+}
