@@ -37,6 +37,9 @@ pub struct SkillServer {
 /// A JSON-RPC error: code and message.
 pub type RpcError = (i64, String);
 
+/// The folder's valid skills (path, skill) and its invalid ones (path, reasons).
+pub type Catalog = (Vec<(String, LocalSkill)>, Vec<(String, Vec<Error>)>);
+
 impl SkillServer {
     /// Serves every skill folder under `root` as `skill://<path>/SKILL.md`.
     #[must_use]
@@ -65,7 +68,7 @@ impl SkillServer {
 
     /// The valid skills now in the folder, and the invalid ones with their reasons.
     #[must_use]
-    pub fn catalog(&self) -> (Vec<(String, LocalSkill)>, Vec<(String, Vec<Error>)>) {
+    pub fn catalog(&self) -> Catalog {
         let mut ok = Vec::new();
         let mut bad = Vec::new();
         for segments in find_skills(&self.root) {

@@ -108,8 +108,11 @@ pub(super) struct Inner {
     principal: String,
     /// One fetch per (origin, digest) at a time in this process: concurrent readers of a missing
     /// file wait for the first fetch and then hit the cache.
-    inflight: Mutex<HashMap<(Origin, Digest), Arc<tokio::sync::Mutex<()>>>>,
+    inflight: Mutex<HashMap<(Origin, Digest), Gate>>,
 }
+
+/// A per-file turn: held while one task fetches a file, so the others wait and then hit.
+type Gate = Arc<tokio::sync::Mutex<()>>;
 
 /// An entry as [`SkillCache::entry`] resolved it.
 #[derive(Debug, Clone)]
@@ -373,7 +376,7 @@ fn check_frontmatter(origin: &Origin, entry: &SkillEntry, file: &SkillFile) -> R
 }
 
 impl Inner {
-    fn gate(&self, origin: &Origin, digest: Digest) -> Arc<tokio::sync::Mutex<()>> {
+    fn gate(&self, origin: &Origin, digest: Digest) -> Gate {
         let mut map = self
             .inflight
             .lock()
@@ -381,7 +384,7 @@ impl Inner {
         Arc::clone(map.entry((origin.clone(), digest)).or_default())
     }
 
-    fn release(&self, origin: &Origin, digest: Digest, gate: &Arc<tokio::sync::Mutex<()>>) {
+    fn release(&self, origin: &Origin, digest: Digest, gate: &Gate) {
         let mut map = self
             .inflight
             .lock()

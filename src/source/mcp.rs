@@ -102,10 +102,10 @@ impl McpSource {
                 rule: Rule::Capability { missing },
             })
         };
-        if !caps.is_some_and(|c| c.supports_skills()) {
+        if !caps.is_some_and(rmcp::model::ServerCapabilities::supports_skills) {
             return fail("the io.modelcontextprotocol/skills extension");
         }
-        if !caps.is_some_and(|c| c.resources.is_some()) {
+        if caps.is_none_or(|c| c.resources.is_none()) {
             return fail("the resources capability");
         }
         Ok(McpSource { service })

@@ -1,6 +1,8 @@
 //! Shared fixture vocabulary for the integration tests.
 #![allow(dead_code, missing_docs)]
 
+pub mod double;
+
 use std::path::PathBuf;
 
 /// The workplace's `shared/` folder: `$SKILLCACHE_SHARED`, or `../shared` beside the checkout.

@@ -18,7 +18,7 @@ use crate::{Cli, Command, Outcome, ServerArgs};
 /// How a command failed.
 pub(crate) enum Failure {
     /// One skillcache error (its kind picks the exit code).
-    Skill(Error),
+    Skill(Box<Error>),
     /// Several reasons, with the exit code they share.
     Many(u8, Vec<Error>),
     /// Anything else (exit 1).
@@ -27,7 +27,7 @@ pub(crate) enum Failure {
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Failure {
-        Failure::Skill(e)
+        Failure::Skill(Box::new(e))
     }
 }
 
@@ -276,7 +276,7 @@ pub(crate) async fn approved_entry(
     let info = cache.entry(origin, uri).await?;
     if require {
         let declined = |reason| {
-            Failure::Skill(Error::Declined {
+            Failure::from(Error::Declined {
                 origin: origin.as_str().to_owned(),
                 skill: uri.as_str().to_owned(),
                 reason,
@@ -339,6 +339,9 @@ fn local_cache(ctx: &Ctx) -> Result<SkillCache> {
     Ok(ctx.builder.clone().open()?)
 }
 
+// `Error` is 128 bytes (a verification failure carries origin, URI and both digests); errors are
+// the cold path, so the closure's large `Err` costs nothing that matters.
+#[allow(clippy::result_large_err)]
 fn origin_arg(origin: Option<&str>) -> Result<Option<Origin>> {
     Ok(origin.map(|o| Origin::new(o.to_owned())).transpose()?)
 }

@@ -8,6 +8,7 @@
 mod commands;
 mod demo;
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -22,7 +23,7 @@ use skillcache::store::Isolation;
     about = "A verified, write-isolated cache for skills served over MCP"
 )]
 struct Cli {
-    /// The cache root [default: $SKILLCACHE_ROOT, else ~/.cache/skillcache].
+    /// The cache root [default: `$SKILLCACHE_ROOT`, else ~/.cache/skillcache].
     #[arg(long, global = true, env = "SKILLCACHE_ROOT")]
     root: Option<PathBuf>,
     /// How cached files are verified on every access.
@@ -187,7 +188,7 @@ fn report(e: &(dyn std::error::Error + 'static)) {
     let mut line = format!("skillcache: error: {e}");
     let mut source = e.source();
     while let Some(s) = source {
-        line.push_str(&format!(": {s}"));
+        let _ = write!(line, ": {s}");
         source = s.source();
     }
     eprintln!("{line}");
@@ -216,7 +217,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Code(c)) => ExitCode::from(c),
         Err(commands::Failure::Skill(e)) => {
-            report(&e);
+            report(e.as_ref());
             ExitCode::from(exit_code(&e))
         }
         Err(commands::Failure::Many(code, errors)) => {

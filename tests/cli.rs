@@ -1,0 +1,476 @@
+//! The `skillcache` binary end to end: against `skillcache serve` on fixture skills, and against
+//! a lying stdio server (`examples/hostile_server.rs`) where a test needs lies.
+#![allow(clippy::result_large_err)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
+
+fn hostile_server() -> PathBuf {
+    // cargo test builds examples next to the test binaries: target/<profile>/examples/.
+    let exe = std::env::current_exe().expect("test binary");
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .join("examples/hostile_server");
+    if !path.exists() {
+        // A full `cargo test` has built it already; a filtered run (`--test cli`) has not.
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--example", "hostile_server"])
+            .status()
+            .expect("run cargo");
+        assert!(status.success(), "cargo build --example hostile_server");
+    }
+    assert!(path.exists(), "{} exists", path.display());
+    path
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+    /// A served folder with one skill `name` whose extra file `notes.md` holds `notes`.
+    fn served(&self, folder: &str, name: &str, description: &str, notes: &str) -> PathBuf {
+        let served = self.dir.path().join(folder);
+        let skill = served.join(name);
+        std::fs::create_dir_all(skill.join("refs")).expect("mkdir");
+        std::fs::write(skill.join("SKILL.md"), format!("---\nname: {name}\ndescription: {description}\nallowed-tools: Read\n---\n# {name}\nSee refs/notes.md.\n")).expect("write");
+        std::fs::write(skill.join("refs/notes.md"), notes).expect("write");
+        served
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .arg("--root")
+            .arg(self.root())
+            .args(args)
+            .output()
+            .expect("run skillcache")
+    }
+}
+
+fn serve_cmd(dir: &Path) -> String {
+    format!("'{BIN}' serve '{}'", dir.display())
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(o)
+        )
+    })
+}
+
+#[test]
+fn cli_list_load_and_read_against_serve() {
+    let env = Env::new();
+    let served = env.served("served", "notes", "Takes notes.", "the notes");
+    let s = serve_cmd(&served);
+    let list = env.run(&["--json", "list", "--origin", "local", "--stdio", &s]);
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    assert_eq!(json(&list)["skills"][0]["name"], "notes");
+    let load = env.run(&[
+        "load",
+        "skill://notes/SKILL.md",
+        "--origin",
+        "local",
+        "--stdio",
+        &s,
+    ]);
+    assert_eq!(code(&load), 0, "{}", stderr(&load));
+    assert_eq!(
+        load.stdout,
+        std::fs::read(served.join("notes/SKILL.md")).expect("read"),
+        "the verified bytes, unchanged"
+    );
+    let again = json(&env.run(&[
+        "--json",
+        "load",
+        "skill://notes/SKILL.md",
+        "--origin",
+        "local",
+        "--stdio",
+        &s,
+    ]));
+    for key in [
+        "origin", "uri", "verified", "source", "digest", "size", "binding", "retried",
+    ] {
+        assert!(again.get(key).is_some(), "--json has {key}: {again}");
+    }
+    assert_eq!(
+        (
+            again["source"].as_str(),
+            again["verified"].as_bool(),
+            again["origin"].as_str()
+        ),
+        (Some("cache"), Some(true), Some("local"))
+    );
+    let read = json(&env.run(&[
+        "--json",
+        "read",
+        "skill://notes/SKILL.md",
+        "refs/notes.md",
+        "--origin",
+        "local",
+        "--stdio",
+        &s,
+    ]));
+    assert_eq!(
+        (read["uri"].as_str(), read["size"].as_u64()),
+        (Some("skill://notes/refs/notes.md"), Some(9))
+    );
+    // A reference that leaves the skill: declined (5); an unlisted file: verification (3).
+    assert_eq!(
+        code(&env.run(&[
+            "read",
+            "skill://notes/SKILL.md",
+            "../other/x.md",
+            "--origin",
+            "local",
+            "--stdio",
+            &s
+        ])),
+        5
+    );
+    assert_eq!(
+        code(&env.run(&[
+            "read",
+            "skill://notes/SKILL.md",
+            "refs/missing.md",
+            "--origin",
+            "local",
+            "--stdio",
+            &s
+        ])),
+        3
+    );
+}
+
+#[test]
+fn cli_v6_frontmatter_drift_with_honest_digest_exits_3() {
+    let env = Env::new();
+    let served = env.served("served", "notes", "Takes notes.", "n");
+    let liar = format!(
+        "'{}' '{}' frontmatter-drift",
+        hostile_server().display(),
+        served.display()
+    );
+    let out = env.run(&[
+        "load",
+        "skill://notes/SKILL.md",
+        "--origin",
+        "liar",
+        "--stdio",
+        &liar,
+    ]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("description"), "{}", stderr(&out));
+    assert!(
+        out.stdout.is_empty(),
+        "nothing is printed from a skill that failed"
+    );
+}
+
+#[test]
+fn cli_v9_server_tampered_bytes_exit_3() {
+    let env = Env::new();
+    let served = env.served("served", "notes", "Takes notes.", "n");
+    let liar = format!(
+        "'{}' '{}' same-length-tamper",
+        hostile_server().display(),
+        served.display()
+    );
+    let out = env.run(&[
+        "load",
+        "skill://notes/SKILL.md",
+        "--origin",
+        "liar",
+        "--stdio",
+        &liar,
+    ]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("digest"), "{}", stderr(&out));
+}
+
+#[test]
+fn cli_o1_same_uri_from_two_origins_gives_independent_entries_approvals_and_blobs() {
+    let env = Env::new();
+    let a = serve_cmd(&env.served("a", "notes", "Server A's notes.", "from a"));
+    let b = serve_cmd(&env.served("b", "notes", "Server B's notes.", "from b"));
+    for (origin, s) in [("server-a", &a), ("server-b", &b)] {
+        assert_eq!(
+            code(&env.run(&[
+                "read",
+                "skill://notes/SKILL.md",
+                "refs/notes.md",
+                "--origin",
+                origin,
+                "--stdio",
+                s
+            ])),
+            0
+        );
+    }
+    assert_eq!(
+        code(&env.run(&[
+            "approve",
+            "skill://notes/SKILL.md",
+            "--origin",
+            "server-a",
+            "--stdio",
+            &a
+        ])),
+        0
+    );
+    let entries = json(&env.run(&["--json", "entries"]));
+    let origins: Vec<&str> = entries
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|e| e["origin"].as_str())
+        .collect();
+    assert_eq!(origins, ["server-a", "server-b"]);
+    assert_eq!(
+        code(&env.run(&[
+            "load",
+            "skill://notes/SKILL.md",
+            "--require-approval",
+            "--origin",
+            "server-a",
+            "--stdio",
+            &a
+        ])),
+        0
+    );
+    assert_eq!(
+        code(&env.run(&[
+            "load",
+            "skill://notes/SKILL.md",
+            "--require-approval",
+            "--origin",
+            "server-b",
+            "--stdio",
+            &b
+        ])),
+        5,
+        "approval is per origin"
+    );
+    let b_read = json(&env.run(&[
+        "--json",
+        "read",
+        "skill://notes/SKILL.md",
+        "refs/notes.md",
+        "--origin",
+        "server-b",
+        "--stdio",
+        &b,
+    ]));
+    assert_eq!(b_read["source"], "cache");
+    for o in ["server-a", "server-b"] {
+        assert!(
+            env.root().join("origins").join(o).join("sha256").is_dir(),
+            "{o} has its own blob tree"
+        );
+    }
+}
+
+#[test]
+fn cli_require_approval_exits_5_when_never_approved_or_revoked_naming_the_file() {
+    let env = Env::new();
+    let served = env.served("served", "notes", "Takes notes.", "v1");
+    let s = serve_cmd(&served);
+    let never = env.run(&[
+        "load",
+        "skill://notes/SKILL.md",
+        "--require-approval",
+        "--origin",
+        "o",
+        "--stdio",
+        &s,
+    ]);
+    assert_eq!(code(&never), 5);
+    assert!(
+        stderr(&never).contains("not been approved"),
+        "{}",
+        stderr(&never)
+    );
+    assert_eq!(
+        code(&env.run(&[
+            "approve",
+            "skill://notes/SKILL.md",
+            "--origin",
+            "o",
+            "--stdio",
+            &s
+        ])),
+        0
+    );
+    assert_eq!(
+        code(&env.run(&[
+            "load",
+            "skill://notes/SKILL.md",
+            "--require-approval",
+            "--origin",
+            "o",
+            "--stdio",
+            &s
+        ])),
+        0
+    );
+    std::fs::write(
+        served.join("notes/refs/notes.md"),
+        "v2, changed by the server",
+    )
+    .expect("edit");
+    let revoked = env.run(&[
+        "load",
+        "skill://notes/SKILL.md",
+        "--require-approval",
+        "--origin",
+        "o",
+        "--stdio",
+        &s,
+    ]);
+    assert_eq!(code(&revoked), 5);
+    assert!(
+        stderr(&revoked).contains("skill://notes/refs/notes.md"),
+        "the message names the changed file: {}",
+        stderr(&revoked)
+    );
+}
+
+#[test]
+fn cli_verify_exits_3_when_a_blob_is_corrupt_and_gc_purge_stats_work() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let s = serve_cmd(&env.served("served", "notes", "Takes notes.", "n"));
+    assert_eq!(
+        code(&env.run(&[
+            "load",
+            "skill://notes/SKILL.md",
+            "--origin",
+            "o",
+            "--stdio",
+            &s
+        ])),
+        0
+    );
+    assert_eq!(code(&env.run(&["verify"])), 0);
+    let blob_dir = env.root().join("origins/o/sha256");
+    let aa = std::fs::read_dir(&blob_dir)
+        .expect("dir")
+        .next()
+        .expect("one")
+        .expect("entry")
+        .path();
+    let blob = std::fs::read_dir(&aa)
+        .expect("dir")
+        .next()
+        .expect("one")
+        .expect("entry")
+        .path();
+    std::fs::set_permissions(&aa, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::set_permissions(&blob, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    std::fs::write(&blob, b"corrupt").expect("write");
+    let v = env.run(&["--json", "verify"]);
+    assert_eq!(code(&v), 3);
+    assert_eq!(json(&v)["corrupt"].as_array().expect("array").len(), 1);
+    assert_eq!(code(&env.run(&["gc", "--max-bytes", "0"])), 0);
+    assert_eq!(json(&env.run(&["--json", "stats"]))["quarantined"], 1);
+    assert_eq!(code(&env.run(&["purge", "--origin", "o"])), 0);
+    assert!(!env.root().join("origins/o").exists());
+    assert_eq!(
+        json(&env.run(&["--json", "entries"]))
+            .as_array()
+            .map(Vec::len),
+        Some(0)
+    );
+}
+
+#[test]
+fn cli_inspect_prints_the_entry_or_exits_4_with_every_reason() {
+    let env = Env::new();
+    let served = env.served("served", "notes", "Takes notes.", "n");
+    let ok = env.run(&["inspect", &served.join("notes").display().to_string()]);
+    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+    let entry = json(&ok);
+    assert_eq!(entry["uri"], "skill://notes/SKILL.md");
+    assert_eq!(entry["resources"].as_array().map(Vec::len), Some(2));
+    let bad = env.served("bad", "wrong-name", "d", "n");
+    std::fs::rename(bad.join("wrong-name"), bad.join("folder")).expect("rename");
+    let out = env.run(&["inspect", &bad.join("folder").display().to_string()]);
+    assert_eq!(code(&out), 4);
+    assert!(
+        stderr(&out).contains("frontmatter.name"),
+        "{}",
+        stderr(&out)
+    );
+    let corpus_bad = common::corpus_skills().join("lint-and-validate");
+    assert_eq!(
+        code(&env.run(&["inspect", &corpus_bad.display().to_string()])),
+        4
+    );
+}
+
+#[test]
+fn cli_usage_errors_exit_2() {
+    let env = Env::new();
+    assert_eq!(code(&env.run(&["load"])), 2);
+    assert_eq!(code(&env.run(&["frobnicate"])), 2);
+    assert_eq!(
+        code(&env.run(&["list", "--origin", "o"])),
+        2,
+        "a server is required"
+    );
+}
+
+#[test]
+fn cli_demo_completes_and_shows_every_step() {
+    let out = Command::new(BIN).arg("demo").output().expect("run demo");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    for needle in [
+        "1. connect",
+        "2. list",
+        "3. approve",
+        "4. load",
+        "5. load again",
+        "6. tamper",
+        "retried: true",
+        "7. the server edits",
+        "revoked: true",
+        "changed skill://release-notes/templates/tone.md",
+        "8. a dynamic skill",
+        "declined",
+        "0 corrupt",
+    ] {
+        assert!(
+            text.contains(needle),
+            "the transcript shows {needle:?}:\n{text}"
+        );
+    }
+}
