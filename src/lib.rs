@@ -17,6 +17,12 @@
 //! | [`frontmatter`] | `SKILL.md` frontmatter under the YAML 1.2 core schema, field-by-field comparison |
 //! | [`entry`] | the wire model validated into a [`SkillEntry`]; limits, cache hints, binding, diff |
 //! | [`local`] | the entry a server would publish for a skill folder on disk |
+//! | [`origin`] | [`Origin`], the host's label for a server, and its reversible path encoding |
+//! | [`store`] | verified bytes on disk by origin and digest: publish, verified read, quarantine, locks |
+//! | [`index`] | `SQLite`: entries, files, approvals, blob records; the only module with SQL |
+//! | [`cache`] | the only layer that sees both: the sync core ([`cache::Cache`]) and the async loading path ([`SkillCache`], [`LoadedSkill`]) |
+//! | [`source`] | the [`source::SkillSource`] trait and, with feature `mcp`, `McpSource` over rmcp |
+//! | [`server`] | the skills server behind `skillcache serve` |
 //! | [`error`] | the one [`Error`] type |
 //!
 //! ## Guarantees
@@ -33,6 +39,11 @@
 //!   non-finite numbers and deep nesting are refused; size, depth and node count are capped.
 //! - **Approval binds to content.** [`entry::Binding`] fingerprints the complete (URI, digest)
 //!   set; any file added, removed or changed changes it, and [`entry::EntryDiff`] says what.
+//! - **Verification cannot be forgotten.** Cached bytes leave the store only as
+//!   [`VerifiedBytes`], checked on that access per the isolation policy; a copy that fails is
+//!   quarantined and fetched from the server exactly once (R-V9).
+//! - **Identity is (origin, URI)** everywhere (R-O1); a [`LoadedSkill`] reads only files its held
+//!   entry lists (R-V4), only through its own origin's source (R-O6).
 //!
 //! ## Example
 //!
@@ -54,6 +65,11 @@
 //! assert!(frontmatter::compare(entry.frontmatter(), &frontmatter::parse(md)?).is_empty());
 //! # Ok::<(), skillcache::Error>(())
 //! ```
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 pub mod cache;
 pub mod digest;
