@@ -12,23 +12,7 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
 
 fn hostile_server() -> PathBuf {
-    // cargo test builds examples next to the test binaries: target/<profile>/examples/.
-    let exe = std::env::current_exe().expect("test binary");
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target dir")
-        .join("examples/hostile_server");
-    if !path.exists() {
-        // A full `cargo test` has built it already; a filtered run (`--test cli`) has not.
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--example", "hostile_server"])
-            .status()
-            .expect("run cargo");
-        assert!(status.success(), "cargo build --example hostile_server");
-    }
-    assert!(path.exists(), "{} exists", path.display());
-    path
+    common::example_bin("hostile_server")
 }
 
 struct Env {

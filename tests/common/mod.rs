@@ -72,3 +72,24 @@ pub fn cache(isolation: Isolation) -> (tempfile::TempDir, Cache) {
         .expect("cache opens");
     (dir, cache)
 }
+
+/// The path of an example binary, built on demand: a full `cargo test` builds examples already;
+/// a filtered run (`--test cli`) has not.
+pub fn example_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary");
+    let path = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("target dir")
+        .join("examples")
+        .join(name);
+    if !path.exists() {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--example", name])
+            .status()
+            .expect("run cargo");
+        assert!(status.success(), "cargo build --example {name}");
+    }
+    assert!(path.exists(), "{} exists", path.display());
+    path
+}
