@@ -73,19 +73,25 @@ impl Digest {
     /// The 64 lowercase hex digits, without the `sha256:` prefix.
     #[must_use]
     pub fn hex(&self) -> String {
-        let mut out = String::with_capacity(64);
-        for b in self.0 {
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0x0f)]));
+        let mut buf = [0u8; 64];
+        self.write_hex(&mut buf).to_owned()
+    }
+
+    /// The 64 lowercase hex digits written into `buf`, without allocating.
+    pub fn write_hex<'b>(&self, buf: &'b mut [u8; 64]) -> &'b str {
+        for (pair, b) in buf.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = HEX[usize::from(b >> 4)];
+            pair[1] = HEX[usize::from(b & 0x0f)];
         }
-        out
+        // Every byte written is an ASCII hex digit.
+        std::str::from_utf8(buf).unwrap_or_default()
     }
 }
 
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(PREFIX)?;
-        f.write_str(&self.hex())
+        f.write_str(self.write_hex(&mut [0u8; 64]))
     }
 }
 

@@ -23,8 +23,12 @@ pub const MAX_LABEL_BYTES: usize = 80;
 /// // Hostile labels are fine as labels: they are encoded before they touch a path.
 /// assert_eq!(Origin::new("..").unwrap().path_component(), "%2E.");
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Origin(String);
+#[derive(Clone)]
+pub struct Origin {
+    label: String,
+    /// The path component, computed once: the hit path builds blob paths without encoding.
+    component: String,
+}
 
 impl Origin {
     /// Validates a label.
@@ -40,7 +44,8 @@ impl Origin {
         } else if label.chars().any(char::is_control) {
             "an origin label must not contain control characters"
         } else {
-            return Ok(Origin(label));
+            let component = encode(&label);
+            return Ok(Origin { label, component });
         };
         Err(Error::InvalidConfig {
             what: format!("{what} (got {label:?})"),
@@ -50,25 +55,15 @@ impl Origin {
     /// The label.
     #[must_use]
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.label
     }
 
     /// The label as one safe, reversible path component (R-O2): every byte outside
     /// `[A-Za-z0-9._-]` becomes `%XX`, and a leading `.` is encoded too, so `.`, `..`, empty and
     /// hidden names are impossible and two labels never share a component.
     #[must_use]
-    pub fn path_component(&self) -> String {
-        let mut out = String::with_capacity(self.0.len() * 3);
-        for (i, &b) in self.0.as_bytes().iter().enumerate() {
-            let literal =
-                b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0);
-            if literal {
-                out.push(char::from(b));
-            } else {
-                let _ = write!(out, "%{b:02X}");
-            }
-        }
-        out
+    pub fn path_component(&self) -> &str {
+        &self.component
     }
 
     /// Recovers the origin from a path component made by [`Origin::path_component`] (R-O2).
@@ -93,14 +88,57 @@ impl Origin {
     }
 }
 
+fn encode(label: &str) -> String {
+    let mut out = String::with_capacity(label.len() * 3);
+    for (i, &b) in label.as_bytes().iter().enumerate() {
+        let literal = b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0);
+        if literal {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+// Equality, hashing and order are the label's own (the component is a function of it), as
+// `Borrow<str>` requires: maps keyed by `Origin` can be searched with a `&str`.
+impl PartialEq for Origin {
+    fn eq(&self, other: &Self) -> bool {
+        self.label == other.label
+    }
+}
+impl Eq for Origin {}
+impl std::hash::Hash for Origin {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.label.hash(state);
+    }
+}
+impl PartialOrd for Origin {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Origin {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.label.cmp(&other.label)
+    }
+}
+
+impl std::borrow::Borrow<str> for Origin {
+    fn borrow(&self) -> &str {
+        &self.label
+    }
+}
+
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.label)
     }
 }
 
 impl fmt::Debug for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Origin({:?})", self.0)
+        write!(f, "Origin({:?})", self.label)
     }
 }

@@ -643,3 +643,42 @@ async fn not_connected_origins_are_an_error_not_a_fallback() {
     ));
     assert_eq!(f.double.requests(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn read_all_verifies_every_listed_file_and_retries_a_failed_copy_once() {
+    let f = fixture();
+    let skill = f.cache.load(&f.origin, &f.entry).await.expect("load");
+    let cold = skill.read_all().await.expect("read all");
+    assert_eq!(cold.len(), 3);
+    assert!(cold.iter().all(skillcache::SkillFile::verified));
+    let reads = f.double.reads();
+    let forms = f
+        .entry
+        .manifest()
+        .expect("m")
+        .files()
+        .iter()
+        .find(|x| x.uri().as_str().ends_with("FORMS.md"))
+        .expect("listed")
+        .clone();
+    tamper_blob(
+        &f.cache
+            .core()
+            .store()
+            .layout()
+            .blob_path(&f.origin, &forms.digest()),
+    );
+    let warm = skill.read_all().await.expect("read all");
+    let by_uri = |u: &str| {
+        warm.iter()
+            .find(|x| x.uri().as_str().ends_with(u))
+            .expect("present")
+    };
+    assert!(by_uri("FORMS.md").retried());
+    assert_eq!(by_uri("x.py").provenance(), Provenance::Cache);
+    assert_eq!(
+        f.double.reads(),
+        reads + 1,
+        "exactly one extra fetch, for the tampered file"
+    );
+}

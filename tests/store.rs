@@ -98,7 +98,7 @@ fn o2_hostile_origin_labels_never_escape_or_collide() {
     let origins_dir = c.store().layout().origins();
     for l in &labels {
         let o = origin(l);
-        let comp = o.path_component();
+        let comp = o.path_component().to_owned();
         assert!(
             comp.len() <= 255
                 && !comp.is_empty()

@@ -42,7 +42,7 @@ pub struct SkillFile {
     bytes: Vec<u8>,
     verified: bool,
     provenance: Provenance,
-    retried: bool,
+    pub(super) retried: bool,
     pub(super) stored: bool,
 }
 
@@ -199,6 +199,42 @@ impl LoadedSkill {
     pub async fn read(&self, reference: &str) -> Result<SkillFile, Error> {
         let uri = self.entry.uri().resolve(reference)?;
         self.read_file(&uri).await
+    }
+
+    /// Every file of the held entry, in manifest order: the cached ones verified in parallel on
+    /// every core (one blocking hop), the rest fetched through the verified path — a cached copy
+    /// that failed is fetched exactly once more (R-V9). A dynamic skill has no list to read.
+    ///
+    /// # Errors
+    /// The first error of any file; no partial result is returned.
+    pub async fn read_all(&self) -> Result<Vec<SkillFile>, Error> {
+        let files: Vec<ManifestFile> = self.files().to_vec();
+        let (origin, batch) = (self.origin.clone(), files.clone());
+        let cached =
+            super::loading::blocking(&self.inner.core, move |c| Ok(c.read_files(&origin, &batch)))
+                .await?;
+        let mut out = Vec::with_capacity(files.len());
+        for (file, read) in files.iter().zip(cached) {
+            out.push(match read? {
+                super::CachedRead::Hit(v) => {
+                    SkillFile::listed(&self.origin, file, v, Provenance::Cache, false)
+                }
+                super::CachedRead::Miss => {
+                    self.inner
+                        .fetch_listed(&self.origin, self.source.as_ref(), file)
+                        .await?
+                }
+                super::CachedRead::Failed(_) => {
+                    let mut f = self
+                        .inner
+                        .fetch_listed(&self.origin, self.source.as_ref(), file)
+                        .await?;
+                    f.retried = true;
+                    f
+                }
+            });
+        }
+        Ok(out)
     }
 
     pub(super) async fn read_file(&self, uri: &FileUri) -> Result<SkillFile, Error> {

@@ -145,7 +145,7 @@ impl std::fmt::Debug for SkillCache {
 }
 
 /// Runs a sync core call on the blocking pool: one hop per call.
-pub(super) async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     core: &Arc<Cache>,
     f: impl FnOnce(&Cache) -> Result<T, Error> + Send + 'static,
 ) -> Result<T, Error> {

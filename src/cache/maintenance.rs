@@ -103,6 +103,7 @@ impl Cache {
                 report.missing.push((o, d));
             }
         }
+        self.forget_all();
         Ok(report)
     }
 
@@ -154,6 +155,7 @@ impl Cache {
             report.over_budget = total > max;
         }
         report.bytes_after = total;
+        self.forget_all();
         Ok(report)
     }
 }

@@ -36,6 +36,20 @@ use crate::uri::SkillUri;
 /// and a write per hit would cost more than the hit).
 const ACCESS_GRAIN_MS: u64 = 60_000;
 
+/// What this process knows about a blob it published or read: the isolation evidence recorded
+/// at publish, and when it last wrote the blob's access time. It keeps the hit path free of
+/// index queries. It is never trusted on its own: evidence only skips hashing while the file
+/// still matches it, so a stale record can cost a re-hash, never a verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Known {
+    evidence: Option<Evidence>,
+    touched_ms: u64,
+}
+
+type KnownBlobs = std::sync::Mutex<
+    std::collections::HashMap<Origin, std::collections::HashMap<crate::digest::Digest, Known>>,
+>;
+
 /// Builds a [`Cache`]. Every option has a documented default.
 ///
 /// ```
@@ -96,6 +110,7 @@ impl CacheBuilder {
             store,
             index,
             isolation: self.isolation,
+            known: KnownBlobs::default(),
         })
     }
 }
@@ -119,6 +134,7 @@ pub struct Cache {
     store: BlobStore,
     index: Index,
     isolation: Isolation,
+    known: KnownBlobs,
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -246,8 +262,79 @@ impl Cache {
             ctime_ns: ev.ctime_ns,
             last_access_ms: 0,
         };
-        self.index
-            .put_blob(origin, &file.digest(), record, now_ms())
+        let now = now_ms();
+        self.index.put_blob(origin, &file.digest(), record, now)?;
+        self.remember(
+            origin,
+            file.digest(),
+            Known {
+                evidence: Some(ev),
+                touched_ms: now,
+            },
+        );
+        Ok(())
+    }
+
+    fn known(&self, origin: &Origin, digest: &crate::digest::Digest) -> Option<Known> {
+        let map = self
+            .known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.get(origin.as_str())
+            .and_then(|m| m.get(digest))
+            .copied()
+    }
+
+    fn remember(&self, origin: &Origin, digest: crate::digest::Digest, known: Known) {
+        let mut map = self
+            .known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match map.get_mut(origin.as_str()) {
+            Some(m) => {
+                m.insert(digest, known);
+            }
+            None => {
+                map.entry(origin.clone()).or_default().insert(digest, known);
+            }
+        }
+    }
+
+    fn forget(&self, origin: &Origin, digest: Option<&crate::digest::Digest>) {
+        let mut map = self
+            .known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match digest {
+            Some(d) => {
+                if let Some(m) = map.get_mut(origin.as_str()) {
+                    m.remove(d);
+                }
+            }
+            None => {
+                map.remove(origin.as_str());
+            }
+        }
+    }
+
+    /// Drops every remembered blob record (after gc or verify changed the store wholesale).
+    pub(crate) fn forget_all(&self) {
+        self.known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+
+    fn evidence_from_index(
+        &self,
+        origin: &Origin,
+        digest: &crate::digest::Digest,
+    ) -> Result<Option<Evidence>, Error> {
+        Ok(self.index.blob(origin, digest)?.map(|r| Evidence {
+            ino: r.ino,
+            dev: r.dev,
+            ctime_ns: r.ctime_ns,
+        }))
     }
 
     /// Reads a listed file from the cache, verified against the listing (R-C2, R-V2). A copy
@@ -257,35 +344,84 @@ impl Cache {
     /// I/O and index errors (a failed copy is [`CachedRead::Failed`], not an error).
     pub fn read_file(&self, origin: &Origin, file: &ManifestFile) -> Result<CachedRead, Error> {
         let digest = file.digest();
-        let record = self.index.blob(origin, &digest)?;
-        let evidence = record.map(|r| Evidence {
-            ino: r.ino,
-            dev: r.dev,
-            ctime_ns: r.ctime_ns,
-        });
+        let known = self.known(origin, &digest);
+        // Only the isolated policy uses evidence; re-hashing needs nothing from the index.
+        let evidence = match (self.isolation, known) {
+            (Isolation::Rehash, _) => None,
+            (Isolation::Guaranteed, Some(k)) => k.evidence,
+            (Isolation::Guaranteed, None) => self.evidence_from_index(origin, &digest)?,
+        };
         match self
             .store
             .read(origin, &digest, file.size(), self.isolation, evidence)?
         {
             BlobRead::Verified(bytes) => {
+                let mut now_known = known.unwrap_or(Known {
+                    evidence,
+                    touched_ms: 0,
+                });
+                if self.isolation == Isolation::Guaranteed && bytes.rehashed() && evidence.is_some()
+                {
+                    // The evidence did not hold: another process may have republished the blob.
+                    now_known.evidence = self.evidence_from_index(origin, &digest)?;
+                }
                 let now = now_ms();
-                if record.is_some_and(|r| now.saturating_sub(r.last_access_ms) >= ACCESS_GRAIN_MS) {
+                if now.saturating_sub(now_known.touched_ms) >= ACCESS_GRAIN_MS {
                     self.index.touch_blob(origin, &digest, now)?;
+                    now_known.touched_ms = now;
+                }
+                if known != Some(now_known) {
+                    self.remember(origin, digest, now_known);
                 }
                 Ok(CachedRead::Hit(bytes))
             }
             BlobRead::Missing => {
-                if record.is_some() {
-                    self.index.remove_blob(origin, &digest)?;
-                }
+                self.forget(origin, Some(&digest));
+                self.index.remove_blob(origin, &digest)?;
                 Ok(CachedRead::Miss)
             }
             BlobRead::Failed(mismatch) => {
+                // Row first, then the blob (R-C3); the bytes are kept aside, never served (R-V8).
+                self.forget(origin, Some(&digest));
                 self.index.remove_blob(origin, &digest)?;
                 self.store.quarantine(origin, &digest)?;
                 Ok(CachedRead::Failed(mismatch))
             }
         }
+    }
+
+    /// [`Cache::read_file`] for many files of one origin, verified in parallel on every core:
+    /// what whole-skill operations use. Results are in the order of `files`.
+    ///
+    /// # Errors
+    /// I/O and index errors, per file.
+    pub fn read_files(
+        &self,
+        origin: &Origin,
+        files: &[ManifestFile],
+    ) -> Vec<Result<CachedRead, Error>> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(files.len().max(1));
+        if threads <= 1 {
+            return files.iter().map(|f| self.read_file(origin, f)).collect();
+        }
+        let mut slots: Vec<Option<Result<CachedRead, Error>>> =
+            std::iter::repeat_with(|| None).take(files.len()).collect();
+        let chunk = files.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            for (files, slots) in files.chunks(chunk).zip(slots.chunks_mut(chunk)) {
+                scope.spawn(move || {
+                    for (f, slot) in files.iter().zip(slots) {
+                        *slot = Some(self.read_file(origin, f));
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|s| s.unwrap_or(Ok(CachedRead::Miss)))
+            .collect()
     }
 
     /// Removes everything of `origin`: index rows first, then its blob tree (R-C5).
@@ -294,6 +430,7 @@ impl Cache {
     /// I/O and index errors.
     pub fn purge(&self, origin: &Origin) -> Result<(), Error> {
         let _lock = self.store.lock(LockMode::Exclusive)?;
+        self.forget(origin, None);
         self.index.purge(origin)?;
         self.store.remove_origin(origin)
     }

@@ -90,31 +90,46 @@ impl BlobStore {
             }
             Err(e) => return Err(io_err("open", &path)(e)),
         };
-        let meta = file.metadata().map_err(io_err("stat", &path))?;
-        if !meta.is_file() {
-            return Ok(BlobRead::Failed(Mismatch::NotARegularFile));
-        }
-        // Size first (R-V3): a different length fails before any hashing.
-        if meta.len() != size {
-            return Ok(BlobRead::Failed(Mismatch::Size {
-                expected: size,
-                actual: meta.len(),
-            }));
-        }
-        let trusted = isolation == Isolation::Guaranteed
-            && evidence.is_some_and(|ev| self.evidence_holds(&meta, ev, size));
-        let bytes = read_at_most(file, size).map_err(io_err("read", &path))?;
-        Ok(if trusted {
+        // Only the isolated policy needs the metadata; re-hashing needs no fstat: the length is
+        // checked on the bytes read, before any hashing (R-V3).
+        let trusted = match (isolation, evidence) {
+            (Isolation::Guaranteed, Some(ev)) => {
+                let meta = file.metadata().map_err(io_err("stat", &path))?;
+                if !meta.is_file() {
+                    return Ok(BlobRead::Failed(Mismatch::NotARegularFile));
+                }
+                if meta.len() != size {
+                    return Ok(BlobRead::Failed(Mismatch::Size {
+                        expected: size,
+                        actual: meta.len(),
+                    }));
+                }
+                self.evidence_holds(&meta, ev, size)
+            }
+            _ => false,
+        };
+        let bytes = match read_at_most(file, size) {
+            Ok(b) => b,
+            // A folder (EISDIR) or a FIFO with no writer (EAGAIN, opened O_NONBLOCK): not a blob.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::IsADirectory | io::ErrorKind::WouldBlock
+                ) =>
+            {
+                return Ok(BlobRead::Failed(Mismatch::NotARegularFile));
+            }
+            Err(e) => return Err(io_err("read", &path)(e)),
+        };
+        let checked = if trusted {
             // C2(b): the host guarantees write isolation and every piece of evidence holds.
-            match VerifiedBytes::by_isolation(bytes, size, *digest) {
-                Ok(v) => BlobRead::Verified(v),
-                Err(m) => BlobRead::Failed(m),
-            }
+            VerifiedBytes::by_isolation(bytes, size, *digest)
         } else {
-            match VerifiedBytes::check(bytes, size, *digest) {
-                Ok(v) => BlobRead::Verified(v),
-                Err(m) => BlobRead::Failed(m),
-            }
+            VerifiedBytes::check(bytes, size, *digest)
+        };
+        Ok(match checked {
+            Ok(v) => BlobRead::Verified(v),
+            Err(m) => BlobRead::Failed(m),
         })
     }
 

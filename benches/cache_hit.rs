@@ -1,0 +1,111 @@
+//! A verified cache hit through the public API, beside the raw floor (open + read + sha2 of the
+//! same file) and beside cacache reading the same bytes by digest and by key.
+//!
+//! `Cache::read_file` is the call `LoadedSkill::read` makes for a listed file: the held entry
+//! already names the digest, so it is the lowest public call on the hit path.
+
+mod support;
+
+use std::hint::black_box;
+use std::io::Read;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use sha2::{Digest as _, Sha256};
+use skillcache::Origin;
+use skillcache::cache::{Cache, CachedRead};
+use skillcache::store::Isolation;
+
+const SIZES: [(usize, &str); 5] = [
+    (1 << 10, "1KiB"),
+    (4 << 10, "4KiB"),
+    (64 << 10, "64KiB"),
+    (1 << 20, "1MiB"),
+    (16 << 20, "16MiB"),
+];
+
+fn hit(c: &Cache, o: &Origin, f: &skillcache::entry::ManifestFile) -> usize {
+    match c.read_file(o, f) {
+        Ok(CachedRead::Hit(v)) => v.as_slice().len(),
+        other => panic!("expected a hit: {other:?}"),
+    }
+}
+
+fn cache_hit(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rehash = Cache::builder()
+        .root(dir.path().join("rehash"))
+        .isolation(Isolation::Rehash)
+        .open()
+        .expect("open");
+    let guaranteed = Cache::builder()
+        .root(dir.path().join("guaranteed"))
+        .isolation(Isolation::Guaranteed)
+        .open()
+        .expect("open");
+    let cacache_dir = dir.path().join("cacache");
+    let origin = Origin::new("bench").expect("label");
+    let mut group = c.benchmark_group("cache_hit");
+    for (size, label) in SIZES {
+        let data = support::bytes(size, 7);
+        let (entry, files) = support::skill(
+            "bench",
+            support::skill_md("bench", 200),
+            vec![("data.bin".into(), data.clone())],
+        );
+        let file = entry
+            .manifest()
+            .expect("manifest")
+            .files()
+            .iter()
+            .find(|f| f.uri().as_str().ends_with("data.bin"))
+            .expect("listed")
+            .clone();
+        for cache in [&rehash, &guaranteed] {
+            cache
+                .store_file(&origin, &file, &files[1].1)
+                .expect("store");
+        }
+        let blob = rehash.store().layout().blob_path(&origin, &file.digest());
+        let key = format!("bench/{label}");
+        let integrity = cacache::write_sync(&cacache_dir, &key, &data).expect("cacache write");
+
+        group.throughput(Throughput::Bytes(size as u64));
+        if size >= 1 << 20 {
+            group.sample_size(20);
+        }
+        group.bench_function(BenchmarkId::new("floor_open_read_sha2", label), |b| {
+            b.iter(|| {
+                let mut f = std::fs::File::open(&blob).expect("open");
+                let mut buf = Vec::with_capacity(size + 1);
+                f.read_to_end(&mut buf).expect("read");
+                black_box(Sha256::digest(&buf))
+            });
+        });
+        group.bench_function(BenchmarkId::new("skillcache_rehash", label), |b| {
+            b.iter(|| black_box(hit(&rehash, &origin, &file)));
+        });
+        group.bench_function(BenchmarkId::new("skillcache_guaranteed", label), |b| {
+            b.iter(|| black_box(hit(&guaranteed, &origin, &file)));
+        });
+        group.bench_function(BenchmarkId::new("cacache_by_digest", label), |b| {
+            b.iter(|| {
+                black_box(
+                    cacache::read_hash_sync(&cacache_dir, &integrity)
+                        .expect("read")
+                        .len(),
+                )
+            });
+        });
+        group.bench_function(BenchmarkId::new("cacache_by_key", label), |b| {
+            b.iter(|| black_box(cacache::read_sync(&cacache_dir, &key).expect("read").len()));
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(std::time::Duration::from_millis(500)).measurement_time(std::time::Duration::from_secs(2));
+    targets = cache_hit
+}
+criterion_main!(benches);
