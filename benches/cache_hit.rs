@@ -1,5 +1,6 @@
 //! A verified cache hit through the public API, beside the raw floor (open + read + sha2 of the
-//! same file) and beside cacache reading the same bytes by digest and by key.
+//! same file), beside hashing the same bytes from memory (hash only), and beside cacache reading
+//! the same bytes by digest and by key.
 //!
 //! `Cache::read_file` is the call `LoadedSkill::read` makes for a listed file: the held entry
 //! already names the digest, so it is the lowest public call on the hit path.
@@ -80,6 +81,9 @@ fn cache_hit(c: &mut Criterion) {
                 f.read_to_end(&mut buf).expect("read");
                 black_box(Sha256::digest(&buf))
             });
+        });
+        group.bench_function(BenchmarkId::new("hash_only_sha2", label), |b| {
+            b.iter(|| black_box(Sha256::digest(black_box(&data))));
         });
         group.bench_function(BenchmarkId::new("skillcache_rehash", label), |b| {
             b.iter(|| black_box(hit(&rehash, &origin, &file)));

@@ -409,3 +409,45 @@ fn c3_publishing_the_same_blob_twice_keeps_the_first_and_succeeds() {
         CachedRead::Hit(_)
     ));
 }
+
+#[test]
+fn c2_large_blobs_are_read_and_hashed_at_once_and_tampering_is_still_caught() {
+    // 2 MiB takes the pipelined path (reader thread + hasher).
+    let big: Vec<u8> = (0..2 * 1024 * 1024)
+        .map(|i: usize| u8::try_from(i % 251).unwrap_or(0))
+        .collect();
+    for kind in ["none", "flip", "truncate", "append"] {
+        let (_d, c) = common::cache(Isolation::Rehash);
+        let o = origin("srv");
+        let (e, files) = common::skill("demo", &[("big.bin", &big)]);
+        store_all(&c, &o, &e, &files);
+        let i = e
+            .manifest()
+            .expect("manifest")
+            .files()
+            .iter()
+            .position(|f| f.uri().as_str().ends_with("big.bin"))
+            .expect("listed");
+        let f = &e.manifest().expect("manifest").files()[i];
+        if kind != "none" {
+            let p = c.store().layout().blob_path(&o, &f.digest());
+            tamper(kind, &p, &p);
+        }
+        match c.read_file(&o, f).expect("read") {
+            CachedRead::Hit(v) => {
+                assert_eq!(kind, "none", "{kind}: wrong bytes served");
+                assert_eq!(v.as_slice(), big.as_slice());
+            }
+            CachedRead::Failed(m) => {
+                assert_ne!(kind, "none");
+                let expect_size = kind != "flip";
+                assert_eq!(
+                    matches!(m, Mismatch::Size { .. }),
+                    expect_size,
+                    "{kind}: {m}"
+                );
+            }
+            CachedRead::Miss => panic!("{kind}: the blob is there"),
+        }
+    }
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Prints the README's performance table from the last `cargo bench` run.
+
+Reads criterion's median estimates (target/criterion/<group>/<bench>/<input>/new/estimates.json)
+and prints medians and the ratios the targets are stated in, each ratio from one run.
+Usage: cargo bench && python3 scripts/bench-table.py
+"""
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "target" / "criterion"
+
+
+def median(group, bench, inp=None):
+    path = ROOT / group / bench / (inp or "") / "new" / "estimates.json"
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())["median"]["point_estimate"]  # nanoseconds
+
+
+def fmt(ns):
+    if ns is None:
+        return "—"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def ratio(a, b):
+    return "—" if a is None or b is None else f"{a / b:.2f}×"
+
+
+def main():
+    if not ROOT.exists():
+        sys.exit("no criterion results: run `cargo bench` first")
+    sizes = ["1KiB", "4KiB", "64KiB", "1MiB", "16MiB"]
+    print("hashing (our digest path vs raw sha2, in memory)\n")
+    print("| size | raw sha2 | skillcache | ratio |")
+    print("|---|---|---|---|")
+    for s in sizes:
+        raw, ours = median("hashing", "raw_sha2", s), median("hashing", "skillcache_digest", s)
+        print(f"| {s} | {fmt(raw)} | {fmt(ours)} | {ratio(ours, raw)} |")
+
+    print("\ncache_hit (a verified hit through the public API)\n")
+    print("| size | floor: open+read+sha2 | hash only | rehash | guaranteed | cacache by digest | cacache by key | rehash / floor | rehash / hash only | cacache key / rehash | rehash / guaranteed |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for s in sizes:
+        m = {b: median("cache_hit", b, s) for b in ["floor_open_read_sha2", "hash_only_sha2", "skillcache_rehash", "skillcache_guaranteed", "cacache_by_digest", "cacache_by_key"]}
+        print(
+            f"| {s} | {fmt(m['floor_open_read_sha2'])} | {fmt(m['hash_only_sha2'])} | {fmt(m['skillcache_rehash'])} | "
+            f"{fmt(m['skillcache_guaranteed'])} | {fmt(m['cacache_by_digest'])} | {fmt(m['cacache_by_key'])} | "
+            f"{ratio(m['skillcache_rehash'], m['floor_open_read_sha2'])} | {ratio(m['skillcache_rehash'], m['hash_only_sha2'])} | "
+            f"{ratio(m['cacache_by_key'], m['skillcache_rehash'])} | {ratio(m['skillcache_rehash'], m['skillcache_guaranteed'])} |"
+        )
+
+    print("\nskill_load (a whole skill: load + every file)\n")
+    print("| skill | cold (fetch, verify, publish) | warm, file by file | warm, read_all (parallel) | parallel / file by file |")
+    print("|---|---|---|---|---|")
+    for skill in ["cap_512x32KiB", "median_iterate-pr"]:
+        cold = median("skill_load", f"{skill}_cold")
+        seq = median("skill_load", f"{skill}_warm_file_by_file")
+        par = median("skill_load", f"{skill}_warm_read_all_parallel")
+        print(f"| {skill} | {fmt(cold)} | {fmt(seq)} | {fmt(par)} | {ratio(par, seq)} |")
+
+    print("\nindex (entry lookup by origin, URI, principal)\n")
+    print("| entries | lookup | vs 100 |")
+    print("|---|---|---|")
+    base = median("index", "entry_lookup", "100")
+    for n in ["100", "10000", "100000"]:
+        v = median("index", "entry_lookup", n)
+        print(f"| {n} | {fmt(v)} | {ratio(v, base)} |")
+
+
+if __name__ == "__main__":
+    main()
