@@ -16,14 +16,6 @@ use skillcache::Origin;
 use skillcache::cache::{Cache, CachedRead};
 use skillcache::store::Isolation;
 
-const SIZES: [(usize, &str); 5] = [
-    (1 << 10, "1KiB"),
-    (4 << 10, "4KiB"),
-    (64 << 10, "64KiB"),
-    (1 << 20, "1MiB"),
-    (16 << 20, "16MiB"),
-];
-
 fn hit(c: &Cache, o: &Origin, f: &skillcache::entry::ManifestFile) -> usize {
     match c.read_file(o, f) {
         Ok(CachedRead::Hit(v)) => v.as_slice().len(),
@@ -46,7 +38,7 @@ fn cache_hit(c: &mut Criterion) {
     let cacache_dir = dir.path().join("cacache");
     let origin = Origin::new("bench").expect("label");
     let mut group = c.benchmark_group("cache_hit");
-    for (size, label) in SIZES {
+    for (size, label) in support::SIZES {
         let data = support::bytes(size, 7);
         let (entry, files) = support::skill(
             "bench",

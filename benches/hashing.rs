@@ -1,23 +1,17 @@
 //! The hashing hot path: our digest path beside raw `sha2` over the same in-memory buffers, so
 //! the overhead reads as a ratio. Target: within 3% at every size.
 
+mod support;
+
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use sha2::{Digest as _, Sha256};
 use skillcache::Digest;
 
-const SIZES: [(usize, &str); 5] = [
-    (1 << 10, "1KiB"),
-    (4 << 10, "4KiB"),
-    (64 << 10, "64KiB"),
-    (1 << 20, "1MiB"),
-    (16 << 20, "16MiB"),
-];
-
 fn hashing(c: &mut Criterion) {
     let mut group = c.benchmark_group("hashing");
-    for (size, label) in SIZES {
+    for (size, label) in support::SIZES {
         let data: Vec<u8> = (0..size)
             .map(|i| u8::try_from(i * 31 % 251).unwrap_or(0))
             .collect();

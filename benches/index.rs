@@ -1,8 +1,6 @@
 //! Entry lookup (origin, skill URI, principal) as the index grows: 100, 10k, 100k entries.
 //! Target: the lookup at 100k within 1.5× of the lookup at 100.
 
-mod support;
-
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};

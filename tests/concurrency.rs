@@ -40,14 +40,7 @@ fn worker(cache: &Cache, thread: usize) {
                 cache
                     .put_entry(&o, "", e, CacheHints::new(60_000, Scope::Public))
                     .expect("put entry");
-                for f in e.manifest().expect("m").files() {
-                    let bytes = &files
-                        .iter()
-                        .find(|(u, _)| u == f.uri().as_str())
-                        .expect("fixture")
-                        .1;
-                    cache.store_file(&o, f, bytes).expect("store file");
-                }
+                common::store_all(cache, &o, e, files);
             }
             2 | 3 => {
                 for f in e.manifest().expect("m").files() {

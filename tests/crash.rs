@@ -45,14 +45,7 @@ fn crash_child_publisher() {
         cache
             .put_entry(&o, "", &e, CacheHints::new(60_000, Scope::Public))
             .expect("put");
-        for f in e.manifest().expect("manifest").files() {
-            let bytes = &files
-                .iter()
-                .find(|(u, _)| u == f.uri().as_str())
-                .expect("fixture")
-                .1;
-            cache.store_file(&o, f, bytes).expect("store");
-        }
+        common::store_all(&cache, &o, &e, &files);
     }
 }
 
@@ -214,12 +207,5 @@ fn c3_a_full_disk_fails_cleanly_and_leaves_no_partial_state() {
     ));
     // Smaller content still fits afterwards: nothing was leaked.
     let (small, files) = common::skill("small", &[("a.md", b"fits")]);
-    for f in small.manifest().expect("m").files() {
-        let bytes = &files
-            .iter()
-            .find(|(u, _)| u == f.uri().as_str())
-            .expect("fixture")
-            .1;
-        cache.store_file(&o, f, bytes).expect("small blob fits");
-    }
+    common::store_all(&cache, &o, &small, &files);
 }

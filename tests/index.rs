@@ -17,22 +17,6 @@ fn origin(s: &str) -> Origin {
     Origin::new(s).expect("valid label")
 }
 
-fn store_all(
-    c: &skillcache::cache::Cache,
-    o: &Origin,
-    e: &SkillEntry,
-    files: &[(String, Vec<u8>)],
-) {
-    for f in e.manifest().expect("manifest").files() {
-        let bytes = &files
-            .iter()
-            .find(|(u, _)| u == f.uri().as_str())
-            .expect("fixture")
-            .1;
-        c.store_file(o, f, bytes).expect("stored");
-    }
-}
-
 #[test]
 fn c6_fresh_entry_is_fresh_and_a_zero_ttl_one_is_stale() {
     let (_d, c) = common::cache(Isolation::Rehash);
@@ -223,7 +207,7 @@ fn c5_purge_leaves_nothing_of_the_origin() {
         c.put_entry(o, "", &e, CacheHints::new(60_000, Scope::Public))
             .expect("put");
         c.approve(o, &e, None).expect("approve");
-        store_all(&c, o, &e, &files);
+        common::store_all(&c, o, &e, &files);
     }
     c.purge(&gone).expect("purge");
     assert!(!c.store().layout().origin_dir(&gone).exists());
@@ -252,11 +236,11 @@ fn gc_removes_unreferenced_blobs_and_never_those_of_a_fresh_entry() {
     let fresh = CacheHints::new(3_600_000, Scope::Public);
     let (old, old_files) = common::skill("demo", &[("a.md", &[b'o'; 4000])]);
     c.put_entry(&o, "", &old, fresh).expect("put");
-    store_all(&c, &o, &old, &old_files);
+    common::store_all(&c, &o, &old, &old_files);
     // The server changed a.md: the old blob is no longer referenced by any entry.
     let (new, new_files) = common::skill("demo", &[("a.md", &[b'n'; 4000])]);
     c.put_entry(&o, "", &new, fresh).expect("put");
-    store_all(&c, &o, &new, &new_files);
+    common::store_all(&c, &o, &new, &new_files);
     let report = c.gc(None).expect("gc");
     assert_eq!(report.unreferenced, 1);
     for f in new.manifest().expect("m").files() {
@@ -273,7 +257,7 @@ fn gc_removes_unreferenced_blobs_and_never_those_of_a_fresh_entry() {
     let (other, other_files) = common::skill("other", &[("big.md", &[b'b'; 10_000])]);
     c.put_entry(&o, "", &other, CacheHints::new(0, Scope::Public))
         .expect("put stale");
-    store_all(&c, &o, &other, &other_files);
+    common::store_all(&c, &o, &other, &other_files);
     let before = c.gc(None).expect("gc").bytes_after;
     let report = c.gc(Some(before - 5_000)).expect("gc");
     assert!(
@@ -299,7 +283,7 @@ fn verify_reports_corrupt_missing_and_orphaned_and_quarantines_the_corrupt() {
     let (e, files) = common::skill("demo", &[("a.md", b"alpha"), ("b.md", b"beta")]);
     c.put_entry(&o, "", &e, CacheHints::new(60_000, Scope::Public))
         .expect("put");
-    store_all(&c, &o, &e, &files);
+    common::store_all(&c, &o, &e, &files);
     let clean = c.verify(None, |_, _| {}).expect("verify");
     assert!(clean.is_clean() && clean.missing.is_empty() && clean.orphaned.is_empty());
     assert_eq!(clean.checked, 3);

@@ -27,17 +27,6 @@ fn hit(c: &Cache, o: &Origin, e: &skillcache::SkillEntry, i: usize) -> Vec<u8> {
     }
 }
 
-fn store_all(c: &Cache, o: &Origin, e: &skillcache::SkillEntry, files: &[(String, Vec<u8>)]) {
-    for f in e.manifest().expect("manifest").files() {
-        let bytes = &files
-            .iter()
-            .find(|(u, _)| u == f.uri().as_str())
-            .expect("fixture has the file")
-            .1;
-        c.store_file(o, f, bytes).expect("stored");
-    }
-}
-
 #[test]
 fn o1_o2_same_uri_from_two_origins_gives_two_entries_and_two_blob_trees() {
     let (_d, c) = common::cache(Isolation::Rehash);
@@ -47,8 +36,8 @@ fn o1_o2_same_uri_from_two_origins_gives_two_entries_and_two_blob_trees() {
     let hints = CacheHints::new(60_000, Scope::Public);
     c.put_entry(&a, "", &ea, hints).expect("put a");
     c.put_entry(&b, "", &eb, hints).expect("put b");
-    store_all(&c, &a, &ea, &fa);
-    store_all(&c, &b, &eb, &fb);
+    common::store_all(&c, &a, &ea, &fa);
+    common::store_all(&c, &b, &eb, &fb);
     let ga = c
         .entry(&a, ea.uri(), "")
         .expect("read")
@@ -119,7 +108,7 @@ fn o2_hostile_origin_labels_never_escape_or_collide() {
             Some(origins_dir.as_path())
         );
         let (e, files) = common::skill("demo", &[]);
-        store_all(&c, &o, &e, &files);
+        common::store_all(&c, &o, &e, &files);
     }
     assert_eq!(
         fs::read_dir(&origins_dir).expect("list").count(),
@@ -164,7 +153,7 @@ fn c2_blobs_are_0444_in_0555_directories_and_the_root_is_0700() {
     let (_d, c) = common::cache(Isolation::Rehash);
     let o = origin("srv");
     let (e, files) = common::skill("demo", &[("a.md", b"alpha")]);
-    store_all(&c, &o, &e, &files);
+    common::store_all(&c, &o, &e, &files);
     assert_eq!(fs::metadata(c.root()).expect("stat").mode() & 0o777, 0o700);
     for f in e.manifest().expect("manifest").files() {
         let p = c.store().layout().blob_path(&o, &f.digest());
@@ -265,7 +254,7 @@ fn tamper_is_caught(isolation: Isolation) {
                 ("b.md", b"another file, validly cached"),
             ],
         );
-        store_all(&c, &o, &e, &files);
+        common::store_all(&c, &o, &e, &files);
         let m = e.manifest().expect("manifest");
         let ia = m
             .files()
@@ -305,7 +294,7 @@ fn tamper_is_caught(isolation: Isolation) {
             }
         }
         // Healing: the right bytes can be stored again and are served.
-        store_all(&c, &o, &e, &files);
+        common::store_all(&c, &o, &e, &files);
         assert_eq!(
             hit(&c, &o, &e, ia),
             b"the published bytes of a.md",
@@ -329,7 +318,7 @@ fn c2_guaranteed_skips_hashing_only_while_the_evidence_holds() {
     let (_d, c) = common::cache(Isolation::Guaranteed);
     let o = origin("srv");
     let (e, files) = common::skill("demo", &[("a.md", b"alpha")]);
-    store_all(&c, &o, &e, &files);
+    common::store_all(&c, &o, &e, &files);
     let f = &e.manifest().expect("manifest").files()[0];
     match c.read_file(&o, f).expect("read") {
         CachedRead::Hit(v) => assert!(!v.rehashed(), "evidence holds: no hashing"),
@@ -344,7 +333,7 @@ fn c2_guaranteed_skips_hashing_only_while_the_evidence_holds() {
         other => panic!("{other:?}"),
     }
     let (_d2, r) = common::cache(Isolation::Rehash);
-    store_all(&r, &o, &e, &files);
+    common::store_all(&r, &o, &e, &files);
     match r.read_file(&o, f).expect("read") {
         CachedRead::Hit(v) => assert!(v.rehashed()),
         other => panic!("{other:?}"),
@@ -394,11 +383,11 @@ fn c3_publishing_the_same_blob_twice_keeps_the_first_and_succeeds() {
     let (_d, c) = common::cache(Isolation::Guaranteed);
     let o = origin("srv");
     let (e, files) = common::skill("demo", &[]);
-    store_all(&c, &o, &e, &files);
+    common::store_all(&c, &o, &e, &files);
     let f = &e.manifest().expect("manifest").files()[0];
     let p = c.store().layout().blob_path(&o, &f.digest());
     let ino = fs::metadata(&p).expect("stat").ino();
-    store_all(&c, &o, &e, &files);
+    common::store_all(&c, &o, &e, &files);
     assert_eq!(
         fs::metadata(&p).expect("stat").ino(),
         ino,
@@ -420,7 +409,7 @@ fn c2_large_blobs_are_read_and_hashed_at_once_and_tampering_is_still_caught() {
         let (_d, c) = common::cache(Isolation::Rehash);
         let o = origin("srv");
         let (e, files) = common::skill("demo", &[("big.bin", &big)]);
-        store_all(&c, &o, &e, &files);
+        common::store_all(&c, &o, &e, &files);
         let i = e
             .manifest()
             .expect("manifest")

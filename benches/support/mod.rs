@@ -8,6 +8,15 @@ use skillcache::entry::{Limits, Validation};
 use skillcache::source::{SkillSource, SourceFuture};
 use skillcache::{Digest, SkillEntry};
 
+/// The sizes the hashing and cache-hit groups measure.
+pub const SIZES: [(usize, &str); 5] = [
+    (1 << 10, "1KiB"),
+    (4 << 10, "4KiB"),
+    (64 << 10, "64KiB"),
+    (1 << 20, "1MiB"),
+    (16 << 20, "16MiB"),
+];
+
 /// A `SKILL.md` for `name`, padded with body text to exactly `len` bytes (at least the header).
 pub fn skill_md(name: &str, len: usize) -> Vec<u8> {
     let mut md =

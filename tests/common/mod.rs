@@ -93,3 +93,20 @@ pub fn example_bin(name: &str) -> PathBuf {
     assert!(path.exists(), "{} exists", path.display());
     path
 }
+
+/// Stores every listed file of `entry` from `files` (the bytes a server would serve).
+pub fn store_all(
+    cache: &Cache,
+    origin: &skillcache::Origin,
+    entry: &SkillEntry,
+    files: &[(String, Vec<u8>)],
+) {
+    for f in entry.manifest().expect("a manifest").files() {
+        let bytes = &files
+            .iter()
+            .find(|(u, _)| u == f.uri().as_str())
+            .expect("the fixture has the file")
+            .1;
+        cache.store_file(origin, f, bytes).expect("stored");
+    }
+}
