@@ -319,3 +319,53 @@ fn verify_reports_corrupt_missing_and_orphaned_and_quarantines_the_corrupt() {
     assert_eq!(c.store().quarantined(), 1);
     assert!(c.verify(None, |_, _| {}).expect("again").is_clean());
 }
+
+#[test]
+fn o3_a_name_finds_every_match_in_its_origin_and_none_elsewhere() {
+    let (_d, c) = common::cache(Isolation::Rehash);
+    let (a, b) = (origin("a"), origin("b"));
+    let hints = CacheHints::new(60_000, Scope::Public);
+    let make = |uri: &str| {
+        SkillEntry::from_json(
+            &json!({"uri": uri, "frontmatter": {"name": "refunds", "description": "d"},
+                    "resources": [{"uri": uri, "digest": Digest::of(b"").to_string(), "size": 0}]}),
+            &Validation::default(),
+        )
+        .expect("valid")
+    };
+    for uri in [
+        "skill://acme/billing/refunds/SKILL.md",
+        "skill://acme/support/refunds/SKILL.md",
+        "skill://refunds/SKILL.md",
+    ] {
+        c.put_entry(&a, "", &make(uri), hints).expect("put");
+    }
+    c.put_entry(&b, "", &make("skill://other/refunds/SKILL.md"), hints)
+        .expect("put");
+    let (other, _) = common::skill("refunds-v2", &[]);
+    c.put_entry(&a, "", &other, hints).expect("put");
+    let found: Vec<String> = c
+        .entries_named(&a, "refunds", "")
+        .expect("find")
+        .into_iter()
+        .map(|e| e.entry.uri().as_str().to_owned())
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "skill://acme/billing/refunds/SKILL.md",
+            "skill://acme/support/refunds/SKILL.md",
+            "skill://refunds/SKILL.md"
+        ]
+    );
+    assert_eq!(
+        c.entries_named(&b, "refunds", "").expect("find").len(),
+        1,
+        "never across origins"
+    );
+    assert!(c.entries_named(&a, "nobody", "").expect("find").is_empty());
+    assert!(
+        c.entries_named(&a, "%", "").expect("find").is_empty(),
+        "not a pattern"
+    );
+}

@@ -202,6 +202,20 @@ impl Cache {
         self.index.entry(origin, uri, principal, now_ms())
     }
 
+    /// Every entry of `origin` named `name` that `principal` can see (R-O3): all of them, by URI;
+    /// never one from another origin.
+    ///
+    /// # Errors
+    /// [`Error::Index`] on a database failure.
+    pub fn entries_named(
+        &self,
+        origin: &Origin,
+        name: &str,
+        principal: &str,
+    ) -> Result<Vec<StoredEntry>, Error> {
+        self.index.entries_named(origin, name, principal, now_ms())
+    }
+
     /// Every stored entry (of one origin, or all).
     ///
     /// # Errors

@@ -23,6 +23,7 @@ pub use contents::select_content;
 pub use hints::{CacheHints, MAX_TTL_MS, Scope};
 pub use limits::Limits;
 pub use validate::Validation;
+pub(crate) use validate::check_name;
 pub use wire::{ListPage, Listing, MAX_PAGES, parse_get_result, parse_list_result};
 
 use serde_json::{Value, json};

@@ -313,3 +313,54 @@ impl Index {
         })
     }
 }
+
+impl Index {
+    /// Every entry of `origin` visible to `principal` whose skill name is `name` (R-O3): names are
+    /// labels, so two skills called `refunds` at different paths are both returned, distinguished
+    /// by their URIs, and nothing from another origin ever is. Sorted by URI.
+    ///
+    /// # Errors
+    /// [`Error::Index`] on a database failure.
+    pub fn entries_named(
+        &self,
+        origin: &Origin,
+        name: &str,
+        principal: &str,
+        now_ms: u64,
+    ) -> Result<Vec<StoredEntry>, Error> {
+        if crate::entry::check_name(name).is_err() {
+            return Ok(Vec::new()); // no valid entry carries an invalid name
+        }
+        let uris: Vec<String> = {
+            let conn = self.conn();
+            let Some(oid) = find_origin_id(&conn, origin)? else {
+                return Ok(Vec::new());
+            };
+            // The name is the last skill-path segment; valid names are [a-z0-9-], so the pattern has
+            // no LIKE wildcards in it and needs no escaping.
+            let pattern = format!("%/{name}/SKILL.md");
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT DISTINCT skill_uri FROM entries WHERE origin_id = ?1 AND skill_uri LIKE ?2
+                     AND ((scope = 'private' AND principal = ?3) OR scope = 'public') ORDER BY skill_uri",
+                )
+                .map_err(db_err("find by name"))?;
+            stmt.query_map(params![oid, pattern, principal], |r| r.get(0))
+                .map_err(db_err("find by name"))?
+                .collect::<Result<_, _>>()
+                .map_err(db_err("find by name"))?
+        };
+        let mut out = Vec::with_capacity(uris.len());
+        for uri in uris {
+            let Ok(uri) = SkillUri::parse(&uri) else {
+                continue;
+            };
+            if let Some(e) = self.entry(origin, &uri, principal, now_ms)?
+                && e.entry.name() == name
+            {
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+}
