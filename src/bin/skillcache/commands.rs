@@ -45,7 +45,7 @@ pub(crate) struct Ctx {
 }
 
 fn print_json(v: &Value) {
-    println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
 pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
@@ -165,13 +165,16 @@ async fn list(ctx: &Ctx, s: &ServerArgs) -> Result<Outcome> {
     if ctx.json {
         print_json(&json!({"origin": origin.as_str(), "skills": rows}));
     } else {
-        println!(
+        outln!(
             "{:<28} {:>5} {:>9}  {:<14} URI",
-            "NAME", "FILES", "BYTES", "FLAGS"
+            "NAME",
+            "FILES",
+            "BYTES",
+            "FLAGS"
         );
         for r in &rows {
             if let Some(err) = r.get("error") {
-                println!("{:<28} refused: {}", "-", err.as_str().unwrap_or_default());
+                outln!("{:<28} refused: {}", "-", err.as_str().unwrap_or_default());
                 continue;
             }
             let flags = format!(
@@ -179,7 +182,7 @@ async fn list(ctx: &Ctx, s: &ServerArgs) -> Result<Outcome> {
                 if r["dynamic"] == true { "dynamic " } else { "" },
                 if r["fresh"] == true { "fresh" } else { "stale" }
             );
-            println!(
+            outln!(
                 "{:<28} {:>5} {:>9}  {:<14} {}",
                 r["name"].as_str().unwrap_or_default(),
                 r["files"].as_u64().unwrap_or_default(),
@@ -211,14 +214,14 @@ async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
         print_json(&entry_json(&origin, &info));
     } else {
         let e = &info.entry;
-        println!(
+        outln!(
             "origin   {origin}\nuri      {}\nname     {}\nbinding  {}",
             e.uri(),
             e.name(),
             e.binding()
                 .map_or_else(|| "none (dynamic)".to_owned(), |b| b.to_string())
         );
-        println!(
+        outln!(
             "from     {}",
             if info.from_cache {
                 "cache (fresh)"
@@ -227,10 +230,10 @@ async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
             }
         );
         for f in e.manifest().map_or(&[][..], |m| m.files()) {
-            println!("  {}  {:>8}  {}", f.digest(), f.size(), f.uri());
+            outln!("  {}  {:>8}  {}", f.digest(), f.size(), f.uri());
         }
         if info.revoked {
-            println!(
+            outln!(
                 "approval REVOKED: {}",
                 info.diff
                     .as_ref()
@@ -257,7 +260,7 @@ async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Res
             &json!({"origin": origin.as_str(), "uri": info.entry.uri().as_str(), "binding": binding, "granted_tools": grant}),
         );
     } else {
-        println!(
+        outln!(
             "approved {} from {origin} (binding {})",
             info.entry.uri(),
             binding.unwrap_or_default()
@@ -329,8 +332,9 @@ async fn load(
     } else {
         // The bytes, unchanged.
         let mut out = std::io::stdout().lock();
-        out.write_all(file.bytes())?;
-        out.flush()?;
+        if let Err(e) = out.write_all(file.bytes()).and_then(|()| out.flush()) {
+            crate::stdout_failed(&e);
+        }
     }
     Ok(Outcome::Ok)
 }
@@ -362,12 +366,16 @@ fn entries(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
     if ctx.json {
         print_json(&Value::Array(json_rows));
     } else {
-        println!(
+        outln!(
             "{:<20} {:<8} {:>5} {:>9}  {:<6} URI",
-            "ORIGIN", "SCOPE", "FILES", "BYTES", "FRESH"
+            "ORIGIN",
+            "SCOPE",
+            "FILES",
+            "BYTES",
+            "FRESH"
         );
         for r in &json_rows {
-            println!(
+            outln!(
                 "{:<20} {:<8} {:>5} {:>9}  {:<6} {}",
                 r["origin"].as_str().unwrap_or_default(),
                 r["scope"].as_str().unwrap_or_default(),
@@ -414,7 +422,7 @@ fn verify(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
     if ctx.json {
         print_json(&out);
     } else {
-        println!(
+        outln!(
             "checked {} blobs: {} corrupt (quarantined), {} missing, {} orphaned, {} strays",
             report.checked,
             report.corrupt.len(),
@@ -423,7 +431,7 @@ fn verify(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
             report.strays.len()
         );
         for (o, d) in &report.corrupt {
-            println!("  corrupt {d} (origin {o})");
+            outln!("  corrupt {d} (origin {o})");
         }
     }
     Ok(if report.is_clean() {
@@ -440,7 +448,7 @@ fn gc(ctx: &Ctx, max_bytes: Option<u64>) -> Result<Outcome> {
     if ctx.json {
         print_json(&out);
     } else {
-        println!(
+        outln!(
             "gc: removed {} unreferenced and {} least-recently-used blobs, {} temporaries; {} -> {} bytes{}",
             r.unreferenced,
             r.evicted,
@@ -463,7 +471,7 @@ fn purge(ctx: &Ctx, origin: &str) -> Result<Outcome> {
     if ctx.json {
         print_json(&json!({"purged": origin.as_str()}));
     } else {
-        println!("purged origin {origin}");
+        outln!("purged origin {origin}");
     }
     Ok(Outcome::Ok)
 }
@@ -487,7 +495,7 @@ fn stats(ctx: &Ctx) -> Result<Outcome> {
         print_json(&out);
     } else if let Value::Object(m) = out {
         for (k, v) in m {
-            println!(
+            outln!(
                 "{k:<15} {}",
                 v.as_str().map_or_else(|| v.to_string(), str::to_owned)
             );

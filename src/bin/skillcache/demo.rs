@@ -43,16 +43,16 @@ struct Step {
 impl Step {
     fn begin(&mut self, title: &str) {
         self.n += 1;
-        println!("\n{}. {title}", self.n);
+        outln!("\n{}. {title}", self.n);
         self.started = Instant::now();
     }
     fn done(&self) {
-        println!("   ({:.2?})", self.started.elapsed());
+        outln!("   ({:.2?})", self.started.elapsed());
     }
 }
 
 fn say(line: impl Display) {
-    println!("   {line}");
+    outln!("   {line}");
 }
 
 fn quote(p: &Path) -> String {
@@ -89,7 +89,7 @@ async fn tour(work: &Path) -> Result<Outcome, Failure> {
         fs::create_dir_all(path.parent().unwrap_or(&served))?;
         fs::write(&path, text)?;
     }
-    println!(
+    outln!(
         "skillcache demo — cache root {}",
         work.join("cache").display()
     );
@@ -123,13 +123,13 @@ async fn tour(work: &Path) -> Result<Outcome, Failure> {
     t.server_edits(&skill).await?;
     t.dynamic().await?;
     let report = t.cache.core().verify(None, |_, _| {})?;
-    println!(
+    outln!(
         "\nverify: {} blobs checked, {} corrupt; quarantine holds {}",
         report.checked,
         report.corrupt.len(),
         t.cache.core().store().quarantined()
     );
-    println!("done: every byte served above was verified against the entry it was loaded from.");
+    outln!("done: every byte served above was verified against the entry it was loaded from.");
     Ok(Outcome::Ok)
 }
 

@@ -5,8 +5,28 @@
 //! (limits, dynamic, approval missing or revoked, a reference that leaves the skill); 1 anything
 //! else. Errors go to stderr as one line each, with their cause chain.
 
+/// `println!` for the CLI: a closed stdout (`skillcache demo | head`) ends the program quietly
+/// instead of panicking, as command-line tools are expected to.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            $crate::stdout_failed(&e);
+        }
+    }};
+}
+
 mod commands;
 mod demo;
+
+/// Stdout is gone: a reader that stopped reading (broken pipe) is not an error.
+pub(crate) fn stdout_failed(e: &std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("skillcache: error: cannot write to stdout: {e}");
+    std::process::exit(1);
+}
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
