@@ -235,3 +235,35 @@ fn v6_oversized_frontmatter_is_refused_without_parsing() {
         })
     ));
 }
+
+#[test]
+fn v6_large_numbers_compare_equal_to_their_json_rendering() {
+    // Found by the frontmatter fuzz target: a 105-digit integer becomes the float 1.11…e104. The
+    // server's JSON rendering of it must compare equal, which needs correctly rounded JSON float
+    // parsing (serde_json's `float_roundtrip`).
+    let digits = "1".repeat(105);
+    let fm = parse(&format!("name: demo\ndescription: d\n0e: {digits}")).expect("parses");
+    let json_text = serde_json::to_string(&Value::Object(fm.clone())).expect("serialises");
+    let from_wire: Value = serde_json::from_str(&json_text).expect("parses back");
+    assert!(
+        compare(from_wire.as_object().expect("object"), &fm).is_empty(),
+        "{json_text}"
+    );
+    for text in [
+        "1.111111111111111e+104",
+        "0.1",
+        "2.2250738585072014e-308",
+        "1.7976931348623157e308",
+        "9007199254740993.0",
+    ] {
+        let fm = parse(&format!("name: demo\ndescription: d\nk: {text}")).expect("parses");
+        let wire: Value = serde_json::from_str(&format!(
+            "{{\"name\":\"demo\",\"description\":\"d\",\"k\":{text}}}"
+        ))
+        .expect("json");
+        assert!(
+            compare(wire.as_object().expect("object"), &fm).is_empty(),
+            "{text}"
+        );
+    }
+}
