@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::entry::{Scope, Validation};
 use crate::error::Error;
 use crate::local::{LocalSkill, find_skills, inspect};
-use crate::source::{SkillSource, SourceFuture};
+use crate::source::{SKILLS_EXTENSION, SkillSource, SourceFuture};
 use crate::uri::FileUri;
 
 /// JSON-RPC "invalid params", also the spec's code for an unknown skill or resource.
@@ -117,7 +117,7 @@ impl SkillServer {
         match method {
             "initialize" => Ok(json!({
                 "protocolVersion": params.get("protocolVersion").and_then(Value::as_str).unwrap_or("2025-11-25"),
-                "capabilities": {"resources": {}, "extensions": {EXTENSION: {}}},
+                "capabilities": {"resources": {}, "extensions": {SKILLS_EXTENSION: {}}},
                 "serverInfo": {"name": "skillcache-serve", "version": env!("CARGO_PKG_VERSION")},
             })),
             "ping" => Ok(json!({})),
@@ -213,9 +213,6 @@ impl SkillServer {
         Ok(())
     }
 }
-
-/// The extension's identifier.
-pub const EXTENSION: &str = "io.modelcontextprotocol/skills";
 
 fn mime(path: &Path) -> &'static str {
     match path.extension().and_then(|e| e.to_str()) {

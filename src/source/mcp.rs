@@ -18,11 +18,8 @@ use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Value, json};
 
-use super::{SkillSource, SourceFuture};
+use super::{SKILLS_EXTENSION, SkillSource, SourceFuture};
 use crate::error::{Error, Rule};
-
-/// The extension's identifier.
-pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
 
 /// A connected MCP server.
 pub struct McpSource {

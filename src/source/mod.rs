@@ -8,7 +8,10 @@
 mod mcp;
 
 #[cfg(feature = "mcp")]
-pub use mcp::{McpSource, SKILLS_EXTENSION, split_command_line};
+pub use mcp::{McpSource, split_command_line};
+
+/// The Skills extension's identifier, declared by servers (and by our client) in `extensions`.
+pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
 
 use std::future::Future;
 use std::pin::Pin;
