@@ -154,23 +154,28 @@ fn cli_list_load_and_read_against_serve() {
     );
 }
 
-#[test]
-fn cli_v6_frontmatter_drift_with_honest_digest_exits_3() {
+/// `load` of the fixture skill from the lying stdio server in `mode`.
+fn load_from_liar(mode: &str) -> Output {
     let env = Env::new();
     let served = env.served("served", "notes", "Takes notes.", "n");
     let liar = format!(
-        "'{}' '{}' frontmatter-drift",
+        "'{}' '{}' {mode}",
         hostile_server().display(),
         served.display()
     );
-    let out = env.run(&[
+    env.run(&[
         "load",
         "skill://notes/SKILL.md",
         "--origin",
         "liar",
         "--stdio",
         &liar,
-    ]);
+    ])
+}
+
+#[test]
+fn cli_v6_frontmatter_drift_with_honest_digest_exits_3() {
+    let out = load_from_liar("frontmatter-drift");
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     assert!(stderr(&out).contains("description"), "{}", stderr(&out));
     assert!(
@@ -181,21 +186,7 @@ fn cli_v6_frontmatter_drift_with_honest_digest_exits_3() {
 
 #[test]
 fn cli_v9_server_tampered_bytes_exit_3() {
-    let env = Env::new();
-    let served = env.served("served", "notes", "Takes notes.", "n");
-    let liar = format!(
-        "'{}' '{}' same-length-tamper",
-        hostile_server().display(),
-        served.display()
-    );
-    let out = env.run(&[
-        "load",
-        "skill://notes/SKILL.md",
-        "--origin",
-        "liar",
-        "--stdio",
-        &liar,
-    ]);
+    let out = load_from_liar("same-length-tamper");
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     assert!(stderr(&out).contains("digest"), "{}", stderr(&out));
 }
