@@ -221,8 +221,22 @@ pub(crate) enum Outcome {
     Code(u8),
 }
 
+/// Warnings from the library (a link replaced under the root, a seal that failed, a damaged
+/// index moved aside) go to stderr; `RUST_LOG` selects more (`RUST_LOG=skillcache=debug`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
