@@ -177,6 +177,22 @@ pub enum Error {
         /// What did not match.
         mismatch: Mismatch,
     },
+
+    /// The cache's lock was still held when the wait ran out (R-H11).
+    #[error(
+        "the cache lock {} is still held after {:.1} s (by {}); try again when that is done",
+        path.display(),
+        waited.as_secs_f64(),
+        holder.as_deref().unwrap_or("other skillcache processes")
+    )]
+    LockTimeout {
+        /// The lock file.
+        path: std::path::PathBuf,
+        /// How long we waited.
+        waited: std::time::Duration,
+        /// Who holds it, when the holder said (an exclusive holder writes its pid and operation).
+        holder: Option<String>,
+    },
 }
 
 fn skill_label(skill: Option<&str>) -> String {

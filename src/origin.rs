@@ -22,6 +22,8 @@ pub const MAX_LABEL_BYTES: usize = 80;
 /// assert!(Origin::new("x".repeat(300)).is_err());
 /// // Hostile labels are fine as labels: they are encoded before they touch a path.
 /// assert_eq!(Origin::new("..").unwrap().path_component(), "%2E.");
+/// // Labels that differ only in case never share a folder, even where the filesystem folds case.
+/// assert_eq!(Origin::new("Docs").unwrap().path_component(), "%44ocs");
 /// ```
 #[derive(Clone)]
 pub struct Origin {
@@ -59,8 +61,11 @@ impl Origin {
     }
 
     /// The label as one safe, reversible path component (R-O2): every byte outside
-    /// `[A-Za-z0-9._-]` becomes `%XX`, and a leading `.` is encoded too, so `.`, `..`, empty and
-    /// hidden names are impossible and two labels never share a component.
+    /// `[a-z0-9._-]` becomes `%XX`, and a leading `.` is encoded too, so `.`, `..`, empty and
+    /// hidden names are impossible and two labels never share a component. Upper-case letters are
+    /// escaped as well (R-H13): the only upper-case letters in a component are the hex digits of
+    /// escapes, in fixed positions, so two different labels stay two different folders even on a
+    /// case-insensitive filesystem (`Docs` is `%44ocs`, `docs` is `docs`).
     #[must_use]
     pub fn path_component(&self) -> &str {
         &self.component
@@ -91,7 +96,11 @@ impl Origin {
 fn encode(label: &str) -> String {
     let mut out = String::with_capacity(label.len() * 3);
     for (i, &b) in label.as_bytes().iter().enumerate() {
-        let literal = b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0);
+        let literal = b.is_ascii_lowercase()
+            || b.is_ascii_digit()
+            || b == b'_'
+            || b == b'-'
+            || (b == b'.' && i > 0);
         if literal {
             out.push(char::from(b));
         } else {

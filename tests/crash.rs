@@ -55,10 +55,9 @@ fn check_consistent(root: &std::path::Path) {
         .root(root)
         .open()
         .expect("reopen after a kill");
+    let o = Origin::new("crash").expect("label");
     assert_eq!(
-        std::fs::read_dir(cache.store().layout().tmp())
-            .expect("tmp")
-            .count(),
+        std::fs::read_dir(cache.store().layout().tmp(&o)).map_or(0, Iterator::count),
         0,
         "tmp swept at open"
     );
@@ -74,7 +73,6 @@ fn check_consistent(root: &std::path::Path) {
         report.missing
     );
     // Every stored entry's recorded files read back verified or are clean misses.
-    let o = Origin::new("crash").expect("label");
     for s in cache.entries(Some(&o)).expect("entries") {
         let uri = skillcache::SkillUri::parse(&s.skill_uri).expect("uri");
         let e = cache
@@ -195,9 +193,7 @@ fn c3_a_full_disk_fails_cleanly_and_leaves_no_partial_state() {
         "no partial blob"
     );
     assert_eq!(
-        std::fs::read_dir(cache.store().layout().tmp())
-            .expect("tmp")
-            .count(),
+        std::fs::read_dir(cache.store().layout().tmp(&o)).map_or(0, Iterator::count),
         0,
         "no temporary left"
     );

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-use super::loading::Inner;
+use super::loading::{Admit, Inner};
 use crate::digest::{Digest, VerifiedBytes};
 use crate::entry::{ManifestFile, SkillEntry, select_content};
 use crate::error::{Error, Limit, Mismatch};
@@ -221,13 +221,13 @@ impl LoadedSkill {
                 }
                 super::CachedRead::Miss => {
                     self.inner
-                        .fetch_listed(&self.origin, self.source.as_ref(), file)
+                        .fetch_listed(&self.origin, self.source.as_ref(), file, Admit::Bytes)
                         .await?
                 }
                 super::CachedRead::Failed(_) => {
                     let mut f = self
                         .inner
-                        .fetch_listed(&self.origin, self.source.as_ref(), file)
+                        .fetch_listed(&self.origin, self.source.as_ref(), file, Admit::Bytes)
                         .await?;
                     f.retried = true;
                     f
@@ -237,7 +237,22 @@ impl LoadedSkill {
         Ok(out)
     }
 
-    pub(super) async fn read_file(&self, uri: &FileUri) -> Result<SkillFile, Error> {
+    /// The skill's own `SKILL.md`, admitted only with the frontmatter the entry declares (R-H10).
+    pub(super) async fn read_skill_md(&self) -> Result<SkillFile, Error> {
+        let entry = self.entry.clone();
+        self.read_file_admitting(entry.uri().file(), Admit::SkillMd(&entry))
+            .await
+    }
+
+    async fn read_file(&self, uri: &FileUri) -> Result<SkillFile, Error> {
+        self.read_file_admitting(uri, Admit::Bytes).await
+    }
+
+    async fn read_file_admitting(
+        &self,
+        uri: &FileUri,
+        admit: Admit<'_>,
+    ) -> Result<SkillFile, Error> {
         match self.entry.manifest() {
             Some(m) => {
                 let Some(file) = m.file(uri) else {
@@ -248,7 +263,7 @@ impl LoadedSkill {
                     });
                 };
                 self.inner
-                    .fetch_listed(&self.origin, self.source.as_ref(), file)
+                    .fetch_listed(&self.origin, self.source.as_ref(), file, admit)
                     .await
             }
             None => self.read_dynamic(uri).await,

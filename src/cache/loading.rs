@@ -350,19 +350,31 @@ impl SkillCache {
             source,
             entry.clone(),
         );
-        let skill_md = loaded.read_file(entry.uri().file()).await?;
-        check_frontmatter(origin, entry, &skill_md)?;
+        let skill_md = loaded.read_skill_md().await?;
+        // Bytes from the server were checked before they were stored (R-H10); a cache hit is
+        // checked here, on every load.
+        check_frontmatter(origin, entry, skill_md.bytes())?;
         Ok(loaded.with_skill_md(skill_md))
     }
 }
 
-fn check_frontmatter(origin: &Origin, entry: &SkillEntry, file: &SkillFile) -> Result<(), Error> {
+/// What a fetched file must pass besides its size and digest before it is stored.
+#[derive(Clone, Copy)]
+pub(super) enum Admit<'e> {
+    /// Nothing more: a supporting file (a nested `SKILL.md` among them) is ordinary content.
+    Bytes,
+    /// The skill's own `SKILL.md`: its frontmatter must equal the entry's (R-V6) *before* the
+    /// bytes are stored, so a `SKILL.md` that fails is never kept (R-H10).
+    SkillMd(&'e SkillEntry),
+}
+
+fn check_frontmatter(origin: &Origin, entry: &SkillEntry, bytes: &[u8]) -> Result<(), Error> {
     let fail = |mismatch| Error::Verification {
         origin: origin.as_str().to_owned(),
         uri: entry.uri().as_str().to_owned(),
         mismatch,
     };
-    match frontmatter::parse_problem(file.bytes()) {
+    match frontmatter::parse_problem(bytes) {
         Err(problem) => Err(fail(Mismatch::FrontmatterUnreadable { problem })),
         Ok(fm) => {
             let diffs = frontmatter::compare(entry.frontmatter(), &fm);
@@ -404,11 +416,12 @@ impl Inner {
         origin: &Origin,
         source: &dyn SkillSource,
         file: &ManifestFile,
+        admit: Admit<'_>,
     ) -> Result<SkillFile, Error> {
         let gate = self.gate(origin, file.digest());
         let result = {
             let _turn = gate.lock().await;
-            self.fetch_listed_locked(origin, source, file).await
+            self.fetch_listed_locked(origin, source, file, admit).await
         };
         self.release(origin, file.digest(), &gate);
         result
@@ -419,6 +432,7 @@ impl Inner {
         origin: &Origin,
         source: &dyn SkillSource,
         file: &ManifestFile,
+        admit: Admit<'_>,
     ) -> Result<SkillFile, Error> {
         let (o, f) = (origin.clone(), file.clone());
         let retried = match blocking(&self.core, move |c| c.read_file(&o, &f)).await? {
@@ -439,6 +453,9 @@ impl Inner {
                     mismatch,
                 }
             })?;
+        if let Admit::SkillMd(entry) = admit {
+            check_frontmatter(origin, entry, verified.as_slice())?;
+        }
         let (o, f) = (origin.clone(), file.clone());
         let (verified, stored) = blocking(&self.core, move |c| {
             // A cache that cannot store (a full disk) must not fail a verified load: the bytes

@@ -1,6 +1,6 @@
 //! `verify` and `gc`: maintenance over the whole root.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -8,14 +8,15 @@ use super::{Cache, now_ms};
 use crate::digest::Digest;
 use crate::error::Error;
 use crate::origin::Origin;
-use crate::store::{BlobRead, Isolation, LockMode};
+use crate::store::{BlobCheck, LockMode};
 
 /// What `verify` found.
 #[derive(Debug, Default, Clone)]
 pub struct VerifyReport {
     /// Blobs re-hashed.
     pub checked: usize,
-    /// Blobs whose bytes do not match their name; quarantined and forgotten.
+    /// Blobs whose bytes do not match their name or their recorded size, and names that are not
+    /// blobs at all (a link, FIFO, socket, folder: R-H7); quarantined and forgotten.
     pub corrupt: Vec<(Origin, Digest)>,
     /// Records whose blob is gone; forgotten.
     pub missing: Vec<(Origin, Digest)>,
@@ -38,6 +39,8 @@ impl VerifyReport {
 pub struct GcReport {
     /// Blobs no entry references, removed.
     pub unreferenced: usize,
+    /// Names under `origins/` that were not blobs (a link, FIFO, socket, folder: R-H7), removed.
+    pub not_blobs: usize,
     /// Blobs removed to meet the byte budget (least recently used first).
     pub evicted: usize,
     /// Temporaries swept.
@@ -52,7 +55,10 @@ pub struct GcReport {
 
 impl Cache {
     /// Re-hashes every blob (of one origin, or all) and reconciles the store with the index.
-    /// Corrupt blobs are quarantined and forgotten. `progress(done, total)` is called after each.
+    /// Each blob is compared with its recorded size first and then hashed by streaming through a
+    /// fixed buffer, so a planted file of any size costs no memory (R-H8). Corrupt blobs — and
+    /// names that are not blobs at all (R-H7) — are quarantined and forgotten.
+    /// `progress(done, total)` is called after each.
     ///
     /// # Errors
     /// I/O and index errors.
@@ -61,44 +67,46 @@ impl Cache {
         only: Option<&Origin>,
         mut progress: impl FnMut(usize, usize),
     ) -> Result<VerifyReport, Error> {
-        let _lock = self.store.lock(LockMode::Shared)?;
+        let _lock = self.store.lock(LockMode::Shared, "verify")?;
         let (blobs, strays) = self.store.blobs(only)?;
-        let records: Vec<_> = self
+        let records: HashMap<(Origin, Digest), u64> = self
             .index
             .blobs()?
             .into_iter()
             .filter(|(o, _, _)| only.is_none_or(|x| x == o))
+            .map(|(o, d, r)| ((o, d), r.size))
             .collect();
         let on_disk: HashSet<(Origin, Digest)> =
             blobs.iter().map(|b| (b.origin.clone(), b.digest)).collect();
-        let recorded: HashSet<(Origin, Digest)> =
-            records.iter().map(|(o, d, _)| (o.clone(), *d)).collect();
         let mut report = VerifyReport {
             strays,
             ..VerifyReport::default()
         };
         let total = blobs.len();
         for (i, b) in blobs.iter().enumerate() {
-            // The name is the digest and the length on disk is what must hash to it.
+            let key = (b.origin.clone(), b.digest);
+            // The name is the digest; the recorded size, when there is a record, must match too.
             match self
                 .store
-                .read(&b.origin, &b.digest, b.len, Isolation::Rehash, None)?
+                .check(&b.origin, &b.digest, records.get(&key).copied())?
             {
-                BlobRead::Verified(_) | BlobRead::Missing => {}
-                BlobRead::Failed(_) => {
+                BlobCheck::Intact | BlobCheck::Missing => {}
+                BlobCheck::Failed(_) => {
+                    self.commit_point("index: forget blob")?;
                     self.index.remove_blob(&b.origin, &b.digest)?;
                     self.store.quarantine(&b.origin, &b.digest)?;
-                    report.corrupt.push((b.origin.clone(), b.digest));
+                    report.corrupt.push(key.clone());
                 }
             }
-            if !recorded.contains(&(b.origin.clone(), b.digest)) {
-                report.orphaned.push((b.origin.clone(), b.digest));
+            if !records.contains_key(&key) {
+                report.orphaned.push(key);
             }
             report.checked += 1;
             progress(i + 1, total);
         }
-        for (o, d, _) in records {
+        for (o, d) in records.into_keys() {
             if !on_disk.contains(&(o.clone(), d)) {
+                self.commit_point("index: forget blob")?;
                 self.index.remove_blob(&o, &d)?;
                 report.missing.push((o, d));
             }
@@ -107,22 +115,23 @@ impl Cache {
         Ok(report)
     }
 
-    /// Removes stale temporaries, blobs with no record, and blobs no entry references; then, if
-    /// `max_bytes` is given, least-recently-used blobs until the total fits — but never a blob a
-    /// fresh entry references (stale entries referencing an evicted blob are dropped with it:
-    /// they would be refreshed before their next load anyway). Runs under the exclusive lock, so
-    /// no publisher is between its blob write and its index rows.
+    /// Removes stale temporaries, names that are not blobs, blobs with no record, and blobs no
+    /// entry references; then, if `max_bytes` is given, least-recently-used blobs until the total
+    /// fits — but never a blob a fresh entry references (stale entries referencing an evicted
+    /// blob are dropped with it: they would be refreshed before their next load anyway). Runs
+    /// under the exclusive lock, so no publisher is between its blob write and its index rows.
+    /// Works on a full disk (R-H5): where the index cannot take a delete, the blob goes first.
     ///
     /// # Errors
     /// I/O and index errors.
     pub fn gc(&self, max_bytes: Option<u64>) -> Result<GcReport, Error> {
-        let _lock = self.store.lock(LockMode::Exclusive)?;
+        let _lock = self.store.lock(LockMode::Exclusive, "gc")?;
         let mut report = GcReport {
             temporaries: self.store.sweep_tmp(Duration::ZERO)?,
             ..GcReport::default()
         };
         let (blobs, _) = self.store.blobs(None)?;
-        report.bytes_before = blobs.iter().map(|b| b.len).sum();
+        report.bytes_before = blobs.iter().filter(|b| b.regular).map(|b| b.len).sum();
         let recorded: HashSet<(Origin, Digest)> = self
             .index
             .blobs()?
@@ -132,10 +141,11 @@ impl Cache {
         let mut total = report.bytes_before;
         for b in &blobs {
             let key = (b.origin.clone(), b.digest);
-            if !recorded.contains(&key) || !self.index.is_referenced(&b.origin, &b.digest)? {
-                // Row before blob.
-                self.index.remove_blob(&b.origin, &b.digest)?;
-                self.store.remove(&b.origin, &b.digest)?;
+            if !b.regular {
+                self.release(&b.origin, &b.digest)?;
+                report.not_blobs += 1;
+            } else if !recorded.contains(&key) || !self.index.is_referenced(&b.origin, &b.digest)? {
+                self.release(&b.origin, &b.digest)?;
                 report.unreferenced += 1;
                 total -= b.len;
             }
@@ -146,6 +156,7 @@ impl Cache {
                 if total <= max {
                     break;
                 }
+                self.commit_point("index: release blob")?;
                 if self.index.release_blob(&origin, &digest, now)? {
                     self.store.remove(&origin, &digest)?;
                     report.evicted += 1;
@@ -157,5 +168,20 @@ impl Cache {
         report.bytes_after = total;
         self.forget_all();
         Ok(report)
+    }
+
+    /// Forgets a blob's record and removes it: row first (R-C3); if the index cannot take the
+    /// delete (a full disk), the blob first, which frees the room the delete needs.
+    fn release(&self, origin: &Origin, digest: &Digest) -> Result<(), Error> {
+        let row = self
+            .commit_point("index: forget blob")
+            .and_then(|()| self.index.remove_blob(origin, digest));
+        self.store.remove(origin, digest)?;
+        if let Err(first) = row {
+            tracing::warn!(origin = %origin, digest = %digest, error = %first, "gc: the index refused the delete; removed the blob first");
+            self.commit_point("index: forget blob")?;
+            self.index.remove_blob(origin, digest)?;
+        }
+        Ok(())
     }
 }

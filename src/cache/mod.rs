@@ -22,6 +22,7 @@ pub use root::{
 };
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::digest::VerifiedBytes;
@@ -29,7 +30,9 @@ use crate::entry::{CacheHints, ManifestFile, SkillEntry};
 use crate::error::{Error, Mismatch};
 use crate::index::{Approval, BlobRecord, EntrySummary, Index, PutOutcome, StoredEntry};
 use crate::origin::Origin;
-use crate::store::{BlobRead, BlobStore, Evidence, Isolation, LockMode};
+use crate::store::{
+    BlobRead, BlobStore, DEFAULT_LOCK_TIMEOUT, Disk, Evidence, Isolation, LockMode, RealDisk,
+};
 use crate::uri::SkillUri;
 
 /// How often a hit writes its access time back (least-recently-used gc needs no finer grain,
@@ -59,11 +62,25 @@ type KnownBlobs = std::sync::Mutex<
 /// let cache = Cache::builder().root(dir.path().join("cache")).isolation(Isolation::Guaranteed).open().unwrap();
 /// assert!(cache.root().ends_with("cache"));
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct CacheBuilder {
     root: Option<PathBuf>,
     isolation: Isolation,
     discovery_paths: Vec<PathBuf>,
+    lock_timeout: Duration,
+    disk: Arc<dyn Disk>,
+}
+
+impl Default for CacheBuilder {
+    fn default() -> CacheBuilder {
+        CacheBuilder {
+            root: None,
+            isolation: Isolation::default(),
+            discovery_paths: Vec::new(),
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            disk: Arc::new(RealDisk),
+        }
+    }
 }
 
 impl CacheBuilder {
@@ -90,20 +107,48 @@ impl CacheBuilder {
         self
     }
 
-    /// Opens the cache: checks and creates the root (0700), opens the store and the index, and
-    /// sweeps stale temporaries when no other process is using the root.
+    /// How long an operation waits for the cache's lock (another process's gc or purge, or for
+    /// gc, the other processes' publishes) before it fails with [`Error::LockTimeout`] (R-H11).
+    /// Default: [`DEFAULT_LOCK_TIMEOUT`] (30 s).
+    #[must_use]
+    pub fn lock_timeout(mut self, timeout: Duration) -> CacheBuilder {
+        self.lock_timeout = timeout;
+        self
+    }
+
+    /// Every filesystem change the store makes goes through `disk` (the fault-injection seam).
+    #[cfg(any(test, feature = "fault-injection"))]
+    #[doc(hidden)]
+    #[must_use]
+    pub fn disk(mut self, disk: Arc<dyn Disk>) -> CacheBuilder {
+        self.disk = disk;
+        self
+    }
+
+    /// Opens the cache: checks the root (R-C1), creates it 0700 or adopts it only if it is ours
+    /// (R-H2), opens the store and the index without writing anything that a warm read does not
+    /// need (R-H5), and sweeps stale temporaries when no other process is using the root.
     ///
     /// # Errors
-    /// [`Error::RootRefused`] for a root inside or around a discovery path; I/O and index errors.
+    /// [`Error::RootRefused`] for a root inside or around a discovery path, or one that is not
+    /// ours to fill; I/O and index errors.
     pub fn open(self) -> Result<Cache, Error> {
         let mut discovery = default_discovery_paths();
         discovery.extend(self.discovery_paths);
-        let root = root::prepare(&self.root.unwrap_or_else(default_root), &discovery)?;
-        let store = BlobStore::open(&root)?;
+        let dir = root::prepare(
+            &self.root.unwrap_or_else(default_root),
+            &discovery,
+            self.disk.as_ref(),
+        )?;
+        let root = dir.path().to_owned();
+        let store = BlobStore::open(dir, self.disk, self.lock_timeout)?;
         let index = Index::open(&store.layout().index_db())?;
-        if let Some(_guard) = store.try_lock_exclusive()? {
-            // Nobody else holds the root: every temporary is a crashed publisher's leftover.
-            store.sweep_tmp(Duration::ZERO)?;
+        if let Ok(Some(_guard)) = store.try_lock_exclusive() {
+            // Nobody else holds the root: every temporary is a crashed publisher's leftover. On a
+            // read-only or full disk this may fail; nothing depends on it (R-H5).
+            if let Err(e) = store.sweep_tmp(Duration::ZERO) {
+                tracing::debug!(error = %e, "could not sweep temporaries");
+            }
         }
         Ok(Cache {
             root,
@@ -265,10 +310,11 @@ impl Cache {
         bytes: &[u8],
     ) -> Result<(), Error> {
         // Shared lock from the blob write until the row is committed: gc cannot slip between.
-        let _lock = self.store.lock(LockMode::Shared)?;
+        let _lock = self.store.lock(LockMode::Shared, "publish")?;
         let ev = self
             .store
             .publish(origin, &file.digest(), file.size(), bytes)?;
+        self.commit_point("index: record blob")?;
         let record = BlobRecord {
             size: file.size(),
             ino: ev.ino,
@@ -391,14 +437,28 @@ impl Cache {
             }
             BlobRead::Missing => {
                 self.forget(origin, Some(&digest));
-                self.index.remove_blob(origin, &digest)?;
+                // Forgetting the record is housekeeping: a read must not need a write (R-H5).
+                if let Err(e) = self
+                    .commit_point("index: forget blob")
+                    .and_then(|()| self.index.remove_blob(origin, &digest))
+                {
+                    tracing::debug!(origin = %origin, digest = %digest, error = %e, "could not forget a missing blob's record");
+                }
                 Ok(CachedRead::Miss)
             }
             BlobRead::Failed(mismatch) => {
+                tracing::warn!(origin = %origin, uri = %file.uri(), mismatch = %mismatch, "a cached copy failed verification");
                 // Row first, then the blob (R-C3); the bytes are kept aside, never served (R-V8).
+                // On a read-only or full disk neither may be possible: the copy is still not
+                // served, and the caller still fetches once from the server (R-V9, R-H5).
                 self.forget(origin, Some(&digest));
-                self.index.remove_blob(origin, &digest)?;
-                self.store.quarantine(origin, &digest)?;
+                let moved = self
+                    .commit_point("index: forget blob")
+                    .and_then(|()| self.index.remove_blob(origin, &digest))
+                    .and_then(|()| self.store.quarantine(origin, &digest));
+                if let Err(e) = moved {
+                    tracing::warn!(origin = %origin, digest = %digest, error = %e, "could not quarantine a failed blob");
+                }
                 Ok(CachedRead::Failed(mismatch))
             }
         }
@@ -443,9 +503,31 @@ impl Cache {
     /// # Errors
     /// I/O and index errors.
     pub fn purge(&self, origin: &Origin) -> Result<(), Error> {
-        let _lock = self.store.lock(LockMode::Exclusive)?;
+        let _lock = self.store.lock(LockMode::Exclusive, "purge")?;
         self.forget(origin, None);
-        self.index.purge(origin)?;
+        let rows = self
+            .commit_point("index: purge")
+            .and_then(|()| self.index.purge(origin));
+        if let Err(first) = rows {
+            // A full disk cannot take even a delete in the index's log (R-H5). Free the blobs
+            // first, then try the rows again: a row whose blob is gone only reads as a miss.
+            tracing::warn!(origin = %origin, error = %first, "purge: the index refused the delete; removing the blobs first");
+            self.store.remove_origin(origin)?;
+            self.commit_point("index: purge")?;
+            return self.index.purge(origin);
+        }
         self.store.remove_origin(origin)
+    }
+
+    /// Announces an index commit to the write seam: a crash point like any filesystem write.
+    pub(crate) fn commit_point(&self, what: &'static str) -> Result<(), Error> {
+        self.store
+            .disk()
+            .commit_point(what)
+            .map_err(|source| Error::Io {
+                op: what,
+                path: self.store.layout().index_db(),
+                source,
+            })
     }
 }

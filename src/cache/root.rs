@@ -2,11 +2,15 @@
 //! filesystem-skill discovery path (R-C1).
 
 use std::fs;
-use std::io;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::io::{self, Read as _};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Component, Path, PathBuf};
 
+use rustix::fs::{Mode, OFlags};
+
 use crate::error::Error;
+use crate::store::handle::Dir;
+use crate::store::{CACHEDIR_SIGNATURE, CACHEDIR_TAG, Disk};
 
 /// Agent skill folders under the home directory that hosts scan for filesystem skills.
 pub const HOME_DISCOVERY_PATHS: &[&str] = &[
@@ -95,9 +99,14 @@ fn normalise(path: &Path) -> PathBuf {
     out
 }
 
-/// Refuses a root inside, or containing, any discovery path (after resolving symlinks), then
-/// creates it owner-only (0700). Returns the resolved root.
-pub(crate) fn prepare(root: &Path, discovery: &[PathBuf]) -> Result<PathBuf, Error> {
+/// Refuses a root inside, or containing, any discovery path (after resolving symlinks) (R-C1);
+/// creates a missing root owner-only (0700); adopts an existing folder only when it is ours
+/// (R-H2); and returns it opened, so that every later step works from that one descriptor.
+///
+/// An existing folder is adopted when it is owned by this user, writable by nobody else, and
+/// either empty, or marked by our `CACHEDIR.TAG`, or laid out as a root of the first layout
+/// (nothing but the names skillcache makes). A folder we did not create is never chmodded.
+pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Result<Dir, Error> {
     let resolved = resolve(root);
     for d in discovery {
         let dr = resolve(d);
@@ -114,40 +123,150 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf]) -> Result<PathBuf, Err
             path: d.clone(),
         });
     }
-    match fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&resolved)
-    {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(source) => {
-            return Err(Error::Io {
-                op: "create",
-                path: resolved,
-                source,
-            });
-        }
-    }
-    let meta = fs::symlink_metadata(&resolved).map_err(|source| Error::Io {
-        op: "stat",
+    let refuse = |why| Error::RootRefused {
+        root: root.to_owned(),
+        why,
+        path: resolved.clone(),
+    };
+    let io = |op, source| Error::Io {
+        op,
         path: resolved.clone(),
         source,
-    })?;
-    if !meta.is_dir() {
-        return Err(Error::RootRefused {
-            root: root.to_owned(),
-            why: "it is not a folder:",
-            path: resolved,
-        });
-    }
-    // Owner-only, even if it existed with wider modes.
-    fs::set_permissions(&resolved, fs::Permissions::from_mode(0o700)).map_err(|source| {
-        Error::Io {
-            op: "chmod",
-            path: resolved.clone(),
-            source,
+    };
+    let created = match fs::symlink_metadata(&resolved) {
+        Ok(_) => false,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            match fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&resolved)
+            {
+                Ok(()) => true,
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
+                Err(source) => return Err(io("create", source)),
+            }
         }
-    })?;
-    Ok(resolved)
+        Err(source) => return Err(io("stat", source)),
+    };
+    let dir = match Dir::open_root(&resolved) {
+        Ok(d) => d,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
+            return Err(refuse("it is not a folder:"));
+        }
+        Err(source) => return Err(io("open", source)),
+    };
+    // Every check is on the descriptor we keep, not on a path someone could swap meanwhile.
+    let st = rustix::fs::fstat(dir.fd()).map_err(|e| io("stat", e.into()))?;
+    if st.st_uid != rustix::process::geteuid().as_raw() {
+        return Err(refuse("it is owned by another user:"));
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(refuse(
+            "it is writable by group or others (skillcache never chmods a folder it did not create):",
+        ));
+    }
+    if created {
+        write_tag(disk, &dir).map_err(|e| io("mark", e))?;
+        return Ok(dir);
+    }
+    match adoption(&dir).map_err(|e| io("read", e))? {
+        Adoption::Ours => {}
+        Adoption::Empty | Adoption::FirstLayout => {
+            // A read-only mount cannot take the marker; a first-layout root there is still ours.
+            if let Err(e) = write_tag(disk, &dir)
+                && !matches!(e.raw_os_error(), Some(libc::EROFS))
+            {
+                return Err(io("mark", e));
+            }
+        }
+        Adoption::Foreign => {
+            return Err(refuse(
+                "it is not empty and not a skillcache root (no CACHEDIR.TAG from skillcache):",
+            ));
+        }
+    }
+    Ok(dir)
+}
+
+/// What an existing folder is to us.
+enum Adoption {
+    /// It carries our marker.
+    Ours,
+    /// Nothing in it.
+    Empty,
+    /// A root of the first layout (before the marker): only names skillcache makes.
+    FirstLayout,
+    /// Something else: never ours to fill.
+    Foreign,
+}
+
+/// The names a skillcache root of any layout may hold.
+fn is_ours(name: &str) -> bool {
+    matches!(
+        name,
+        "index.sqlite3"
+            | "index.sqlite3-wal"
+            | "index.sqlite3-shm"
+            | "lock"
+            | "origins"
+            | "tmp"
+            | "quarantine"
+    ) || name.starts_with("index.sqlite3.damaged-")
+        || name.starts_with(TAG_STAGING)
+}
+
+const TAG_STAGING: &str = ".CACHEDIR.TAG.";
+
+fn adoption(dir: &Dir) -> io::Result<Adoption> {
+    let mut tag = [0u8; CACHEDIR_SIGNATURE.len()];
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    if let Ok(fd) = rustix::fs::openat(dir.fd(), CACHEDIR_TAG, flags, Mode::empty()) {
+        let mut f = fs::File::from(fd);
+        if f.read_exact(&mut tag).is_ok() && tag == CACHEDIR_SIGNATURE.as_bytes() {
+            return Ok(Adoption::Ours);
+        }
+    }
+    let names = list(dir)?;
+    Ok(if names.is_empty() {
+        Adoption::Empty
+    } else if names.iter().all(|n| is_ours(n)) {
+        Adoption::FirstLayout
+    } else {
+        Adoption::Foreign
+    })
+}
+
+fn list(dir: &Dir) -> io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in rustix::fs::Dir::read_from(dir.fd())? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != "." && name != ".." {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+/// Writes our `CACHEDIR.TAG` (it also tells backup tools to skip the cache). It appears whole or
+/// not at all: written under a staging name, synced, then linked (never replacing another).
+fn write_tag(disk: &dyn Disk, dir: &Dir) -> io::Result<()> {
+    let staging = format!("{TAG_STAGING}{}", std::process::id());
+    let text = format!(
+        "{CACHEDIR_SIGNATURE}\n# This file is a cache directory tag created by skillcache.\n# For information about cache directory tags, see https://bford.info/cachedir/\n"
+    );
+    let _ = disk.unlink(dir.fd(), &staging, false);
+    let mut f = disk.create(dir.fd(), &staging, 0o644)?;
+    let done = disk
+        .write(&mut f, text.as_bytes())
+        .and_then(|()| disk.sync(std::os::fd::AsFd::as_fd(&f)))
+        .and_then(
+            |()| match disk.link(dir.fd(), &staging, dir.fd(), CACHEDIR_TAG) {
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+                other => other,
+            },
+        )
+        .and_then(|()| disk.sync(dir.fd()));
+    let _ = disk.unlink(dir.fd(), &staging, false);
+    done
 }

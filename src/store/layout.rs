@@ -1,18 +1,60 @@
 //! Where everything lives under a cache root. Pure path arithmetic: no I/O.
 //!
 //! ```text
-//! <root>/                      0700
+//! <root>/                      0700 when we create it; never chmodded otherwise (R-H2)
+//!   CACHEDIR.TAG               the marker that makes a folder ours (and tells backups to skip it)
 //!   index.sqlite3              the index (owned by index/)
 //!   lock                       advisory lock: shared for use, exclusive for gc
-//!   origins/<origin>/sha256/<2 hex>/<62 hex>   blobs 0444, directories 0555
-//!   tmp/                       staging for publishes
-//!   quarantine/                bytes that failed verification
+//!   origins/<origin>/          0555, one per origin (R-O2); everything of an origin is below it
+//!     sha256/<2 hex>/<62 hex>  blobs 0444, folders 0555
+//!     tmp/                     0700, staging for publishes
+//!     quarantine/              0700, bytes that failed verification (R-H9: purge removes them)
 //! ```
+//!
+//! The store itself opens these folders from the root's descriptor, one component at a time
+//! (`store::handle`); the absolute paths here are for messages, tools and tests.
 
 use std::path::{Path, PathBuf};
 
 use crate::digest::Digest;
 use crate::origin::Origin;
+
+/// The folder of all origins' stores, under the root.
+pub(crate) const ORIGINS: &str = "origins";
+/// The digest algorithm's folder in an origin's store.
+pub(crate) const SHA256: &str = "sha256";
+/// An origin's staging folder.
+pub(crate) const TMP: &str = "tmp";
+/// An origin's quarantine folder.
+pub(crate) const QUARANTINE: &str = "quarantine";
+/// The marker file of a cache root (<https://bford.info/cachedir/>).
+pub(crate) const CACHEDIR_TAG: &str = "CACHEDIR.TAG";
+/// The first bytes a `CACHEDIR.TAG` must have.
+pub(crate) const CACHEDIR_SIGNATURE: &str = "Signature: 8a477f597d28d172789f06886806bc55";
+
+/// A blob's path relative to the root: `origins/<origin>/sha256/<2 hex>/<62 hex>`. One
+/// allocation; the hot path opens it with one `openat2` from the root's descriptor.
+#[must_use]
+pub(crate) fn blob_rel(origin: &Origin, digest: &Digest) -> String {
+    let mut buf = [0u8; 64];
+    let hex = digest.write_hex(&mut buf);
+    let comp = origin.path_component();
+    let mut s = String::with_capacity(ORIGINS.len() + comp.len() + SHA256.len() + 68);
+    for part in [
+        ORIGINS,
+        "/",
+        comp,
+        "/",
+        SHA256,
+        "/",
+        &hex[..2],
+        "/",
+        &hex[2..],
+    ] {
+        s.push_str(part);
+    }
+    s
+}
 
 /// Paths under one cache root.
 #[derive(Debug, Clone)]
@@ -46,7 +88,7 @@ impl Layout {
     /// The folder of all origins' stores.
     #[must_use]
     pub fn origins(&self) -> PathBuf {
-        self.root.join("origins")
+        self.root.join(ORIGINS)
     }
     /// One origin's store: the origin is recoverable from this path alone (R-O2).
     #[must_use]
@@ -57,7 +99,7 @@ impl Layout {
     #[must_use]
     pub fn blob_dir(&self, origin: &Origin, digest: &Digest) -> PathBuf {
         self.origin_dir(origin)
-            .join("sha256")
+            .join(SHA256)
             .join(&digest.hex()[..2])
     }
     /// A blob's path.
@@ -65,19 +107,19 @@ impl Layout {
     pub fn blob_path(&self, origin: &Origin, digest: &Digest) -> PathBuf {
         let hex = digest.hex();
         self.origin_dir(origin)
-            .join("sha256")
+            .join(SHA256)
             .join(&hex[..2])
             .join(&hex[2..])
     }
-    /// Staging for publishes.
+    /// One origin's staging for publishes.
     #[must_use]
-    pub fn tmp(&self) -> PathBuf {
-        self.root.join("tmp")
+    pub fn tmp(&self, origin: &Origin) -> PathBuf {
+        self.origin_dir(origin).join(TMP)
     }
-    /// Bytes that failed verification.
+    /// One origin's bytes that failed verification.
     #[must_use]
-    pub fn quarantine(&self) -> PathBuf {
-        self.root.join("quarantine")
+    pub fn quarantine(&self, origin: &Origin) -> PathBuf {
+        self.origin_dir(origin).join(QUARANTINE)
     }
 
     /// The (origin, digest) a blob path names, if it is one of this layout's blob paths.

@@ -1,57 +1,155 @@
-//! The advisory lock file: shared while publishing or reading, exclusive for gc.
+//! The advisory lock file: shared while publishing or reading, exclusive for gc and purge.
 //!
 //! A publisher holds the shared lock from its blob write until its index rows are committed, so
 //! `gc`, holding the exclusive lock, can never delete a blob that is about to be referenced. The
-//! locks are std's `File::lock` / `lock_shared` (flock), which replace the unmaintained `fs2`.
+//! locks are std's `File::lock_shared` / `try_lock` (flock), which replace the unmaintained `fs2`.
+//!
+//! Waiting is bounded and said (R-H11): a caller that has to wait is told who holds the lock when
+//! it is known (the exclusive holder writes its pid and operation into the file), and gives up
+//! with [`Error::LockTimeout`] after the store's lock timeout instead of blocking forever.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::File;
+use std::io::{Read as _, Seek as _, Write as _};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{Mode, OFlags};
 
 use super::BlobStore;
-use super::dirs::io_err;
 use crate::error::Error;
+
+/// The lock file's name under the root.
+const LOCK: &str = "lock";
 
 /// Which lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockMode {
     /// Many holders at once: normal use.
     Shared,
-    /// One holder, no shared holders: gc and sweeping.
+    /// One holder, no shared holders: gc, purge and sweeping.
     Exclusive,
 }
 
-/// A held lock; dropping it releases the lock.
+/// A held lock; dropping it releases the lock. On a read-only root there is no lock file to
+/// take and no writer to exclude, and the guard holds nothing.
 #[derive(Debug)]
 pub struct LockGuard {
-    _file: File,
+    file: Option<File>,
+    exclusive: bool,
 }
 
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        // The holder's note is for those who wait on *this* holder; clear it before the lock is
+        // released (closing the file releases it).
+        if self.exclusive
+            && let Some(f) = &self.file
+        {
+            let _ = f.set_len(0);
+        }
+    }
+}
+
+/// How long to wait before saying that we wait.
+const SAY_AFTER: Duration = Duration::from_secs(1);
+
 impl BlobStore {
-    fn lock_file(&self) -> Result<File, Error> {
-        let path = self.layout.lock_file();
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)
-            .map_err(io_err("open", &path))
+    /// The lock file, opened without following a link; `None` on a read-only root without one.
+    fn lock_file(&self) -> Result<Option<File>, Error> {
+        let path = self.layout.root().join(LOCK);
+        let rw = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let err = |e: rustix::io::Errno| Error::Io {
+            op: "open",
+            path: path.clone(),
+            source: e.into(),
+        };
+        for _ in 0..3 {
+            match rustix::fs::openat(self.root.fd(), LOCK, rw, Mode::from_raw_mode(0o600)) {
+                Ok(fd) => return Ok(Some(File::from(fd))),
+                // A link (or, with O_CREAT, a folder) planted under the lock's name: remove it
+                // and make the file (R-H1).
+                Err(rustix::io::Errno::LOOP | rustix::io::Errno::ISDIR) => {
+                    tracing::warn!(path = %path.display(), "the lock file was not a file: replaced");
+                    let _ = super::handle::remove_tree(self.disk.as_ref(), &self.root, LOCK);
+                }
+                // A read-only root (a pre-populated image on a read-only mount, R-H5).
+                Err(rustix::io::Errno::ROFS | rustix::io::Errno::ACCESS) => {
+                    let ro = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                    return match rustix::fs::openat(self.root.fd(), LOCK, ro, Mode::empty()) {
+                        Ok(fd) => Ok(Some(File::from(fd))),
+                        Err(rustix::io::Errno::NOENT) => Ok(None),
+                        Err(e) => Err(err(e)),
+                    };
+                }
+                Err(e) => return Err(err(e)),
+            }
+        }
+        Err(err(rustix::io::Errno::LOOP))
     }
 
-    /// Waits for and takes the lock.
+    /// Takes the lock, waiting at most the store's lock timeout. `what` names the operation, so
+    /// that others waiting for an exclusive holder can be told who holds it.
     ///
     /// # Errors
-    /// [`Error::Io`] if the lock file cannot be opened or locked.
-    pub fn lock(&self, mode: LockMode) -> Result<LockGuard, Error> {
-        let file = self.lock_file()?;
-        let path = self.layout.lock_file();
-        match mode {
-            LockMode::Shared => file.lock_shared(),
-            LockMode::Exclusive => file.lock(),
+    /// [`Error::LockTimeout`] when the lock is still held after the timeout; [`Error::Io`] if the
+    /// lock file cannot be opened or locked.
+    pub fn lock(&self, mode: LockMode, what: &'static str) -> Result<LockGuard, Error> {
+        let Some(mut file) = self.lock_file()? else {
+            return Ok(LockGuard {
+                file: None,
+                exclusive: false,
+            });
+        };
+        let path = self.layout.root().join(LOCK);
+        let start = Instant::now();
+        let mut said = false;
+        let mut pause = Duration::from_millis(2);
+        loop {
+            let attempt = match mode {
+                LockMode::Shared => file.try_lock_shared(),
+                LockMode::Exclusive => file.try_lock(),
+            };
+            match attempt {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(source)) => {
+                    return Err(Error::Io {
+                        op: "lock",
+                        path,
+                        source,
+                    });
+                }
+            }
+            let waited = start.elapsed();
+            if waited >= self.lock_timeout {
+                return Err(Error::LockTimeout {
+                    path,
+                    waited,
+                    holder: holder(&mut file),
+                });
+            }
+            if !said && waited >= SAY_AFTER {
+                said = true;
+                tracing::warn!(
+                    lock = %path.display(),
+                    holder = holder(&mut file).as_deref().unwrap_or("other skillcache processes using this root"),
+                    timeout_secs = self.lock_timeout.as_secs(),
+                    "waiting for the cache lock"
+                );
+            }
+            std::thread::sleep(pause.min(self.lock_timeout.saturating_sub(waited)));
+            pause = (pause * 2).min(Duration::from_millis(100));
         }
-        .map_err(io_err("lock", &path))?;
-        Ok(LockGuard { _file: file })
+        if mode == LockMode::Exclusive {
+            // Best effort: only a message for whoever waits next.
+            let _ = file.set_len(0).and_then(|()| {
+                file.rewind()?;
+                write!(file, "pid {} ({what})", std::process::id())
+            });
+        }
+        Ok(LockGuard {
+            file: Some(file),
+            exclusive: mode == LockMode::Exclusive,
+        })
     }
 
     /// Takes the exclusive lock if nobody holds any lock now.
@@ -59,7 +157,21 @@ impl BlobStore {
     /// # Errors
     /// [`Error::Io`] if the lock file cannot be opened.
     pub fn try_lock_exclusive(&self) -> Result<Option<LockGuard>, Error> {
-        let file = self.lock_file()?;
-        Ok(file.try_lock().is_ok().then_some(LockGuard { _file: file }))
+        let Some(file) = self.lock_file()? else {
+            return Ok(None);
+        };
+        Ok(file.try_lock().is_ok().then_some(LockGuard {
+            file: Some(file),
+            exclusive: true,
+        }))
     }
+}
+
+/// What the exclusive holder wrote about itself, if anything (at most a short line).
+fn holder(file: &mut File) -> Option<String> {
+    let mut text = String::new();
+    file.rewind().ok()?;
+    file.take(200).read_to_string(&mut text).ok()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
 }

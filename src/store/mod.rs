@@ -1,14 +1,16 @@
 //! The blob store: verified bytes on disk, by origin and digest. Knows nothing of SQL.
 //!
 //! - `layout`: pure path arithmetic, including the reversible origin encoding (R-O2).
-//! - `dirs`: the read-only directory discipline (0555, writable only for the instant of an add).
-//! - `publish`: write to `tmp/` while hashing, fsync, link into place without clobbering (R-C3).
-//! - `read`: the verified read under each isolation policy (R-C2, R-V2).
-//! - `quarantine`: where bytes that failed verification go; bounded (R-V8).
-//! - `lock`: the advisory lock file that keeps `gc` from racing publishers.
-//! - `walk`: enumerating blobs for `verify` and `gc`, and removing them.
+//! - `disk`: the one narrow seam every write goes through (real, or fault-injecting in tests).
+//! - `handle`: folders opened from the root's descriptor without following links (R-H1).
+//! - `publish`: write a temporary while hashing, fsync, link into place without clobbering (R-C3).
+//! - `read`: the verified read under each isolation policy (R-C2, R-V2, R-H4, R-H7).
+//! - `quarantine`: where bytes that failed verification go, per origin; bounded (R-V8, R-H9).
+//! - `lock`: the advisory lock file that keeps `gc` from racing publishers; bounded waits (R-H11).
+//! - `walk`: enumerating, checking and removing blobs for `verify`, `gc` and `purge` (R-H8).
 
-mod dirs;
+mod disk;
+pub(crate) mod handle;
 mod layout;
 mod lock;
 mod publish;
@@ -16,48 +18,85 @@ mod quarantine;
 mod read;
 mod walk;
 
+pub use disk::{Disk, RealDisk};
+#[cfg(any(test, feature = "fault-injection"))]
+pub use disk::{Fault, FaultyDisk};
 pub use layout::Layout;
+pub(crate) use layout::{CACHEDIR_SIGNATURE, CACHEDIR_TAG};
 pub use lock::{LockGuard, LockMode};
 pub use read::{BlobRead, Evidence, Isolation};
-pub use walk::StoredBlob;
+pub use walk::{BlobCheck, StoredBlob};
 
-use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::error::Error;
+use handle::Dir;
+
+/// How long a caller waits for the cache's lock before it is an error (R-H11).
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The content-addressed blob store under one cache root.
 #[derive(Debug)]
 pub struct BlobStore {
     layout: Layout,
+    /// The root, opened once: every folder below it is reached from this descriptor (R-H1).
+    root: Dir,
+    /// Every write goes through here.
+    disk: Arc<dyn Disk>,
     /// The uid that owns the root: blobs owned by anyone else are not evidence of isolation.
     owner_uid: u32,
+    lock_timeout: Duration,
 }
 
 impl BlobStore {
-    /// Opens the store under an existing root, creating its folders (0700).
+    /// Opens the store under a root the caller has checked and opened (`root` is its handle).
+    /// Nothing is written: folders are made when the first blob is published (R-H5).
     ///
     /// # Errors
-    /// [`Error::Io`] if the folders cannot be created.
-    pub fn open(root: &Path) -> Result<BlobStore, Error> {
-        let layout = Layout::new(root);
-        for dir in [layout.origins(), layout.tmp(), layout.quarantine()] {
-            dirs::create_private(&dir)?;
-        }
-        let owner_uid = fs::metadata(root)
-            .map_err(|source| Error::Io {
+    /// [`Error::Io`] if the root cannot be examined.
+    pub(crate) fn open(
+        root: Dir,
+        disk: Arc<dyn Disk>,
+        lock_timeout: Duration,
+    ) -> Result<BlobStore, Error> {
+        let path = root.path().to_owned();
+        let owner_uid = rustix::fs::fstat(root.fd())
+            .map_err(|e| Error::Io {
                 op: "stat",
-                path: root.to_owned(),
-                source,
+                path: path.clone(),
+                source: e.into(),
             })?
-            .uid();
-        Ok(BlobStore { layout, owner_uid })
+            .st_uid;
+        Ok(BlobStore {
+            layout: Layout::new(&path),
+            root,
+            disk,
+            owner_uid,
+            lock_timeout,
+        })
     }
 
     /// The layout of this store.
     #[must_use]
     pub fn layout(&self) -> &Layout {
         &self.layout
+    }
+
+    /// The seam writes go through (the cache announces index commits on it too).
+    pub(crate) fn disk(&self) -> &dyn Disk {
+        self.disk.as_ref()
+    }
+}
+
+pub(crate) fn io_err<'p>(
+    op: &'static str,
+    path: &'p Path,
+) -> impl FnOnce(std::io::Error) -> Error + 'p {
+    move |source| Error::Io {
+        op,
+        path: path.to_owned(),
+        source,
     }
 }

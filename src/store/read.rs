@@ -1,11 +1,10 @@
 //! The verified read (R-C2, R-V2): cached bytes leave the store only through here.
 
-use std::fs::{File, Metadata, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 
-use super::BlobStore;
-use super::dirs::io_err;
+use super::layout::blob_rel;
+use super::{BlobStore, io_err};
 use crate::digest::{Digest, VerifiedBytes};
 use crate::error::{Error, Mismatch};
 use crate::origin::Origin;
@@ -19,7 +18,10 @@ pub enum Isolation {
     /// The host declares that only it can write the cache. The store skips hashing when the
     /// evidence it can see holds — a regular file opened without following a symlink, owned by
     /// the cache owner, no write bits, one link, the expected size, and the inode and ctime
-    /// recorded at publish — and re-hashes when any of it is off.
+    /// recorded at publish — and re-hashes when any of it is off. After the read it checks the
+    /// same handle again (R-H4): if the size, ctime or mtime moved while it read, it re-hashes.
+    /// What it still trusts: that nobody but this host's user writes the root (the evidence
+    /// cannot see a writer with our uid who restores ctime, which needs root or a clock change).
     Guaranteed,
 }
 
@@ -35,14 +37,43 @@ pub struct Evidence {
 }
 
 impl Evidence {
-    pub(super) fn of(meta: &Metadata) -> Evidence {
+    pub(super) fn of(meta: &rustix::fs::Stat) -> Evidence {
         Evidence {
-            ino: meta.ino(),
-            dev: meta.dev(),
-            ctime_ns: meta
-                .ctime()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(meta.ctime_nsec()),
+            ino: meta.st_ino,
+            dev: meta.st_dev,
+            ctime_ns: ns(meta.st_ctime, meta.st_ctime_nsec),
+        }
+    }
+
+    pub(super) fn of_fd(file: &File) -> io::Result<Evidence> {
+        Ok(Evidence::of(&rustix::fs::fstat(file)?))
+    }
+}
+
+fn ns(secs: i64, nsec: impl TryInto<i64>) -> i64 {
+    secs.saturating_mul(1_000_000_000)
+        .saturating_add(nsec.try_into().unwrap_or(0))
+}
+
+/// What may not move while a `Guaranteed` read trusts evidence instead of hashing (R-H4): the
+/// same inode, the same length, and no change or modification since the check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Snapshot {
+    ino: u64,
+    dev: u64,
+    size: i64,
+    ctime_ns: i64,
+    mtime_ns: i64,
+}
+
+impl Snapshot {
+    fn of(meta: &rustix::fs::Stat) -> Snapshot {
+        Snapshot {
+            ino: meta.st_ino,
+            dev: meta.st_dev,
+            size: meta.st_size,
+            ctime_ns: ns(meta.st_ctime, meta.st_ctime_nsec),
+            mtime_ns: ns(meta.st_mtime, meta.st_mtime_nsec),
         }
     }
 }
@@ -63,8 +94,14 @@ impl BlobStore {
     /// `isolation` (R-C2). The returned buffer is private: nothing that happens to the file after
     /// this call can change what the caller holds.
     ///
+    /// The file is opened from the root's descriptor with one `openat2` that follows no link
+    /// (R-H1) and does not block on a FIFO (R-H7). Anything under the name that is not a regular
+    /// file we can read — a link, a FIFO, a socket, a device, a folder, an unreadable file — is
+    /// [`BlobRead::Failed`], exactly like tampered bytes: the caller quarantines it and fetches
+    /// once (R-V9).
+    ///
     /// # Errors
-    /// [`Error::Io`] for I/O failures other than "not there".
+    /// [`Error::Io`] for I/O failures other than "not there" and "not a blob".
     pub fn read(
         &self,
         origin: &Origin,
@@ -73,44 +110,40 @@ impl BlobStore {
         isolation: Isolation,
         evidence: Option<Evidence>,
     ) -> Result<BlobRead, Error> {
-        let path = self.layout.blob_path(origin, digest);
-        let file = match open_no_follow(&path) {
+        let rel = blob_rel(origin, digest);
+        let file = match self.root.open_file_beneath(&rel) {
             Ok(f) => f,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                return Ok(BlobRead::Missing);
+            Err(e) => {
+                return open_failure(e)
+                    .map_err(|e| io_err("open", &self.layout.root().join(&rel))(e));
             }
-            // O_NOFOLLOW on a symlink: ELOOP. A link is never a blob, whatever it points at.
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Ok(BlobRead::Failed(Mismatch::NotARegularFile));
-            }
-            Err(e) => return Err(io_err("open", &path)(e)),
         };
         // Only the isolated policy needs the metadata; re-hashing needs no fstat: the length is
         // checked on the bytes read, before any hashing (R-V3).
-        let trusted = match (isolation, evidence) {
+        let before = match (isolation, evidence) {
             (Isolation::Guaranteed, Some(ev)) => {
-                let meta = file.metadata().map_err(io_err("stat", &path))?;
-                if !meta.is_file() {
+                let meta = rustix::fs::fstat(&file)
+                    .map_err(|e| io_err("stat", &self.layout.root().join(&rel))(e.into()))?;
+                if rustix::fs::FileType::from_raw_mode(meta.st_mode)
+                    != rustix::fs::FileType::RegularFile
+                {
                     return Ok(BlobRead::Failed(Mismatch::NotARegularFile));
                 }
-                if meta.len() != size {
+                let len = u64::try_from(meta.st_size).unwrap_or(0);
+                if len != size {
                     return Ok(BlobRead::Failed(Mismatch::Size {
                         expected: size,
-                        actual: meta.len(),
+                        actual: len,
                     }));
                 }
                 self.evidence_holds(&meta, ev, size)
+                    .then(|| Snapshot::of(&meta))
             }
-            _ => false,
+            _ => None,
         };
-        let bytes = match read_at_most(file, size) {
+        let bytes = match read_at_most(&file, size) {
             Ok(b) => b,
-            // A folder (EISDIR) or a FIFO with no writer (EAGAIN, opened O_NONBLOCK): not a blob.
+            // A folder (EISDIR) or a FIFO with no data (EAGAIN, opened O_NONBLOCK): not a blob.
             Err(e)
                 if matches!(
                     e.kind(),
@@ -119,7 +152,14 @@ impl BlobStore {
             {
                 return Ok(BlobRead::Failed(Mismatch::NotARegularFile));
             }
-            Err(e) => return Err(io_err("read", &path)(e)),
+            Err(e) => return Err(io_err("read", &self.layout.root().join(&rel))(e)),
+        };
+        // R-H4: the evidence was checked before the read; a writer that changed the file while
+        // we read it moves its size, ctime or mtime. Only bytes read from a file that did not
+        // move are taken on evidence; anything else is hashed.
+        let trusted = match before {
+            Some(snap) => rustix::fs::fstat(&file).is_ok_and(|after| Snapshot::of(&after) == snap),
+            None => false,
         };
         let checked = if trusted {
             // C2(b): the host guarantees write isolation and every piece of evidence holds.
@@ -133,25 +173,39 @@ impl BlobStore {
         })
     }
 
-    fn evidence_holds(&self, meta: &Metadata, ev: Evidence, size: u64) -> bool {
-        meta.uid() == self.owner_uid
-            && meta.mode() & 0o222 == 0
-            && meta.nlink() == 1
-            && meta.len() == size
+    fn evidence_holds(&self, meta: &rustix::fs::Stat, ev: Evidence, size: u64) -> bool {
+        meta.st_uid == self.owner_uid
+            && meta.st_mode & 0o222 == 0
+            && meta.st_nlink == 1
+            && u64::try_from(meta.st_size).is_ok_and(|l| l == size)
             && Evidence::of(meta) == ev
     }
 }
 
-pub(super) fn open_no_follow(path: &std::path::Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+/// What a failed open of a blob name means (R-H7).
+pub(super) fn open_failure(e: io::Error) -> io::Result<BlobRead> {
+    match e.raw_os_error() {
+        // Nothing there, or debris where a folder belongs (the next publish repairs it).
+        Some(libc::ENOENT | libc::ENOTDIR) => Ok(BlobRead::Missing),
+        // A link anywhere on the way (RESOLVE_NO_SYMLINKS / O_NOFOLLOW), a socket (ENXIO), a
+        // device without a driver, a file we may not read, a name that would leave the root:
+        // whatever it is, it is not a blob.
+        Some(
+            libc::ELOOP
+            | libc::ENXIO
+            | libc::ENODEV
+            | libc::EACCES
+            | libc::EPERM
+            | libc::EXDEV
+            | libc::EAGAIN,
+        ) => Ok(BlobRead::Failed(Mismatch::NotARegularFile)),
+        _ => Err(e),
+    }
 }
 
 /// Reads up to `size + 1` bytes: one byte more than expected is enough to know it is too long
 /// (R-V3), and a file that grew meanwhile can never make us read without bound.
-fn read_at_most(file: File, size: u64) -> io::Result<Vec<u8>> {
+fn read_at_most(file: &File, size: u64) -> io::Result<Vec<u8>> {
     let cap = usize::try_from(size.saturating_add(1))
         .unwrap_or(usize::MAX)
         .min(64 << 20);

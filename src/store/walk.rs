@@ -1,15 +1,23 @@
-//! Enumerating and removing blobs, for verify, gc and purge.
+//! Enumerating, checking and removing blobs, for verify, gc and purge. Every folder is walked
+//! from the root's descriptor without following links (R-H1); checks stream with a fixed buffer
+//! (R-H8).
 
-use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::BlobStore;
-use super::dirs::{io_err, remove_tree, with_writable};
-use crate::digest::Digest;
-use crate::error::Error;
+use rustix::fs::{AtFlags, FileType};
+
+use super::handle::{Dir, Parent, find_dir, find_path, remove_tree, with_writable};
+use super::layout::{ORIGINS, QUARANTINE, SHA256, TMP, blob_rel};
+use super::read::open_failure;
+use super::{BlobRead, BlobStore, io_err};
+use crate::digest::{Digest, Hasher};
+use crate::error::{Error, Mismatch};
 use crate::origin::Origin;
+
+/// The buffer a streaming check hashes through: memory stays flat whatever a file's size.
+const CHECK_BUFFER: usize = 1 << 20;
 
 /// A blob found on disk.
 #[derive(Debug, Clone)]
@@ -22,6 +30,19 @@ pub struct StoredBlob {
     pub path: PathBuf,
     /// Its length on disk (not a verified size).
     pub len: u64,
+    /// Whether a regular file is there (anything else is a failed blob: R-H7).
+    pub regular: bool,
+}
+
+/// What a streaming check of a blob found (R-H8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlobCheck {
+    /// The bytes hash to the name (and have the expected size).
+    Intact,
+    /// Nothing is there.
+    Missing,
+    /// Something is there that is not the blob.
+    Failed(Mismatch),
 }
 
 impl BlobStore {
@@ -31,95 +52,251 @@ impl BlobStore {
     /// # Errors
     /// [`Error::Io`] if a folder cannot be read.
     pub fn blobs(&self, only: Option<&Origin>) -> Result<(Vec<StoredBlob>, Vec<PathBuf>), Error> {
+        let disk = self.disk.as_ref();
         let mut blobs = Vec::new();
         let mut strays = Vec::new();
-        let origins = self.layout.origins();
-        let dirs: Vec<PathBuf> = match only {
-            Some(o) => vec![self.layout.origin_dir(o)],
-            None => read_dir_paths(&origins)?,
+        let origins_path = self.layout.origins();
+        let Some(origins) = find_dir(disk, &self.root, Parent::Private, ORIGINS)
+            .map_err(io_err("open", &origins_path))?
+        else {
+            return Ok((blobs, strays));
         };
-        for origin_dir in dirs {
-            for algo in read_dir_paths(&origin_dir)? {
-                for aa in read_dir_paths(&algo)? {
-                    for path in read_dir_paths(&aa)? {
-                        match self.layout.parse_blob_path(&path) {
-                            Some((origin, digest)) => {
-                                let len = fs::symlink_metadata(&path).map_or(0, |m| m.len());
-                                blobs.push(StoredBlob {
-                                    origin,
-                                    digest,
-                                    path,
-                                    len,
-                                });
-                            }
-                            None => strays.push(path),
-                        }
-                    }
-                }
+        let names = origins
+            .names()
+            .map_err(io_err("read directory", &origins_path))?;
+        for (component, _) in names {
+            if only.is_some_and(|o| o.path_component() != component) {
+                continue;
             }
+            let Some(origin) = Origin::from_path_component(&component) else {
+                strays.push(origins.join(&component));
+                continue;
+            };
+            let odir = match origins.child(&component) {
+                Ok(Some(d)) => d,
+                Ok(None) => continue,
+                Err(_) => {
+                    strays.push(origins.join(&component));
+                    continue;
+                }
+            };
+            walk_origin(&origin, &odir, &mut blobs, &mut strays)?;
         }
         Ok((blobs, strays))
     }
 
-    /// Removes one blob. Returns whether it was there.
+    /// Checks one blob by streaming it through the hasher with a fixed buffer (R-H8). With an
+    /// `expected` size, a length that differs fails before a single byte is read.
+    ///
+    /// # Errors
+    /// [`Error::Io`] for I/O failures other than "not there" and "not a blob".
+    pub fn check(
+        &self,
+        origin: &Origin,
+        digest: &Digest,
+        expected: Option<u64>,
+    ) -> Result<BlobCheck, Error> {
+        let rel = blob_rel(origin, digest);
+        let path = self.layout.root().join(&rel);
+        let file = match self.root.open_file_beneath(&rel) {
+            Ok(f) => f,
+            Err(e) => {
+                return match open_failure(e).map_err(io_err("open", &path))? {
+                    BlobRead::Failed(m) => Ok(BlobCheck::Failed(m)),
+                    _ => Ok(BlobCheck::Missing),
+                };
+            }
+        };
+        let meta = rustix::fs::fstat(&file).map_err(|e| io_err("stat", &path)(e.into()))?;
+        if FileType::from_raw_mode(meta.st_mode) != FileType::RegularFile {
+            return Ok(BlobCheck::Failed(Mismatch::NotARegularFile));
+        }
+        let len = u64::try_from(meta.st_size).unwrap_or(0);
+        if let Some(size) = expected
+            && size != len
+        {
+            return Ok(BlobCheck::Failed(Mismatch::Size {
+                expected: size,
+                actual: len,
+            }));
+        }
+        let mut hasher = Hasher::new();
+        let mut buf = vec![0u8; CHECK_BUFFER];
+        // Never read past the length we saw: a file that grows meanwhile cannot make this run
+        // without bound.
+        let mut reader = (&file).take(len.saturating_add(1));
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => hasher.update(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_err("read", &path)(e)),
+            }
+        }
+        let (actual, read) = hasher.finish();
+        Ok(if read != len {
+            BlobCheck::Failed(Mismatch::Size {
+                expected: len,
+                actual: read,
+            })
+        } else if actual != *digest {
+            BlobCheck::Failed(Mismatch::Digest {
+                expected: *digest,
+                actual,
+            })
+        } else {
+            BlobCheck::Intact
+        })
+    }
+
+    /// Removes one blob (whatever is under its name). Returns whether something was there.
     ///
     /// # Errors
     /// [`Error::Io`] if it cannot be removed.
     pub fn remove(&self, origin: &Origin, digest: &Digest) -> Result<bool, Error> {
+        let disk = self.disk.as_ref();
+        let hex = digest.hex();
         let path = self.layout.blob_path(origin, digest);
-        let dir = self.layout.blob_dir(origin, digest);
-        let removed = with_writable(&dir, || match fs::symlink_metadata(&path) {
-            Ok(m) if m.is_dir() => remove_tree(&path).map(|()| true),
-            Ok(_) => fs::remove_file(&path).map(|()| true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(e),
-        });
-        match removed {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            other => other.map_err(io_err("remove", &path)),
+        let aa = find_path(
+            disk,
+            &self.root,
+            &[
+                (ORIGINS, Parent::Private),
+                (origin.path_component(), Parent::Private),
+                (SHA256, Parent::ReadOnly),
+                (&hex[..2], Parent::ReadOnly),
+            ],
+        )
+        .map_err(io_err("open", &path))?;
+        let Some(aa) = aa else { return Ok(false) };
+        let there = rustix::fs::statat(aa.fd(), &hex[2..], AtFlags::SYMLINK_NOFOLLOW).is_ok();
+        if there {
+            with_writable(disk, &aa, || remove_tree(disk, &aa, &hex[2..]))
+                .map_err(io_err("remove", &path))?;
         }
+        Ok(there)
     }
 
-    /// Removes an origin's whole blob tree (R-C5).
+    /// Removes an origin's whole store: blobs, staging and quarantine (R-C5, R-H9).
     ///
     /// # Errors
     /// [`Error::Io`] if it cannot be removed.
     pub fn remove_origin(&self, origin: &Origin) -> Result<(), Error> {
+        let disk = self.disk.as_ref();
         let dir = self.layout.origin_dir(origin);
-        remove_tree(&dir).map_err(io_err("remove", &dir))
+        let Some(origins) =
+            find_dir(disk, &self.root, Parent::Private, ORIGINS).map_err(io_err("open", &dir))?
+        else {
+            return Ok(());
+        };
+        remove_tree(disk, &origins, origin.path_component()).map_err(io_err("remove", &dir))
     }
 
-    /// Removes temporaries older than `age` (a crashed publisher's leftovers). The caller holds
+    /// Removes temporaries older than `age` in every origin's staging (a crashed publisher's
+    /// leftovers), and the shared `tmp/` and `quarantine/` of the first layout. The caller holds
     /// the exclusive lock, so no live publisher owns any of them.
     ///
     /// # Errors
-    /// [`Error::Io`] if `tmp/` cannot be read.
+    /// [`Error::Io`] if a folder cannot be read.
     pub fn sweep_tmp(&self, age: Duration) -> Result<usize, Error> {
-        let now = SystemTime::now();
+        let disk = self.disk.as_ref();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         let mut removed = 0;
-        for path in read_dir_paths(&self.layout.tmp())? {
-            let old = fs::symlink_metadata(&path)
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| now.duration_since(t).unwrap_or_default() >= age);
-            if old && fs::remove_file(&path).is_ok() {
-                removed += 1;
+        for legacy in [TMP, QUARANTINE] {
+            if self.root.child(legacy).is_ok_and(|d| d.is_some()) {
+                remove_tree(disk, &self.root, legacy)
+                    .map_err(io_err("remove", &self.root.join(legacy)))?;
+            }
+        }
+        let Some(origins) = find_dir(disk, &self.root, Parent::Private, ORIGINS)
+            .map_err(io_err("open", &self.layout.origins()))?
+        else {
+            return Ok(0);
+        };
+        for (component, _) in origins
+            .names()
+            .map_err(io_err("read directory", &self.layout.origins()))?
+        {
+            let Ok(Some(odir)) = origins.child(&component) else {
+                continue;
+            };
+            let Ok(Some(tmp)) = odir.child(TMP) else {
+                continue;
+            };
+            for (name, _) in tmp.names().map_err(io_err("read directory", tmp.path()))? {
+                let old = rustix::fs::statat(tmp.fd(), name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| {
+                        let mtime = Duration::new(
+                            u64::try_from(st.st_mtime).unwrap_or(0),
+                            u32::try_from(st.st_mtime_nsec).unwrap_or(0),
+                        );
+                        now.saturating_sub(mtime) >= age
+                    });
+                if old && remove_tree(disk, &tmp, &name).is_ok() {
+                    removed += 1;
+                }
             }
         }
         Ok(removed)
     }
 }
 
-fn read_dir_paths(dir: &std::path::Path) -> Result<Vec<PathBuf>, Error> {
-    match fs::read_dir(dir) {
-        Ok(entries) => Ok(entries.filter_map(Result::ok).map(|e| e.path()).collect()),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Ok(Vec::new())
+/// The blobs (and strays) of one origin's store.
+fn walk_origin(
+    origin: &Origin,
+    odir: &Dir,
+    blobs: &mut Vec<StoredBlob>,
+    strays: &mut Vec<PathBuf>,
+) -> Result<(), Error> {
+    for (name, _) in odir
+        .names()
+        .map_err(io_err("read directory", odir.path()))?
+    {
+        if name == TMP || name == QUARANTINE {
+            continue;
         }
-        Err(e) => Err(io_err("read directory", dir)(e)),
+        let sha = match (name == SHA256).then(|| odir.child(&name)) {
+            Some(Ok(Some(d))) => d,
+            Some(Ok(None)) => continue,
+            _ => {
+                strays.push(odir.join(&name));
+                continue;
+            }
+        };
+        for (aa_name, _) in sha.names().map_err(io_err("read directory", sha.path()))? {
+            let aa = match sha.child(&aa_name) {
+                Ok(Some(d)) if aa_name.len() == 2 => d,
+                Ok(None) => continue,
+                _ => {
+                    strays.push(sha.join(&aa_name));
+                    continue;
+                }
+            };
+            for (rest, kind) in aa.names().map_err(io_err("read directory", aa.path()))? {
+                let path = aa.join(&rest);
+                let Ok(digest) = format!("sha256:{aa_name}{rest}").parse::<Digest>() else {
+                    strays.push(path);
+                    continue;
+                };
+                let stat = rustix::fs::statat(aa.fd(), rest.as_str(), AtFlags::SYMLINK_NOFOLLOW);
+                let (len, regular) = match stat {
+                    Ok(st) => (
+                        u64::try_from(st.st_size).unwrap_or(0),
+                        FileType::from_raw_mode(st.st_mode) == FileType::RegularFile,
+                    ),
+                    Err(_) => (0, kind == FileType::RegularFile),
+                };
+                blobs.push(StoredBlob {
+                    origin: origin.clone(),
+                    digest,
+                    path,
+                    len,
+                    regular,
+                });
+            }
+        }
     }
+    Ok(())
 }

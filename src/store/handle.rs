@@ -1,0 +1,319 @@
+//! Folder handles under the root, reached without ever following a link (R-H1).
+//!
+//! Every folder below the root is opened relative to its parent's descriptor with
+//! `O_DIRECTORY | O_NOFOLLOW`, and every change is made through a descriptor or relative to one
+//! (through the [`Disk`] seam), so no path is resolved again after it was checked: a link planted
+//! anywhere below the root can never redirect a write, a `chmod` or a read outside it. Blob reads
+//! on the hot path use one `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` from the root
+//! descriptor, which the kernel checks for every component at once.
+//!
+//! Something that is not a folder where a folder belongs (a link, a file, a socket, a FIFO, a
+//! device) is removed — the link itself, never its target — and a folder is made in its place,
+//! with a warning.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+
+use super::disk::Disk;
+
+/// Mode of a blob folder at rest: nobody may add or remove a name (R-C2).
+pub(super) const READ_ONLY_DIR: u32 = 0o555;
+/// Mode of a blob folder for the instant of an add or a remove.
+const WRITABLE_DIR: u32 = 0o755;
+/// Mode of the private folders (`origins/`, staging, quarantine).
+pub(super) const PRIVATE_DIR: u32 = 0o700;
+
+/// An open folder under the root, and its path for messages only (never resolved again).
+#[derive(Debug)]
+pub(crate) struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+/// How a folder handle was obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Made {
+    /// It was there.
+    Found,
+    /// This call made it: its parent's names changed and must be synced for durability.
+    Created,
+}
+
+fn is_not_a_folder(e: &io::Error) -> bool {
+    // O_NOFOLLOW on a link: ELOOP; O_DIRECTORY on anything else that is not a folder: ENOTDIR.
+    matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR))
+}
+
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+impl Dir {
+    /// Opens the root itself. The root's own path was resolved and checked by the caller; its
+    /// last component must be a real folder, not a link.
+    pub(crate) fn open_root(path: &Path) -> io::Result<Dir> {
+        let fd = rustix::fs::open(path, DIR_FLAGS, Mode::empty())?;
+        Ok(Dir {
+            fd,
+            path: path.to_owned(),
+        })
+    }
+
+    /// The descriptor.
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// The path, for messages.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A path under this folder, for messages.
+    pub(crate) fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Opens folder `name` without following a link. `Ok(None)` if there is no such name.
+    ///
+    /// # Errors
+    /// `ELOOP`/`ENOTDIR` if something else is there; other system errors.
+    pub(super) fn child(&self, name: &str) -> io::Result<Option<Dir>> {
+        match rustix::fs::openat(&self.fd, name, DIR_FLAGS, Mode::empty()) {
+            Ok(fd) => Ok(Some(Dir {
+                fd,
+                path: self.path.join(name),
+            })),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The names in this folder (without `.` and `..`) and their types as the folder lists them.
+    pub(super) fn names(&self) -> io::Result<Vec<(String, FileType)>> {
+        let mut out = Vec::new();
+        for entry in rustix::fs::Dir::read_from(&self.fd)? {
+            let entry = entry?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            // Every name the store makes is ASCII; anything else is a stray, listed lossily.
+            out.push((
+                String::from_utf8_lossy(name).into_owned(),
+                entry.file_type(),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Opens a file below this folder for reading, without following any link on the way and
+    /// without blocking on a FIFO (R-H1, R-H7).
+    pub(super) fn open_file_beneath(&self, rel: &str) -> io::Result<File> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let resolve =
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        match rustix::fs::openat2(&self.fd, rel, flags, Mode::empty(), resolve) {
+            Ok(fd) => Ok(File::from(fd)),
+            // A kernel without openat2 (before 5.6), or a sandbox that forbids it: walk the
+            // components one `openat` at a time, which is as strict, only slower.
+            Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => self.open_file_walking(rel),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Opens file `name` in this folder for reading, without following a link or blocking.
+    pub(super) fn open_file_here(&self, name: &str) -> io::Result<File> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        Ok(File::from(rustix::fs::openat(
+            &self.fd,
+            name,
+            flags,
+            Mode::empty(),
+        )?))
+    }
+
+    fn open_file_walking(&self, rel: &str) -> io::Result<File> {
+        let mut parts: Vec<&str> = rel.split('/').collect();
+        let Some(last) = parts.pop() else {
+            return Err(io::Error::from_raw_os_error(libc::ENOENT));
+        };
+        let mut dir: Option<Dir> = None;
+        for part in parts {
+            let here = dir.as_ref().unwrap_or(self);
+            match here.child(part)? {
+                Some(d) => dir = Some(d),
+                None => return Err(io::Error::from_raw_os_error(libc::ENOENT)),
+            }
+        }
+        dir.as_ref().unwrap_or(self).open_file_here(last)
+    }
+}
+
+/// Runs `op` with `dir` writable, then makes it read-only again. Another process may flip the
+/// mode back between our `chmod` and our `op` (each makes the folder read-only when it is done),
+/// so a permission error is retried a bounded number of times. The mode is set through the
+/// descriptor: a folder swapped for a link meanwhile is never the one changed.
+pub(super) fn with_writable<T>(
+    disk: &dyn Disk,
+    dir: &Dir,
+    mut op: impl FnMut() -> io::Result<T>,
+) -> io::Result<T> {
+    let mut attempts = 0;
+    loop {
+        disk.chmod(dir.fd(), WRITABLE_DIR)?;
+        let result = op();
+        let restored = disk.chmod(dir.fd(), READ_ONLY_DIR);
+        match result {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && attempts < 20 => attempts += 1,
+            Ok(v) => return restored.map(|()| v),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Where a folder is made: under a read-only blob folder (made writable for the instant), or
+/// under a private one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Parent {
+    ReadOnly,
+    Private,
+}
+
+/// Opens folder `name` in `parent`, making it with `mode` if it is missing, and replacing
+/// whatever else is there — a link, a file, a socket, a FIFO — with a folder (R-H1).
+pub(super) fn ensure_dir(
+    disk: &dyn Disk,
+    parent: &Dir,
+    kind: Parent,
+    name: &str,
+    mode: u32,
+) -> io::Result<(Dir, Made)> {
+    let mut outcome = Made::Found;
+    let change = |op: &mut dyn FnMut() -> io::Result<()>| match kind {
+        Parent::ReadOnly => with_writable(disk, parent, op),
+        Parent::Private => op(),
+    };
+    for _ in 0..4 {
+        match parent.child(name) {
+            Ok(Some(dir)) => return Ok((dir, outcome)),
+            Ok(None) => {
+                match change(&mut || disk.mkdir(parent.fd(), name, mode)) {
+                    Ok(()) => outcome = Made::Created,
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e),
+                }
+                // mkdir applies the umask; a blob folder must end up exactly `mode`.
+                if let Some(dir) = parent.child(name)?
+                    && outcome == Made::Created
+                {
+                    disk.chmod(dir.fd(), mode)?;
+                    return Ok((dir, outcome));
+                }
+            }
+            Err(e) if is_not_a_folder(&e) => {
+                tracing::warn!(
+                    path = %parent.join(name).display(),
+                    "not a folder where the cache keeps one (a link, file, socket or FIFO): removed and replaced"
+                );
+                match change(&mut || disk.unlink(parent.fd(), name, false)) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(format!(
+        "{} keeps changing under a concurrent writer",
+        parent.join(name).display()
+    )))
+}
+
+/// Removes `name` from `parent` whatever it is: a whole folder tree (walked without following
+/// links, each folder made writable first so a non-root owner can empty it), or any other name
+/// (a link is removed itself). The caller makes `parent` writable if it is a read-only folder.
+/// Missing is fine.
+pub(super) fn remove_tree(disk: &dyn Disk, parent: &Dir, name: &str) -> io::Result<()> {
+    match parent.child(name) {
+        Ok(None) => Ok(()),
+        Ok(Some(dir)) => {
+            disk.chmod(dir.fd(), PRIVATE_DIR)?;
+            for (child, kind) in dir.names()? {
+                if kind == FileType::Directory {
+                    remove_tree(disk, &dir, &child)?;
+                } else {
+                    match disk.unlink(dir.fd(), &child, false) {
+                        // A folder listed as unknown type (some filesystems do): remove it as one.
+                        Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
+                            remove_tree(disk, &dir, &child)?;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        other => other?,
+                    }
+                }
+            }
+            match disk.unlink(parent.fd(), name, true) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                other => other,
+            }
+        }
+        Err(e) if is_not_a_folder(&e) => match disk.unlink(parent.fd(), name, false) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        },
+        Err(e) => Err(e),
+    }
+}
+
+/// Opens folder `name` in `parent` if it is there, never making one. Something that is not a
+/// folder is removed (it can only be debris or a planted link: R-H1) and reads as missing.
+pub(super) fn find_dir(
+    disk: &dyn Disk,
+    parent: &Dir,
+    kind: Parent,
+    name: &str,
+) -> io::Result<Option<Dir>> {
+    match parent.child(name) {
+        Ok(found) => Ok(found),
+        Err(e) if is_not_a_folder(&e) => {
+            tracing::warn!(
+                path = %parent.join(name).display(),
+                "not a folder where the cache keeps one (a link, file, socket or FIFO): removed"
+            );
+            let remove = || match disk.unlink(parent.fd(), name, false) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                other => other,
+            };
+            match kind {
+                Parent::ReadOnly => with_writable(disk, parent, remove)?,
+                Parent::Private => remove()?,
+            }
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Walks down from `start` with [`find_dir`], each name with the kind of the folder it is in.
+/// `Ok(None)` if any is missing.
+pub(super) fn find_path(
+    disk: &dyn Disk,
+    start: &Dir,
+    names: &[(&str, Parent)],
+) -> io::Result<Option<Dir>> {
+    let mut here: Option<Dir> = None;
+    for &(name, kind) in names {
+        let parent = here.as_ref().unwrap_or(start);
+        match find_dir(disk, parent, kind, name)? {
+            Some(d) => here = Some(d),
+            None => return Ok(None),
+        }
+    }
+    Ok(here)
+}
