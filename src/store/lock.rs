@@ -160,7 +160,9 @@ impl BlobStore {
         let Some(file) = self.lock_file()? else {
             return Ok(None);
         };
-        Ok(file.try_lock().is_ok().then_some(LockGuard {
+        // `then`, not `then_some`: a guard built eagerly and dropped would clear the holder's
+        // note in the lock file.
+        Ok(file.try_lock().is_ok().then(|| LockGuard {
             file: Some(file),
             exclusive: true,
         }))
