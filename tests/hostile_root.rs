@@ -355,7 +355,7 @@ fn h7_a_quarantine_path_that_is_not_a_folder_is_replaced() {
     let q = layout.quarantine(&o);
     let victim = tempfile::tempdir().expect("victim");
     replace(&q, |p| {
-        std::os::unix::fs::symlink(victim.path(), p).expect("link")
+        std::os::unix::fs::symlink(victim.path(), p).expect("link");
     });
     let blob = layout.blob_path(&o, &md.digest());
     replace(&blob, |p| fs::write(p, b"tampered").expect("write"));
