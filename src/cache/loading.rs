@@ -82,6 +82,20 @@ impl SkillCacheBuilder {
         self.principal = principal.into();
         self
     }
+    /// How long an operation waits for the cache's lock before it fails (R-H11). Default: 30 s.
+    #[must_use]
+    pub fn lock_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.core = self.core.lock_timeout(timeout);
+        self
+    }
+    /// Every filesystem change the store makes goes through `disk` (the fault-injection seam).
+    #[cfg(any(test, feature = "fault-injection"))]
+    #[doc(hidden)]
+    #[must_use]
+    pub fn disk(mut self, disk: Arc<dyn crate::store::Disk>) -> Self {
+        self.core = self.core.disk(disk);
+        self
+    }
     /// Opens the cache.
     ///
     /// # Errors

@@ -9,6 +9,8 @@
 //! - every record carries its origin (R-O1); purge removes all of an origin (R-C5);
 //! - a publisher holds the shared lock until its rows are committed; gc holds the exclusive lock.
 
+#[cfg(test)]
+mod crash_points;
 mod loaded;
 mod loading;
 mod maintenance;

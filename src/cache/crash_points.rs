@@ -1,0 +1,350 @@
+//! Crash-point enumeration: proof by coverage, not by luck.
+//!
+//! Every operation that writes (publish, quarantine, gc, purge) is run once over a counting
+//! [`FaultyDisk`] to learn how many write points it has — every filesystem change the store makes
+//! and every index commit the cache announces. Then, for each point N and each fault (a crash
+//! that stops every later write, `ENOSPC`, `EIO`), a fresh root is prepared, the operation runs
+//! with the fault at N, the cache is dropped and reopened on the real disk, and the invariants are
+//! checked:
+//!
+//! 1. no blob name holds wrong bytes (every blob hashes to its name);
+//! 2. no blob record points at a missing blob;
+//! 3. every file verified before the operation, still listed, reads back verified or is a clean
+//!    miss that one fetch heals — never a failure;
+//! 4. nothing outside the root was created or changed.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{Cache, CachedRead};
+use crate::digest::Digest;
+use crate::entry::{CacheHints, Scope, SkillEntry, Validation};
+use crate::origin::Origin;
+use crate::store::{BlobCheck, Fault, FaultyDisk, Isolation};
+
+type Files = Vec<(String, Vec<u8>)>;
+
+fn skill(name: &str, files: &[(&str, &[u8])]) -> (SkillEntry, Files) {
+    let md = format!("---\nname: {name}\ndescription: The {name} skill.\n---\n# {name}\n");
+    let mut all = vec![(format!("skill://{name}/SKILL.md"), md.into_bytes())];
+    all.extend(
+        files
+            .iter()
+            .map(|(p, b)| (format!("skill://{name}/{p}"), b.to_vec())),
+    );
+    let resources: Vec<_> = all
+        .iter()
+        .map(|(u, b)| serde_json::json!({"uri": u, "digest": Digest::of(b).to_string(), "size": b.len()}))
+        .collect();
+    let wire = serde_json::json!({
+        "uri": format!("skill://{name}/SKILL.md"),
+        "frontmatter": {"name": name, "description": format!("The {name} skill.")},
+        "resources": resources,
+    });
+    let entry = SkillEntry::from_json(&wire, &Validation::default()).expect("fixture is valid");
+    (entry, all)
+}
+
+fn bytes_of<'a>(files: &'a Files, uri: &str) -> &'a [u8] {
+    &files
+        .iter()
+        .find(|(u, _)| u == uri)
+        .expect("fixture file")
+        .1
+}
+
+fn store_all(cache: &Cache, o: &Origin, e: &SkillEntry, files: &Files) -> Result<(), crate::Error> {
+    for f in e.manifest().expect("manifest").files() {
+        cache.store_file(o, f, bytes_of(files, f.uri().as_str()))?;
+    }
+    Ok(())
+}
+
+/// One scenario: what is on disk before, and the operation whose write points are enumerated.
+struct Scenario {
+    name: &'static str,
+    /// Whether the setup planted wrong bytes under a blob name (the attacker's, not ours: they may
+    /// stay on disk if the fault came first, but must never be served).
+    tampered: bool,
+    setup: fn(&Cache, &World),
+    op: fn(&Cache, &World) -> Result<(), crate::Error>,
+}
+
+/// The skills every scenario works with.
+struct World {
+    origin: Origin,
+    other: Origin,
+    a: (SkillEntry, Files),
+    b: (SkillEntry, Files),
+}
+
+fn world() -> World {
+    World {
+        origin: Origin::new("docs").expect("label"),
+        other: Origin::new("Other").expect("label"),
+        a: skill(
+            "alpha",
+            &[("a.md", b"alpha file"), ("t/b.md", b"alpha template")],
+        ),
+        b: skill(
+            "beta",
+            &[("big.bin", &[7u8; 300_000]), ("a.md", b"alpha file")],
+        ),
+    }
+}
+
+fn put(c: &Cache, o: &Origin, e: &SkillEntry) {
+    c.put_entry(o, "", e, CacheHints::new(60_000, Scope::Public))
+        .expect("put entry");
+}
+
+fn tamper(c: &Cache, w: &World) {
+    // The copy on disk is replaced by other bytes of the same length (the root user ignores
+    // the 0444 mode; the folder's mode is only for other users).
+    let f = &w.a.0.manifest().expect("manifest").files()[0];
+    let p = c.store().layout().blob_path(&w.origin, &f.digest());
+    let mut b = std::fs::read(&p).expect("read blob");
+    b[0] ^= 1;
+    std::fs::write(&p, b).expect("tamper");
+}
+
+const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "publish into a new root",
+        tampered: false,
+        setup: |c, w| put(c, &w.origin, &w.a.0),
+        op: |c, w| store_all(c, &w.origin, &w.a.0, &w.a.1),
+    },
+    Scenario {
+        name: "publish beside existing blobs (one already there)",
+        tampered: false,
+        setup: |c, w| {
+            put(c, &w.origin, &w.a.0);
+            store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
+            put(c, &w.origin, &w.b.0);
+        },
+        op: |c, w| store_all(c, &w.origin, &w.b.0, &w.b.1),
+    },
+    Scenario {
+        name: "quarantine a tampered blob",
+        tampered: true,
+        setup: |c, w| {
+            put(c, &w.origin, &w.a.0);
+            store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
+            tamper(c, w);
+        },
+        op: |c, w| {
+            let f = &w.a.0.manifest().expect("manifest").files()[0];
+            c.read_file(&w.origin, f).map(|_| ())
+        },
+    },
+    Scenario {
+        name: "gc: unreferenced blobs and a byte budget",
+        tampered: false,
+        setup: |c, w| {
+            put(c, &w.origin, &w.a.0);
+            store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
+            put(c, &w.origin, &w.b.0);
+            store_all(c, &w.origin, &w.b.0, &w.b.1).expect("setup");
+            // beta's entry goes stale (TTL 0): its blobs become evictable under a budget, and
+            // a blob no entry references at all is removed outright.
+            c.put_entry(&w.origin, "", &w.b.0, CacheHints::new(0, Scope::Public))
+                .expect("stale");
+            put(c, &w.other, &w.a.0);
+            store_all(c, &w.other, &w.a.0, &w.a.1).expect("setup");
+            c.index
+                .purge(&w.other)
+                .expect("forget the other origin's rows");
+        },
+        op: |c, _| c.gc(Some(1_000)).map(|_| ()),
+    },
+    Scenario {
+        name: "purge an origin",
+        tampered: true,
+        setup: |c, w| {
+            for o in [&w.origin, &w.other] {
+                put(c, o, &w.a.0);
+                store_all(c, o, &w.a.0, &w.a.1).expect("setup");
+            }
+            tamper(c, w);
+            let f = &w.a.0.manifest().expect("manifest").files()[0];
+            let _ = c.read_file(&w.origin, f); // a quarantined copy, purged too
+        },
+        op: |c, w| c.purge(&w.origin),
+    },
+];
+
+fn open(root: &Path, isolation: Isolation, disk: Option<Arc<FaultyDisk>>) -> Cache {
+    let mut b = Cache::builder().root(root).isolation(isolation);
+    if let Some(d) = disk {
+        b = b.disk(d);
+    }
+    b.open().expect("open")
+}
+
+/// A fresh root with the scenario's state; returns (tempdir, root, outside folder).
+fn prepared(
+    s: &Scenario,
+    w: &World,
+    isolation: Isolation,
+) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("root");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).expect("outside");
+    std::fs::write(outside.join("keep"), b"untouched").expect("outside file");
+    let cache = open(&root, isolation, None);
+    (s.setup)(&cache, w);
+    (dir, root, outside)
+}
+
+fn check(s: &Scenario, w: &World, isolation: Isolation, root: &Path, outside: &Path, what: &str) {
+    let cache = open(root, isolation, None);
+    let (blobs, _) = cache.store().blobs(None).expect("walk");
+    // 1. No blob name holds wrong bytes (but the attacker's own, which 3 shows is never served).
+    let planted = &w.a.0.manifest().expect("manifest").files()[0];
+    for b in &blobs {
+        if s.tampered && b.origin == w.origin && b.digest == planted.digest() {
+            continue;
+        }
+        assert!(
+            b.regular
+                && cache
+                    .store()
+                    .check(&b.origin, &b.digest, None)
+                    .expect("check")
+                    == BlobCheck::Intact,
+            "{}: {what}: {} holds wrong bytes",
+            s.name,
+            b.path.display()
+        );
+    }
+    // 2. No blob record points at a missing blob.
+    let on_disk: std::collections::HashSet<_> =
+        blobs.iter().map(|b| (b.origin.clone(), b.digest)).collect();
+    for (o, d, _) in cache.index.blobs().expect("records") {
+        assert!(
+            on_disk.contains(&(o.clone(), d)),
+            "{}: {what}: a record of {o}/{d} points at a missing blob",
+            s.name
+        );
+    }
+    // 3. Every file still listed reads back verified, or is a miss that one fetch heals.
+    for o in [&w.origin, &w.other] {
+        for (e, files) in [&w.a, &w.b] {
+            let Some(stored) = cache.entry(o, e.uri(), "").expect("entry") else {
+                continue;
+            };
+            for f in stored.entry.manifest().expect("manifest").files() {
+                match cache.read_file(o, f).expect("read") {
+                    CachedRead::Hit(v) => {
+                        assert_eq!(v.as_slice(), bytes_of(files, f.uri().as_str()))
+                    }
+                    CachedRead::Miss => {
+                        cache
+                            .store_file(o, f, bytes_of(files, f.uri().as_str()))
+                            .expect("one fetch heals it");
+                        assert!(matches!(
+                            cache.read_file(o, f).expect("read"),
+                            CachedRead::Hit(_)
+                        ));
+                    }
+                    CachedRead::Failed(m) => {
+                        // Only the scenario's own tampered copy may fail, and only if the
+                        // operation never got to quarantine it.
+                        assert!(
+                            s.tampered && o == &w.origin && f.digest() == planted.digest(),
+                            "{}: {what}: {} failed: {m}",
+                            s.name,
+                            f.uri()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // 4. Nothing outside the root.
+    let outside_names: Vec<_> = std::fs::read_dir(outside)
+        .expect("outside")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(
+        outside_names,
+        ["keep"],
+        "{}: {what}: outside the root",
+        s.name
+    );
+    let parent_names: std::collections::BTreeSet<_> =
+        std::fs::read_dir(root.parent().expect("parent"))
+            .expect("parent")
+            .map(|e| e.expect("entry").file_name().into_string().expect("utf-8"))
+            .collect();
+    assert_eq!(
+        parent_names,
+        ["outside".to_owned(), "root".to_owned()].into(),
+        "{}: {what}: beside the root",
+        s.name
+    );
+}
+
+fn enumerate(isolation: Isolation) -> u64 {
+    let w = world();
+    let mut total = 0;
+    for s in SCENARIOS {
+        let (_dir, root, _) = prepared(s, &w, isolation);
+        let counting = Arc::new(FaultyDisk::counting());
+        let cache = open(&root, isolation, Some(Arc::clone(&counting)));
+        let writes_at_open = counting.writes();
+        (s.op)(&cache, &w).expect("the operation succeeds on a healthy disk");
+        drop(cache);
+        let points = counting.writes();
+        assert!(points > writes_at_open, "{}: it writes something", s.name);
+        eprintln!(
+            "crash points ({isolation:?}) {}: {points} write points ({})",
+            s.name,
+            counting.trace().join(" ")
+        );
+        for n in 0..points {
+            for fault in [Fault::Crash, Fault::NoSpace, Fault::Io] {
+                let (_dir, root, outside) = prepared(s, &w, isolation);
+                let disk = Arc::new(FaultyDisk::failing_at(n, fault));
+                // The fault may land in `open` itself (marking or sweeping): that is a point too.
+                let opened = {
+                    let d: Arc<dyn crate::store::Disk> = disk.clone();
+                    Cache::builder()
+                        .root(&root)
+                        .isolation(isolation)
+                        .disk(d)
+                        .open()
+                };
+                if let Ok(cache) = opened {
+                    let _ = (s.op)(&cache, &w);
+                }
+                check(
+                    s,
+                    &w,
+                    isolation,
+                    &root,
+                    &outside,
+                    &format!("{fault:?} at write {n}"),
+                );
+            }
+        }
+        total += points;
+    }
+    total
+}
+
+#[test]
+fn c3_h_every_write_point_under_rehash_keeps_the_invariants() {
+    let total = enumerate(Isolation::Rehash);
+    eprintln!("crash points (Rehash): {total} write points × 3 faults, 0 violations");
+    assert!(total >= 40, "{total}");
+}
+
+#[test]
+fn c3_h_every_write_point_under_guaranteed_keeps_the_invariants() {
+    let total = enumerate(Isolation::Guaranteed);
+    eprintln!("crash points (Guaranteed): {total} write points × 3 faults, 0 violations");
+    assert!(total >= 40, "{total}");
+}
