@@ -13,6 +13,8 @@
 //!    miss that one fetch heals — never a failure;
 //! 4. nothing outside the root was created or changed.
 
+#![allow(clippy::many_single_char_names)] // c(ache), w(orld), s(cenario), f(ile), o(rigin)
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -79,6 +81,7 @@ struct World {
 }
 
 fn world() -> World {
+    let big = vec![7u8; 300_000];
     World {
         origin: Origin::new("docs").expect("label"),
         other: Origin::new("Other").expect("label"),
@@ -86,10 +89,7 @@ fn world() -> World {
             "alpha",
             &[("a.md", b"alpha file"), ("t/b.md", b"alpha template")],
         ),
-        b: skill(
-            "beta",
-            &[("big.bin", &[7u8; 300_000]), ("a.md", b"alpha file")],
-        ),
+        b: skill("beta", &[("big.bin", &big), ("a.md", b"alpha file")]),
     }
 }
 
@@ -238,7 +238,7 @@ fn check(s: &Scenario, w: &World, isolation: Isolation, root: &Path, outside: &P
             for f in stored.entry.manifest().expect("manifest").files() {
                 match cache.read_file(o, f).expect("read") {
                     CachedRead::Hit(v) => {
-                        assert_eq!(v.as_slice(), bytes_of(files, f.uri().as_str()))
+                        assert_eq!(v.as_slice(), bytes_of(files, f.uri().as_str()));
                     }
                     CachedRead::Miss => {
                         cache
