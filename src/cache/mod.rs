@@ -144,6 +144,7 @@ impl CacheBuilder {
         )?;
         let root = dir.path().to_owned();
         let store = BlobStore::open(dir, self.disk, self.lock_timeout)?;
+        store.scrub_index_files()?;
         let index = Index::open(&store.layout().index_db())?;
         if let Ok(Some(_guard)) = store.try_lock_exclusive() {
             // Nobody else holds the root: every temporary is a crashed publisher's leftover. On a

@@ -317,3 +317,21 @@ pub(super) fn find_path(
     }
     Ok(here)
 }
+
+/// Makes sure each of `names` in `dir` is absent or a regular file: a link (or anything else)
+/// planted there is removed — the link itself, never its target — with a warning. For the
+/// index's files, which `SQLite` opens by path and would otherwise follow (R-H1).
+pub(super) fn scrub_to_files(disk: &dyn Disk, dir: &Dir, names: &[&str]) -> io::Result<()> {
+    for name in names {
+        match rustix::fs::statat(dir.fd(), *name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {}
+            Ok(_) => {
+                tracing::warn!(path = %dir.join(name).display(), "not a regular file where the index keeps one: removed");
+                remove_tree(disk, dir, name)?;
+            }
+            Err(rustix::io::Errno::NOENT) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}

@@ -84,6 +84,28 @@ impl BlobStore {
         &self.layout
     }
 
+    /// Removes anything but a regular file planted under the index's file names (the database,
+    /// its write-ahead log, shared memory and journal), so that `SQLite`, which opens them by
+    /// path, never follows a link out of the root (R-H1).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if one cannot be examined or removed.
+    pub(crate) fn scrub_index_files(&self) -> Result<(), Error> {
+        let db = self.layout.index_db();
+        let name = db
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("index.sqlite3");
+        let names = [
+            name.to_owned(),
+            format!("{name}-wal"),
+            format!("{name}-shm"),
+            format!("{name}-journal"),
+        ];
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        handle::scrub_to_files(self.disk.as_ref(), &self.root, &names).map_err(io_err("check", &db))
+    }
+
     /// The seam writes go through (the cache announces index commits on it too).
     pub(crate) fn disk(&self) -> &dyn Disk {
         self.disk.as_ref()
