@@ -173,7 +173,7 @@ impl Transport<RoleClient> for ChildTransport {
                 // Not a message: nothing to answer or correlate; the request it may have been
                 // meant to answer runs into its deadline.
                 Err(e) => {
-                    tracing::warn!(error = %e, "ignoring a line from the server that is not a JSON-RPC message")
+                    tracing::warn!(error = %e, "ignoring a line from the server that is not a JSON-RPC message");
                 }
             }
         }
