@@ -91,7 +91,7 @@ impl ChildTransport {
     }
 
     fn end(&self, why: Ended) {
-        tracing::warn!(%why, "closing the connection to the server");
+        tracing::debug!(%why, "closing the connection to the server");
         *self
             .ended
             .lock()

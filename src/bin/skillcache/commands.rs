@@ -124,8 +124,9 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
         .isolation(cli.isolation.into())
         .request_timeout(cli.timeout)
         .connect_timeout(cli.timeout);
-    // An empty `SKILLCACHE_ROOT=` (or `--root ""`) is unset, as in the shell convention.
-    if let Some(root) = cli.root.as_ref().filter(|r| !r.as_os_str().is_empty()) {
+    // Without `--root`, the library's default applies: `$SKILLCACHE_ROOT` unless it is empty (an
+    // empty `SKILLCACHE_ROOT=` is unset, as in the shell convention), else the XDG cache folder.
+    if let Some(root) = &cli.root {
         builder = builder.root(root);
     }
     let ctx = Ctx {

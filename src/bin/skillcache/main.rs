@@ -47,9 +47,9 @@ use skillcache::store::Isolation;
     about = "A verified, write-isolated cache for skills served over MCP"
 )]
 struct Cli {
-    /// The cache root [default: `$SKILLCACHE_ROOT`, else ~/.cache/skillcache]. An empty value
-    /// counts as unset.
-    #[arg(long, global = true, env = "SKILLCACHE_ROOT")]
+    /// The cache root [default: `$SKILLCACHE_ROOT` unless empty, else
+    /// `$XDG_CACHE_HOME/skillcache`, else ~/.cache/skillcache].
+    #[arg(long, global = true)]
     root: Option<PathBuf>,
     /// Seconds to wait for the server to start and initialise, and for each answer; a server
     /// that misses it fails the command with exit 4.
