@@ -545,3 +545,196 @@ fn b3_a_fifo_in_a_skill_folder_does_not_hang_inspect() {
         stderr(&out)
     );
 }
+
+mod library {
+    //! The same bounds through the library API, where a test needs to look inside.
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use skillcache::cache::SkillCache;
+    use skillcache::server::SkillServer;
+    use skillcache::source::{McpSource, SkillSource, SourceFuture};
+    use skillcache::{Error, Origin, SkillUri};
+
+    use super::{Env, NOTES, hostile};
+
+    fn cache(env: &Env) -> SkillCache {
+        SkillCache::builder()
+            .root(env.path("root"))
+            .open()
+            .expect("cache opens")
+    }
+
+    /// Waits (boundedly) until `entry()` stops answering from the index; that is the stale mark.
+    async fn refreshed(
+        cache: &SkillCache,
+        origin: &Origin,
+        uri: &SkillUri,
+    ) -> skillcache::cache::EntryInfo {
+        for _ in 0..1000 {
+            let info = cache.entry(origin, uri).await.expect("entry");
+            if !info.from_cache {
+                return info;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the notification never made the entry stale");
+    }
+
+    async fn notified_entry_is_refreshed_and_approval_rechecked(mode: &str) {
+        let env = Env::new();
+        let served = env.served();
+        // Entries are fresh for an hour: only the notification can make them stale.
+        let cmd = format!(
+            "'{}' '{}' {mode} 3600000",
+            hostile().display(),
+            served.display()
+        );
+        let cache = cache(&env);
+        let origin = Origin::new("notifying").expect("origin");
+        let source = McpSource::stdio(&cmd).expect("command line");
+        cache.connect(origin.clone(), Arc::new(source));
+        let uri = SkillUri::parse(NOTES).expect("uri");
+        let first = cache.entry(&origin, &uri).await.expect("entry");
+        assert!(!first.from_cache);
+        cache
+            .approve(&origin, &first.entry, None)
+            .await
+            .expect("approve");
+        std::fs::write(served.join("notes/refs/notes.md"), "edited notes\n").expect("edit");
+        let before = cache.entry(&origin, &uri).await.expect("entry");
+        assert!(
+            before.from_cache,
+            "{mode}: without a notification the fresh row is trusted"
+        );
+        // Loading reads SKILL.md; the server then announces the change.
+        cache.load(&origin, &first.entry).await.expect("load");
+        let after = refreshed(&cache, &origin, &uri).await;
+        assert!(
+            after.revoked,
+            "{mode}: the approval was re-checked and revoked"
+        );
+        let diff = after.diff.map(|d| d.to_string()).unwrap_or_default();
+        assert!(diff.contains("refs/notes.md"), "{mode}: {diff}");
+        assert_ne!(after.entry.binding(), first.entry.binding());
+        assert!(
+            cache.entry(&origin, &uri).await.expect("entry").from_cache,
+            "{mode}: once refreshed, the row is trusted again"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn b5_resources_updated_marks_the_skill_stale_and_rechecks_approval() {
+        notified_entry_is_refreshed_and_approval_rechecked("notify-updated").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn b5_list_changed_marks_the_origins_entries_stale_and_rechecks_approval() {
+        notified_entry_is_refreshed_and_approval_rechecked("notify-list").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn b2_a_line_over_a_configured_bound_is_refused_naming_the_method_and_bound() {
+        let env = Env::new();
+        let served = env.served();
+        std::fs::write(served.join("notes/refs/notes.md"), "n".repeat(10_000)).expect("write");
+        let cmd = format!("'{}' serve '{}'", super::BIN, served.display());
+        let source = McpSource::stdio(&cmd)
+            .expect("command line")
+            .max_message_bytes(4096);
+        let cache = cache(&env);
+        let origin = Origin::new("small").expect("origin");
+        cache.connect(origin.clone(), Arc::new(source));
+        let uri = SkillUri::parse(NOTES).expect("uri");
+        let info = cache
+            .entry(&origin, &uri)
+            .await
+            .expect("a small entry fits");
+        let skill = cache
+            .load(&origin, &info.entry)
+            .await
+            .expect("SKILL.md fits");
+        match skill.read("refs/notes.md").await {
+            Err(Error::MessageTooLarge { method, max }) => {
+                assert_eq!((method.as_str(), max), ("resources/read", 4096));
+            }
+            other => panic!("expected MessageTooLarge, got {other:?}"),
+        }
+    }
+
+    /// A source whose reads never answer while `hang` is set; it counts them.
+    struct Stalling {
+        server: SkillServer,
+        hang: AtomicBool,
+        reads: AtomicUsize,
+    }
+
+    impl SkillSource for Stalling {
+        fn list_skills<'a>(&'a self, cursor: Option<&'a str>) -> SourceFuture<'a> {
+            self.server.list_skills(cursor)
+        }
+        fn get_skill<'a>(&'a self, uri: &'a str) -> SourceFuture<'a> {
+            self.server.get_skill(uri)
+        }
+        fn read_resource<'a>(&'a self, uri: &'a str) -> SourceFuture<'a> {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            if self.hang.load(Ordering::SeqCst) {
+                Box::pin(std::future::pending())
+            } else {
+                self.server.read_resource(uri)
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn b1_single_flight_waiters_get_the_timeout_and_the_next_call_retries() {
+        let env = Env::new();
+        let source = Arc::new(Stalling {
+            server: SkillServer::new(env.served()),
+            hang: AtomicBool::new(true),
+            reads: AtomicUsize::new(0),
+        });
+        let cache = SkillCache::builder()
+            .root(env.path("root"))
+            .request_timeout(Duration::from_secs(2))
+            .open()
+            .expect("cache");
+        let origin = Origin::new("stalling").expect("origin");
+        cache.connect(origin.clone(), source.clone());
+        let uri = SkillUri::parse(NOTES).expect("uri");
+        let entry = cache.entry(&origin, &uri).await.expect("entry").entry;
+        let loads: Vec<_> = (0..3)
+            .map(|_| {
+                let (cache, origin, entry) = (cache.clone(), origin.clone(), entry.clone());
+                tokio::spawn(async move { cache.load(&origin, &entry).await })
+            })
+            .collect();
+        for load in loads {
+            match load.await.expect("task") {
+                Err(Error::Timeout {
+                    origin: o, method, ..
+                }) => {
+                    assert_eq!(
+                        (o.as_str(), method.as_str()),
+                        ("stalling", "resources/read")
+                    );
+                }
+                other => panic!("expected a timeout, got {other:?}"),
+            }
+        }
+        assert_eq!(
+            source.reads.load(Ordering::SeqCst),
+            1,
+            "the waiters shared the one request's timeout"
+        );
+        source.hang.store(false, Ordering::SeqCst);
+        let skill = cache
+            .load(&origin, &entry)
+            .await
+            .expect("the next call asks again");
+        assert!(skill.skill_md().verified());
+        assert_eq!(source.reads.load(Ordering::SeqCst), 2);
+    }
+}
