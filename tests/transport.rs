@@ -234,6 +234,7 @@ fn b2_a_200_mb_answer_for_a_small_file_is_refused_while_reading_with_bounded_mem
         "--stdio",
         &cmd,
     ]);
+    eprintln!("peak memory over stdio: {peak_kib} KiB");
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     assert!(
         stderr(&out).contains("resources/read: the server sent a message larger than the bound"),
@@ -263,9 +264,14 @@ fn b2_a_200_mb_http_answer_is_refused_while_reading_with_bounded_memory() {
         "--url",
         &url,
     ]);
+    eprintln!("peak memory over http: {peak_kib} KiB");
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("resources/read: the connection to the server failed"),
+        stderr(&out).contains("resources/read: the connection to the server failed")
+            && stderr(&out).contains(&format!(
+                "exceeded the maximum size of {} bytes",
+                skillcache::source::message_bound(&skillcache::entry::Limits::BASELINE)
+            )),
         "{}",
         stderr(&out)
     );
