@@ -82,6 +82,10 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
     let count = paths.len() as u64;
     if count > limits.max_files() {
         problems.push(over(Limit::Files, count, limits.max_files()));
+        problems.push(Error::InvalidSkillFolder {
+            path: dir.to_owned(),
+            why: "holds more files than the limit allows (counting stopped at the first one over)",
+        });
         return Err(problems);
     }
     let total = paths

@@ -328,3 +328,57 @@ fn server_err(method: &str, (code, message): RpcError) -> Error {
         message,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn b2_serve_discards_a_line_over_the_bound_and_reads_the_next() {
+        let input = format!("{}\n{{\"ok\":1}}\nlast", "x".repeat(100));
+        let mut reader = io::BufReader::with_capacity(16, input.as_bytes());
+        let mut line = Vec::new();
+        let mut seen = Vec::new();
+        loop {
+            match read_bounded_line(&mut reader, &mut line, 20).expect("read") {
+                Line::Eof => break,
+                Line::TooLong => {
+                    assert!(line.is_empty(), "nothing of a long line is kept");
+                    seen.push("too long".to_owned());
+                }
+                Line::Ok => seen.push(String::from_utf8(line.clone()).expect("utf-8")),
+            }
+        }
+        assert_eq!(seen, ["too long", "{\"ok\":1}", "last"]);
+    }
+
+    #[test]
+    fn b2_serve_sends_text_heavy_in_escapes_as_a_blob() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let skill = dir.path().join("esc");
+        std::fs::create_dir_all(&skill).expect("mkdir");
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: esc\ndescription: Escapes.\n---\n",
+        )
+        .expect("write");
+        std::fs::write(skill.join("plain.txt"), "plain words\n").expect("write");
+        std::fs::write(skill.join("controls.txt"), "\u{1}\u{2}\u{3}".repeat(100)).expect("write");
+        let server = SkillServer::new(dir.path());
+        let read = |name: &str| {
+            server
+                .call(
+                    "resources/read",
+                    &json!({"uri": format!("skill://esc/{name}")}),
+                )
+                .expect("read")["contents"][0]
+                .clone()
+        };
+        assert_eq!(read("plain.txt")["text"], "plain words\n");
+        let controls = read("controls.txt");
+        assert!(controls.get("text").is_none(), "{controls}");
+        assert!(controls["blob"].as_str().is_some_and(|b| b.len() == 400));
+        assert_eq!(json_len("a\"\u{1}"), 2 + 1 + 2 + 6);
+        assert_eq!(base64_len(4), 8 + 2);
+    }
+}

@@ -512,6 +512,29 @@ fn b3_a_sparse_3_gib_file_is_refused_from_metadata_without_reading_it() {
 }
 
 #[test]
+fn b3_a_folder_with_more_files_than_the_limit_is_refused_before_reading() {
+    let env = Env::new();
+    let skill = env.path("many");
+    std::fs::create_dir_all(skill.join("files")).expect("mkdir");
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: many\ndescription: Too many files.\n---\n",
+    )
+    .expect("write");
+    for i in 0..600 {
+        std::fs::write(skill.join(format!("files/{i:04}.txt")), "x").expect("write");
+    }
+    let out = env.run(&["inspect", &skill.display().to_string()]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the number of files is 513, above the limit of 512")
+            && stderr(&out).contains("counting stopped at the first one over"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn b3_a_fifo_in_a_skill_folder_does_not_hang_inspect() {
     let env = Env::new();
     let skill = env.path("piped");
