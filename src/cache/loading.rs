@@ -485,7 +485,7 @@ impl Inner {
         request: SourceFuture<'_>,
     ) -> Result<Value, Error> {
         let timeout = |method: &str, after: Duration| {
-            tracing::warn!(
+            tracing::info!(
                 origin = origin.as_str(),
                 method,
                 ?after,
