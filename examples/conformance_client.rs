@@ -53,7 +53,7 @@ async fn drive(
 ) -> Result<usize, skillcache::Error> {
     let cache = SkillCache::builder().root(root).open()?;
     let origin = Origin::new("conformance")?;
-    cache.connect(origin.clone(), Arc::new(McpSource::http(url).await?));
+    cache.connect(origin.clone(), Arc::new(McpSource::http(url)));
     let listed = cache.list(&origin).await?;
     println!("{scenario}: listed {} skill(s)", listed.len());
     if scenario.ends_with("no-prefetch") {

@@ -129,6 +129,28 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
+    /// A server did not answer in time (R-B1). The request was abandoned whole: nothing of it
+    /// was stored, and the next call asks again.
+    #[error("{method} to origin {origin} got no answer within {} s", after.as_secs_f64())]
+    Timeout {
+        /// The origin the request went to.
+        origin: String,
+        /// The method (`initialize` for the connection itself).
+        method: String,
+        /// The deadline that passed.
+        after: std::time::Duration,
+    },
+
+    /// A message from the server is larger than the bound that follows from the limits (R-B2).
+    /// It was refused while being read, never buffered whole.
+    #[error("{method}: the server sent a message larger than the bound of {max} bytes")]
+    MessageTooLarge {
+        /// The method whose answer was too large (or `connect` before any request).
+        method: String,
+        /// The bound in bytes.
+        max: u64,
+    },
+
     /// No source is connected for this origin.
     #[error("origin {origin} is not connected to a server")]
     NotConnected {
@@ -372,6 +394,12 @@ pub enum Rule {
     ContentShape,
     /// A `blob` is not valid base64.
     Base64,
+    /// A result's `resultType` is not `complete` (for example `input_required`): skillcache
+    /// only accepts complete results.
+    ResultType {
+        /// The `resultType` the server sent.
+        actual: String,
+    },
     /// The server declared a capability set without this extension or without `resources`.
     Capability {
         /// What is missing.
@@ -438,6 +466,9 @@ impl fmt::Display for Rule {
                 f.write_str("a content item must have exactly one of text or blob")
             }
             Rule::Base64 => f.write_str("blob is not valid base64"),
+            Rule::ResultType { actual } => {
+                write!(f, "resultType is {actual:?}; only \"complete\" is accepted")
+            }
             Rule::Capability { missing } => write!(f, "the server did not declare {missing}"),
         }
     }
@@ -585,3 +616,57 @@ impl fmt::Display for FrontmatterProblem {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The kind of an [`Error`]: what a host (or the CLI's exit code) acts on. Deliberately not
+/// `non_exhaustive`, and [`Error::class`] matches every variant without a catch-all: a new
+/// error cannot be added without deciding its class, and a new class breaks every exhaustive
+/// `match` on it (the CLI's exit codes) until it is mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Bytes did not match their entry (CLI exit 3).
+    Verification,
+    /// The server broke the protocol, sent an invalid entry, failed, timed out, sent too much,
+    /// or the connection failed (CLI exit 4).
+    Server,
+    /// The host's policy declined: limits, dynamic, approvals, a reference that leaves the skill
+    /// (CLI exit 5).
+    Declined,
+    /// A configuration value the host gave was refused (CLI exit 2, a usage error).
+    Config,
+    /// A local failure: the cache root, the index, I/O, an origin not bound (CLI exit 1).
+    Local,
+}
+
+impl Error {
+    /// This error's [`ErrorClass`].
+    ///
+    /// ```
+    /// use skillcache::error::{Error, ErrorClass};
+    /// let e = Error::Timeout { origin: "o".into(), method: "resources/read".into(), after: std::time::Duration::from_secs(2) };
+    /// assert_eq!(e.class(), ErrorClass::Server);
+    /// ```
+    #[must_use]
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Error::Verification { .. } | Error::BlobMismatch { .. } => ErrorClass::Verification,
+            Error::InvalidEntry { .. }
+            | Error::InvalidResponse { .. }
+            | Error::InvalidDigest { .. }
+            | Error::Server { .. }
+            | Error::Frontmatter { .. }
+            | Error::InvalidSkillFolder { .. }
+            | Error::Transport { .. }
+            | Error::Timeout { .. }
+            | Error::MessageTooLarge { .. } => ErrorClass::Server,
+            Error::LimitExceeded { .. } | Error::Declined { .. } | Error::InvalidUri { .. } => {
+                ErrorClass::Declined
+            }
+            Error::InvalidConfig { .. } => ErrorClass::Config,
+            Error::RootRefused { .. }
+            | Error::Index { .. }
+            | Error::NotConnected { .. }
+            | Error::LockTimeout { .. }
+            | Error::Io { .. } => ErrorClass::Local,
+        }
+    }
+}

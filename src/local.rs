@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::digest::Digest;
 use crate::entry::{SkillEntry, Validation};
-use crate::error::Error;
+use crate::error::{Error, Limit};
 use crate::frontmatter;
 use crate::uri::{FileUri, SKILL_MD, SkillUri};
 
@@ -43,11 +43,19 @@ pub struct LocalSkill {
 /// (for example `skill://pdf-processing`, no trailing slash).
 ///
 /// Nested skills' files are ordinary supporting files of the enclosing skill (they are listed
-/// too). Symbolic links are refused: a published skill is the folder's own bytes.
+/// too). Symbolic links, FIFOs, sockets and devices are refused: a published skill is the
+/// folder's own regular files.
+///
+/// The folder is checked against the limits of `validation` from metadata alone — the number
+/// of files and their sizes — before any file is opened (R-B3): a folder over the limits is
+/// refused with the reason without reading a byte, and the walk stops as soon as it has seen
+/// more files than the limit allows. Files are then hashed by streaming; only `SKILL.md` is
+/// held whole (its frontmatter is parsed).
 ///
 /// # Errors
 /// Every reason the folder is not a valid skill, not just the first.
 pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalSkill, Vec<Error>> {
+    let limits = validation.current_limits();
     let mut problems = Vec::new();
     let skill_uri_text = format!("{root}/{SKILL_MD}");
     let skill_uri = match SkillUri::parse(&skill_uri_text) {
@@ -58,20 +66,46 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
         }
     };
     let mut paths = Vec::new();
-    walk(dir, &mut Vec::new(), &mut paths, &mut problems);
+    // One file past the limit is enough to refuse; the walk stops there (`inspect /`).
+    let budget = usize::try_from(limits.max_files())
+        .unwrap_or(usize::MAX)
+        .saturating_add(1);
+    walk(dir, &mut Vec::new(), &mut paths, &mut problems, budget);
+
+    // R-B3: the limits, from metadata, before any file is read.
+    let over = |limit, declared, max| Error::LimitExceeded {
+        skill: skill_uri_text.clone(),
+        limit,
+        declared,
+        max,
+    };
+    let count = paths.len() as u64;
+    if count > limits.max_files() {
+        problems.push(over(Limit::Files, count, limits.max_files()));
+        problems.push(Error::InvalidSkillFolder {
+            path: dir.to_owned(),
+            why: "holds more files than the limit allows (counting stopped at the first one over)",
+        });
+        return Err(problems);
+    }
+    let total = paths
+        .iter()
+        .map(|(_, _, size)| *size)
+        .fold(0u64, u64::saturating_add);
+    if total > limits.max_total_bytes() {
+        problems.push(over(Limit::TotalBytes, total, limits.max_total_bytes()));
+        return Err(problems);
+    }
 
     let mut files = Vec::with_capacity(paths.len());
     let mut resources = Vec::with_capacity(paths.len());
     let mut fm = None;
-    for (segments, path) in paths {
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(source) => {
-                problems.push(Error::Io {
-                    op: "read",
-                    path,
-                    source,
-                });
+    for (segments, path, listed_size) in paths {
+        let is_skill_md = segments.len() == 1 && segments[0] == SKILL_MD;
+        let (digest, size, bytes) = match hash_file(&path, listed_size, is_skill_md) {
+            Ok(read) => read,
+            Err(e) => {
+                problems.push(e);
                 continue;
             }
         };
@@ -83,14 +117,14 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
                 continue;
             }
         };
-        if skill_uri.as_ref().is_some_and(|s| s.file() == &uri) {
+        if skill_uri.as_ref().is_some_and(|s| s.file() == &uri)
+            && let Some(bytes) = bytes
+        {
             match frontmatter::parse(&bytes) {
                 Ok(map) => fm = Some(map),
                 Err(e) => problems.push(e),
             }
         }
-        let digest = Digest::of(&bytes);
-        let size = bytes.len() as u64;
         resources.push(json!({"uri": uri_text, "digest": digest.to_string(), "size": size}));
         files.push(LocalFile {
             uri,
@@ -126,8 +160,14 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
 pub fn find_skills(root: &Path) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let mut paths = Vec::new();
-    walk(root, &mut Vec::new(), &mut paths, &mut Vec::new());
-    for (segments, _) in paths {
+    walk(
+        root,
+        &mut Vec::new(),
+        &mut paths,
+        &mut Vec::new(),
+        usize::MAX,
+    );
+    for (segments, _, _) in paths {
         if segments.last().map(String::as_str) == Some(SKILL_MD) {
             out.push(segments[..segments.len() - 1].to_vec());
         }
@@ -135,12 +175,61 @@ pub fn find_skills(root: &Path) -> Vec<Vec<String>> {
     out
 }
 
-/// Collects regular files as (percent-encoded segments, path); reports links and oddities.
+/// A regular file found by the walk: (percent-encoded segments, path, size from metadata).
+type Found = (Vec<String>, PathBuf, u64);
+
+/// Opens `path` without following a link, checks it is still the regular file of `size` bytes
+/// the walk saw, and hashes it by streaming; keeps the bytes only when `keep` (`SKILL.md`).
+fn hash_file(path: &Path, size: u64, keep: bool) -> Result<(Digest, u64, Option<Vec<u8>>), Error> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let io = |op, source| Error::Io {
+        op,
+        path: path.to_owned(),
+        source,
+    };
+    // O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO since the walk is refused
+    // instead of followed or waited on.
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| io("open", e))?;
+    let meta = file.metadata().map_err(|e| io("stat", e))?;
+    if !meta.is_file() {
+        return Err(Error::InvalidSkillFolder {
+            path: path.to_owned(),
+            why: "is not a regular file or folder",
+        });
+    }
+    // At most one byte past the size the limits were checked against: a file that grew since
+    // is caught, never read whole.
+    let mut limited = file.take(size.saturating_add(1));
+    let (digest, read, bytes) = if keep {
+        let mut bytes = Vec::new();
+        limited.read_to_end(&mut bytes).map_err(|e| io("read", e))?;
+        (Digest::of(&bytes), bytes.len() as u64, Some(bytes))
+    } else {
+        let (digest, read) = Digest::of_reader(limited).map_err(|e| io("read", e))?;
+        (digest, read, None)
+    };
+    if read != size {
+        return Err(Error::InvalidSkillFolder {
+            path: path.to_owned(),
+            why: "changed while it was being read",
+        });
+    }
+    Ok((digest, read, bytes))
+}
+
+/// Collects regular files with their sizes from metadata alone (nothing is opened); reports
+/// links and oddities. Stops once `budget` files are found.
 fn walk(
     dir: &Path,
     prefix: &mut Vec<String>,
-    out: &mut Vec<(Vec<String>, PathBuf)>,
+    out: &mut Vec<Found>,
     problems: &mut Vec<Error>,
+    budget: usize,
 ) {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
@@ -156,6 +245,9 @@ fn walk(
     let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
     entries.sort_by_key(fs::DirEntry::file_name);
     for e in entries {
+        if out.len() >= budget {
+            return;
+        }
         let path = e.path();
         let Ok(kind) = e.file_type() else { continue };
         prefix.push(encode_segment(&e.file_name()));
@@ -165,9 +257,17 @@ fn walk(
                 why: "is a symbolic link",
             });
         } else if kind.is_dir() {
-            walk(&path, prefix, out, problems);
+            walk(&path, prefix, out, problems, budget);
         } else if kind.is_file() {
-            out.push((prefix.clone(), path));
+            // `symlink_metadata`: the entry itself, never what a link points to.
+            match fs::symlink_metadata(&path) {
+                Ok(meta) => out.push((prefix.clone(), path, meta.len())),
+                Err(source) => problems.push(Error::Io {
+                    op: "stat",
+                    path,
+                    source,
+                }),
+            }
         } else {
             problems.push(Error::InvalidSkillFolder {
                 path,

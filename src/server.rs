@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::entry::{Scope, Validation};
+use crate::entry::{Limits, Scope, Validation};
 use crate::error::Error;
 use crate::local::{LocalSkill, find_skills, inspect};
-use crate::source::{SKILLS_EXTENSION, SkillSource, SourceFuture};
+use crate::source::{SKILLS_EXTENSION, SkillSource, SourceFuture, message_bound};
 use crate::uri::FileUri;
 
 /// JSON-RPC "invalid params", also the spec's code for an unknown skill or resource.
@@ -153,7 +153,14 @@ impl SkillServer {
                 let bytes = std::fs::read(&path)
                     .map_err(|e| (-32603, format!("cannot read {}: {e}", path.display())))?;
                 let item = match String::from_utf8(bytes) {
-                    Ok(text) => json!({"uri": uri.as_str(), "mimeType": mime(&path), "text": text}),
+                    // Text only while its JSON form is no longer than base64 would be: text
+                    // heavy in escapes (`\u00XX` is six bytes) goes as a blob, so every file
+                    // inside the limits fits the message bound (R-B2).
+                    Ok(text) if json_len(&text) <= base64_len(text.len()) => {
+                        json!({"uri": uri.as_str(), "mimeType": mime(&path), "text": text})
+                    }
+                    Ok(text) => json!({"uri": uri.as_str(), "mimeType": mime(&path),
+                                       "blob": base64::engine::general_purpose::STANDARD.encode(text.as_bytes())}),
                     Err(e) => json!({"uri": uri.as_str(), "mimeType": "application/octet-stream",
                                      "blob": base64::engine::general_purpose::STANDARD.encode(e.as_bytes())}),
                 };
@@ -181,28 +188,40 @@ impl SkillServer {
     }
 
     /// Serves newline-delimited JSON-RPC on stdin/stdout until stdin closes. Reports the folders
-    /// it does not publish on stderr once at start.
+    /// it does not publish on stderr once at start. Reads each request within the message bound
+    /// of the baseline limits ([`message_bound`]), discarding a longer line as it arrives.
     ///
     /// # Errors
-    /// I/O errors on stdin/stdout.
+    /// A root that is not a folder; I/O errors on stdin/stdout.
     pub fn serve_stdio(&self) -> io::Result<()> {
+        if !self.root.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{} is not a folder", self.root.display()),
+            ));
+        }
         for (rel, errors) in self.catalog().1 {
             for e in errors {
                 eprintln!("skillcache serve: not publishing {rel}: {e}");
             }
         }
-        let stdin = io::stdin();
+        let max = usize::try_from(message_bound(&Limits::BASELINE)).unwrap_or(usize::MAX);
+        let mut stdin = io::stdin().lock();
         let mut stdout = io::stdout().lock();
-        for line in stdin.lock().lines() {
-            let line = line?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let reply = match serde_json::from_str::<Value>(&line) {
-                Ok(msg) => self.handle(&msg),
-                Err(e) => Some(
-                    json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("parse error: {e}")}}),
+        let mut line = Vec::new();
+        loop {
+            let reply = match read_bounded_line(&mut stdin, &mut line, max)? {
+                Line::Eof => break,
+                Line::TooLong => Some(
+                    json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("message larger than {max} bytes")}}),
                 ),
+                Line::Ok if line.trim_ascii().is_empty() => continue,
+                Line::Ok => match serde_json::from_slice::<Value>(&line) {
+                    Ok(msg) => self.handle(&msg),
+                    Err(e) => Some(
+                        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("parse error: {e}")}}),
+                    ),
+                },
             };
             if let Some(reply) = reply {
                 serde_json::to_writer(&mut stdout, &reply)?;
@@ -212,6 +231,64 @@ impl SkillServer {
         }
         Ok(())
     }
+}
+
+/// What one bounded line read found.
+enum Line {
+    /// A line is in the buffer (without its newline).
+    Ok,
+    /// A line longer than the bound was discarded up to its newline.
+    TooLong,
+    /// The input ended.
+    Eof,
+}
+
+/// Reads one line into `line`, never holding more than `max` bytes of it: a longer line is
+/// consumed and dropped as it arrives (R-B2).
+fn read_bounded_line(input: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> io::Result<Line> {
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let available = input.fill_buf()?;
+        if available.is_empty() {
+            return Ok(if too_long || !line.is_empty() {
+                // A last line without its newline still counts.
+                if too_long { Line::TooLong } else { Line::Ok }
+            } else {
+                Line::Eof
+            });
+        }
+        let newline = available.iter().position(|&b| b == b'\n');
+        let content = newline.unwrap_or(available.len());
+        if !too_long && line.len() + content <= max {
+            line.extend_from_slice(&available[..content]);
+        } else {
+            too_long = true;
+            line.clear();
+        }
+        let take = newline.map_or(available.len(), |i| i + 1);
+        input.consume(take);
+        if newline.is_some() {
+            return Ok(if too_long { Line::TooLong } else { Line::Ok });
+        }
+    }
+}
+
+/// The length of `text` as a JSON string.
+fn json_len(text: &str) -> usize {
+    text.bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..0x20 => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
+        + 2
+}
+
+/// The length of `n` bytes in base64 as a JSON string.
+fn base64_len(n: usize) -> usize {
+    n.div_ceil(3) * 4 + 2
 }
 
 fn mime(path: &Path) -> &'static str {
@@ -249,5 +326,59 @@ fn server_err(method: &str, (code, message): RpcError) -> Error {
         method: method.to_owned(),
         code,
         message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn b2_serve_discards_a_line_over_the_bound_and_reads_the_next() {
+        let input = format!("{}\n{{\"ok\":1}}\nlast", "x".repeat(100));
+        let mut reader = io::BufReader::with_capacity(16, input.as_bytes());
+        let mut line = Vec::new();
+        let mut seen = Vec::new();
+        loop {
+            match read_bounded_line(&mut reader, &mut line, 20).expect("read") {
+                Line::Eof => break,
+                Line::TooLong => {
+                    assert!(line.is_empty(), "nothing of a long line is kept");
+                    seen.push("too long".to_owned());
+                }
+                Line::Ok => seen.push(String::from_utf8(line.clone()).expect("utf-8")),
+            }
+        }
+        assert_eq!(seen, ["too long", "{\"ok\":1}", "last"]);
+    }
+
+    #[test]
+    fn b2_serve_sends_text_heavy_in_escapes_as_a_blob() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let skill = dir.path().join("esc");
+        std::fs::create_dir_all(&skill).expect("mkdir");
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: esc\ndescription: Escapes.\n---\n",
+        )
+        .expect("write");
+        std::fs::write(skill.join("plain.txt"), "plain words\n").expect("write");
+        std::fs::write(skill.join("controls.txt"), "\u{1}\u{2}\u{3}".repeat(100)).expect("write");
+        let server = SkillServer::new(dir.path());
+        let read = |name: &str| {
+            server
+                .call(
+                    "resources/read",
+                    &json!({"uri": format!("skill://esc/{name}")}),
+                )
+                .expect("read")["contents"][0]
+                .clone()
+        };
+        assert_eq!(read("plain.txt")["text"], "plain words\n");
+        let controls = read("controls.txt");
+        assert!(controls.get("text").is_none(), "{controls}");
+        assert!(controls["blob"].as_str().is_some_and(|b| b.len() == 400));
+        assert_eq!(json_len("a\"\u{1}"), 2 + 1 + 2 + 6);
+        assert_eq!(base64_len(4), 8 + 2);
     }
 }

@@ -163,11 +163,7 @@ async fn run_pass(
     let cache = SkillCache::builder().root(root).open().expect("open");
     cache.connect(
         origin.clone(),
-        Arc::new(
-            McpSource::stdio(command)
-                .await
-                .expect("the TS server starts"),
-        ),
+        Arc::new(McpSource::stdio(command).expect("the command line splits")),
     );
     let listed = cache.list(origin).await.expect("skills/list");
     let (mut loaded, mut files, mut from_cache) = (0, 0, 0);

@@ -283,7 +283,15 @@ impl LoadedSkill {
         if self.received.load(Ordering::Relaxed) >= max {
             return Err(over(self.received.load(Ordering::Relaxed)));
         }
-        let result = self.source.read_resource(uri.as_str()).await?;
+        let result = self
+            .inner
+            .ask(
+                &self.origin,
+                self.source.as_ref(),
+                "resources/read",
+                self.source.read_resource(uri.as_str()),
+            )
+            .await?;
         let bytes = select_content(&result, uri)?;
         let total = self
             .received

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -10,13 +11,13 @@ use super::loaded::{LoadedSkill, Provenance, SkillFile};
 use super::{Cache, CacheBuilder, CachedRead};
 use crate::digest::{Digest, VerifiedBytes};
 use crate::entry::{
-    EntryDiff, Limits, Listing, ManifestFile, SkillEntry, Validation, parse_get_result,
-    parse_list_result, select_content,
+    EntryDiff, Limits, Listing, ManifestFile, SkillEntry, Validation, check_result_type,
+    parse_get_result, parse_list_result, select_content,
 };
 use crate::error::{Declined, Error, Limit, Mismatch};
 use crate::frontmatter;
 use crate::origin::Origin;
-use crate::source::SkillSource;
+use crate::source::{Change, SkillSource, SourceFuture};
 use crate::store::Isolation;
 use crate::uri::SkillUri;
 
@@ -30,6 +31,24 @@ pub enum DynamicPolicy {
     AllowUnverified,
 }
 
+/// How long the cache waits for a server (R-B1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Deadlines {
+    /// Starting the server and `initialize`.
+    connect: Duration,
+    /// One request, from sending it to its whole answer.
+    request: Duration,
+}
+
+impl Default for Deadlines {
+    fn default() -> Deadlines {
+        Deadlines {
+            connect: SkillCacheBuilder::DEFAULT_TIMEOUT,
+            request: SkillCacheBuilder::DEFAULT_TIMEOUT,
+        }
+    }
+}
+
 /// Builds a [`SkillCache`]. Every option has a documented default.
 #[derive(Debug, Clone, Default)]
 pub struct SkillCacheBuilder {
@@ -37,9 +56,13 @@ pub struct SkillCacheBuilder {
     dynamic: DynamicPolicy,
     validation: Validation,
     principal: String,
+    deadlines: Deadlines,
 }
 
 impl SkillCacheBuilder {
+    /// The default deadline for one request, and for connecting (R-B1).
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
     /// The cache root. Default: `$SKILLCACHE_ROOT`, else the platform cache folder (R-C1).
     #[must_use]
     pub fn root(mut self, root: impl Into<PathBuf>) -> Self {
@@ -84,7 +107,7 @@ impl SkillCacheBuilder {
     }
     /// How long an operation waits for the cache's lock before it fails (R-H11). Default: 30 s.
     #[must_use]
-    pub fn lock_timeout(mut self, timeout: std::time::Duration) -> Self {
+    pub fn lock_timeout(mut self, timeout: Duration) -> Self {
         self.core = self.core.lock_timeout(timeout);
         self
     }
@@ -94,6 +117,22 @@ impl SkillCacheBuilder {
     #[must_use]
     pub fn disk(mut self, disk: Arc<dyn crate::store::Disk>) -> Self {
         self.core = self.core.disk(disk);
+        self
+    }
+    /// The deadline for each request to a server (`skills/list`, `skills/get`,
+    /// `resources/read`), from sending it to its whole answer. Default: [`Self::DEFAULT_TIMEOUT`], 30 s
+    /// (R-B1). A request that misses it fails with [`Error::Timeout`] naming the origin and the
+    /// method; nothing of it is kept, and the next call asks again.
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.deadlines.request = timeout;
+        self
+    }
+    /// The deadline for connecting to a server (starting it and `initialize`), separate from the
+    /// request's. Default: [`Self::DEFAULT_TIMEOUT`], 30 s (R-B1).
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.deadlines.connect = timeout;
         self
     }
     /// Opens the cache.
@@ -109,6 +148,8 @@ impl SkillCacheBuilder {
                 validation: self.validation,
                 principal: self.principal,
                 inflight: Mutex::default(),
+                deadlines: self.deadlines,
+                stale: Mutex::default(),
             }),
         })
     }
@@ -123,10 +164,38 @@ pub(super) struct Inner {
     /// One fetch per (origin, digest) at a time in this process: concurrent readers of a missing
     /// file wait for the first fetch and then hit the cache.
     inflight: Mutex<HashMap<(Origin, Digest), Gate>>,
+    deadlines: Deadlines,
+    /// What servers announced as changed (R-B5), consulted before trusting a fresh index row.
+    stale: Mutex<HashMap<Origin, StaleMarks>>,
 }
 
-/// A per-file turn: held while one task fetches a file, so the others wait and then hit.
-type Gate = Arc<tokio::sync::Mutex<()>>;
+/// A per-file turn: held while one task fetches a file, so the others wait and then hit. A
+/// fetch that timed out leaves its deadline here: the tasks waiting on the same turn get the
+/// same timeout instead of each waiting out its own (R-B1); once they are gone the turn is
+/// forgotten, and the next call tries again.
+type Gate = Arc<tokio::sync::Mutex<Option<(String, Duration)>>>;
+
+/// Change notifications of one origin, as times (ms since the epoch) they arrived. An entry
+/// fetched before a mark that concerns it is stale, however fresh its row says it is.
+#[derive(Debug, Default)]
+struct StaleMarks {
+    /// The last `list_changed`: every entry of the origin.
+    everything: Option<u64>,
+    /// The last `resources/updated` of each URI: the entry whose skill holds it.
+    files: HashMap<String, u64>,
+}
+
+impl StaleMarks {
+    fn concerns(&self, entry: &SkillEntry, fetched_at_ms: u64) -> bool {
+        if self.everything.is_some_and(|t| t >= fetched_at_ms) {
+            return true;
+        }
+        let root = format!("{}/", entry.uri().root());
+        self.files
+            .iter()
+            .any(|(uri, &t)| t >= fetched_at_ms && uri.starts_with(&root))
+    }
+}
 
 /// An entry as [`SkillCache::entry`] resolved it.
 #[derive(Debug, Clone)]
@@ -188,8 +257,17 @@ impl SkillCache {
     }
 
     /// Binds `origin` to `source`, replacing an earlier binding (a reconnect). Skills already
-    /// loaded keep reading through the source they were loaded from.
+    /// loaded keep reading through the source they were loaded from. The source's change
+    /// notifications mark this origin's entries stale from now on (R-B5).
     pub fn connect(&self, origin: Origin, source: Arc<dyn SkillSource>) {
+        // Weak: the source must not keep the cache alive through its own callback.
+        let inner = Arc::downgrade(&self.inner);
+        let marked = origin.clone();
+        source.watch(Arc::new(move |change| {
+            if let Some(inner) = inner.upgrade() {
+                inner.mark_stale(&marked, change);
+            }
+        }));
         self.inner
             .sources
             .write()
@@ -227,6 +305,9 @@ impl SkillCache {
         let (o, u, p) = (origin.clone(), uri.clone(), self.inner.principal.clone());
         if let Some(stored) = blocking(&self.inner.core, move |c| c.entry(&o, &u, &p)).await?
             && stored.fresh
+            && !self
+                .inner
+                .is_marked_stale(origin, &stored.entry, stored.fetched_at_ms)
         {
             return Ok(EntryInfo {
                 entry: stored.entry,
@@ -245,7 +326,15 @@ impl SkillCache {
     /// Invalid entries and responses, transport and index errors.
     pub async fn refresh(&self, origin: &Origin, uri: &SkillUri) -> Result<EntryInfo, Error> {
         let source = self.source(origin)?;
-        let result = source.get_skill(uri.as_str()).await?;
+        let result = self
+            .inner
+            .ask(
+                origin,
+                source.as_ref(),
+                "skills/get",
+                source.get_skill(uri.as_str()),
+            )
+            .await?;
         let (entry, hints) = parse_get_result(&result, uri, &self.inner.validation)?;
         let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
         let out = blocking(&self.inner.core, move |c| c.put_entry(&o, &p, &e, hints)).await?;
@@ -268,7 +357,15 @@ impl SkillCache {
         let mut listing = Listing::new();
         let mut cursor: Option<String> = None;
         loop {
-            let page = source.list_skills(cursor.as_deref()).await?;
+            let page = self
+                .inner
+                .ask(
+                    origin,
+                    source.as_ref(),
+                    "skills/list",
+                    source.list_skills(cursor.as_deref()),
+                )
+                .await?;
             let page = parse_list_result(&page, &self.inner.validation)?;
             match listing.add_page(page)? {
                 Some(next) => cursor = Some(next),
@@ -402,6 +499,72 @@ fn check_frontmatter(origin: &Origin, entry: &SkillEntry, bytes: &[u8]) -> Resul
 }
 
 impl Inner {
+    /// One request to `origin`'s server, under the deadlines (R-B1): connecting (if the source is
+    /// not connected yet, R-B4) under the connect deadline, then the request under its own.
+    /// A result that is not `complete` is refused. A request that misses its deadline is
+    /// dropped whole, so nothing of it is kept.
+    pub(super) async fn ask(
+        &self,
+        origin: &Origin,
+        source: &dyn SkillSource,
+        method: &'static str,
+        request: SourceFuture<'_>,
+    ) -> Result<Value, Error> {
+        let timeout = |method: &str, after: Duration| {
+            tracing::info!(
+                origin = origin.as_str(),
+                method,
+                ?after,
+                "the server did not answer in time"
+            );
+            Error::Timeout {
+                origin: origin.as_str().to_owned(),
+                method: method.to_owned(),
+                after,
+            }
+        };
+        let Deadlines {
+            connect,
+            request: per_request,
+        } = self.deadlines;
+        tokio::time::timeout(connect, source.ready())
+            .await
+            .map_err(|_| timeout("initialize", connect))??;
+        let result = tokio::time::timeout(per_request, request)
+            .await
+            .map_err(|_| timeout(method, per_request))??;
+        check_result_type(method, &result)?;
+        Ok(result)
+    }
+
+    fn mark_stale(&self, origin: &Origin, change: Change) {
+        tracing::debug!(
+            origin = origin.as_str(),
+            ?change,
+            "the server announced a change"
+        );
+        let now = super::now_ms();
+        let mut stale = self
+            .stale
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let marks = stale.entry(origin.clone()).or_default();
+        match change {
+            Change::ListChanged => marks.everything = Some(now),
+            Change::Updated { uri } => {
+                marks.files.insert(uri, now);
+            }
+        }
+    }
+
+    fn is_marked_stale(&self, origin: &Origin, entry: &SkillEntry, fetched_at_ms: u64) -> bool {
+        self.stale
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(origin)
+            .is_some_and(|m| m.concerns(entry, fetched_at_ms))
+    }
+
     fn gate(&self, origin: &Origin, digest: Digest) -> Gate {
         let mut map = self
             .inflight
@@ -434,8 +597,21 @@ impl Inner {
     ) -> Result<SkillFile, Error> {
         let gate = self.gate(origin, file.digest());
         let result = {
-            let _turn = gate.lock().await;
-            self.fetch_listed_locked(origin, source, file, admit).await
+            let mut turn = gate.lock().await;
+            if let Some((method, after)) = turn.as_ref() {
+                // The fetch this task waited for timed out: the same answer, not another wait.
+                Err(Error::Timeout {
+                    origin: origin.as_str().to_owned(),
+                    method: method.clone(),
+                    after: *after,
+                })
+            } else {
+                let result = self.fetch_listed_locked(origin, source, file, admit).await;
+                if let Err(Error::Timeout { method, after, .. }) = &result {
+                    *turn = Some((method.clone(), *after));
+                }
+                result
+            }
         };
         self.release(origin, file.digest(), &gate);
         result
@@ -457,7 +633,14 @@ impl Inner {
             // The copy was quarantined by the core; one fetch from the server, bypassing it.
             CachedRead::Failed(_) => true,
         };
-        let result = source.read_resource(file.uri().as_str()).await?;
+        let result = self
+            .ask(
+                origin,
+                source,
+                "resources/read",
+                source.read_resource(file.uri().as_str()),
+            )
+            .await?;
         let bytes = select_content(&result, file.uri())?;
         let verified =
             VerifiedBytes::check(bytes, file.size(), file.digest()).map_err(|mismatch| {

@@ -24,7 +24,9 @@ pub use hints::{CacheHints, MAX_TTL_MS, Scope};
 pub use limits::Limits;
 pub use validate::Validation;
 pub(crate) use validate::check_name;
-pub use wire::{ListPage, Listing, MAX_PAGES, parse_get_result, parse_list_result};
+pub use wire::{
+    ListPage, Listing, MAX_PAGES, check_result_type, parse_get_result, parse_list_result,
+};
 
 use serde_json::{Value, json};
 

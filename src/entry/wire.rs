@@ -219,3 +219,34 @@ impl Listing {
         (self.skills, self.hints.unwrap_or_default())
     }
 }
+
+/// Refuses a result whose `resultType` is anything but `complete` (for example
+/// `input_required`). A result without the field predates it and is complete by definition.
+///
+/// ```
+/// # use serde_json::json;
+/// use skillcache::entry::check_result_type;
+/// assert!(check_result_type("resources/read", &json!({"resultType": "complete"})).is_ok());
+/// assert!(check_result_type("resources/read", &json!({})).is_ok());
+/// assert!(check_result_type("resources/read", &json!({"resultType": "input_required"})).is_err());
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidResponse`] with [`Rule::ResultType`] (or [`Rule::WrongType`] for a
+/// `resultType` that is not a string).
+pub fn check_result_type(method: &'static str, result: &Value) -> Result<(), Error> {
+    match result.get("resultType") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(s)) if s == "complete" => Ok(()),
+        Some(Value::String(s)) => Err(Error::InvalidResponse {
+            method,
+            rule: Rule::ResultType { actual: s.clone() },
+        }),
+        Some(_) => Err(Error::InvalidResponse {
+            method,
+            rule: Rule::WrongType {
+                expected: "resultType: a string",
+            },
+        }),
+    }
+}

@@ -9,26 +9,104 @@
 //! refuses reaches us as raw JSON or as an empty object — which our parsers then refuse: it fails
 //! closed either way.
 
+use std::sync::{Arc, Mutex};
+
 use rmcp::ServiceExt as _;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, ExtensionCapabilities,
-    Implementation, ServerResult,
+    Implementation, ResourceUpdatedNotificationParam, ServerResult,
 };
-use rmcp::service::{RoleClient, RunningService, ServiceError};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
-use super::{SKILLS_EXTENSION, SkillSource, SourceFuture};
+use super::stdio::{ChildTransport, EndSlot};
+use super::{
+    Change, OnChange, ReadyFuture, SKILLS_EXTENSION, SkillSource, SourceFuture, message_bound,
+};
+use crate::entry::Limits;
 use crate::error::{Error, Rule};
 
-/// A connected MCP server.
+/// How to reach the server.
+#[derive(Debug, Clone)]
+enum Target {
+    /// A command line, split into words.
+    Stdio(Vec<String>),
+    /// A Streamable HTTP endpoint.
+    Http(String),
+}
+
+/// A live connection and what its transport says when it ends.
+struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    ended: EndSlot,
+}
+
+/// An MCP server, connected on the first request that needs it (R-B4).
+///
+/// Constructing one starts nothing and contacts nobody: a warm load of a fresh entry never
+/// reaches the server. The first request spawns the child (or opens the HTTP session), runs
+/// `initialize` and checks the server's capabilities. A connection attempt that fails or is
+/// abandoned (a deadline) leaves the source unconnected, so the next request tries again.
+///
+/// ```
+/// use skillcache::source::McpSource;
+/// // Nothing is started: the command would fail only when a request needs the server.
+/// let source = McpSource::stdio("/nonexistent/server --flag").unwrap();
+/// assert!(!source.is_connected());
+/// ```
 pub struct McpSource {
-    service: RunningService<RoleClient, ClientConfig>,
+    target: Target,
+    max_message: usize,
+    connection: tokio::sync::OnceCell<Connection>,
+    on_change: Arc<Mutex<Option<OnChange>>>,
 }
 
 impl std::fmt::Debug for McpSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpSource").finish_non_exhaustive()
+        f.debug_struct("McpSource")
+            .field("target", &self.target)
+            .field("max_message", &self.max_message)
+            .field("connected", &self.is_connected())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Our side of the session: who we are, and where change notifications go (R-B5).
+struct Handler {
+    info: ClientConfig,
+    on_change: Arc<Mutex<Option<OnChange>>>,
+}
+
+impl Handler {
+    fn tell(&self, change: Change) {
+        let sink = self
+            .on_change
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(sink) = sink {
+            sink(change);
+        }
+    }
+}
+
+impl rmcp::ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.tell(Change::Updated { uri: params.uri });
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tell(Change::ListChanged);
     }
 }
 
@@ -53,73 +131,157 @@ fn transport_err(
     }
 }
 
+fn bound_for(limits: &Limits) -> usize {
+    usize::try_from(message_bound(limits)).unwrap_or(usize::MAX)
+}
+
 impl McpSource {
-    /// Spawns `command_line` (split like a shell would: spaces, quotes, backslashes; no
-    /// expansion) and speaks MCP to it over stdio.
+    /// A server spawned from `command_line` (split like a shell would: spaces, quotes,
+    /// backslashes; no expansion), spoken to over stdio. Nothing is started until a request
+    /// needs the server.
     ///
     /// # Errors
-    /// [`Error::Transport`] if it cannot be started or initialised; [`Error::InvalidResponse`] if
-    /// it does not declare the skills extension and resources.
-    pub async fn stdio(command_line: &str) -> Result<McpSource, Error> {
+    /// [`Error::Transport`] (method `connect`) for a command line that cannot be split or is
+    /// empty: checked here, before anything runs.
+    pub fn stdio(command_line: &str) -> Result<McpSource, Error> {
         let words =
             split_command_line(command_line).map_err(|e| transport_err("connect")(e.into()))?;
-        let (program, args) = words
-            .split_first()
-            .ok_or_else(|| transport_err("connect")("the command line is empty".into()))?;
-        let mut command = tokio::process::Command::new(program);
-        command.args(args);
-        let transport =
-            TokioChildProcess::new(command).map_err(|e| transport_err("connect")(Box::new(e)))?;
-        let service = client_info()
-            .serve(transport)
-            .await
-            .map_err(|e| transport_err("initialize")(Box::new(e)))?;
-        Self::checked(service)
+        if words.is_empty() {
+            return Err(transport_err("connect")("the command line is empty".into()));
+        }
+        Ok(McpSource::new(Target::Stdio(words)))
     }
 
-    /// Connects to a Streamable HTTP MCP endpoint.
-    ///
-    /// # Errors
-    /// As [`McpSource::stdio`].
-    pub async fn http(url: &str) -> Result<McpSource, Error> {
-        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
-        let service = client_info()
-            .serve(transport)
-            .await
-            .map_err(|e| transport_err("initialize")(Box::new(e)))?;
-        Self::checked(service)
+    /// A Streamable HTTP MCP endpoint. Nothing is contacted until a request needs the server.
+    #[must_use]
+    pub fn http(url: &str) -> McpSource {
+        McpSource::new(Target::Http(url.to_owned()))
     }
 
-    fn checked(service: RunningService<RoleClient, ClientConfig>) -> Result<McpSource, Error> {
-        let info = service.peer().peer_info();
-        let caps = info.as_ref().map(|i| &i.capabilities);
-        let fail = |missing| {
-            Err(Error::InvalidResponse {
-                method: "initialize",
-                rule: Rule::Capability { missing },
-            })
+    fn new(target: Target) -> McpSource {
+        McpSource {
+            target,
+            max_message: bound_for(&Limits::BASELINE),
+            connection: tokio::sync::OnceCell::new(),
+            on_change: Arc::default(),
+        }
+    }
+
+    /// Sets the message bound from the host's limits ([`message_bound`]); the default follows
+    /// [`Limits::BASELINE`]. A host that raises its limits must raise this with them.
+    #[must_use]
+    pub fn limits(mut self, limits: &Limits) -> McpSource {
+        self.max_message = bound_for(limits);
+        self
+    }
+
+    /// Sets the message bound in bytes directly (tests and special hosts).
+    #[must_use]
+    pub fn max_message_bytes(mut self, max: usize) -> McpSource {
+        self.max_message = max;
+        self
+    }
+
+    /// Whether the server has been started and initialised.
+    #[must_use]
+    pub fn is_connected(&self) -> bool {
+        self.connection.initialized()
+    }
+
+    async fn connection(&self) -> Result<&Connection, Error> {
+        self.connection.get_or_try_init(|| self.open()).await
+    }
+
+    async fn open(&self) -> Result<Connection, Error> {
+        let ended = EndSlot::default();
+        let handler = Handler {
+            info: client_info(),
+            on_change: Arc::clone(&self.on_change),
         };
-        if !caps.is_some_and(rmcp::model::ServerCapabilities::supports_skills) {
-            return fail("the io.modelcontextprotocol/skills extension");
-        }
-        if caps.is_none_or(|c| c.resources.is_none()) {
-            return fail("the resources capability");
-        }
-        Ok(McpSource { service })
+        let started = match &self.target {
+            Target::Stdio(words) => {
+                let (program, args) = words
+                    .split_first()
+                    .ok_or_else(|| transport_err("connect")("the command line is empty".into()))?;
+                let transport =
+                    ChildTransport::spawn(program, args, self.max_message, Arc::clone(&ended))
+                        .map_err(|e| {
+                            transport_err("connect")(
+                                format!("cannot start {program:?}: {e}").into(),
+                            )
+                        })?;
+                handler.serve(transport).await
+            }
+            Target::Http(url) => {
+                // rmcp's HTTP client reads bodies and SSE events within these bounds, refusing
+                // more while reading (R-B2).
+                let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
+                    .max_json_response_size(self.max_message)
+                    .max_sse_event_size(self.max_message);
+                handler
+                    .serve(StreamableHttpClientTransport::from_config(config))
+                    .await
+            }
+        };
+        let service = started.map_err(|e| match ended_reason(&ended) {
+            Some(why) => ended_error("initialize", why),
+            None => transport_err("initialize")(Box::new(e)),
+        })?;
+        checked(&service)?;
+        Ok(Connection { service, ended })
     }
 
     async fn call(&self, method: &'static str, params: Value) -> Result<Value, Error> {
+        let connection = self.connection().await?;
         let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
-        match self.service.peer().send_request(request).await {
+        match connection.service.peer().send_request(request).await {
             Ok(result) => Ok(result_json(result)),
             Err(ServiceError::McpError(e)) => Err(Error::Server {
                 method: method.to_owned(),
                 code: i64::from(e.code.0),
                 message: e.message.into_owned(),
             }),
-            Err(e) => Err(transport_err(method)(Box::new(e))),
+            Err(e) => Err(match ended_reason(&connection.ended) {
+                Some(why) => ended_error(method, why),
+                None => transport_err(method)(Box::new(e)),
+            }),
         }
     }
+}
+
+fn ended_reason(slot: &EndSlot) -> Option<super::stdio::Ended> {
+    *slot
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn ended_error(method: &str, why: super::stdio::Ended) -> Error {
+    match why {
+        super::stdio::Ended::TooLarge { max } => Error::MessageTooLarge {
+            method: method.to_owned(),
+            max: max as u64,
+        },
+        super::stdio::Ended::MidMessage { .. } => transport_err(method)(Box::new(why)),
+    }
+}
+
+/// Skills calls go out only to a server that declared both the extension and `resources`.
+fn checked(service: &RunningService<RoleClient, Handler>) -> Result<(), Error> {
+    let info = service.peer().peer_info();
+    let caps = info.as_ref().map(|i| &i.capabilities);
+    let fail = |missing| {
+        Err(Error::InvalidResponse {
+            method: "initialize",
+            rule: Rule::Capability { missing },
+        })
+    };
+    if !caps.is_some_and(rmcp::model::ServerCapabilities::supports_skills) {
+        return fail("the io.modelcontextprotocol/skills extension");
+    }
+    if caps.is_none_or(|c| c.resources.is_none()) {
+        return fail("the resources capability");
+    }
+    Ok(())
 }
 
 fn result_json(result: ServerResult) -> Value {
@@ -143,6 +305,17 @@ impl SkillSource for McpSource {
 
     fn read_resource<'a>(&'a self, uri: &'a str) -> SourceFuture<'a> {
         Box::pin(self.call("resources/read", json!({"uri": uri})))
+    }
+
+    fn ready(&self) -> ReadyFuture<'_> {
+        Box::pin(async move { self.connection().await.map(|_| ()) })
+    }
+
+    fn watch(&self, on_change: OnChange) {
+        *self
+            .on_change
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(on_change);
     }
 }
 

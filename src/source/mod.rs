@@ -6,6 +6,8 @@
 
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod stdio;
 
 #[cfg(feature = "mcp")]
 pub use mcp::{McpSource, split_command_line};
@@ -15,13 +17,61 @@ pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::entry::Limits;
 use crate::error::Error;
 
 /// A boxed future of a raw JSON result.
 pub type SourceFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, Error>> + Send + 'a>>;
+
+/// A boxed future that connects a source.
+pub type ReadyFuture<'a> = Pin<Box<dyn Future<Output = Result<(), Error>> + Send + 'a>>;
+
+/// Room for everything in a `resources/read` answer besides the file's own encoding: the
+/// JSON-RPC envelope, the URI, the MIME type and the cache hints.
+pub const MESSAGE_OVERHEAD: u64 = 64 * 1024;
+
+/// The largest message a client accepts and `skillcache serve` reads, for `limits` (R-B2).
+///
+/// The largest file a skill may have is `max_total_bytes`. Sent as a `blob` it grows to 4/3 (base64);
+/// sent as `text`, every quote, backslash, tab or newline becomes two characters, so text made of
+/// them doubles. The bound covers the larger of the two — twice the file — plus
+/// [`MESSAGE_OVERHEAD`]: every file inside the limits arrives whole, whichever way a server encodes
+/// it, unless its text is mostly other control characters (`\u00XX`, six bytes each). Such a file
+/// is refused with [`Error::MessageTooLarge`]; a server should send it as a `blob`, which
+/// `skillcache serve` does whenever that is the shorter encoding. Hosts that raise the limits raise
+/// the bound with them.
+///
+/// ```
+/// use skillcache::entry::Limits;
+/// use skillcache::source::message_bound;
+/// assert_eq!(message_bound(&Limits::BASELINE), 32 * 1024 * 1024 + 64 * 1024);
+/// ```
+#[must_use]
+pub fn message_bound(limits: &Limits) -> u64 {
+    limits
+        .max_total_bytes()
+        .saturating_mul(2)
+        .saturating_add(MESSAGE_OVERHEAD)
+}
+
+/// A change a server announced (R-B5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// `notifications/resources/updated`: this resource changed.
+    Updated {
+        /// The resource's URI, as the server sent it.
+        uri: String,
+    },
+    /// `notifications/resources/list_changed`: anything may have changed.
+    ListChanged,
+}
+
+/// Where a source reports [`Change`]s: set by the cache when it binds the source to an origin.
+pub type OnChange = Arc<dyn Fn(Change) + Send + Sync>;
 
 /// One server connection, as the cache sees it. The host binds each origin to exactly one
 /// source (R-O6); the cache never talks to a transport directly.
@@ -35,4 +85,21 @@ pub trait SkillSource: Send + Sync {
     fn get_skill<'a>(&'a self, uri: &'a str) -> SourceFuture<'a>;
     /// `resources/read` of `uri`.
     fn read_resource<'a>(&'a self, uri: &'a str) -> SourceFuture<'a>;
+
+    /// Connects, if the source is not connected yet (R-B4: sources connect lazily). The cache
+    /// calls it before each request under its own deadline, so a server that never finishes
+    /// `initialize` is reported as such. The default: always ready.
+    ///
+    /// # Errors
+    /// [`Error::Transport`] and [`Error::InvalidResponse`] (a server without the extension or
+    /// `resources`).
+    fn ready(&self) -> ReadyFuture<'_> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Asks the source to report the server's change notifications to `on_change` (R-B5). The
+    /// default ignores it: a source without notifications relies on `ttlMs` alone.
+    fn watch(&self, on_change: OnChange) {
+        let _ = on_change;
+    }
 }

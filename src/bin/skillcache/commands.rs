@@ -21,6 +21,8 @@ pub(crate) enum Failure {
     Skill(Box<Error>),
     /// Several reasons, with the exit code they share.
     Many(u8, Vec<Error>),
+    /// A bad argument, found before any server was started (exit 2).
+    Usage(String),
     /// Anything else (exit 1).
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -48,8 +50,82 @@ fn print_json(v: &Value) {
     outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
 }
 
+/// A usage error for an argument: `what` (e.g. `--origin`) and why.
+fn usage(what: &str, e: &Error) -> Failure {
+    Failure::Usage(format!("invalid {what}: {e}"))
+}
+
+// `Error` is large (see `origin_arg`); this is the cold path.
+#[allow(clippy::result_large_err)]
+fn origin_usage(label: &str) -> Result<Origin> {
+    Origin::new(label.to_owned()).map_err(|e| usage("--origin", &e))
+}
+
+/// Every argument of the command that can be checked without the cache or a server, checked
+/// before anything else runs: a bad one is a usage error (exit 2), never a started server.
+// `Error` is large (see `origin_arg`); this is the cold path.
+#[allow(clippy::result_large_err)]
+fn validate(command: &Command) -> Result<()> {
+    let server = |s: &ServerArgs| -> Result<()> {
+        origin_usage(&s.origin)?;
+        if let Some(cmd) = &s.stdio {
+            McpSource::stdio(cmd).map_err(|e| usage("--stdio", &e))?;
+        }
+        Ok(())
+    };
+    let uri = |text: &str| -> Result<()> {
+        SkillUri::parse(text)
+            .map(drop)
+            .map_err(|e| usage("SKILL_URI", &e))
+    };
+    let folder = |dir: &std::path::Path| -> Result<()> {
+        if dir.is_dir() {
+            Ok(())
+        } else {
+            Err(Failure::Usage(format!("{} is not a folder", dir.display())))
+        }
+    };
+    match command {
+        Command::List { server: s } => server(s),
+        Command::Entry {
+            skill_uri,
+            server: s,
+        }
+        | Command::Approve {
+            skill_uri,
+            server: s,
+            ..
+        }
+        | Command::Load {
+            skill_uri,
+            server: s,
+            ..
+        }
+        | Command::Read {
+            skill_uri,
+            server: s,
+            ..
+        } => {
+            uri(skill_uri)?;
+            server(s)
+        }
+        Command::Entries { origin } | Command::Verify { origin } => origin
+            .as_deref()
+            .map_or(Ok(()), |o| origin_usage(o).map(drop)),
+        Command::Purge { origin } => origin_usage(origin).map(drop),
+        Command::Inspect { dir, .. } | Command::Serve { dir, .. } => folder(dir),
+        Command::Gc { .. } | Command::Stats | Command::Demo => Ok(()),
+    }
+}
+
 pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
-    let mut builder = SkillCache::builder().isolation(cli.isolation.into());
+    validate(&cli.command)?;
+    let mut builder = SkillCache::builder()
+        .isolation(cli.isolation.into())
+        .request_timeout(cli.timeout)
+        .connect_timeout(cli.timeout);
+    // Without `--root`, the library's default applies: `$SKILLCACHE_ROOT` unless it is empty (an
+    // empty `SKILLCACHE_ROOT=` is unset, as in the shell convention), else the XDG cache folder.
     if let Some(root) = &cli.root {
         builder = builder.root(root);
     }
@@ -108,9 +184,10 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
     }
 }
 
-/// The cache and the origin, connected to the server.
-pub(crate) async fn connect(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Origin)> {
-    let origin = Origin::new(s.origin.clone())?;
+/// The cache and the origin, bound to the server. Nothing is started yet: the server starts on
+/// the first request that needs it (R-B4), so a warm load of a fresh entry never starts it.
+pub(crate) fn connect(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Origin)> {
+    let origin = origin_usage(&s.origin)?;
     let dynamic = if s.allow_dynamic {
         DynamicPolicy::AllowUnverified
     } else {
@@ -123,16 +200,16 @@ pub(crate) async fn connect(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Or
         .dynamic(dynamic)
         .open()?;
     let source: Arc<dyn SkillSource> = match (&s.stdio, &s.url) {
-        (Some(cmd), _) => Arc::new(McpSource::stdio(cmd).await?),
-        (None, Some(url)) => Arc::new(McpSource::http(url).await?),
-        (None, None) => return Err(Failure::Other("--stdio or --url is required".into())),
+        (Some(cmd), _) => Arc::new(McpSource::stdio(cmd).map_err(|e| usage("--stdio", &e))?),
+        (None, Some(url)) => Arc::new(McpSource::http(url)),
+        (None, None) => return Err(Failure::Usage("--stdio or --url is required".into())),
     };
     cache.connect(origin.clone(), source);
     Ok((cache, origin))
 }
 
 fn skill_uri(text: &str) -> Result<SkillUri> {
-    Ok(SkillUri::parse(text)?)
+    SkillUri::parse(text).map_err(|e| usage("SKILL_URI", &e))
 }
 
 fn entry_row(cache: &SkillCache, origin: &Origin, e: &SkillEntry) -> Value {
@@ -153,7 +230,7 @@ fn entry_row(cache: &SkillCache, origin: &Origin, e: &SkillEntry) -> Value {
 }
 
 async fn list(ctx: &Ctx, s: &ServerArgs) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s).await?;
+    let (cache, origin) = connect(ctx, s)?;
     let listed = cache.list(&origin).await?;
     let rows: Vec<Value> = listed
         .iter()
@@ -208,7 +285,7 @@ fn entry_json(origin: &Origin, info: &EntryInfo) -> Value {
 }
 
 async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s).await?;
+    let (cache, origin) = connect(ctx, s)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     if ctx.json {
         print_json(&entry_json(&origin, &info));
@@ -246,7 +323,7 @@ async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
 }
 
 async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s).await?;
+    let (cache, origin) = connect(ctx, s)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     let grant = if grant_tools {
         info.entry.requested_tools().cloned()
@@ -320,7 +397,7 @@ async fn load(
     reference: Option<&str>,
     require: bool,
 ) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s).await?;
+    let (cache, origin) = connect(ctx, s)?;
     let info = approved_entry(&cache, &origin, &skill_uri(uri)?, require).await?;
     let skill = cache.load(&origin, &info.entry).await?;
     let file = match reference {
@@ -347,7 +424,7 @@ fn local_cache(ctx: &Ctx) -> Result<SkillCache> {
 // the cold path, so the closure's large `Err` costs nothing that matters.
 #[allow(clippy::result_large_err)]
 fn origin_arg(origin: Option<&str>) -> Result<Option<Origin>> {
-    Ok(origin.map(|o| Origin::new(o.to_owned())).transpose()?)
+    origin.map(origin_usage).transpose()
 }
 
 fn entries(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
@@ -466,7 +543,7 @@ fn gc(ctx: &Ctx, max_bytes: Option<u64>) -> Result<Outcome> {
 }
 
 fn purge(ctx: &Ctx, origin: &str) -> Result<Outcome> {
-    let origin = Origin::new(origin.to_owned())?;
+    let origin = origin_usage(origin)?;
     local_cache(ctx)?.core().purge(&origin)?;
     if ctx.json {
         print_json(&json!({"purged": origin.as_str()}));

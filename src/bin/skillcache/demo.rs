@@ -106,7 +106,7 @@ async fn tour(work: &Path) -> Result<Outcome, Failure> {
     );
     let cache = SkillCache::builder().root(work.join("cache")).open()?;
     let origin = Origin::new("demo-server")?;
-    cache.connect(origin.clone(), Arc::new(McpSource::stdio(&command).await?));
+    cache.connect(origin.clone(), Arc::new(McpSource::stdio(&command)?));
     say(format!(
         "origin label {origin:?} (the host's name for the server, never the server's own)"
     ));

@@ -1,9 +1,12 @@
 //! `skillcache`: the verified skill cache from the command line.
 //!
-//! Exit codes (a public contract): 0 ok; 2 usage; 3 verification failure (size, digest,
-//! frontmatter, unlisted); 4 invalid entry or protocol error from the server; 5 declined by policy
-//! (limits, dynamic, approval missing or revoked, a reference that leaves the skill); 1 anything
-//! else. Errors go to stderr as one line each, with their cause chain.
+//! Exit codes (a public contract): 0 ok; 2 usage (bad arguments, checked before any server is
+//! started: an empty or over-long `--origin`, an unparsable `SKILL_URI`, a `serve`/`inspect`
+//! folder that does not exist, a bad `--timeout`); 3 verification failure (size, digest,
+//! frontmatter, unlisted); 4 the server: an invalid entry, a protocol error, a timeout, a message
+//! over the bound, a connection that failed or died; 5 declined by policy (limits, dynamic,
+//! approval missing or revoked, a reference that leaves the skill); 1 a local failure (the cache
+//! root, the index, I/O). Errors go to stderr as one line each, with their cause chain.
 
 /// `println!` for the CLI: a closed stdout (`skillcache demo | head`) ends the program quietly
 /// instead of panicking, as command-line tools are expected to.
@@ -34,6 +37,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use skillcache::Error;
+use skillcache::error::ErrorClass;
 use skillcache::store::Isolation;
 
 #[derive(Parser, Debug)]
@@ -43,9 +47,14 @@ use skillcache::store::Isolation;
     about = "A verified, write-isolated cache for skills served over MCP"
 )]
 struct Cli {
-    /// The cache root [default: `$SKILLCACHE_ROOT`, else ~/.cache/skillcache].
-    #[arg(long, global = true, env = "SKILLCACHE_ROOT")]
+    /// The cache root [default: `$SKILLCACHE_ROOT` unless empty, else
+    /// `$XDG_CACHE_HOME/skillcache`, else ~/.cache/skillcache].
+    #[arg(long, global = true)]
     root: Option<PathBuf>,
+    /// Seconds to wait for the server to start and initialise, and for each answer; a server
+    /// that misses it fails the command with exit 4.
+    #[arg(long, global = true, value_name = "SECS", default_value = "30", value_parser = parse_timeout)]
+    timeout: std::time::Duration,
     /// How cached files are verified on every access.
     #[arg(long, global = true, value_enum, default_value_t = IsolationArg::Rehash)]
     isolation: IsolationArg,
@@ -188,18 +197,27 @@ enum Command {
     Demo,
 }
 
-/// The exit code for an error (the public contract above).
+/// `--timeout`: positive seconds, fractions allowed.
+fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
+            Ok(std::time::Duration::from_secs_f64(secs))
+        }
+        _ => Err(format!(
+            "{text:?} is not a number of seconds between 0 and 86400"
+        )),
+    }
+}
+
+/// The exit code for an error (the public contract above). Exhaustive on purpose, with no
+/// catch-all: a new class of error cannot silently become 1.
 fn exit_code(e: &Error) -> u8 {
-    match e {
-        Error::Verification { .. } | Error::BlobMismatch { .. } => 3,
-        Error::InvalidEntry { .. }
-        | Error::InvalidResponse { .. }
-        | Error::InvalidDigest { .. }
-        | Error::Server { .. }
-        | Error::Frontmatter { .. }
-        | Error::InvalidSkillFolder { .. } => 4,
-        Error::LimitExceeded { .. } | Error::Declined { .. } | Error::InvalidUri { .. } => 5,
-        _ => 1,
+    match e.class() {
+        ErrorClass::Verification => 3,
+        ErrorClass::Server => 4,
+        ErrorClass::Declined => 5,
+        ErrorClass::Config => 2,
+        ErrorClass::Local => 1,
     }
 }
 
@@ -259,6 +277,10 @@ fn main() -> ExitCode {
                 report(e);
             }
             ExitCode::from(code)
+        }
+        Err(commands::Failure::Usage(message)) => {
+            eprintln!("skillcache: error: {message}");
+            ExitCode::from(2)
         }
         Err(commands::Failure::Other(e)) => {
             report(e.as_ref());

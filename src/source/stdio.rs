@@ -1,0 +1,188 @@
+//! The child-process transport: newline-delimited JSON-RPC over a child's stdin and stdout,
+//! with a bound on each incoming message enforced while it is read (R-B2).
+//!
+//! rmcp's own stdio codec drops an oversized line and keeps waiting, so the request it answered
+//! hangs until its deadline. Here an oversized line, or a stream that ends inside a message,
+//! ends the connection at once and says why: every pending request fails with that reason.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use rmcp::RoleClient;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+/// Why a child connection ended, when it was not an orderly close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// A message grew past the bound; it was discarded while being read.
+    TooLarge {
+        /// The bound in bytes.
+        max: usize,
+    },
+    /// The child closed its stdout in the middle of a message.
+    MidMessage {
+        /// The bytes of the unfinished message.
+        received: usize,
+    },
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::TooLarge { max } => write!(
+                f,
+                "a message from the server exceeded the bound of {max} bytes and was refused while reading"
+            ),
+            Ended::MidMessage { received } => write!(
+                f,
+                "the server closed its output {received} bytes into a message"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Ended {}
+
+/// Where the transport leaves the reason it ended, for the source to report per request.
+pub(crate) type EndSlot = Arc<Mutex<Option<Ended>>>;
+
+/// A spawned child speaking MCP on stdio. Dropping it kills the child.
+pub(crate) struct ChildTransport {
+    child: Child,
+    read: BufReader<ChildStdout>,
+    /// The message read so far. It survives a cancelled `receive` (rmcp polls it in a
+    /// `select!`), so a message split across reads is resumed, never lost.
+    line: Vec<u8>,
+    max: usize,
+    write: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    ended: EndSlot,
+}
+
+impl ChildTransport {
+    /// Spawns `program args…` with piped stdin/stdout; its stderr is the host's.
+    pub(crate) fn spawn(
+        program: &str,
+        args: &[String],
+        max: usize,
+        ended: EndSlot,
+    ) -> std::io::Result<ChildTransport> {
+        let mut child = tokio::process::Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(std::io::Error::other("the child has no stdin or stdout"));
+        };
+        Ok(ChildTransport {
+            child,
+            // A large buffer keeps a 32 MiB message to a few hundred reads.
+            read: BufReader::with_capacity(256 * 1024, stdout),
+            line: Vec::new(),
+            max,
+            write: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
+            ended,
+        })
+    }
+
+    fn end(&self, why: Ended) {
+        tracing::debug!(%why, "closing the connection to the server");
+        *self
+            .ended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+    }
+
+    /// The next whole line (without its newline), `Ok(None)` at the end of the stream.
+    /// Never holds more than `max` bytes of one line (R-B2).
+    async fn next_line(&mut self) -> Result<Option<Vec<u8>>, Ended> {
+        loop {
+            let available = match self.read.fill_buf().await {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading from the server failed");
+                    return Ok(None);
+                }
+            };
+            if available.is_empty() {
+                return if self.line.iter().all(u8::is_ascii_whitespace) {
+                    Ok(None)
+                } else {
+                    Err(Ended::MidMessage {
+                        received: self.line.len(),
+                    })
+                };
+            }
+            let newline = available.iter().position(|&b| b == b'\n');
+            let take = newline.map_or(available.len(), |i| i + 1);
+            let content = newline.unwrap_or(available.len());
+            // Checked before the bytes are appended: the line never grows past the bound.
+            if self.line.len() + content > self.max {
+                return Err(Ended::TooLarge { max: self.max });
+            }
+            self.line.extend_from_slice(&available[..content]);
+            self.read.consume(take);
+            if newline.is_some() {
+                return Ok(Some(std::mem::take(&mut self.line)));
+            }
+        }
+    }
+}
+
+impl Transport<RoleClient> for ChildTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let write = Arc::clone(&self.write);
+        async move {
+            let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            bytes.push(b'\n');
+            let mut guard = write.lock().await;
+            let stdin = guard.as_mut().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotConnected, "the connection is closed")
+            })?;
+            stdin.write_all(&bytes).await?;
+            stdin.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            let line = match self.next_line().await {
+                Ok(Some(line)) => line,
+                Ok(None) => return None,
+                Err(why) => {
+                    self.end(why);
+                    return None;
+                }
+            };
+            let text = line.strip_suffix(b"\r").unwrap_or(&line);
+            if text.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(text) {
+                Ok(message) => return Some(message),
+                // Not a message: nothing to answer or correlate; the request it may have been
+                // meant to answer runs into its deadline.
+                Err(e) => {
+                    tracing::warn!(error = %e, "ignoring a line from the server that is not a JSON-RPC message");
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        // Closing stdin asks the server to exit; the kill makes sure it does.
+        self.write.lock().await.take();
+        let _ = self.child.start_kill();
+        Ok(())
+    }
+}
