@@ -601,7 +601,7 @@ async fn a5_requested_tools_are_reported_never_applied_and_a_grant_is_bound() {
     assert!(
         f.cache
             .core()
-            .approval(&f.origin, &uri(&f))
+            .approval(&f.origin, &uri(&f), "")
             .expect("read")
             .is_none(),
         "nothing granted implicitly"
@@ -613,7 +613,7 @@ async fn a5_requested_tools_are_reported_never_applied_and_a_grant_is_bound() {
     assert_eq!(
         f.cache
             .core()
-            .approval(&f.origin, &uri(&f))
+            .approval(&f.origin, &uri(&f), "")
             .expect("read")
             .expect("approved")
             .granted_tools,

@@ -76,7 +76,15 @@ impl SkillCacheBuilder {
         self.validation = self.validation.strict(strict);
         self
     }
-    /// The authorization context private entries are stored under (R-C6). Default: `""`.
+    /// The host key file that seals index rows (R-H3). Default:
+    /// [`default_key_file`](super::default_key_file).
+    #[must_use]
+    pub fn key_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.core = self.core.key_file(path);
+        self
+    }
+    /// The authorization context private entries are stored under (R-C6), and the principal
+    /// whose approvals this cache grants and checks (R-H11). Default: `""`.
     #[must_use]
     pub fn principal(mut self, principal: impl Into<String>) -> Self {
         self.principal = principal.into();
@@ -293,20 +301,20 @@ impl SkillCache {
         entry: &SkillEntry,
         granted_tools: Option<Value>,
     ) -> Result<(), Error> {
-        let (o, e) = (origin.clone(), entry.clone());
+        let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
         blocking(&self.inner.core, move |c| {
-            c.approve(&o, &e, granted_tools.as_ref())
+            c.approve(&o, &p, &e, granted_tools.as_ref())
         })
         .await
     }
 
-    /// Whether `entry`, as it is now, is approved.
+    /// Whether `entry`, as it is now, is approved by this cache's principal (R-H11).
     ///
     /// # Errors
     /// Index errors.
     pub async fn is_approved(&self, origin: &Origin, entry: &SkillEntry) -> Result<bool, Error> {
-        let (o, e) = (origin.clone(), entry.clone());
-        blocking(&self.inner.core, move |c| c.is_approved(&o, &e)).await
+        let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
+        blocking(&self.inner.core, move |c| c.is_approved(&o, &p, &e)).await
     }
 
     /// Loads a skill: checks the limits from the entry alone (R-W7) and the dynamic policy
@@ -443,7 +451,17 @@ impl Inner {
         let (verified, stored) = blocking(&self.core, move |c| {
             // A cache that cannot store (a full disk) must not fail a verified load: the bytes
             // are still served, and the file says they were not kept.
-            let stored = c.store_file(&o, &f, verified.as_slice()).is_ok();
+            let stored = match c.store_file(&o, &f, verified.as_slice()) {
+                Ok(()) => true,
+                Err(e) => {
+                    if crate::index::is_disk_full(&e) {
+                        tracing::debug!(origin = o.as_str(), uri = f.uri().as_str(), "disk full: served without keeping a copy");
+                    } else {
+                        tracing::warn!(origin = o.as_str(), uri = f.uri().as_str(), error = %e, "served without keeping a copy");
+                    }
+                    false
+                }
+            };
             Ok((verified, stored))
         })
         .await?;

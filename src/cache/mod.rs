@@ -9,11 +9,13 @@
 //! - every record carries its origin (R-O1); purge removes all of an origin (R-C5);
 //! - a publisher holds the shared lock until its rows are committed; gc holds the exclusive lock.
 
+mod key;
 mod loaded;
 mod loading;
 mod maintenance;
 mod root;
 
+pub use key::default_key_file;
 pub use loaded::{LoadedSkill, Provenance, SkillFile};
 pub use loading::{DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
 pub use maintenance::{GcReport, VerifyReport};
@@ -64,6 +66,7 @@ pub struct CacheBuilder {
     root: Option<PathBuf>,
     isolation: Isolation,
     discovery_paths: Vec<PathBuf>,
+    key_file: Option<PathBuf>,
 }
 
 impl CacheBuilder {
@@ -90,17 +93,30 @@ impl CacheBuilder {
         self
     }
 
-    /// Opens the cache: checks and creates the root (0700), opens the store and the index, and
-    /// sweeps stale temporaries when no other process is using the root.
+    /// The host key file that seals index rows (R-H3). Default: [`default_key_file`]
+    /// (`$SKILLCACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/skillcache/host.key`, else
+    /// `~/.config/skillcache/host.key`). Created (0600, 32 random bytes) on first use; it must
+    /// lie outside the root, be a regular file of 32 bytes, and be readable by its owner only.
+    #[must_use]
+    pub fn key_file(mut self, path: impl Into<PathBuf>) -> CacheBuilder {
+        self.key_file = Some(path.into());
+        self
+    }
+
+    /// Opens the cache: checks and creates the root (0700), reads (or creates) the host key,
+    /// opens the store and the index, and sweeps stale temporaries when no other process is
+    /// using the root.
     ///
     /// # Errors
-    /// [`Error::RootRefused`] for a root inside or around a discovery path; I/O and index errors.
+    /// [`Error::RootRefused`] for a root inside or around a discovery path; [`Error::HostKey`]
+    /// for a key file that is refused; I/O and index errors.
     pub fn open(self) -> Result<Cache, Error> {
         let mut discovery = default_discovery_paths();
         discovery.extend(self.discovery_paths);
         let root = root::prepare(&self.root.unwrap_or_else(default_root), &discovery)?;
+        let key = key::load_or_create(&self.key_file.unwrap_or_else(default_key_file), &root)?;
         let store = BlobStore::open(&root)?;
-        let index = Index::open(&store.layout().index_db())?;
+        let index = Index::open(&store.layout().index_db(), key)?;
         if let Some(_guard) = store.try_lock_exclusive()? {
             // Nobody else holds the root: every temporary is a crashed publisher's leftover.
             store.sweep_tmp(Duration::ZERO)?;
@@ -174,6 +190,20 @@ impl Cache {
         &self.index
     }
 
+    /// How many index rows failed their seal check since the cache was opened (R-H3): each was
+    /// treated as absent (entry fetched again, approval void, record no evidence) and logged.
+    #[must_use]
+    pub fn seal_failures(&self) -> u64 {
+        self.index.seal_failures()
+    }
+
+    /// Where a damaged index was moved when the cache was opened, if it was (R-H6): a fresh
+    /// index replaced it, cached files were kept, approvals were lost.
+    #[must_use]
+    pub fn healed_index(&self) -> Option<&Path> {
+        self.index.healed()
+    }
+
     /// Stores a validated entry (R-C6); revokes a stale approval and says what changed (R-A2).
     ///
     /// # Errors
@@ -224,33 +254,54 @@ impl Cache {
         self.index.entries(origin)
     }
 
-    /// Approves `entry` as it is now (R-A1), optionally granting its requested tools (R-A5).
+    /// `principal` approves `entry` as it is now (R-A1, R-H11), optionally granting its
+    /// requested tools (R-A5).
     ///
     /// # Errors
     /// A dynamic entry cannot be approved (R-A3); index errors.
     pub fn approve(
         &self,
         origin: &Origin,
+        principal: &str,
         entry: &SkillEntry,
         granted_tools: Option<&serde_json::Value>,
     ) -> Result<(), Error> {
-        self.index.grant(origin, entry, granted_tools, now_ms())
+        self.index
+            .grant(origin, principal, entry, granted_tools, now_ms())
     }
 
-    /// The approval of (`origin`, `uri`), if any.
+    /// `principal`'s approval of (`origin`, `uri`), if any and sealed (R-H3, R-H11).
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
-    pub fn approval(&self, origin: &Origin, uri: &SkillUri) -> Result<Option<Approval>, Error> {
-        self.index.approval(origin, uri)
+    pub fn approval(
+        &self,
+        origin: &Origin,
+        uri: &SkillUri,
+        principal: &str,
+    ) -> Result<Option<Approval>, Error> {
+        self.index.approval(origin, uri, principal)
     }
 
-    /// Whether `entry`, as it is now, is approved.
+    /// Whether `entry`, as it is now, is approved by `principal` (R-H11).
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
-    pub fn is_approved(&self, origin: &Origin, entry: &SkillEntry) -> Result<bool, Error> {
-        self.index.is_approved(origin, entry)
+    pub fn is_approved(
+        &self,
+        origin: &Origin,
+        principal: &str,
+        entry: &SkillEntry,
+    ) -> Result<bool, Error> {
+        self.index.is_approved(origin, principal, entry)
+    }
+
+    /// Withdraws `principal`'s approval of (`origin`, `uri`); returns whether there was one.
+    ///
+    /// # Errors
+    /// [`Error::Index`] on a database failure.
+    pub fn revoke(&self, origin: &Origin, uri: &SkillUri, principal: &str) -> Result<bool, Error> {
+        self.index.revoke(origin, uri, principal)
     }
 
     /// Stores the bytes of a listed file: published under its digest (refused if they are not
@@ -380,8 +431,10 @@ impl Cache {
                     now_known.evidence = self.evidence_from_index(origin, &digest)?;
                 }
                 let now = now_ms();
+                // Best effort: a busy, full or read-only index skips it, never fails the hit
+                // (R-H5); the next hit after the grain tries again either way.
                 if now.saturating_sub(now_known.touched_ms) >= ACCESS_GRAIN_MS {
-                    self.index.touch_blob(origin, &digest, now)?;
+                    self.index.touch_blob(origin, &digest, now);
                     now_known.touched_ms = now;
                 }
                 if known != Some(now_known) {

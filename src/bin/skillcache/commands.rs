@@ -53,6 +53,10 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
     if let Some(root) = &cli.root {
         builder = builder.root(root);
     }
+    // An empty SKILLCACHE_KEY_FILE counts as unset.
+    if let Some(key) = cli.key_file.as_ref().filter(|k| !k.as_os_str().is_empty()) {
+        builder = builder.key_file(key);
+    }
     let ctx = Ctx {
         json: cli.json,
         builder,
@@ -122,6 +126,7 @@ pub(crate) async fn connect(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Or
         .principal(s.principal.clone())
         .dynamic(dynamic)
         .open()?;
+    notice_healed(&cache);
     let source: Arc<dyn SkillSource> = match (&s.stdio, &s.url) {
         (Some(cmd), _) => Arc::new(McpSource::stdio(cmd).await?),
         (None, Some(url)) => Arc::new(McpSource::http(url).await?),
@@ -340,7 +345,19 @@ async fn load(
 }
 
 fn local_cache(ctx: &Ctx) -> Result<SkillCache> {
-    Ok(ctx.builder.clone().open()?)
+    let cache = ctx.builder.clone().open()?;
+    notice_healed(&cache);
+    Ok(cache)
+}
+
+/// One line on stderr when the index was damaged and replaced at open (R-H6).
+fn notice_healed(cache: &SkillCache) {
+    if let Some(moved) = cache.core().healed_index() {
+        eprintln!(
+            "skillcache: notice: the cache index was damaged; moved it to {} and started a fresh one (cached files kept, approvals lost: approve again)",
+            moved.display()
+        );
+    }
 }
 
 // `Error` is 128 bytes (a verification failure carries origin, URI and both digests); errors are

@@ -46,6 +46,10 @@ struct Cli {
     /// The cache root [default: `$SKILLCACHE_ROOT`, else ~/.cache/skillcache].
     #[arg(long, global = true, env = "SKILLCACHE_ROOT")]
     root: Option<PathBuf>,
+    /// The host key that seals the index, kept outside the root (created 0600 on first use)
+    /// [default: `$XDG_CONFIG_HOME/skillcache/host.key`, else ~/.config/skillcache/host.key].
+    #[arg(long, global = true, env = "SKILLCACHE_KEY_FILE")]
+    key_file: Option<PathBuf>,
     /// How cached files are verified on every access.
     #[arg(long, global = true, value_enum, default_value_t = IsolationArg::Rehash)]
     isolation: IsolationArg,
