@@ -507,6 +507,9 @@ fn stats(ctx: &Ctx) -> Result<Outcome> {
         "blob_bytes": blobs.iter().map(|(_, _, r)| r.size).sum::<u64>(),
         "quarantined": core.store().quarantined(),
         "schema_version": core.index().schema_version()?,
+        // Rows seen while gathering these numbers that failed their seal (R-H3).
+        "seal_failures": core.seal_failures(),
+        "index_read_only": core.index().is_read_only(),
     });
     if ctx.json {
         print_json(&out);
