@@ -148,6 +148,36 @@ mod tests {
     }
 
     #[test]
+    fn h3_h11_version_1_rows_migrate_unsealed_and_approvals_gain_a_principal() {
+        let mut conn = Connection::open_in_memory().expect("in-memory db");
+        conn.execute_batch(MIGRATIONS[0]).expect("version 1");
+        conn.pragma_update(None, "user_version", 1).expect("set");
+        conn.execute_batch(
+            "INSERT INTO origins(id, label) VALUES (1, 'srv');
+             INSERT INTO entries VALUES (1, 'skill://a/SKILL.md', 'public', '', '{}', NULL, 1, 2);
+             INSERT INTO approvals VALUES (1, 'skill://a/SKILL.md', x'00', '{}', NULL, 3);",
+        )
+        .expect("version 1 rows");
+        migrate(&mut conn).expect("to the latest");
+        let (entry_seal, approval): (Option<Vec<u8>>, (String, Option<Vec<u8>>)) = (
+            conn.query_row("SELECT seal FROM entries", [], |r| r.get(0))
+                .expect("entry kept"),
+            conn.query_row("SELECT principal, seal FROM approvals", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .expect("approval kept"),
+        );
+        assert_eq!(entry_seal, None, "unsealed: read back as absent");
+        assert_eq!(approval, (String::new(), None), "unsealed: void");
+        // Approvals are now keyed by principal: a second principal's row fits beside it.
+        conn.execute(
+            "INSERT INTO approvals(origin_id, skill_uri, principal, binding, entry_json, granted_at_ms) VALUES (1, 'skill://a/SKILL.md', 'bob', x'00', '{}', 4)",
+            [],
+        )
+        .expect("per principal");
+    }
+
+    #[test]
     fn a_newer_index_is_refused_not_damaged() {
         let mut conn = Connection::open_in_memory().expect("in-memory db");
         conn.pragma_update(None, "user_version", 99).expect("set");
