@@ -159,14 +159,14 @@ mod tests {
         )
         .expect("version 1 rows");
         migrate(&mut conn).expect("to the latest");
-        let (entry_seal, approval): (Option<Vec<u8>>, (String, Option<Vec<u8>>)) = (
-            conn.query_row("SELECT seal FROM entries", [], |r| r.get(0))
-                .expect("entry kept"),
-            conn.query_row("SELECT principal, seal FROM approvals", [], |r| {
+        let entry_seal: Option<Vec<u8>> = conn
+            .query_row("SELECT seal FROM entries", [], |r| r.get(0))
+            .expect("entry kept");
+        let approval: (String, Option<Vec<u8>>) = conn
+            .query_row("SELECT principal, seal FROM approvals", [], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })
-            .expect("approval kept"),
-        );
+            .expect("approval kept");
         assert_eq!(entry_seal, None, "unsealed: read back as absent");
         assert_eq!(approval, (String::new(), None), "unsealed: void");
         // Approvals are now keyed by principal: a second principal's row fits beside it.
