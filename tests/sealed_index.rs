@@ -700,3 +700,56 @@ async fn h5_an_index_on_a_read_only_mount_serves_its_entries() {
     );
     drop(index);
 }
+
+#[tokio::test]
+async fn h5_a_warm_hit_works_on_a_full_disk() {
+    let f = Fixture::new();
+    let mnt = match Tmpfs::mount(f.dir.path().join("mnt")) {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!("skipping h5_a_warm_hit_works_on_a_full_disk: {why}");
+            return;
+        }
+    };
+    let root = mnt.0.join("root");
+    let open = || {
+        let cache = SkillCache::builder()
+            .root(&root)
+            .key_file(f.key())
+            .open()
+            .expect("open");
+        cache.connect(f.origin.clone(), f.double.clone());
+        cache
+    };
+    {
+        let cache = open();
+        let e = cache.entry(&f.origin, f.entry.uri()).await.expect("entry");
+        cache.load(&f.origin, &e.entry).await.expect("load");
+    }
+    // Fill the disk to the last byte.
+    let filler = mnt.0.join("filler");
+    let mut file = std::fs::File::create(&filler).expect("filler");
+    let chunk = vec![0u8; 1 << 16];
+    loop {
+        match std::io::Write::write(&mut file, &chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    drop(file);
+
+    let cache = open();
+    let e = cache
+        .entry(&f.origin, f.entry.uri())
+        .await
+        .expect("warm entry");
+    assert!(e.from_cache);
+    let skill = cache.load(&f.origin, &e.entry).await.expect("warm load");
+    assert_eq!(skill.skill_md().provenance(), Provenance::Cache);
+    assert_eq!(
+        (f.gets(), f.double.reads()),
+        (1, 1),
+        "no request on a full disk"
+    );
+    drop(cache);
+}
