@@ -53,7 +53,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
     if let Some(root) = &cli.root {
         builder = builder.root(root);
     }
-    // An empty SKILLCACHE_KEY_FILE counts as unset.
+    // Without --key-file the library's default applies (SKILLCACHE_KEY_FILE when not empty).
     if let Some(key) = cli.key_file.as_ref().filter(|k| !k.as_os_str().is_empty()) {
         builder = builder.key_file(key);
     }

@@ -47,8 +47,11 @@ struct Cli {
     #[arg(long, global = true, env = "SKILLCACHE_ROOT")]
     root: Option<PathBuf>,
     /// The host key that seals the index, kept outside the root (created 0600 on first use)
-    /// [default: `$XDG_CONFIG_HOME/skillcache/host.key`, else ~/.config/skillcache/host.key].
-    #[arg(long, global = true, env = "SKILLCACHE_KEY_FILE")]
+    /// [default: `$SKILLCACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/skillcache/host.key`, else
+    /// ~/.config/skillcache/host.key].
+    // Not clap's `env`: clap refuses an empty variable, which must count as unset; the library's
+    // default (`default_key_file`) reads SKILLCACHE_KEY_FILE and skips it when empty.
+    #[arg(long, global = true)]
     key_file: Option<PathBuf>,
     /// How cached files are verified on every access.
     #[arg(long, global = true, value_enum, default_value_t = IsolationArg::Rehash)]
