@@ -751,5 +751,18 @@ async fn h5_a_warm_hit_works_on_a_full_disk() {
         (1, 1),
         "no request on a full disk"
     );
+    // A cold entry is still fetched, verified and served; it just is not kept.
+    let (forms, files) = common::skill("forms", &[]);
+    f.double.publish(&forms, &files);
+    let cold = cache
+        .entry(&f.origin, forms.uri())
+        .await
+        .expect("cold entry");
+    assert_eq!(cold.entry, forms);
+    let skill = cache.load(&f.origin, &cold.entry).await.expect("cold load");
+    assert_eq!(
+        (skill.skill_md().provenance(), skill.skill_md().stored()),
+        (Provenance::Server, false)
+    );
     drop(cache);
 }

@@ -242,7 +242,10 @@ impl SkillCache {
         let result = source.get_skill(uri.as_str()).await?;
         let (entry, hints) = parse_get_result(&result, uri, &self.inner.validation)?;
         let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
-        let out = blocking(&self.inner.core, move |c| c.put_entry(&o, &p, &e, hints)).await?;
+        let out = blocking(&self.inner.core, move |c| {
+            put_or_serve(c, &o, &p, &e, hints)
+        })
+        .await?;
         Ok(EntryInfo {
             entry,
             from_cache: false,
@@ -275,8 +278,10 @@ impl SkillCache {
             out.push(match skill {
                 Ok(entry) => {
                     let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
-                    let put =
-                        blocking(&self.inner.core, move |c| c.put_entry(&o, &p, &e, hints)).await?;
+                    let put = blocking(&self.inner.core, move |c| {
+                        put_or_serve(c, &o, &p, &e, hints)
+                    })
+                    .await?;
                     Ok(EntryInfo {
                         entry,
                         from_cache: false,
@@ -361,6 +366,25 @@ impl SkillCache {
         let skill_md = loaded.read_file(entry.uri().file()).await?;
         check_frontmatter(origin, entry, &skill_md)?;
         Ok(loaded.with_skill_md(skill_md))
+    }
+}
+
+/// Stores a fetched entry. An index that cannot record it (read-only, or a full disk) must not
+/// fail a read (R-H5): the validated entry is still returned, just not kept, and nothing is
+/// approved by it (an approval is checked against the entry's own binding).
+fn put_or_serve(
+    c: &Cache,
+    origin: &Origin,
+    principal: &str,
+    entry: &SkillEntry,
+    hints: crate::entry::CacheHints,
+) -> Result<crate::index::PutOutcome, Error> {
+    match c.put_entry(origin, principal, entry, hints) {
+        Err(e) if matches!(e, Error::IndexReadOnly { .. }) || crate::index::is_disk_full(&e) => {
+            tracing::debug!(origin = origin.as_str(), uri = entry.uri().as_str(), error = %e, "entry served without being kept");
+            Ok(crate::index::PutOutcome::default())
+        }
+        other => other,
     }
 }
 

@@ -444,16 +444,39 @@ impl Cache {
             }
             BlobRead::Missing => {
                 self.forget(origin, Some(&digest));
-                self.index.remove_blob(origin, &digest)?;
+                // A record of a missing blob is harmless (the next read misses again), so an
+                // index that cannot forget it must not fail a miss the server can serve (R-H5).
+                self.forget_record(origin, &digest)?;
                 Ok(CachedRead::Miss)
             }
             BlobRead::Failed(mismatch) => {
                 // Row first, then the blob (R-C3); the bytes are kept aside, never served (R-V8).
+                // An index that cannot drop the row (read-only, full) leaves the blob in place:
+                // it is verified on every read, so it is still never served.
                 self.forget(origin, Some(&digest));
-                self.index.remove_blob(origin, &digest)?;
-                self.store.quarantine(origin, &digest)?;
+                if self.forget_record(origin, &digest)? {
+                    self.store.quarantine(origin, &digest)?;
+                }
                 Ok(CachedRead::Failed(mismatch))
             }
+        }
+    }
+
+    /// Drops a blob's record; false when a read-only or full index cannot (R-H5).
+    fn forget_record(
+        &self,
+        origin: &Origin,
+        digest: &crate::digest::Digest,
+    ) -> Result<bool, Error> {
+        match self.index.remove_blob(origin, digest) {
+            Ok(()) => Ok(true),
+            Err(e)
+                if matches!(e, Error::IndexReadOnly { .. }) || crate::index::is_disk_full(&e) =>
+            {
+                tracing::debug!(origin = origin.as_str(), %digest, error = %e, "blob record kept");
+                Ok(false)
+            }
+            Err(e) => Err(e),
         }
     }
 
