@@ -42,9 +42,12 @@ struct Row {
     seal: Option<Vec<u8>>,
 }
 
-/// The columns [`Row::read`] expects, in order, from offset `at`.
-const ROW_COLUMNS: &str =
-    "b.digest, b.size, b.ino, b.dev, b.ctime_ns, b.published_at_ms, b.last_access_ms, b.seal";
+/// The columns [`Row::read`] expects, in order, of `blobs` aliased `b` (one SQL literal).
+macro_rules! blob_columns {
+    () => {
+        "b.digest, b.size, b.ino, b.dev, b.ctime_ns, b.published_at_ms, b.last_access_ms, b.seal"
+    };
+}
 
 impl Row {
     fn read(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Row> {
@@ -127,8 +130,10 @@ impl Index {
             let Some(oid) = find_origin_id(&conn, origin)? else {
                 return Ok(None);
             };
-            conn.prepare_cached(&format!(
-                "SELECT {ROW_COLUMNS} FROM blobs b WHERE b.origin_id = ?1 AND b.digest = ?2"
+            conn.prepare_cached(concat!(
+                "SELECT ",
+                blob_columns!(),
+                " FROM blobs b WHERE b.origin_id = ?1 AND b.digest = ?2"
             ))
             .and_then(|mut s| {
                 s.query_row(params![oid, digest.as_bytes().as_slice()], |r| {
@@ -215,7 +220,11 @@ impl Index {
         let rows: Vec<(String, Row)> = {
             let conn = self.conn();
             let mut stmt = conn
-                .prepare_cached(&format!("SELECT o.label, {ROW_COLUMNS} FROM blobs b JOIN origins o ON o.id = b.origin_id ORDER BY b.last_access_ms, o.label, b.digest"))
+                .prepare_cached(concat!(
+                    "SELECT o.label, ",
+                    blob_columns!(),
+                    " FROM blobs b JOIN origins o ON o.id = b.origin_id ORDER BY b.last_access_ms, o.label, b.digest"
+                ))
                 .map_err(db_err("list blobs"))?;
             stmt.query_map([], |r| Ok((r.get(0)?, Row::read(r, 1)?)))
                 .and_then(Iterator::collect)

@@ -93,8 +93,13 @@ struct Row {
     seal: Option<Vec<u8>>,
 }
 
-/// The columns [`Row::read`] expects, in order, from offset 0.
-const ROW_COLUMNS: &str = "entry_json, scope, principal, binding, ttl_ms, fetched_at_ms, seal";
+/// The columns [`Row::read`] expects, in order, of `entries` aliased `e` (a macro so that the
+/// SQL stays one literal: no formatting on the hit path).
+macro_rules! entry_columns {
+    () => {
+        "e.entry_json, e.scope, e.principal, e.binding, e.ttl_ms, e.fetched_at_ms, e.seal"
+    };
+}
 
 impl Row {
     fn read(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Row> {
@@ -163,10 +168,12 @@ impl Index {
             let oid = origin_id(tx, origin)?;
             let previous: Vec<Row> = {
                 let mut stmt = tx
-                    .prepare_cached(&format!(
-                        "SELECT {ROW_COLUMNS} FROM entries WHERE origin_id = ?1 AND skill_uri = ?2
-                         AND ((scope = 'private' AND principal = ?3) OR scope = 'public')
-                         ORDER BY scope = 'private' DESC"
+                    .prepare_cached(concat!(
+                        "SELECT ",
+                        entry_columns!(),
+                        " FROM entries e WHERE e.origin_id = ?1 AND e.skill_uri = ?2
+                         AND ((e.scope = 'private' AND e.principal = ?3) OR e.scope = 'public')
+                         ORDER BY e.scope = 'private' DESC"
                     ))
                     .map_err(db_err("store entry"))?;
                 stmt.query_map(params![oid, uri, principal], |r| Row::read(r, 0))
@@ -252,11 +259,12 @@ impl Index {
                 return Ok(None);
             };
             let mut stmt = conn
-                .prepare_cached(&format!(
-                    "SELECT {ROW_COLUMNS} FROM entries
-                     WHERE origin_id = ?1 AND skill_uri = ?2
-                     AND ((scope = 'private' AND principal = ?3) OR scope = 'public')
-                     ORDER BY scope = 'private' DESC"
+                .prepare_cached(concat!(
+                    "SELECT ",
+                    entry_columns!(),
+                    " FROM entries e WHERE e.origin_id = ?1 AND e.skill_uri = ?2
+                     AND ((e.scope = 'private' AND e.principal = ?3) OR e.scope = 'public')
+                     ORDER BY e.scope = 'private' DESC"
                 ))
                 .map_err(db_err("read entry"))?;
             stmt.query_map(params![oid, canonical, principal], |r| Row::read(r, 0))
@@ -304,15 +312,12 @@ impl Index {
         let rows: Vec<(String, String, Row)> = {
             let conn = self.conn();
             let mut stmt = conn
-                .prepare_cached(&format!(
-                    "SELECT o.label, e.skill_uri, {} FROM entries e JOIN origins o ON o.id = e.origin_id
+                .prepare_cached(concat!(
+                    "SELECT o.label, e.skill_uri, ",
+                    entry_columns!(),
+                    " FROM entries e JOIN origins o ON o.id = e.origin_id
                      WHERE ?1 IS NULL OR o.label = ?1
-                     ORDER BY o.label, e.skill_uri, e.scope, e.principal",
-                    ROW_COLUMNS
-                        .split(", ")
-                        .map(|c| format!("e.{c}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                     ORDER BY o.label, e.skill_uri, e.scope, e.principal"
                 ))
                 .map_err(db_err("list entries"))?;
             stmt.query_map([only.map(Origin::as_str)], |r| {
