@@ -64,8 +64,8 @@ fn worker(cache: &Cache, thread: usize) {
                 cache
                     .put_entry(&o, "", e, CacheHints::new(60_000, Scope::Public))
                     .expect("put entry");
-                cache.approve(&o, e, None).expect("approve");
-                let _ = cache.is_approved(&o, e).expect("check approval");
+                cache.approve(&o, "", e, None).expect("approve");
+                let _ = cache.is_approved(&o, "", e).expect("check approval");
             }
             _ => {
                 cache.gc(None).expect("gc");

@@ -83,9 +83,11 @@ fn o1_entries_are_never_found_by_uri_alone() {
     c.put_entry(&origin("a"), "", &e, CacheHints::new(60_000, Scope::Public))
         .expect("put");
     assert!(c.entry(&origin("b"), e.uri(), "").expect("read").is_none());
-    c.approve(&origin("a"), &e, None).expect("approve");
+    c.approve(&origin("a"), "", &e, None).expect("approve");
     assert!(
-        c.approval(&origin("b"), e.uri()).expect("read").is_none(),
+        c.approval(&origin("b"), e.uri(), "")
+            .expect("read")
+            .is_none(),
         "A4: approvals are per origin"
     );
 }
@@ -106,10 +108,10 @@ fn a2_reordering_keeps_the_approval_and_any_file_change_revokes_it_naming_the_fi
     let hints = CacheHints::new(60_000, Scope::Public);
     let e = with_files("demo", &[("a.md", b"a"), ("b.md", b"b")], false);
     c.put_entry(&o, "", &e, hints).expect("put");
-    c.approve(&o, &e, None).expect("approve");
+    c.approve(&o, "", &e, None).expect("approve");
     let reordered = with_files("demo", &[("a.md", b"a"), ("b.md", b"b")], true);
     assert!(!c.put_entry(&o, "", &reordered, hints).expect("put").revoked);
-    assert!(c.is_approved(&o, &reordered).expect("check"));
+    assert!(c.is_approved(&o, "", &reordered).expect("check"));
 
     for (what, changed, needle) in [
         (
@@ -133,14 +135,14 @@ fn a2_reordering_keeps_the_approval_and_any_file_change_revokes_it_naming_the_fi
         ),
     ] {
         c.put_entry(&o, "", &e, hints).expect("restore");
-        c.approve(&o, &e, None).expect("approve");
+        c.approve(&o, "", &e, None).expect("approve");
         let out = c.put_entry(&o, "", &changed, hints).expect("put");
         assert!(out.revoked, "{what}");
         let diff = out.diff.expect("diff");
         assert!(diff.to_string().contains(needle), "{what}: {diff}");
-        assert!(!c.is_approved(&o, &changed).expect("check"), "{what}");
+        assert!(!c.is_approved(&o, "", &changed).expect("check"), "{what}");
         assert!(
-            c.approval(&o, e.uri()).expect("read").is_none(),
+            c.approval(&o, e.uri(), "").expect("read").is_none(),
             "{what}: revoked, not just stale"
         );
     }
@@ -155,13 +157,13 @@ fn a3_a_dynamic_entry_cannot_be_approved() {
         &Validation::default(),
     )
     .expect("valid");
-    assert!(c.approve(&o, &dynamic, None).is_err());
-    assert!(!c.is_approved(&o, &dynamic).expect("check"));
+    assert!(c.approve(&o, "", &dynamic, None).is_err());
+    assert!(!c.is_approved(&o, "", &dynamic).expect("check"));
     // A manifest that turns dynamic revokes the approval it had.
     let (e, _) = common::skill("live", &[]);
     c.put_entry(&o, "", &e, CacheHints::new(1, Scope::Public))
         .expect("put");
-    c.approve(&o, &e, None).expect("approve");
+    c.approve(&o, "", &e, None).expect("approve");
     assert!(
         c.put_entry(&o, "", &dynamic, CacheHints::new(1, Scope::Public))
             .expect("put")
@@ -176,10 +178,10 @@ fn a5_a_tool_grant_is_bound_to_the_binding_and_revoked_with_it() {
     let hints = CacheHints::new(60_000, Scope::Public);
     let e = with_files("demo", &[("a.md", b"a")], false);
     c.put_entry(&o, "", &e, hints).expect("put");
-    c.approve(&o, &e, Some(&json!("Bash(git:*) Read")))
+    c.approve(&o, "", &e, Some(&json!("Bash(git:*) Read")))
         .expect("approve with grant");
     assert_eq!(
-        c.approval(&o, e.uri())
+        c.approval(&o, e.uri(), "")
             .expect("read")
             .expect("approved")
             .granted_tools,
@@ -193,7 +195,7 @@ fn a5_a_tool_grant_is_bound_to_the_binding_and_revoked_with_it() {
     )
     .expect("put");
     assert!(
-        c.approval(&o, e.uri()).expect("read").is_none(),
+        c.approval(&o, e.uri(), "").expect("read").is_none(),
         "the grant went with the approval"
     );
 }
@@ -206,13 +208,13 @@ fn c5_purge_leaves_nothing_of_the_origin() {
     for o in [&gone, &kept] {
         c.put_entry(o, "", &e, CacheHints::new(60_000, Scope::Public))
             .expect("put");
-        c.approve(o, &e, None).expect("approve");
+        c.approve(o, "", &e, None).expect("approve");
         common::store_all(&c, o, &e, &files);
     }
     c.purge(&gone).expect("purge");
     assert!(!c.store().layout().origin_dir(&gone).exists());
     assert!(c.entry(&gone, e.uri(), "").expect("read").is_none());
-    assert!(c.approval(&gone, e.uri()).expect("read").is_none());
+    assert!(c.approval(&gone, e.uri(), "").expect("read").is_none());
     assert!(
         c.index()
             .blobs()

@@ -1,5 +1,5 @@
 //! The loading path against a hostile double that counts requests: R-V1…R-V9, R-O1, R-O4, R-O6,
-//! R-W7, R-W9, R-C6, R-C7, R-A2, R-A3, R-A5.
+//! R-W7, R-W9, R-C6, R-C7, R-A2, R-A3, R-A5, R-H11 (principals).
 #![allow(clippy::result_large_err)]
 
 mod common;
@@ -601,7 +601,7 @@ async fn a5_requested_tools_are_reported_never_applied_and_a_grant_is_bound() {
     assert!(
         f.cache
             .core()
-            .approval(&f.origin, &uri(&f))
+            .approval(&f.origin, &uri(&f), "")
             .expect("read")
             .is_none(),
         "nothing granted implicitly"
@@ -613,7 +613,7 @@ async fn a5_requested_tools_are_reported_never_applied_and_a_grant_is_bound() {
     assert_eq!(
         f.cache
             .core()
-            .approval(&f.origin, &uri(&f))
+            .approval(&f.origin, &uri(&f), "")
             .expect("read")
             .expect("approved")
             .granted_tools,
@@ -680,5 +680,166 @@ async fn read_all_verifies_every_listed_file_and_retries_a_failed_copy_once() {
         f.double.reads(),
         reads + 1,
         "exactly one extra fetch, for the tampered file"
+    );
+}
+
+// ---- R-H11: principals, through the SkillCache ----
+
+/// Two caches on one root, for principals alice and bob, and one counting double.
+struct TwoPrincipals {
+    _dir: tempfile::TempDir,
+    alice: SkillCache,
+    bob: SkillCache,
+    double: Arc<Double>,
+    origin: Origin,
+    entry: SkillEntry,
+}
+
+fn two_principals(scope: &str) -> TwoPrincipals {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let double = Arc::new(Double::new());
+    double.set_hints(json!({"ttlMs": 3_600_000, "cacheScope": scope}));
+    let (entry, files) = common::skill("pdf", &[("references/FORMS.md", b"forms")]);
+    double.publish(&entry, &files);
+    let origin = Origin::new("docs-server").expect("label");
+    let open = |principal: &str| {
+        let c = SkillCache::builder()
+            .root(dir.path().join("root"))
+            .key_file(dir.path().join("host.key"))
+            .principal(principal)
+            .open()
+            .expect("open");
+        c.connect(origin.clone(), double.clone());
+        c
+    };
+    let (alice, bob) = (open("alice"), open("bob"));
+    TwoPrincipals {
+        _dir: dir,
+        alice,
+        bob,
+        double,
+        origin,
+        entry,
+    }
+}
+
+fn gets(d: &Double) -> usize {
+    d.gets.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn h11_a_private_entry_fetched_for_one_principal_is_never_served_to_another() {
+    let t = two_principals("private");
+    let a = t
+        .alice
+        .entry(&t.origin, t.entry.uri())
+        .await
+        .expect("alice");
+    assert!(!a.from_cache);
+    assert_eq!(gets(&t.double), 1);
+    let b = t.bob.entry(&t.origin, t.entry.uri()).await.expect("bob");
+    assert!(!b.from_cache, "bob's entry() goes to the server");
+    assert_eq!(gets(&t.double), 2);
+    let a_again = t
+        .alice
+        .entry(&t.origin, t.entry.uri())
+        .await
+        .expect("alice");
+    let b_again = t.bob.entry(&t.origin, t.entry.uri()).await.expect("bob");
+    assert!(
+        a_again.from_cache && b_again.from_cache,
+        "each has its own copy"
+    );
+    assert_eq!(gets(&t.double), 2);
+}
+
+#[tokio::test]
+async fn h11_one_principals_approval_is_not_anothers() {
+    let t = two_principals("public");
+    let e = t
+        .alice
+        .entry(&t.origin, t.entry.uri())
+        .await
+        .expect("alice");
+    t.alice
+        .approve(&t.origin, &e.entry, None)
+        .await
+        .expect("alice approves");
+    assert!(
+        t.alice
+            .is_approved(&t.origin, &e.entry)
+            .await
+            .expect("check")
+    );
+    assert!(
+        !t.bob.is_approved(&t.origin, &e.entry).await.expect("check"),
+        "alice's approval is not bob's"
+    );
+    assert!(
+        t.bob
+            .core()
+            .approval(&t.origin, t.entry.uri(), "bob")
+            .expect("read")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn h11_one_principals_refresh_does_not_revoke_anothers_approval() {
+    let t = two_principals("public");
+    let approved = t
+        .alice
+        .entry(&t.origin, t.entry.uri())
+        .await
+        .expect("alice");
+    t.alice
+        .approve(&t.origin, &approved.entry, None)
+        .await
+        .expect("alice approves");
+    t.bob
+        .approve(&t.origin, &approved.entry, None)
+        .await
+        .expect("bob approves");
+    // The server changes a file; bob refreshes the public entry.
+    let (changed, files) = common::skill("pdf", &[("references/FORMS.md", b"forms, changed")]);
+    t.double.publish(&changed, &files);
+    let bobs = t
+        .bob
+        .refresh(&t.origin, t.entry.uri())
+        .await
+        .expect("bob refreshes");
+    assert!(bobs.revoked, "bob's own approval is revoked by his refresh");
+    let alices_row = t
+        .alice
+        .core()
+        .approval(&t.origin, t.entry.uri(), "alice")
+        .expect("read")
+        .expect("alice's approval row is still there");
+    assert_eq!(
+        Some(alices_row.binding),
+        approved.entry.binding(),
+        "still bound to what alice approved"
+    );
+    assert!(
+        !t.alice
+            .is_approved(&t.origin, &bobs.entry)
+            .await
+            .expect("check"),
+        "it does not cover the changed content"
+    );
+    // Alice's own refresh revokes hers.
+    let alices = t
+        .alice
+        .refresh(&t.origin, t.entry.uri())
+        .await
+        .expect("alice refreshes");
+    assert_eq!(alices.entry, changed);
+    assert!(alices.revoked);
+    assert!(
+        t.alice
+            .core()
+            .approval(&t.origin, t.entry.uri(), "alice")
+            .expect("read")
+            .is_none()
     );
 }

@@ -99,7 +99,15 @@ impl SkillCacheBuilder {
         self.validation = self.validation.strict(strict);
         self
     }
-    /// The authorization context private entries are stored under (R-C6). Default: `""`.
+    /// The host key file that seals index rows (R-H3). Default:
+    /// [`default_key_file`](super::default_key_file).
+    #[must_use]
+    pub fn key_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.core = self.core.key_file(path);
+        self
+    }
+    /// The authorization context private entries are stored under (R-C6), and the principal
+    /// whose approvals this cache grants and checks (R-H11). Default: `""`.
     #[must_use]
     pub fn principal(mut self, principal: impl Into<String>) -> Self {
         self.principal = principal.into();
@@ -337,7 +345,10 @@ impl SkillCache {
             .await?;
         let (entry, hints) = parse_get_result(&result, uri, &self.inner.validation)?;
         let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
-        let out = blocking(&self.inner.core, move |c| c.put_entry(&o, &p, &e, hints)).await?;
+        let out = blocking(&self.inner.core, move |c| {
+            put_or_serve(c, &o, &p, &e, hints)
+        })
+        .await?;
         Ok(EntryInfo {
             entry,
             from_cache: false,
@@ -378,8 +389,10 @@ impl SkillCache {
             out.push(match skill {
                 Ok(entry) => {
                     let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
-                    let put =
-                        blocking(&self.inner.core, move |c| c.put_entry(&o, &p, &e, hints)).await?;
+                    let put = blocking(&self.inner.core, move |c| {
+                        put_or_serve(c, &o, &p, &e, hints)
+                    })
+                    .await?;
                     Ok(EntryInfo {
                         entry,
                         from_cache: false,
@@ -404,20 +417,20 @@ impl SkillCache {
         entry: &SkillEntry,
         granted_tools: Option<Value>,
     ) -> Result<(), Error> {
-        let (o, e) = (origin.clone(), entry.clone());
+        let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
         blocking(&self.inner.core, move |c| {
-            c.approve(&o, &e, granted_tools.as_ref())
+            c.approve(&o, &p, &e, granted_tools.as_ref())
         })
         .await
     }
 
-    /// Whether `entry`, as it is now, is approved.
+    /// Whether `entry`, as it is now, is approved by this cache's principal (R-H11).
     ///
     /// # Errors
     /// Index errors.
     pub async fn is_approved(&self, origin: &Origin, entry: &SkillEntry) -> Result<bool, Error> {
-        let (o, e) = (origin.clone(), entry.clone());
-        blocking(&self.inner.core, move |c| c.is_approved(&o, &e)).await
+        let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
+        blocking(&self.inner.core, move |c| c.is_approved(&o, &p, &e)).await
     }
 
     /// Loads a skill: checks the limits from the entry alone (R-W7) and the dynamic policy
@@ -477,6 +490,25 @@ pub(super) enum Admit<'e> {
     /// The skill's own `SKILL.md`: its frontmatter must equal the entry's (R-V6) *before* the
     /// bytes are stored, so a `SKILL.md` that fails is never kept (R-H10).
     SkillMd(&'e SkillEntry),
+}
+
+/// Stores a fetched entry. An index that cannot record it (read-only, or a full disk) must not
+/// fail a read (R-H5): the validated entry is still returned, just not kept, and nothing is
+/// approved by it (an approval is checked against the entry's own binding).
+fn put_or_serve(
+    c: &Cache,
+    origin: &Origin,
+    principal: &str,
+    entry: &SkillEntry,
+    hints: crate::entry::CacheHints,
+) -> Result<crate::index::PutOutcome, Error> {
+    match c.put_entry(origin, principal, entry, hints) {
+        Err(e) if matches!(e, Error::IndexReadOnly { .. }) || crate::index::is_disk_full(&e) => {
+            tracing::debug!(origin = origin.as_str(), uri = entry.uri().as_str(), error = %e, "entry served without being kept");
+            Ok(crate::index::PutOutcome::default())
+        }
+        other => other,
+    }
 }
 
 fn check_frontmatter(origin: &Origin, entry: &SkillEntry, bytes: &[u8]) -> Result<(), Error> {
@@ -657,7 +689,17 @@ impl Inner {
         let (verified, stored) = blocking(&self.core, move |c| {
             // A cache that cannot store (a full disk) must not fail a verified load: the bytes
             // are still served, and the file says they were not kept.
-            let stored = c.store_file(&o, &f, verified.as_slice()).is_ok();
+            let stored = match c.store_file(&o, &f, verified.as_slice()) {
+                Ok(()) => true,
+                Err(e) => {
+                    if crate::index::is_disk_full(&e) {
+                        tracing::debug!(origin = o.as_str(), uri = f.uri().as_str(), "disk full: served without keeping a copy");
+                    } else {
+                        tracing::warn!(origin = o.as_str(), uri = f.uri().as_str(), error = %e, "served without keeping a copy");
+                    }
+                    false
+                }
+            };
             Ok((verified, stored))
         })
         .await?;

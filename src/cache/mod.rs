@@ -11,11 +11,13 @@
 
 #[cfg(test)]
 mod crash_points;
+mod key;
 mod loaded;
 mod loading;
 mod maintenance;
 mod root;
 
+pub use key::default_key_file;
 pub use loaded::{LoadedSkill, Provenance, SkillFile};
 pub use loading::{DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
 pub use maintenance::{GcReport, VerifyReport};
@@ -71,6 +73,7 @@ pub struct CacheBuilder {
     discovery_paths: Vec<PathBuf>,
     lock_timeout: Duration,
     disk: Arc<dyn Disk>,
+    key_file: Option<PathBuf>,
 }
 
 impl Default for CacheBuilder {
@@ -81,6 +84,7 @@ impl Default for CacheBuilder {
             discovery_paths: Vec::new(),
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             disk: Arc::new(RealDisk),
+            key_file: None,
         }
     }
 }
@@ -127,13 +131,24 @@ impl CacheBuilder {
         self
     }
 
+    /// The host key file that seals index rows (R-H3). Default: [`default_key_file`]
+    /// (`$SKILLCACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/skillcache/host.key`, else
+    /// `~/.config/skillcache/host.key`). Created (0600, 32 random bytes) on first use; it must
+    /// lie outside the root, be a regular file of 32 bytes, and be readable by its owner only.
+    #[must_use]
+    pub fn key_file(mut self, path: impl Into<PathBuf>) -> CacheBuilder {
+        self.key_file = Some(path.into());
+        self
+    }
+
     /// Opens the cache: checks the root (R-C1), creates it 0700 or adopts it only if it is ours
-    /// (R-H2), opens the store and the index without writing anything that a warm read does not
-    /// need (R-H5), and sweeps stale temporaries when no other process is using the root.
+    /// (R-H2), reads (or creates) the host key (R-H3), opens the store and the index without
+    /// writing anything that a warm read does not need (R-H5), and sweeps stale temporaries when
+    /// no other process is using the root.
     ///
     /// # Errors
     /// [`Error::RootRefused`] for a root inside or around a discovery path, or one that is not
-    /// ours to fill; I/O and index errors.
+    /// ours to fill; [`Error::HostKey`] for a key file that is refused; I/O and index errors.
     pub fn open(self) -> Result<Cache, Error> {
         let mut discovery = default_discovery_paths();
         discovery.extend(self.discovery_paths);
@@ -143,9 +158,10 @@ impl CacheBuilder {
             self.disk.as_ref(),
         )?;
         let root = dir.path().to_owned();
+        let key = key::load_or_create(&self.key_file.unwrap_or_else(default_key_file), &root)?;
         let store = BlobStore::open(dir, self.disk, self.lock_timeout)?;
         store.scrub_index_files()?;
-        let index = Index::open(&store.layout().index_db())?;
+        let index = Index::open(&store.layout().index_db(), key)?;
         if let Ok(Some(_guard)) = store.try_lock_exclusive() {
             // Nobody else holds the root: every temporary is a crashed publisher's leftover. On a
             // read-only or full disk this may fail; nothing depends on it (R-H5).
@@ -222,6 +238,20 @@ impl Cache {
         &self.index
     }
 
+    /// How many index rows failed their seal check since the cache was opened (R-H3): each was
+    /// treated as absent (entry fetched again, approval void, record no evidence) and logged.
+    #[must_use]
+    pub fn seal_failures(&self) -> u64 {
+        self.index.seal_failures()
+    }
+
+    /// Where a damaged index was moved when the cache was opened, if it was (R-H6): a fresh
+    /// index replaced it, cached files were kept, approvals were lost.
+    #[must_use]
+    pub fn healed_index(&self) -> Option<&Path> {
+        self.index.healed()
+    }
+
     /// Stores a validated entry (R-C6); revokes a stale approval and says what changed (R-A2).
     ///
     /// # Errors
@@ -272,33 +302,54 @@ impl Cache {
         self.index.entries(origin)
     }
 
-    /// Approves `entry` as it is now (R-A1), optionally granting its requested tools (R-A5).
+    /// `principal` approves `entry` as it is now (R-A1, R-H11), optionally granting its
+    /// requested tools (R-A5).
     ///
     /// # Errors
     /// A dynamic entry cannot be approved (R-A3); index errors.
     pub fn approve(
         &self,
         origin: &Origin,
+        principal: &str,
         entry: &SkillEntry,
         granted_tools: Option<&serde_json::Value>,
     ) -> Result<(), Error> {
-        self.index.grant(origin, entry, granted_tools, now_ms())
+        self.index
+            .grant(origin, principal, entry, granted_tools, now_ms())
     }
 
-    /// The approval of (`origin`, `uri`), if any.
+    /// `principal`'s approval of (`origin`, `uri`), if any and sealed (R-H3, R-H11).
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
-    pub fn approval(&self, origin: &Origin, uri: &SkillUri) -> Result<Option<Approval>, Error> {
-        self.index.approval(origin, uri)
+    pub fn approval(
+        &self,
+        origin: &Origin,
+        uri: &SkillUri,
+        principal: &str,
+    ) -> Result<Option<Approval>, Error> {
+        self.index.approval(origin, uri, principal)
     }
 
-    /// Whether `entry`, as it is now, is approved.
+    /// Whether `entry`, as it is now, is approved by `principal` (R-H11).
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
-    pub fn is_approved(&self, origin: &Origin, entry: &SkillEntry) -> Result<bool, Error> {
-        self.index.is_approved(origin, entry)
+    pub fn is_approved(
+        &self,
+        origin: &Origin,
+        principal: &str,
+        entry: &SkillEntry,
+    ) -> Result<bool, Error> {
+        self.index.is_approved(origin, principal, entry)
+    }
+
+    /// Withdraws `principal`'s approval of (`origin`, `uri`); returns whether there was one.
+    ///
+    /// # Errors
+    /// [`Error::Index`] on a database failure.
+    pub fn revoke(&self, origin: &Origin, uri: &SkillUri, principal: &str) -> Result<bool, Error> {
+        self.index.revoke(origin, uri, principal)
     }
 
     /// Stores the bytes of a listed file: published under its digest (refused if they are not
@@ -429,8 +480,10 @@ impl Cache {
                     now_known.evidence = self.evidence_from_index(origin, &digest)?;
                 }
                 let now = now_ms();
+                // Best effort: a busy, full or read-only index skips it, never fails the hit
+                // (R-H5); the next hit after the grain tries again either way.
                 if now.saturating_sub(now_known.touched_ms) >= ACCESS_GRAIN_MS {
-                    self.index.touch_blob(origin, &digest, now)?;
+                    self.index.touch_blob(origin, &digest, now);
                     now_known.touched_ms = now;
                 }
                 if known != Some(now_known) {
@@ -440,30 +493,45 @@ impl Cache {
             }
             BlobRead::Missing => {
                 self.forget(origin, Some(&digest));
-                // Forgetting the record is housekeeping: a read must not need a write (R-H5).
-                if let Err(e) = self
-                    .commit_point("index: forget blob")
-                    .and_then(|()| self.index.remove_blob(origin, &digest))
-                {
-                    tracing::debug!(origin = %origin, digest = %digest, error = %e, "could not forget a missing blob's record");
-                }
+                // A record of a missing blob is harmless (the next read misses again), so an
+                // index that cannot forget it must not fail a miss the server can serve (R-H5).
+                self.forget_record(origin, &digest)?;
                 Ok(CachedRead::Miss)
             }
             BlobRead::Failed(mismatch) => {
                 tracing::warn!(origin = %origin, uri = %file.uri(), mismatch = %mismatch, "a cached copy failed verification");
                 // Row first, then the blob (R-C3); the bytes are kept aside, never served (R-V8).
-                // On a read-only or full disk neither may be possible: the copy is still not
-                // served, and the caller still fetches once from the server (R-V9, R-H5).
+                // An index that cannot drop the row (read-only, full) leaves the blob in place:
+                // it is verified on every read, so it is still never served, and the caller
+                // still fetches once from the server (R-V9, R-H5). A quarantine that fails is
+                // said, not fatal, for the same reason.
                 self.forget(origin, Some(&digest));
-                let moved = self
-                    .commit_point("index: forget blob")
-                    .and_then(|()| self.index.remove_blob(origin, &digest))
-                    .and_then(|()| self.store.quarantine(origin, &digest));
-                if let Err(e) = moved {
+                if self.forget_record(origin, &digest)?
+                    && let Err(e) = self.store.quarantine(origin, &digest)
+                {
                     tracing::warn!(origin = %origin, digest = %digest, error = %e, "could not quarantine a failed blob");
                 }
                 Ok(CachedRead::Failed(mismatch))
             }
+        }
+    }
+
+    /// Drops a blob's record; false when a read-only or full index cannot (R-H5).
+    fn forget_record(
+        &self,
+        origin: &Origin,
+        digest: &crate::digest::Digest,
+    ) -> Result<bool, Error> {
+        self.commit_point("index: forget blob")?;
+        match self.index.remove_blob(origin, digest) {
+            Ok(()) => Ok(true),
+            Err(e)
+                if matches!(e, Error::IndexReadOnly { .. }) || crate::index::is_disk_full(&e) =>
+            {
+                tracing::debug!(origin = origin.as_str(), %digest, error = %e, "blob record kept");
+                Ok(false)
+            }
+            Err(e) => Err(e),
         }
     }
 

@@ -251,7 +251,13 @@ fn list(dir: &Dir) -> io::Result<Vec<String>> {
 /// Writes our `CACHEDIR.TAG` (it also tells backup tools to skip the cache). It appears whole or
 /// not at all: written under a staging name, synced, then linked (never replacing another).
 fn write_tag(disk: &dyn Disk, dir: &Dir) -> io::Result<()> {
-    let staging = format!("{TAG_STAGING}{}", std::process::id());
+    // Unique per process and per call: two threads opening a new root at once each stage their own.
+    static STAGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let staging = format!(
+        "{TAG_STAGING}{}-{}",
+        std::process::id(),
+        STAGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     let text = format!(
         "{CACHEDIR_SIGNATURE}\n# This file is a cache directory tag created by skillcache.\n# For information about cache directory tags, see https://bford.info/cachedir/\n"
     );

@@ -1,15 +1,16 @@
 //! Content-bound approvals (R-A2…R-A5).
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
+use super::seal::ApprovalRow;
 use super::{Index, db_err, find_origin_id, origin_id};
 use crate::entry::{Binding, SkillEntry};
 use crate::error::{Error, Rule};
 use crate::origin::Origin;
 use crate::uri::SkillUri;
 
-/// A recorded approval.
+/// A recorded approval, as believed: its seal verified (R-H3).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval {
     /// The binding of the file set that was approved.
@@ -20,9 +21,18 @@ pub struct Approval {
     pub granted_at_ms: u64,
 }
 
+/// An `approvals` row as read back, after its seal verified.
+pub(super) struct SealedApproval {
+    pub(super) binding: Vec<u8>,
+    pub(super) entry_json: String,
+    granted_tools: Option<String>,
+    granted_at_ms: i64,
+}
+
 impl Index {
-    /// Records the user's approval of `entry` as it is now, bound to its binding (R-A1), with an
-    /// optional explicit grant of the permissions its frontmatter requests (R-A5).
+    /// Records `principal`'s approval of `entry` as it is now, bound to its binding (R-A1), with
+    /// an optional explicit grant of the permissions its frontmatter requests (R-A5). Approvals
+    /// are per principal (R-H11) and sealed (R-H3).
     ///
     /// # Errors
     /// [`Error::InvalidEntry`] for a dynamic skill, which cannot hold an approval (R-A3);
@@ -30,6 +40,7 @@ impl Index {
     pub fn grant(
         &self,
         origin: &Origin,
+        principal: &str,
         entry: &SkillEntry,
         granted_tools: Option<&Value>,
         now_ms: u64,
@@ -43,68 +54,138 @@ impl Index {
                 },
             });
         };
+        let uri = entry.uri().canonical();
         let json = entry.to_json().to_string();
         let tools = granted_tools.map(Value::to_string);
+        let at = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        let seal = ApprovalRow {
+            origin: origin.as_str(),
+            skill_uri: uri,
+            principal,
+            binding: binding.as_bytes().as_slice(),
+            entry_json: &json,
+            granted_tools: tools.as_deref(),
+            granted_at_ms: at,
+        }
+        .sealer(&self.key)
+        .seal();
         self.write("grant approval", |tx| {
             let oid = origin_id(tx, origin)?;
             tx.execute(
-                "INSERT OR REPLACE INTO approvals(origin_id, skill_uri, binding, entry_json, granted_tools, granted_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![oid, entry.uri().canonical(), binding.as_bytes().as_slice(), json, tools, i64::try_from(now_ms).unwrap_or(i64::MAX)],
+                "INSERT OR REPLACE INTO approvals(origin_id, skill_uri, principal, binding, entry_json, granted_tools, granted_at_ms, seal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![oid, uri, principal, binding.as_bytes().as_slice(), json, tools, at, seal],
             )
             .map_err(db_err("grant approval"))?;
             Ok(())
         })
     }
 
-    /// The approval recorded for (`origin`, `uri`), if any (R-A4).
+    /// `principal`'s approval row for (`oid`, `uri`) if it exists and its seal verifies; a row
+    /// that fails is void (fail closed, R-H3), counted and logged.
+    pub(super) fn sealed_approval(
+        &self,
+        conn: &Connection,
+        oid: i64,
+        origin: &Origin,
+        uri: &str,
+        principal: &str,
+    ) -> Result<Option<SealedApproval>, Error> {
+        let row: Option<(SealedApproval, Option<Vec<u8>>)> = conn
+            .prepare_cached("SELECT binding, entry_json, granted_tools, granted_at_ms, seal FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2 AND principal = ?3")
+            .and_then(|mut s| {
+                s.query_row(params![oid, uri, principal], |r| {
+                    Ok((
+                        SealedApproval {
+                            binding: r.get(0)?,
+                            entry_json: r.get(1)?,
+                            granted_tools: r.get(2)?,
+                            granted_at_ms: r.get(3)?,
+                        },
+                        r.get(4)?,
+                    ))
+                })
+                .optional()
+            })
+            .map_err(db_err("read approval"))?;
+        let Some((a, seal)) = row else {
+            return Ok(None);
+        };
+        let sealed = ApprovalRow {
+            origin: origin.as_str(),
+            skill_uri: uri,
+            principal,
+            binding: &a.binding,
+            entry_json: &a.entry_json,
+            granted_tools: a.granted_tools.as_deref(),
+            granted_at_ms: a.granted_at_ms,
+        }
+        .sealer(&self.key)
+        .verify(seal.as_deref());
+        if !sealed {
+            self.seal_failed("approvals", origin, uri);
+            return Ok(None);
+        }
+        Ok(Some(a))
+    }
+
+    /// `principal`'s approval of (`origin`, `uri`), if any (R-A4, R-H11). An approval whose seal
+    /// fails is void: `None` (R-H3).
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
-    pub fn approval(&self, origin: &Origin, uri: &SkillUri) -> Result<Option<Approval>, Error> {
+    pub fn approval(
+        &self,
+        origin: &Origin,
+        uri: &SkillUri,
+        principal: &str,
+    ) -> Result<Option<Approval>, Error> {
         let conn = self.conn();
         let Some(oid) = find_origin_id(&conn, origin)? else {
             return Ok(None);
         };
-        let row: Option<(Vec<u8>, Option<String>, i64)> = conn
-            .prepare_cached("SELECT binding, granted_tools, granted_at_ms FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2")
-            .and_then(|mut s| s.query_row(params![oid, uri.canonical()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
-            .map_err(db_err("read approval"))?;
-        Ok(row.and_then(|(binding, tools, at)| {
+        let row = self.sealed_approval(&conn, oid, origin, uri.canonical(), principal)?;
+        drop(conn);
+        Ok(row.and_then(|a| {
             Some(Approval {
-                binding: Binding::from_bytes(binding.try_into().ok()?),
-                granted_tools: tools.and_then(|t| serde_json::from_str(&t).ok()),
-                granted_at_ms: u64::try_from(at).unwrap_or(0),
+                binding: Binding::from_bytes(a.binding.try_into().ok()?),
+                granted_tools: a.granted_tools.and_then(|t| serde_json::from_str(&t).ok()),
+                granted_at_ms: u64::try_from(a.granted_at_ms).unwrap_or(0),
             })
         }))
     }
 
-    /// Whether `entry` (as it is now) is approved: an approval exists and its binding is this
-    /// entry's binding. Always false for a dynamic skill (R-A3).
+    /// Whether `entry` (as it is now) is approved by `principal`: a sealed approval exists and
+    /// its binding is this entry's binding. Always false for a dynamic skill (R-A3).
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
-    pub fn is_approved(&self, origin: &Origin, entry: &SkillEntry) -> Result<bool, Error> {
+    pub fn is_approved(
+        &self,
+        origin: &Origin,
+        principal: &str,
+        entry: &SkillEntry,
+    ) -> Result<bool, Error> {
         let Some(binding) = entry.binding() else {
             return Ok(false);
         };
         Ok(self
-            .approval(origin, entry.uri())?
+            .approval(origin, entry.uri(), principal)?
             .is_some_and(|a| a.binding == binding))
     }
 
-    /// Withdraws an approval.
+    /// Withdraws `principal`'s approval; other principals' approvals stay (R-H11).
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
-    pub fn revoke(&self, origin: &Origin, uri: &SkillUri) -> Result<bool, Error> {
+    pub fn revoke(&self, origin: &Origin, uri: &SkillUri, principal: &str) -> Result<bool, Error> {
         self.write("revoke approval", |tx| {
             let Some(oid) = find_origin_id(tx, origin)? else {
                 return Ok(false);
             };
             let n = tx
                 .execute(
-                    "DELETE FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2",
-                    params![oid, uri.canonical()],
+                    "DELETE FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2 AND principal = ?3",
+                    params![oid, uri.canonical(), principal],
                 )
                 .map_err(db_err("revoke approval"))?;
             Ok(n > 0)

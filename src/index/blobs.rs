@@ -2,6 +2,7 @@
 
 use rusqlite::{OptionalExtension, params};
 
+use super::seal::BlobRow;
 use super::{Index, db_err, find_origin_id, origin_id};
 use crate::digest::Digest;
 use crate::error::Error;
@@ -29,11 +30,67 @@ fn u(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
+/// A `blobs` row as read back: the record and what its seal covers.
+struct Row {
+    digest: Vec<u8>,
+    size: i64,
+    ino: i64,
+    dev: i64,
+    ctime_ns: i64,
+    published_at_ms: i64,
+    last_access_ms: i64,
+    seal: Option<Vec<u8>>,
+}
+
+/// The columns [`Row::read`] expects, in order, of `blobs` aliased `b` (one SQL literal).
+macro_rules! blob_columns {
+    () => {
+        "b.digest, b.size, b.ino, b.dev, b.ctime_ns, b.published_at_ms, b.last_access_ms, b.seal"
+    };
+}
+
+impl Row {
+    fn read(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Row> {
+        Ok(Row {
+            digest: r.get(at)?,
+            size: r.get(at + 1)?,
+            ino: r.get(at + 2)?,
+            dev: r.get(at + 3)?,
+            ctime_ns: r.get(at + 4)?,
+            published_at_ms: r.get(at + 5)?,
+            last_access_ms: r.get(at + 6)?,
+            seal: r.get(at + 7)?,
+        })
+    }
+
+    fn sealed_fields<'a>(&'a self, origin: &'a Origin) -> BlobRow<'a> {
+        BlobRow {
+            origin: origin.as_str(),
+            digest: &self.digest,
+            size: self.size,
+            ino: self.ino,
+            dev: self.dev,
+            ctime_ns: self.ctime_ns,
+            published_at_ms: self.published_at_ms,
+        }
+    }
+
+    fn record(&self) -> BlobRecord {
+        BlobRecord {
+            size: u(self.size),
+            ino: u(self.ino),
+            dev: u(self.dev),
+            ctime_ns: self.ctime_ns,
+            last_access_ms: u(self.last_access_ms),
+        }
+    }
+}
+
 impl Index {
-    /// Records a blob just published (after it is on disk: R-C3).
+    /// Records a blob just published (after it is on disk: R-C3), sealed (R-H3).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`Error::Index`] on a database failure; [`Error::IndexReadOnly`] on a read-only index.
     pub fn put_blob(
         &self,
         origin: &Origin,
@@ -41,49 +98,99 @@ impl Index {
         record: BlobRecord,
         now_ms: u64,
     ) -> Result<(), Error> {
+        let row = Row {
+            digest: digest.as_bytes().to_vec(),
+            size: i(record.size),
+            ino: i(record.ino),
+            dev: i(record.dev),
+            ctime_ns: record.ctime_ns,
+            published_at_ms: i(now_ms),
+            last_access_ms: i(now_ms),
+            seal: None,
+        };
+        let seal = row.sealed_fields(origin).sealer(&self.key).seal();
         self.write("record blob", |tx| {
             let oid = origin_id(tx, origin)?;
             tx.execute(
-                "INSERT OR REPLACE INTO blobs(origin_id, digest, size, ino, dev, ctime_ns, published_at_ms, last_access_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
-                params![oid, digest.as_bytes().as_slice(), i(record.size), i(record.ino), i(record.dev), record.ctime_ns, i(now_ms)],
+                "INSERT OR REPLACE INTO blobs(origin_id, digest, size, ino, dev, ctime_ns, published_at_ms, last_access_ms, seal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
+                params![oid, row.digest, row.size, row.ino, row.dev, row.ctime_ns, row.published_at_ms, seal],
             )
             .map_err(db_err("record blob"))?;
             Ok(())
         })
     }
 
-    /// The record of a blob, if any.
+    /// The record of a blob, if any. A record whose seal fails is no evidence: `None` (R-H3).
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
     pub fn blob(&self, origin: &Origin, digest: &Digest) -> Result<Option<BlobRecord>, Error> {
-        let conn = self.conn();
-        let Some(oid) = find_origin_id(&conn, origin)? else {
-            return Ok(None);
-        };
-        conn.prepare_cached("SELECT size, ino, dev, ctime_ns, last_access_ms FROM blobs WHERE origin_id = ?1 AND digest = ?2")
+        let row = {
+            let conn = self.conn();
+            let Some(oid) = find_origin_id(&conn, origin)? else {
+                return Ok(None);
+            };
+            conn.prepare_cached(concat!(
+                "SELECT ",
+                blob_columns!(),
+                " FROM blobs b WHERE b.origin_id = ?1 AND b.digest = ?2"
+            ))
             .and_then(|mut s| {
                 s.query_row(params![oid, digest.as_bytes().as_slice()], |r| {
-                    Ok(BlobRecord { size: u(r.get(0)?), ino: u(r.get(1)?), dev: u(r.get(2)?), ctime_ns: r.get(3)?, last_access_ms: u(r.get(4)?) })
+                    Row::read(r, 0)
                 })
                 .optional()
             })
-            .map_err(db_err("read blob"))
+            .map_err(db_err("read blob"))?
+        };
+        let Some(row) = row else { return Ok(None) };
+        if !row
+            .sealed_fields(origin)
+            .sealer(&self.key)
+            .verify(row.seal.as_deref())
+        {
+            self.seal_failed("blobs", origin, &digest.to_string());
+            return Ok(None);
+        }
+        Ok(Some(row.record()))
     }
 
-    /// Notes a verified access (for least-recently-used gc).
-    ///
-    /// # Errors
-    /// [`Error::Index`] on a database failure.
-    pub fn touch_blob(&self, origin: &Origin, digest: &Digest, now_ms: u64) -> Result<(), Error> {
-        let conn = self.conn();
-        let Some(oid) = find_origin_id(&conn, origin)? else {
-            return Ok(());
+    /// Notes a verified access (for least-recently-used gc), best effort: it never waits and
+    /// never fails a hit (R-H5). A busy database (another writer), a full or read-only disk, or
+    /// another thread of this process in the middle of a write skips the update (a debug event)
+    /// and returns false.
+    pub fn touch_blob(&self, origin: &Origin, digest: &Digest, now_ms: u64) -> bool {
+        let skipped = |why: &dyn std::fmt::Display| {
+            tracing::debug!(origin = origin.as_str(), %digest, reason = %why, "access time not recorded");
+            false
         };
-        conn.prepare_cached("UPDATE blobs SET last_access_ms = MAX(last_access_ms, ?3) WHERE origin_id = ?1 AND digest = ?2")
-            .and_then(|mut s| s.execute(params![oid, digest.as_bytes().as_slice(), i(now_ms)]))
-            .map_err(db_err("touch blob"))?;
-        Ok(())
+        let Some(writer) = &self.writer else {
+            return skipped(&"the index is read-only");
+        };
+        let conn = match writer.try_lock() {
+            Ok(c) => c,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                return skipped(&"another write of this process is under way");
+            }
+        };
+        // No busy wait for this one statement; the writer's timeout is restored after it.
+        if let Err(e) = conn.busy_timeout(std::time::Duration::ZERO) {
+            return skipped(&e);
+        }
+        let result = find_origin_id(&conn, origin).and_then(|oid| {
+            let Some(oid) = oid else { return Ok(0) };
+            conn.prepare_cached("UPDATE blobs SET last_access_ms = MAX(last_access_ms, ?3) WHERE origin_id = ?1 AND digest = ?2")
+                .and_then(|mut s| s.execute(params![oid, digest.as_bytes().as_slice(), i(now_ms)]))
+                .map_err(db_err("touch blob"))
+        });
+        if let Err(e) = conn.busy_timeout(super::open::BUSY_TIMEOUT) {
+            tracing::debug!(error = %e, "cannot restore the index busy timeout");
+        }
+        match result {
+            Ok(n) => n > 0,
+            Err(e) => skipped(&e),
+        }
     }
 
     /// Forgets a blob (before its file is deleted: a row never points at a missing blob).
@@ -104,41 +211,44 @@ impl Index {
         })
     }
 
-    /// Every blob record: (origin, digest, record), least recently used first.
+    /// Every blob record whose seal verifies: (origin, digest, record), least recently used
+    /// first. A record that fails its seal is left out and counted (R-H3).
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
     pub fn blobs(&self) -> Result<Vec<(Origin, Digest, BlobRecord)>, Error> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare_cached("SELECT o.label, b.digest, b.size, b.ino, b.dev, b.ctime_ns, b.last_access_ms FROM blobs b JOIN origins o ON o.id = b.origin_id ORDER BY b.last_access_ms, o.label, b.digest")
-            .map_err(db_err("list blobs"))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, Vec<u8>>(1)?,
-                    BlobRecord {
-                        size: u(r.get(2)?),
-                        ino: u(r.get(3)?),
-                        dev: u(r.get(4)?),
-                        ctime_ns: r.get(5)?,
-                        last_access_ms: u(r.get(6)?),
-                    },
+        let rows: Vec<(String, Row)> = {
+            let conn = self.conn();
+            let mut stmt = conn
+                .prepare_cached(concat!(
+                    "SELECT o.label, ",
+                    blob_columns!(),
+                    " FROM blobs b JOIN origins o ON o.id = b.origin_id ORDER BY b.last_access_ms, o.label, b.digest"
                 ))
-            })
-            .map_err(db_err("list blobs"))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(db_err("list blobs"))?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(label, digest, rec)| {
-                Some((
-                    Origin::new(label).ok()?,
-                    Digest::from_bytes(digest.try_into().ok()?),
-                    rec,
-                ))
-            })
-            .collect())
+                .map_err(db_err("list blobs"))?;
+            stmt.query_map([], |r| Ok((r.get(0)?, Row::read(r, 1)?)))
+                .and_then(Iterator::collect)
+                .map_err(db_err("list blobs"))?
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for (label, row) in rows {
+            let Ok(origin) = Origin::new(label) else {
+                continue;
+            };
+            let Ok(bytes) = <[u8; 32]>::try_from(row.digest.as_slice()) else {
+                continue;
+            };
+            let digest = Digest::from_bytes(bytes);
+            if !row
+                .sealed_fields(&origin)
+                .sealer(&self.key)
+                .verify(row.seal.as_deref())
+            {
+                self.seal_failed("blobs", &origin, &digest.to_string());
+                continue;
+            }
+            out.push((origin, digest, row.record()));
+        }
+        Ok(out)
     }
 }

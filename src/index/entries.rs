@@ -1,7 +1,8 @@
 //! Entries and their files (R-O1, R-C6).
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 
+use super::seal::{EntryRow, FileRow, SealKey};
 use super::{Index, db_err, find_origin_id, origin_id};
 use crate::digest::Digest;
 use crate::entry::{CacheHints, EntryDiff, Scope, SkillEntry, Validation};
@@ -66,12 +67,78 @@ fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// Validation for entries read back: they were validated (with limits) when stored, and the
+/// seal says they are what was stored; re-validating keeps "what exists is valid" true.
+fn unlimited() -> Validation {
+    let limits = crate::entry::Limits::new(u64::MAX, u64::MAX);
+    limits.map_or_else(
+        |_| Validation::default(),
+        |l| Validation::default().limits(l),
+    )
+}
+
+fn parse_entry(json: &str) -> Option<SkillEntry> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    SkillEntry::from_json(&v, &unlimited()).ok()
+}
+
+/// An `entries` row as read back, with its seal.
+struct Row {
+    entry_json: String,
+    scope: String,
+    principal: String,
+    binding: Option<Vec<u8>>,
+    ttl_ms: i64,
+    fetched_at_ms: i64,
+    seal: Option<Vec<u8>>,
+}
+
+/// The columns [`Row::read`] expects, in order, of `entries` aliased `e` (a macro so that the
+/// SQL stays one literal: no formatting on the hit path).
+macro_rules! entry_columns {
+    () => {
+        "e.entry_json, e.scope, e.principal, e.binding, e.ttl_ms, e.fetched_at_ms, e.seal"
+    };
+}
+
+impl Row {
+    fn read(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Row> {
+        Ok(Row {
+            entry_json: r.get(at)?,
+            scope: r.get(at + 1)?,
+            principal: r.get(at + 2)?,
+            binding: r.get(at + 3)?,
+            ttl_ms: r.get(at + 4)?,
+            fetched_at_ms: r.get(at + 5)?,
+            seal: r.get(at + 6)?,
+        })
+    }
+
+    /// Whether this host wrote this row for `origin` and `skill_uri` (R-H3).
+    fn is_sealed(&self, key: &SealKey, origin: &Origin, skill_uri: &str) -> bool {
+        EntryRow {
+            origin: origin.as_str(),
+            skill_uri,
+            scope: &self.scope,
+            principal: &self.principal,
+            entry_json: &self.entry_json,
+            binding: self.binding.as_deref(),
+            ttl_ms: self.ttl_ms,
+            fetched_at_ms: self.fetched_at_ms,
+        }
+        .sealer(key)
+        .verify(self.seal.as_deref())
+    }
+}
+
 impl Index {
     /// Stores a validated entry for `origin` as seen by `principal`, replacing the copy of the
-    /// other scope (a scope flip), and revokes an approval whose binding no longer matches.
+    /// other scope (a scope flip), and revokes `principal`'s approval if its binding no longer
+    /// matches (R-A2, R-H11): another principal's approval stays, bound to what they approved.
+    /// Every row written is sealed (R-H3).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`Error::Index`] on a database failure; [`Error::IndexReadOnly`] on a read-only index.
     pub fn put_entry(
         &self,
         origin: &Origin,
@@ -84,18 +151,40 @@ impl Index {
         let (scope, who) = scope_key(hints.scope(), principal);
         let json = entry.to_json().to_string();
         let binding = entry.binding().map(|b| b.as_bytes().to_vec());
+        let (ttl_ms, fetched_at_ms) = (to_i64(hints.ttl_ms()), to_i64(now_ms));
+        let seal = EntryRow {
+            origin: origin.as_str(),
+            skill_uri: uri,
+            scope,
+            principal: who,
+            entry_json: &json,
+            binding: binding.as_deref(),
+            ttl_ms,
+            fetched_at_ms,
+        }
+        .sealer(&self.key)
+        .seal();
         self.write("store entry", |tx| {
             let oid = origin_id(tx, origin)?;
-            let previous: Option<String> = tx
-                .query_row(
-                    "SELECT entry_json FROM entries WHERE origin_id = ?1 AND skill_uri = ?2
-                     AND ((scope = 'private' AND principal = ?3) OR scope = 'public')
-                     ORDER BY scope = 'private' DESC LIMIT 1",
-                    params![oid, uri, principal],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(db_err("store entry"))?;
+            let previous: Vec<Row> = {
+                let mut stmt = tx
+                    .prepare_cached(concat!(
+                        "SELECT ",
+                        entry_columns!(),
+                        " FROM entries e WHERE e.origin_id = ?1 AND e.skill_uri = ?2
+                         AND ((e.scope = 'private' AND e.principal = ?3) OR e.scope = 'public')
+                         ORDER BY e.scope = 'private' DESC"
+                    ))
+                    .map_err(db_err("store entry"))?;
+                stmt.query_map(params![oid, uri, principal], |r| Row::read(r, 0))
+                    .and_then(Iterator::collect)
+                    .map_err(db_err("store entry"))?
+            };
+            // Only a sealed previous copy is believed, even just for reporting what changed.
+            let previous = previous
+                .into_iter()
+                .find(|r| r.is_sealed(&self.key, origin, uri))
+                .map(|r| r.entry_json);
             // A scope flip replaces the other copy (R-C6): public replaces every private copy of
             // the URI; private replaces the public one.
             match hints.scope() {
@@ -104,37 +193,45 @@ impl Index {
             }
             .map_err(db_err("store entry"))?;
             tx.execute(
-                "INSERT OR REPLACE INTO entries(origin_id, skill_uri, scope, principal, entry_json, binding, ttl_ms, fetched_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![oid, uri, scope, who, json, binding, to_i64(hints.ttl_ms()), to_i64(now_ms)],
+                "INSERT OR REPLACE INTO entries(origin_id, skill_uri, scope, principal, entry_json, binding, ttl_ms, fetched_at_ms, seal)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![oid, uri, scope, who, json, binding, ttl_ms, fetched_at_ms, seal],
             )
             .map_err(db_err("store entry"))?;
             // INSERT OR REPLACE deleted the old row and its files (cascade); write the new files.
             if let Some(m) = entry.manifest() {
                 let mut stmt = tx
-                    .prepare_cached("INSERT INTO files(origin_id, skill_uri, scope, principal, file_uri, digest, size) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                    .prepare_cached("INSERT INTO files(origin_id, skill_uri, scope, principal, file_uri, digest, size, seal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
                     .map_err(db_err("store entry"))?;
                 for f in m.files() {
-                    stmt.execute(params![oid, uri, scope, who, f.uri().canonical(), f.digest().as_bytes().as_slice(), to_i64(f.size())])
+                    let file_uri = f.uri().canonical();
+                    let digest = f.digest();
+                    let size = to_i64(f.size());
+                    let seal = FileRow {
+                        origin: origin.as_str(),
+                        skill_uri: uri,
+                        scope,
+                        principal: who,
+                        file_uri,
+                        digest: digest.as_bytes().as_slice(),
+                        size,
+                    }
+                    .sealer(&self.key)
+                    .seal();
+                    stmt.execute(params![oid, uri, scope, who, file_uri, digest.as_bytes().as_slice(), size, seal])
                         .map_err(db_err("store entry"))?;
                 }
             }
             let mut outcome = PutOutcome::default();
-            let approval: Option<(Vec<u8>, String)> = tx
-                .query_row("SELECT binding, entry_json FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2", params![oid, uri], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()
-                .map_err(db_err("store entry"))?;
-            let parse_old = |json: &str| -> Option<SkillEntry> {
-                let v: serde_json::Value = serde_json::from_str(json).ok()?;
-                SkillEntry::from_json(&v, &Validation::default().limits(crate::entry::Limits::new(u64::MAX, u64::MAX).ok()?)).ok()
-            };
-            if let Some((approved, approved_json)) = approval
-                && binding.as_deref() != Some(approved.as_slice())
+            // Only this principal's approval is at stake (R-H11); one that fails its seal is void
+            // already and revokes nothing (R-H3).
+            if let Some(approved) = self.sealed_approval(tx, oid, origin, uri, principal)?
+                && binding.as_deref() != Some(approved.binding.as_slice())
             {
-                tx.execute("DELETE FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2", params![oid, uri]).map_err(db_err("revoke approval"))?;
+                tx.execute("DELETE FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2 AND principal = ?3", params![oid, uri, principal]).map_err(db_err("revoke approval"))?;
                 outcome.revoked = true;
-                outcome.diff = parse_old(&approved_json).map(|old| old.diff(entry));
-            } else if let Some(old) = previous.as_deref().and_then(parse_old) {
+                outcome.diff = parse_entry(&approved.entry_json).map(|old| old.diff(entry));
+            } else if let Some(old) = previous.as_deref().and_then(parse_entry) {
                 let diff = old.diff(entry);
                 outcome.diff = (!diff.is_empty()).then_some(diff);
             }
@@ -143,7 +240,8 @@ impl Index {
     }
 
     /// The entry for (`origin`, `uri`) visible to `principal`: its own private copy, else the
-    /// public one (R-C6). Never looked up by URI alone (R-O1).
+    /// public one (R-C6). Never looked up by URI alone (R-O1). A row whose seal fails is absent
+    /// (R-H3): the caller fetches the entry again and the new row replaces it.
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
@@ -154,44 +252,49 @@ impl Index {
         principal: &str,
         now_ms: u64,
     ) -> Result<Option<StoredEntry>, Error> {
-        let conn = self.conn();
-        let Some(oid) = find_origin_id(&conn, origin)? else {
+        let canonical = uri.canonical();
+        let rows: Vec<Row> = {
+            let conn = self.conn();
+            let Some(oid) = find_origin_id(&conn, origin)? else {
+                return Ok(None);
+            };
+            let mut stmt = conn
+                .prepare_cached(concat!(
+                    "SELECT ",
+                    entry_columns!(),
+                    " FROM entries e WHERE e.origin_id = ?1 AND e.skill_uri = ?2
+                     AND ((e.scope = 'private' AND e.principal = ?3) OR e.scope = 'public')
+                     ORDER BY e.scope = 'private' DESC"
+                ))
+                .map_err(db_err("read entry"))?;
+            stmt.query_map(params![oid, canonical, principal], |r| Row::read(r, 0))
+                .and_then(Iterator::collect)
+                .map_err(db_err("read entry"))?
+        };
+        let mut found = None;
+        for row in rows {
+            if row.is_sealed(&self.key, origin, canonical) {
+                found = Some(row);
+                break;
+            }
+            self.seal_failed("entries", origin, canonical);
+        }
+        let Some(row) = found else {
             return Ok(None);
         };
-        let row: Option<(String, String, i64, i64)> = conn
-            .prepare_cached(
-                "SELECT entry_json, scope, ttl_ms, fetched_at_ms FROM entries
-                 WHERE origin_id = ?1 AND skill_uri = ?2
-                 AND ((scope = 'private' AND principal = ?3) OR scope = 'public')
-                 ORDER BY scope = 'private' DESC LIMIT 1",
-            )
-            .and_then(|mut s| {
-                s.query_row(params![oid, uri.canonical(), principal], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-                })
-                .optional()
-            })
-            .map_err(db_err("read entry"))?;
-        drop(conn);
-        let Some((json, scope, ttl, fetched)) = row else {
-            return Ok(None);
-        };
-        let value: serde_json::Value = serde_json::from_str(&json).map_err(|e| Error::Index {
-            what: "read entry",
-            source: Box::new(e),
-        })?;
-        // Stored entries were validated when stored; re-validating (with no limits: those were
-        // applied then) keeps "what exists is valid" true even for a damaged database.
-        let unlimited =
-            Validation::default().limits(crate::entry::Limits::new(u64::MAX, u64::MAX)?);
-        let entry = SkillEntry::from_json(&value, &unlimited)?;
-        let scope = if scope == "public" {
+        let value: serde_json::Value =
+            serde_json::from_str(&row.entry_json).map_err(|e| Error::Index {
+                what: "read entry",
+                source: Box::new(e),
+            })?;
+        let entry = SkillEntry::from_json(&value, &unlimited())?;
+        let scope = if row.scope == "public" {
             Scope::Public
         } else {
             Scope::Private
         };
-        let ttl = u64::try_from(ttl).unwrap_or(0);
-        let fetched_at_ms = u64::try_from(fetched).unwrap_or(0);
+        let ttl = u64::try_from(row.ttl_ms).unwrap_or(0);
+        let fetched_at_ms = u64::try_from(row.fetched_at_ms).unwrap_or(0);
         Ok(Some(StoredEntry {
             entry,
             hints: CacheHints::new(ttl, scope),
@@ -200,77 +303,114 @@ impl Index {
         }))
     }
 
-    /// Every entry (of one origin, or all), for listings.
+    /// Every entry (of one origin, or all), for listings. Rows whose seal fails are left out
+    /// (and counted, R-H3); counts and sizes come from the sealed entry itself.
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
     pub fn entries(&self, only: Option<&Origin>) -> Result<Vec<EntrySummary>, Error> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT o.label, e.skill_uri, e.scope, e.principal, e.binding IS NULL, e.fetched_at_ms, e.ttl_ms,
-                        (SELECT COUNT(*) FROM files f WHERE f.origin_id = e.origin_id AND f.skill_uri = e.skill_uri AND f.scope = e.scope AND f.principal = e.principal),
-                        (SELECT COALESCE(SUM(size), 0) FROM files f WHERE f.origin_id = e.origin_id AND f.skill_uri = e.skill_uri AND f.scope = e.scope AND f.principal = e.principal)
-                 FROM entries e JOIN origins o ON o.id = e.origin_id
-                 WHERE ?1 IS NULL OR o.label = ?1
-                 ORDER BY o.label, e.skill_uri, e.scope, e.principal",
-            )
-            .map_err(db_err("list entries"))?;
-        let rows = stmt
-            .query_map([only.map(Origin::as_str)], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get::<_, i64>(5)?,
-                    r.get::<_, i64>(6)?,
-                    r.get::<_, i64>(7)?,
-                    r.get::<_, i64>(8)?,
+        let rows: Vec<(String, String, Row)> = {
+            let conn = self.conn();
+            let mut stmt = conn
+                .prepare_cached(concat!(
+                    "SELECT o.label, e.skill_uri, ",
+                    entry_columns!(),
+                    " FROM entries e JOIN origins o ON o.id = e.origin_id
+                     WHERE ?1 IS NULL OR o.label = ?1
+                     ORDER BY o.label, e.skill_uri, e.scope, e.principal"
                 ))
+                .map_err(db_err("list entries"))?;
+            stmt.query_map([only.map(Origin::as_str)], |r| {
+                Ok((r.get(0)?, r.get(1)?, Row::read(r, 2)?))
             })
+            .and_then(Iterator::collect)
             .map_err(db_err("list entries"))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(db_err("list entries"))?;
-        Ok(rows
-            .into_iter()
-            .filter_map(
-                |(label, skill_uri, scope, principal, dynamic, fetched, ttl, files, bytes)| {
-                    Some(EntrySummary {
-                        origin: Origin::new(label).ok()?,
-                        skill_uri,
-                        scope: if scope == "public" {
-                            Scope::Public
-                        } else {
-                            Scope::Private
-                        },
-                        principal,
-                        files: u64::try_from(files).unwrap_or(0),
-                        bytes: u64::try_from(bytes).unwrap_or(0),
-                        dynamic,
-                        fetched_at_ms: u64::try_from(fetched).unwrap_or(0),
-                        ttl_ms: u64::try_from(ttl).unwrap_or(0),
-                    })
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for (label, skill_uri, row) in rows {
+            let Ok(origin) = Origin::new(label) else {
+                continue;
+            };
+            if !row.is_sealed(&self.key, &origin, &skill_uri) {
+                self.seal_failed("entries", &origin, &skill_uri);
+                continue;
+            }
+            let Some(entry) = parse_entry(&row.entry_json) else {
+                continue;
+            };
+            let (files, bytes) = entry
+                .manifest()
+                .map_or((0, 0), |m| (m.files().len() as u64, m.total_bytes()));
+            out.push(EntrySummary {
+                origin,
+                skill_uri,
+                scope: if row.scope == "public" {
+                    Scope::Public
+                } else {
+                    Scope::Private
                 },
-            )
-            .collect())
+                principal: row.principal,
+                files,
+                bytes,
+                dynamic: entry.manifest().is_none(),
+                fetched_at_ms: u64::try_from(row.fetched_at_ms).unwrap_or(0),
+                ttl_ms: u64::try_from(row.ttl_ms).unwrap_or(0),
+            });
+        }
+        Ok(out)
     }
 
-    /// Whether any entry of `origin` lists a file with this digest (gc must keep it).
+    /// Whether any entry of `origin` lists a file with this digest (gc must keep it). Only sealed
+    /// file rows count (R-H3).
     ///
     /// # Errors
     /// [`Error::Index`] on a database failure.
     pub fn is_referenced(&self, origin: &Origin, digest: &Digest) -> Result<bool, Error> {
-        let conn = self.conn();
-        let Some(oid) = find_origin_id(&conn, origin)? else {
-            return Ok(false);
+        type FileCols = (String, String, String, String, i64, Option<Vec<u8>>);
+        let rows: Vec<FileCols> = {
+            let conn = self.conn();
+            let Some(oid) = find_origin_id(&conn, origin)? else {
+                return Ok(false);
+            };
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT skill_uri, scope, principal, file_uri, size, seal FROM files
+                     WHERE origin_id = ?1 AND digest = ?2",
+                )
+                .map_err(db_err("check reference"))?;
+            stmt.query_map(params![oid, digest.as_bytes().as_slice()], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .and_then(Iterator::collect)
+            .map_err(db_err("check reference"))?
         };
-        conn.prepare_cached(
-            "SELECT EXISTS(SELECT 1 FROM files WHERE origin_id = ?1 AND digest = ?2)",
-        )
-        .and_then(|mut s| s.query_row(params![oid, digest.as_bytes().as_slice()], |r| r.get(0)))
-        .map_err(db_err("check reference"))
+        let mut referenced = false;
+        for (skill_uri, scope, principal, file_uri, size, seal) in rows {
+            let sealed = FileRow {
+                origin: origin.as_str(),
+                skill_uri: &skill_uri,
+                scope: &scope,
+                principal: &principal,
+                file_uri: &file_uri,
+                digest: digest.as_bytes().as_slice(),
+                size,
+            }
+            .sealer(&self.key)
+            .verify(seal.as_deref());
+            if sealed {
+                referenced = true;
+                break;
+            }
+            self.seal_failed("files", origin, &file_uri);
+        }
+        Ok(referenced)
     }
 }
 

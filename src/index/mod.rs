@@ -6,35 +6,52 @@
 //! - `approvals`: content-bound approvals and their revocation (R-A2…R-A5).
 //! - `blobs`: blob records (inode/ctime evidence, access times) for isolation and gc.
 //!
-//! Locking: WAL mode and a long busy timeout let many processes share one database; every write
-//! is one `BEGIN IMMEDIATE` transaction, so two writers queue instead of deadlocking, and a busy
-//! database is waited out rather than surfaced (R-C8).
+//! - `seal`: the HMAC seal every believed row carries under the host key (R-H3).
+//! - `open`: opening without writing, read-only fallbacks (R-H5); `heal`: damage moved aside (R-H6).
+//!
+//! Trust: the database lies under the root, which anyone may write under `Rehash`. A row is
+//! believed only if its seal verifies under the host key (kept outside the root); a row that
+//! fails is treated as absent, counted ([`Index::seal_failures`]) and logged.
+//!
+//! Locking: WAL mode lets many processes share one database. Reads go through their own
+//! connection and never wait for a writer; every write is one `BEGIN IMMEDIATE` transaction on
+//! the writer connection, so two writers queue (up to a long busy timeout) instead of
+//! deadlocking (R-C8). Access-time updates never wait at all (R-H5).
 
 mod approvals;
 mod blobs;
 mod entries;
+mod heal;
+mod open;
 mod schema;
+mod seal;
 
 pub use approvals::Approval;
 pub use blobs::BlobRecord;
 pub use entries::{EntrySummary, PutOutcome, StoredEntry};
+pub(crate) use open::is_disk_full;
+pub use seal::{KEY_LEN, SealKey};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
 use crate::error::Error;
 use crate::origin::Origin;
 
-/// How long a caller waits for a busy database before it is an error.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(120);
-
 /// The index of one cache root.
 #[derive(Debug)]
 pub struct Index {
-    conn: Mutex<Connection>,
+    /// Reads: never blocked by a writer in this process or another (WAL).
+    reader: Mutex<Connection>,
+    /// Writes; `None` when the database could only be opened read-only.
+    writer: Option<Mutex<Connection>>,
+    path: PathBuf,
+    key: SealKey,
+    healed: Option<PathBuf>,
+    seal_failures: AtomicU64,
 }
 
 pub(crate) fn db_err(what: &'static str) -> impl FnOnce(rusqlite::Error) -> Error {
@@ -44,49 +61,123 @@ pub(crate) fn db_err(what: &'static str) -> impl FnOnce(rusqlite::Error) -> Erro
     }
 }
 
+fn lock(m: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    // A panic while holding the lock cannot leave SQLite half-written (transactions roll back
+    // on drop), so a poisoned lock is safe to reuse.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl Index {
-    /// Opens (creating and migrating) the index at `path`.
+    /// Opens (creating and migrating when behind) the index at `path`, sealing and checking rows
+    /// under `key` (R-H3).
+    ///
+    /// Nothing is written when nothing needs writing (R-H5). A database that cannot be written
+    /// (read-only mount, full disk) is opened read-only: reads work, writes fail with
+    /// [`Error::IndexReadOnly`]. A file that is not a database, or whose header or schema is
+    /// corrupt, is moved aside and replaced by a fresh index ([`Index::healed`], R-H6).
     ///
     /// # Errors
-    /// [`Error::Index`] if the database cannot be opened or migrated.
-    pub fn open(path: &Path) -> Result<Index, Error> {
-        let mut conn = Connection::open(path).map_err(db_err("open"))?;
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(db_err("configure"))?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(db_err("configure"))?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(db_err("configure"))?;
-        conn.pragma_update(None, "foreign_keys", "ON")
-            .map_err(db_err("configure"))?;
-        conn.set_prepared_statement_cache_capacity(64);
-        schema::migrate(&mut conn)?;
+    /// [`Error::IndexTooNew`] for a schema from a newer skillcache (left untouched);
+    /// [`Error::Index`] if the database cannot be opened or migrated; [`Error::Io`] if a damaged
+    /// database cannot be moved aside.
+    pub fn open(path: &Path, key: SealKey) -> Result<Index, Error> {
+        let mut healed = None;
+        // A bounded number of tries: another process may heal the same file at the same time.
+        let mut tries = 0;
+        let (conn, mode) = loop {
+            tries += 1;
+            let before = heal::identity(path);
+            match open::open(path) {
+                Ok(opened) => break opened,
+                Err(open::Failure::Fatal(e)) => return Err(*e),
+                Err(open::Failure::Damaged(cause)) => {
+                    if tries > 3 {
+                        return Err(db_err("open")(cause));
+                    }
+                    if heal::identity(path) != before {
+                        continue; // replaced meanwhile (healed by another process): look again
+                    }
+                    let dest = heal::move_aside(path)?;
+                    tracing::warn!(
+                        index = %path.display(),
+                        moved_to = %dest.display(),
+                        cause = %cause,
+                        "the index was damaged: moved it aside and started a fresh one; cached \
+                         files are kept, entries will be fetched again, approvals are lost"
+                    );
+                    healed = Some(dest);
+                }
+            }
+        };
+        let (reader, writer) = if mode == open::Mode::ReadWrite {
+            (open::reader(path)?, Some(Mutex::new(conn)))
+        } else {
+            tracing::warn!(index = %path.display(), "the index is read-only: cached entries are served, nothing new is recorded");
+            (conn, None)
+        };
         Ok(Index {
-            conn: Mutex::new(conn),
+            reader: Mutex::new(reader),
+            writer,
+            path: path.to_owned(),
+            key,
+            healed,
+            seal_failures: AtomicU64::new(0),
         })
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock cannot leave SQLite half-written (transactions roll
-        // back on drop), so a poisoned lock is safe to reuse.
-        self.conn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.reader)
     }
 
-    /// Runs `f` in one `BEGIN IMMEDIATE` transaction.
+    /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection.
     fn write<T>(
         &self,
         what: &'static str,
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        let mut conn = self.conn();
+        let Some(writer) = &self.writer else {
+            return Err(Error::IndexReadOnly {
+                path: self.path.clone(),
+                what,
+            });
+        };
+        let mut conn = lock(writer);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db_err(what))?;
         let out = f(&tx)?;
         tx.commit().map_err(db_err(what))?;
         Ok(out)
+    }
+
+    /// Whether the index could only be opened read-only (R-H5).
+    #[must_use]
+    pub fn is_read_only(&self) -> bool {
+        self.writer.is_none()
+    }
+
+    /// Where a damaged index was moved when this one was opened, if it was (R-H6).
+    #[must_use]
+    pub fn healed(&self) -> Option<&Path> {
+        self.healed.as_deref()
+    }
+
+    /// How many rows failed their seal check since this index was opened (R-H3). Each was
+    /// treated as absent and logged with its origin and URI.
+    #[must_use]
+    pub fn seal_failures(&self) -> u64 {
+        self.seal_failures.load(Ordering::Relaxed)
+    }
+
+    /// A row of `table` for (`origin`, `what`) failed its seal: it is treated as absent.
+    fn seal_failed(&self, table: &'static str, origin: &Origin, what: &str) {
+        self.seal_failures.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            origin = origin.as_str(),
+            uri = what,
+            table,
+            "an index row failed its seal check (edited, or written under another host key): treated as absent"
+        );
     }
 
     /// The schema version (the number of migrations applied).

@@ -59,24 +59,62 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (origin_id, digest)
     ) WITHOUT ROWID;
     ",
+    // 2: seals under the host key on every row that is believed (R-H3), and approvals per
+    // principal (R-H11). Rows from version 1 keep a NULL seal: they are treated as absent
+    // (entries fetched again, approvals void, blob records no evidence), which fails closed.
+    "
+    ALTER TABLE entries ADD COLUMN seal BLOB;
+    ALTER TABLE files ADD COLUMN seal BLOB;
+    ALTER TABLE blobs ADD COLUMN seal BLOB;
+    CREATE TABLE approvals_v2 (
+        origin_id     INTEGER NOT NULL REFERENCES origins(id) ON DELETE CASCADE,
+        skill_uri     TEXT NOT NULL,
+        principal     TEXT NOT NULL,     -- who approved; '' for the default principal
+        binding       BLOB NOT NULL,
+        entry_json    TEXT NOT NULL,
+        granted_tools TEXT,
+        granted_at_ms INTEGER NOT NULL,
+        seal          BLOB,
+        PRIMARY KEY (origin_id, skill_uri, principal)
+    ) WITHOUT ROWID;
+    INSERT INTO approvals_v2(origin_id, skill_uri, principal, binding, entry_json, granted_tools, granted_at_ms, seal)
+        SELECT origin_id, skill_uri, '', binding, entry_json, granted_tools, granted_at_ms, NULL FROM approvals;
+    DROP TABLE approvals;
+    ALTER TABLE approvals_v2 RENAME TO approvals;
+    ",
 ];
 
-/// Applies every migration not yet applied, each in its own transaction.
+/// The number of migrations this build knows: the newest schema version.
+#[allow(clippy::cast_possible_truncation)] // a handful of migrations
+pub(super) const LATEST: u32 = MIGRATIONS.len() as u32;
+
+/// The schema version, with a plain read (no lock, no write: R-H5).
+pub(super) fn version(conn: &Connection) -> rusqlite::Result<u32> {
+    let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    Ok(u32::try_from(v).unwrap_or(u32::MAX))
+}
+
+/// A newer schema is refused, untouched: it is not damage (R-H6).
+pub(super) fn check_not_newer(found: u32) -> Result<(), Error> {
+    if found > LATEST {
+        return Err(Error::IndexTooNew {
+            found,
+            supported: LATEST,
+        });
+    }
+    Ok(())
+}
+
+/// Applies every migration not yet applied, in one `BEGIN IMMEDIATE` transaction. Callers take
+/// this path only when a plain read found the schema behind (R-H5); the version is read again
+/// under the lock, so two processes that both saw it behind migrate once.
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), Error> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(db_err("migrate"))?;
-    let applied: i64 = tx
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(db_err("migrate"))?;
-    let applied = usize::try_from(applied).unwrap_or(usize::MAX);
-    if applied > MIGRATIONS.len() {
-        return Err(Error::Index {
-            what: "migrate",
-            source: format!("the index has schema version {applied}, newer than this skillcache knows ({}); upgrade skillcache", MIGRATIONS.len()).into(),
-        });
-    }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
+    let applied = version(&tx).map_err(db_err("migrate"))?;
+    check_not_newer(applied)?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied as usize) {
         tx.execute_batch(sql).map_err(db_err("migrate"))?;
         tx.pragma_update(
             None,
@@ -110,9 +148,42 @@ mod tests {
     }
 
     #[test]
+    fn h3_h11_version_1_rows_migrate_unsealed_and_approvals_gain_a_principal() {
+        let mut conn = Connection::open_in_memory().expect("in-memory db");
+        conn.execute_batch(MIGRATIONS[0]).expect("version 1");
+        conn.pragma_update(None, "user_version", 1).expect("set");
+        conn.execute_batch(
+            "INSERT INTO origins(id, label) VALUES (1, 'srv');
+             INSERT INTO entries VALUES (1, 'skill://a/SKILL.md', 'public', '', '{}', NULL, 1, 2);
+             INSERT INTO approvals VALUES (1, 'skill://a/SKILL.md', x'00', '{}', NULL, 3);",
+        )
+        .expect("version 1 rows");
+        migrate(&mut conn).expect("to the latest");
+        let entry_seal: Option<Vec<u8>> = conn
+            .query_row("SELECT seal FROM entries", [], |r| r.get(0))
+            .expect("entry kept");
+        let approval: (String, Option<Vec<u8>>) = conn
+            .query_row("SELECT principal, seal FROM approvals", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .expect("approval kept");
+        assert_eq!(entry_seal, None, "unsealed: read back as absent");
+        assert_eq!(approval, (String::new(), None), "unsealed: void");
+        // Approvals are now keyed by principal: a second principal's row fits beside it.
+        conn.execute(
+            "INSERT INTO approvals(origin_id, skill_uri, principal, binding, entry_json, granted_at_ms) VALUES (1, 'skill://a/SKILL.md', 'bob', x'00', '{}', 4)",
+            [],
+        )
+        .expect("per principal");
+    }
+
+    #[test]
     fn a_newer_index_is_refused_not_damaged() {
         let mut conn = Connection::open_in_memory().expect("in-memory db");
         conn.pragma_update(None, "user_version", 99).expect("set");
-        assert!(matches!(migrate(&mut conn), Err(Error::Index { .. })));
+        assert!(matches!(
+            migrate(&mut conn),
+            Err(Error::IndexTooNew { found: 99, .. })
+        ));
     }
 }

@@ -129,6 +129,10 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
     if let Some(root) = &cli.root {
         builder = builder.root(root);
     }
+    // Without --key-file the library's default applies (SKILLCACHE_KEY_FILE when not empty).
+    if let Some(key) = cli.key_file.as_ref().filter(|k| !k.as_os_str().is_empty()) {
+        builder = builder.key_file(key);
+    }
     let ctx = Ctx {
         json: cli.json,
         builder,
@@ -199,6 +203,7 @@ pub(crate) fn connect(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Origin)>
         .principal(s.principal.clone())
         .dynamic(dynamic)
         .open()?;
+    notice_healed(&cache);
     let source: Arc<dyn SkillSource> = match (&s.stdio, &s.url) {
         (Some(cmd), _) => Arc::new(McpSource::stdio(cmd).map_err(|e| usage("--stdio", &e))?),
         (None, Some(url)) => Arc::new(McpSource::http(url)),
@@ -417,7 +422,19 @@ async fn load(
 }
 
 fn local_cache(ctx: &Ctx) -> Result<SkillCache> {
-    Ok(ctx.builder.clone().open()?)
+    let cache = ctx.builder.clone().open()?;
+    notice_healed(&cache);
+    Ok(cache)
+}
+
+/// One line on stderr when the index was damaged and replaced at open (R-H6).
+fn notice_healed(cache: &SkillCache) {
+    if let Some(moved) = cache.core().healed_index() {
+        eprintln!(
+            "skillcache: notice: the cache index was damaged; moved it to {} and started a fresh one (cached files kept, approvals lost: approve again)",
+            moved.display()
+        );
+    }
 }
 
 // `Error` is 128 bytes (a verification failure carries origin, URI and both digests); errors are
@@ -567,6 +584,9 @@ fn stats(ctx: &Ctx) -> Result<Outcome> {
         "blob_bytes": blobs.iter().map(|(_, _, r)| r.size).sum::<u64>(),
         "quarantined": core.store().quarantined(),
         "schema_version": core.index().schema_version()?,
+        // Rows seen while gathering these numbers that failed their seal (R-H3).
+        "seal_failures": core.seal_failures(),
+        "index_read_only": core.index().is_read_only(),
     });
     if ctx.json {
         print_json(&out);

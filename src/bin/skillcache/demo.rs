@@ -66,7 +66,11 @@ pub(crate) async fn run(_builder: SkillCacheBuilder) -> Result<Outcome, Failure>
     let work = std::env::temp_dir().join(format!("skillcache-demo-{}-{nanos}", std::process::id()));
     let result = tour(&work).await;
     // Blob folders are read-only: the cache's own purge makes them removable.
-    if let Ok(cache) = SkillCache::builder().root(work.join("cache")).open() {
+    if let Ok(cache) = SkillCache::builder()
+        .root(work.join("cache"))
+        .key_file(work.join("host.key"))
+        .open()
+    {
         let _ = cache.core().purge(&Origin::new("demo-server")?);
     }
     let _ = fs::remove_dir_all(&work);
@@ -104,7 +108,10 @@ async fn tour(work: &Path) -> Result<Outcome, Failure> {
         quote(&exe),
         quote(&served)
     );
-    let cache = SkillCache::builder().root(work.join("cache")).open()?;
+    let cache = SkillCache::builder()
+        .root(work.join("cache"))
+        .key_file(work.join("host.key"))
+        .open()?;
     let origin = Origin::new("demo-server")?;
     cache.connect(origin.clone(), Arc::new(McpSource::stdio(&command)?));
     say(format!(

@@ -55,6 +55,13 @@ struct Cli {
     /// that misses it fails the command with exit 4.
     #[arg(long, global = true, value_name = "SECS", default_value = "30", value_parser = parse_timeout)]
     timeout: std::time::Duration,
+    /// The host key that seals the index, kept outside the root (created 0600 on first use)
+    /// [default: `$SKILLCACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/skillcache/host.key`, else
+    /// ~/.config/skillcache/host.key].
+    // Not clap's `env`: clap refuses an empty variable, which must count as unset; the library's
+    // default (`default_key_file`) reads SKILLCACHE_KEY_FILE and skips it when empty.
+    #[arg(long, global = true)]
+    key_file: Option<PathBuf>,
     /// How cached files are verified on every access.
     #[arg(long, global = true, value_enum, default_value_t = IsolationArg::Rehash)]
     isolation: IsolationArg,

@@ -1,0 +1,195 @@
+//! The host key that seals index rows (R-H3): where it lives, how it is created, and which key
+//! files are refused.
+//!
+//! Invariants: the key lies outside the cache root (anyone who may write the root must not be
+//! able to read or replace it); it is a regular file of exactly 32 bytes, owned by the user
+//! running skillcache, readable by nobody else (0600, in a 0700 folder when we create it). Two
+//! processes that create it at the same moment agree on one key: each writes a private
+//! temporary and hard-links it to the name; the link that loses reads the winner's key.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read as _, Write as _};
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::{Error, KeyProblem};
+use crate::index::{KEY_LEN, SealKey};
+
+/// The default key file: `$SKILLCACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/skillcache/host.key`,
+/// else `~/.config/skillcache/host.key`. Empty variables count as unset. It is a configuration
+/// folder, not a cache one, on purpose: the key must not live where the cache lives.
+#[must_use]
+pub fn default_key_file() -> PathBuf {
+    if let Some(k) = std::env::var_os("SKILLCACHE_KEY_FILE").filter(|v| !v.is_empty()) {
+        return PathBuf::from(k);
+    }
+    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(x).join("skillcache").join("host.key");
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("/"), PathBuf::from)
+        .join(".config")
+        .join("skillcache")
+        .join("host.key")
+}
+
+/// Reads the key at `path`, creating it on first use, after refusing a path inside `root`
+/// (already resolved).
+pub(crate) fn load_or_create(path: &Path, root: &Path) -> Result<SealKey, Error> {
+    let refused = |problem| Error::HostKey {
+        path: path.to_owned(),
+        problem,
+    };
+    let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
+    if resolve(path).starts_with(&root) {
+        return Err(refused(KeyProblem::InsideRoot { root }));
+    }
+    match read(path) {
+        Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            create(path)?;
+            read(path)
+        }
+        other => other,
+    }
+}
+
+fn io_err(op: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Error {
+    move |source| Error::Io {
+        op,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Opens without following a link and without blocking on a FIFO, then checks what it opened.
+fn read(path: &Path) -> Result<SealKey, Error> {
+    let refused = |problem| Error::HostKey {
+        path: path.to_owned(),
+        problem,
+    };
+    let mut file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        // O_NOFOLLOW on a symlink.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(refused(KeyProblem::NotARegularFile));
+        }
+        Err(e) => return Err(io_err("read the host key", path)(e)),
+    };
+    let meta = file.metadata().map_err(io_err("read the host key", path))?;
+    if !meta.is_file() {
+        return Err(refused(KeyProblem::NotARegularFile));
+    }
+    let me = rustix::process::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(refused(KeyProblem::NotOwned { owner: meta.uid() }));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(refused(KeyProblem::Accessible { mode }));
+    }
+    if meta.len() != KEY_LEN as u64 {
+        return Err(refused(KeyProblem::WrongLength { len: meta.len() }));
+    }
+    let mut bytes = [0u8; KEY_LEN];
+    file.read_exact(&mut bytes)
+        .map_err(io_err("read the host key", path))?;
+    Ok(SealKey::from_bytes(bytes))
+}
+
+/// Creates the key file race-free: a private temporary in the same folder, linked to the name.
+fn create(path: &Path) -> Result<(), Error> {
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(parent)
+    {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io_err("create the host key folder", parent)(e)),
+    }
+    let mut key = [0u8; KEY_LEN];
+    File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut key))
+        .map_err(io_err("read", Path::new("/dev/urandom")))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = parent.join(format!(".host.key.{}.{nanos}.tmp", std::process::id()));
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(&key)?;
+            f.sync_all()
+        });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(io_err("write the host key", &tmp)(e));
+    }
+    // Whoever links first wins; a loser finds the name taken and reads the winner's key.
+    let linked = fs::hard_link(&tmp, path);
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            // The name must survive a crash too.
+            if let Ok(dir) = File::open(parent) {
+                let _ = dir.sync_all();
+            }
+            tracing::info!(path = %path.display(), "created the host key that seals the cache index");
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io_err("create the host key", path)(e)),
+    }
+}
+
+/// `path` made absolute, with symlinks resolved in its longest existing prefix and the rest
+/// appended lexically, so a key that does not exist yet is compared where it would be created.
+fn resolve(path: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    let mut existing = absolute.clone();
+    let mut rest = Vec::new();
+    let base = loop {
+        if let Ok(real) = fs::canonicalize(&existing) {
+            break real;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent.to_owned();
+            }
+            _ => break PathBuf::new(),
+        }
+    };
+    let mut out = base;
+    for c in rest.iter().rev() {
+        out.push(c);
+    }
+    let mut normal = PathBuf::new();
+    for c in out.components() {
+        match c {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    normal
+}

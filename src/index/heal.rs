@@ -1,0 +1,62 @@
+//! A damaged index heals (R-H6): the damaged file and its `-wal`/`-shm` are moved aside, never
+//! deleted, so a person can still inspect them, and a fresh index takes their place. Blobs are
+//! not the index's business and stay; approvals lived only in the damaged file, so they are
+//! lost, which fails closed (nothing is approved until approved again).
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::Error;
+
+/// The file's identity (device, inode), to notice that another process replaced it meanwhile.
+pub(super) fn identity(path: &Path) -> Option<(u64, u64)> {
+    fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Moves the damaged database at `path` (and its `-wal` and `-shm`) to
+/// `<name>.damaged-<unix seconds>` beside it, and returns where it went. A name already taken
+/// (two heals in one second) gets a counter: nothing is ever overwritten.
+pub(super) fn move_aside(path: &Path) -> Result<PathBuf, Error> {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let base = with_suffix(path, &format!(".damaged-{secs}"));
+    let mut dest = base.clone();
+    let mut n = 1u32;
+    while fs::symlink_metadata(&dest).is_ok()
+        || fs::symlink_metadata(with_suffix(&dest, "-wal")).is_ok()
+    {
+        n += 1;
+        dest = with_suffix(&base, &format!(".{n}"));
+    }
+    fs::rename(path, &dest).map_err(|source| Error::Io {
+        op: "move the damaged index aside",
+        path: path.to_owned(),
+        source,
+    })?;
+    // The old WAL must not be replayed into the fresh database, so it goes too.
+    for suffix in ["-wal", "-shm"] {
+        let from = with_suffix(path, suffix);
+        match fs::rename(&from, with_suffix(&dest, suffix)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(Error::Io {
+                    op: "move the damaged index aside",
+                    path: from,
+                    source,
+                });
+            }
+        }
+    }
+    Ok(dest)
+}
