@@ -584,8 +584,16 @@ fn h4_guaranteed_never_returns_bytes_that_changed_while_it_read() {
     };
     let blob = cache.store().layout().blob_path(&o, &f.digest());
     let stop = AtomicBool::new(false);
+    /// Stops the writer however the reader ends (a failed assertion must not hang the test).
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
     let (mut hits, mut caught) = (0, 0);
     std::thread::scope(|s| {
+        let _stop = Stop(&stop);
         // A writer with our uid (the root user ignores the 0444 mode) flips a byte in the middle
         // of the blob and puts it back, over and over, while we read.
         s.spawn(|| {
@@ -611,8 +619,124 @@ fn h4_guaranteed_never_returns_bytes_that_changed_while_it_read() {
                 }
             }
         }
-        stop.store(true, Ordering::Relaxed);
     });
     eprintln!("h4: {hits} verified hits, {caught} changed reads caught");
     assert!(hits + caught == 400);
+}
+
+/// A root on its own small tmpfs, populated with one loaded skill through a counting double.
+async fn populated_tmpfs(
+    dir: &Path,
+    size: &str,
+) -> Option<(common::Tmpfs, Arc<Double>, Origin, SkillEntry)> {
+    let mnt = match common::Tmpfs::mount(dir.join("mnt"), size) {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return None;
+        }
+    };
+    let double = Arc::new(Double::new());
+    double.set_hints(serde_json::json!({"ttlMs": 3_600_000, "cacheScope": "public"}));
+    let (entry, files) = common::skill("notes", &[("templates/a.md", b"MARKER-template")]);
+    double.publish(&entry, &files);
+    let o = origin("docs");
+    let cache = SkillCache::builder()
+        .root(mnt.path().join("root"))
+        .open()
+        .expect("open");
+    cache.connect(o.clone(), double.clone());
+    let e = cache.entry(&o, entry.uri()).await.expect("entry").entry;
+    cache.approve(&o, &e, None).await.expect("approve");
+    let skill = cache.load(&o, &e).await.expect("cold load");
+    skill.read_all().await.expect("every file");
+    Some((mnt, double, o, entry))
+}
+
+#[tokio::test]
+async fn h5_a_pre_populated_cache_on_a_read_only_mount_serves_warm_loads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some((mnt, double, o, entry)) = populated_tmpfs(dir.path(), "8m").await else {
+        return;
+    };
+    mnt.remount_read_only();
+    // A container image: nothing under the root can be written, and nothing needs to be.
+    let cache = SkillCache::builder()
+        .root(mnt.path().join("root"))
+        .open()
+        .expect("opens on a read-only mount");
+    cache.connect(o.clone(), double.clone());
+    let before = double.requests();
+    let e = cache.entry(&o, entry.uri()).await.expect("warm entry");
+    assert!(e.from_cache);
+    assert!(
+        cache
+            .is_approved(&o, &e.entry)
+            .await
+            .expect("approval read")
+    );
+    let skill = cache.load(&o, &e.entry).await.expect("warm load");
+    let files = skill.read_all().await.expect("every file");
+    assert!(
+        files
+            .iter()
+            .all(|f| f.verified() && f.provenance() == skillcache::cache::Provenance::Cache)
+    );
+    assert_eq!(
+        double.requests(),
+        before,
+        "no request: everything was served from the cache"
+    );
+    // Maintenance with nothing to remove needs no write; one that must write says so clearly
+    // instead of half-working.
+    cache
+        .core()
+        .gc(None)
+        .expect("nothing to collect: no write needed");
+    let err = cache.core().purge(&o).expect_err("purge must write");
+    assert!(err.to_string().contains("read-only"), "{err}");
+    let again = cache
+        .load(&o, &e.entry)
+        .await
+        .expect("still served after the refused purge");
+    assert!(again.skill_md().verified());
+}
+
+#[tokio::test]
+async fn h5_gc_and_purge_work_on_a_full_disk_and_free_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some((mnt, _double, o, entry)) = populated_tmpfs(dir.path(), "4m").await else {
+        return;
+    };
+    let cache = Cache::builder()
+        .root(mnt.path().join("root"))
+        .open()
+        .expect("open");
+    // An orphan that gc must remove, then a disk with no byte left.
+    let orphan = skillcache::Digest::of(b"nobody lists this");
+    let (oe, of) = common::skill("orphan", &[("x.md", b"nobody lists this")]);
+    let ox = oe
+        .manifest()
+        .expect("manifest")
+        .files()
+        .iter()
+        .find(|f| f.digest() == orphan)
+        .expect("file")
+        .clone();
+    cache.store_file(&o, &ox, &of[1].1).expect("orphan stored");
+    mnt.fill();
+    let report = cache.gc(None).expect("gc on a full disk");
+    assert!(report.unreferenced >= 1, "{report:?}");
+    assert!(!cache.store().layout().blob_path(&o, &orphan).exists());
+    cache.purge(&o).expect("purge on a full disk");
+    assert!(
+        cache.entries(Some(&o)).expect("entries").is_empty(),
+        "rows gone"
+    );
+    assert!(
+        !cache.store().layout().origin_dir(&o).exists(),
+        "blobs gone"
+    );
+    let md = entry.file(entry.uri().file()).expect("listed");
+    assert!(!cache.store().layout().blob_path(&o, &md.digest()).exists());
 }

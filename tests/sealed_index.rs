@@ -598,55 +598,17 @@ async fn h5_warm_hit_does_not_wait_for_another_processes_write_transaction() {
     );
 }
 
-/// A tmpfs mounted for one test, always unmounted (read-only remounts included).
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(at: PathBuf) -> Result<Tmpfs, String> {
-        if !rustix::process::geteuid().is_root() {
-            return Err("needs root to mount a tmpfs".into());
-        }
-        std::fs::create_dir_all(&at).map_err(|e| e.to_string())?;
-        let status = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs"])
-            .arg(&at)
-            .status()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !status.success() {
-            return Err(format!(
-                "mount -t tmpfs failed ({status}): no CAP_SYS_ADMIN?"
-            ));
-        }
-        Ok(Tmpfs(at))
-    }
-
-    fn remount_read_only(&self) {
-        let status = std::process::Command::new("mount")
-            .args(["-o", "remount,ro"])
-            .arg(&self.0)
-            .status()
-            .expect("run mount");
-        assert!(status.success(), "remount read-only");
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(&self.0).status();
-    }
-}
-
 #[tokio::test]
 async fn h5_an_index_on_a_read_only_mount_serves_its_entries() {
     let f = Fixture::new();
-    let mnt = match Tmpfs::mount(f.dir.path().join("mnt")) {
+    let mnt = match common::Tmpfs::mount(f.dir.path().join("mnt"), "16m") {
         Ok(m) => m,
         Err(why) => {
             eprintln!("skipping h5_an_index_on_a_read_only_mount_serves_its_entries: {why}");
             return;
         }
     };
-    let root = mnt.0.join("root");
+    let root = mnt.path().join("root");
     {
         let cache = SkillCache::builder()
             .root(&root)
@@ -704,14 +666,14 @@ async fn h5_an_index_on_a_read_only_mount_serves_its_entries() {
 #[tokio::test]
 async fn h5_a_warm_hit_works_on_a_full_disk() {
     let f = Fixture::new();
-    let mnt = match Tmpfs::mount(f.dir.path().join("mnt")) {
+    let mnt = match common::Tmpfs::mount(f.dir.path().join("mnt"), "16m") {
         Ok(m) => m,
         Err(why) => {
             eprintln!("skipping h5_a_warm_hit_works_on_a_full_disk: {why}");
             return;
         }
     };
-    let root = mnt.0.join("root");
+    let root = mnt.path().join("root");
     let open = || {
         let cache = SkillCache::builder()
             .root(&root)
@@ -727,16 +689,7 @@ async fn h5_a_warm_hit_works_on_a_full_disk() {
         cache.load(&f.origin, &e.entry).await.expect("load");
     }
     // Fill the disk to the last byte.
-    let filler = mnt.0.join("filler");
-    let mut file = std::fs::File::create(&filler).expect("filler");
-    let chunk = vec![0u8; 1 << 16];
-    loop {
-        match std::io::Write::write(&mut file, &chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-    }
-    drop(file);
+    mnt.fill();
 
     let cache = open();
     let e = cache

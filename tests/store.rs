@@ -320,9 +320,22 @@ fn c2_guaranteed_skips_hashing_only_while_the_evidence_holds() {
     let (e, files) = common::skill("demo", &[("a.md", b"alpha")]);
     common::store_all(&c, &o, &e, &files);
     let f = &e.manifest().expect("manifest").files()[0];
+    // Evidence taken at publish is confirmed by one hashed read once the blob's change time has
+    // settled (R-H4: a write in the same timestamp tick as the publish would not move it).
     match c.read_file(&o, f).expect("read") {
-        CachedRead::Hit(v) => assert!(!v.rehashed(), "evidence holds: no hashing"),
+        CachedRead::Hit(v) => assert!(v.rehashed(), "fresh evidence: hashed"),
         other => panic!("{other:?}"),
+    }
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    for expect_hash in [true, false, false] {
+        match c.read_file(&o, f).expect("read") {
+            CachedRead::Hit(v) => assert_eq!(
+                v.rehashed(),
+                expect_hash,
+                "settled: one confirming hash, then evidence alone"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
     let p = c.store().layout().blob_path(&o, &f.digest());
     // A chmod round trip leaves the bytes alone but changes ctime: evidence is off, re-hash.

@@ -156,8 +156,11 @@ impl Cache {
                 if total <= max {
                     break;
                 }
-                self.commit_point("index: release blob")?;
-                if self.index.release_blob(&origin, &digest, now)? {
+                let released = self.with_room("gc", || {
+                    self.commit_point("index: release blob")?;
+                    self.index.release_blob(&origin, &digest, now)
+                })?;
+                if released {
                     self.store.remove(&origin, &digest)?;
                     report.evicted += 1;
                     total = total.saturating_sub(rec.size);
@@ -167,20 +170,30 @@ impl Cache {
         }
         report.bytes_after = total;
         self.forget_all();
+        self.store.keep_reserve();
         Ok(report)
     }
 
     /// Forgets a blob's record and removes it: row first (R-C3); if the index cannot take the
     /// delete (a full disk), the blob first, which frees the room the delete needs.
     fn release(&self, origin: &Origin, digest: &Digest) -> Result<(), Error> {
-        let row = self
-            .commit_point("index: forget blob")
-            .and_then(|()| self.index.remove_blob(origin, digest));
-        self.store.remove(origin, digest)?;
-        if let Err(first) = row {
-            tracing::warn!(origin = %origin, digest = %digest, error = %first, "gc: the index refused the delete; removed the blob first");
+        let row = self.with_room("gc", || {
             self.commit_point("index: forget blob")?;
-            self.index.remove_blob(origin, digest)?;
+            self.index.remove_blob(origin, digest)
+        });
+        match row {
+            Ok(()) => {
+                self.store.remove(origin, digest)?;
+            }
+            Err(first) if crate::index::is_disk_full(&first) => {
+                // Even the reserve was not room enough: the blob goes first, which frees the
+                // room the delete needs; a record whose blob is gone only reads as a miss.
+                tracing::warn!(origin = %origin, digest = %digest, error = %first, "gc: the disk is full; removing the blob before its record");
+                self.store.remove(origin, digest)?;
+                self.commit_point("index: forget blob")?;
+                self.index.remove_blob(origin, digest)?;
+            }
+            Err(e) => return Err(e),
         }
         Ok(())
     }

@@ -168,6 +168,9 @@ impl CacheBuilder {
             if let Err(e) = store.sweep_tmp(Duration::ZERO) {
                 tracing::debug!(error = %e, "could not sweep temporaries");
             }
+            if !index.is_read_only() {
+                store.keep_reserve();
+            }
         }
         Ok(Cache {
             root,
@@ -444,10 +447,12 @@ impl Cache {
         origin: &Origin,
         digest: &crate::digest::Digest,
     ) -> Result<Option<Evidence>, Error> {
+        // Evidence from the index is confirmed again by one hashed read in this process (R-H4).
         Ok(self.index.blob(origin, digest)?.map(|r| Evidence {
             ino: r.ino,
             dev: r.dev,
             ctime_ns: r.ctime_ns,
+            confirmed: false,
         }))
     }
 
@@ -465,18 +470,29 @@ impl Cache {
             (Isolation::Guaranteed, Some(k)) => k.evidence,
             (Isolation::Guaranteed, None) => self.evidence_from_index(origin, &digest)?,
         };
-        match self
+        let read = self
             .store
-            .read(origin, &digest, file.size(), self.isolation, evidence)?
-        {
-            BlobRead::Verified(bytes) => {
+            .read(origin, &digest, file.size(), self.isolation, evidence)?;
+        let (bytes, confirmed) = match read {
+            BlobRead::Verified(bytes) => (Some(bytes), None),
+            BlobRead::Confirmed(bytes, ev) => (Some(bytes), Some(ev)),
+            BlobRead::Missing => (None, None),
+            BlobRead::Failed(m) => return self.failed_copy(origin, file, m),
+        };
+        match bytes {
+            Some(bytes) => {
                 let mut now_known = known.unwrap_or(Known {
                     evidence,
                     touched_ms: 0,
                 });
-                if self.isolation == Isolation::Guaranteed && bytes.rehashed() && evidence.is_some()
+                if let Some(ev) = confirmed {
+                    now_known.evidence = Some(ev);
+                } else if self.isolation == Isolation::Guaranteed
+                    && bytes.rehashed()
+                    && evidence.is_some_and(|e| e.confirmed)
                 {
-                    // The evidence did not hold: another process may have republished the blob.
+                    // Confirmed evidence did not hold: another process may have republished the
+                    // blob. Start again from the index's (unconfirmed) record.
                     now_known.evidence = self.evidence_from_index(origin, &digest)?;
                 }
                 let now = now_ms();
@@ -491,29 +507,37 @@ impl Cache {
                 }
                 Ok(CachedRead::Hit(bytes))
             }
-            BlobRead::Missing => {
+            None => {
                 self.forget(origin, Some(&digest));
                 // A record of a missing blob is harmless (the next read misses again), so an
                 // index that cannot forget it must not fail a miss the server can serve (R-H5).
                 self.forget_record(origin, &digest)?;
                 Ok(CachedRead::Miss)
             }
-            BlobRead::Failed(mismatch) => {
-                tracing::warn!(origin = %origin, uri = %file.uri(), mismatch = %mismatch, "a cached copy failed verification");
-                // Row first, then the blob (R-C3); the bytes are kept aside, never served (R-V8).
-                // An index that cannot drop the row (read-only, full) leaves the blob in place:
-                // it is verified on every read, so it is still never served, and the caller
-                // still fetches once from the server (R-V9, R-H5). A quarantine that fails is
-                // said, not fatal, for the same reason.
-                self.forget(origin, Some(&digest));
-                if self.forget_record(origin, &digest)?
-                    && let Err(e) = self.store.quarantine(origin, &digest)
-                {
-                    tracing::warn!(origin = %origin, digest = %digest, error = %e, "could not quarantine a failed blob");
-                }
-                Ok(CachedRead::Failed(mismatch))
-            }
         }
+    }
+
+    /// A cached copy failed verification: forget it and move it aside.
+    fn failed_copy(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        mismatch: Mismatch,
+    ) -> Result<CachedRead, Error> {
+        let digest = file.digest();
+        tracing::warn!(origin = %origin, uri = %file.uri(), mismatch = %mismatch, "a cached copy failed verification");
+        // Row first, then the blob (R-C3); the bytes are kept aside, never served (R-V8). An
+        // index that cannot drop the row (read-only, full) leaves the blob in place: it is
+        // verified on every read, so it is still never served, and the caller still fetches once
+        // from the server (R-V9, R-H5). A quarantine that fails is said, not fatal, for the same
+        // reason.
+        self.forget(origin, Some(&digest));
+        if self.forget_record(origin, &digest)?
+            && let Err(e) = self.store.quarantine(origin, &digest)
+        {
+            tracing::warn!(origin = %origin, digest = %digest, error = %e, "could not quarantine a failed blob");
+        }
+        Ok(CachedRead::Failed(mismatch))
     }
 
     /// Drops a blob's record; false when a read-only or full index cannot (R-H5).
@@ -576,18 +600,41 @@ impl Cache {
     pub fn purge(&self, origin: &Origin) -> Result<(), Error> {
         let _lock = self.store.lock(LockMode::Exclusive, "purge")?;
         self.forget(origin, None);
-        let rows = self
-            .commit_point("index: purge")
-            .and_then(|()| self.index.purge(origin));
+        let rows = self.with_room("purge", || {
+            self.commit_point("index: purge")?;
+            self.index.purge(origin)
+        });
         if let Err(first) = rows {
-            // A full disk cannot take even a delete in the index's log (R-H5). Free the blobs
-            // first, then try the rows again: a row whose blob is gone only reads as a miss.
-            tracing::warn!(origin = %origin, error = %first, "purge: the index refused the delete; removing the blobs first");
+            if !crate::index::is_disk_full(&first) {
+                return Err(first);
+            }
+            // Even the reserve was not room enough: free the origin's blobs first, then try the
+            // rows again (a row whose blob is gone only reads as a miss).
+            tracing::warn!(origin = %origin, error = %first, "purge: the disk is full; removing the blobs before the rows");
             self.store.remove_origin(origin)?;
             self.commit_point("index: purge")?;
-            return self.index.purge(origin);
+            self.index.purge(origin)?;
+        } else {
+            self.store.remove_origin(origin)?;
         }
-        self.store.remove_origin(origin)
+        self.store.keep_reserve();
+        Ok(())
+    }
+
+    /// Runs an index write; if the disk is full, gives back the store's reserve and runs it once
+    /// more (R-H5: gc and purge free space, so they must be able to commit on a full disk).
+    pub(crate) fn with_room<T>(
+        &self,
+        what: &'static str,
+        mut write: impl FnMut() -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        match write() {
+            Err(e) if crate::index::is_disk_full(&e) && self.store.release_reserve() => {
+                tracing::warn!(error = %e, "the disk is full: the cache's reserve was given back so that {what} can commit");
+                write()
+            }
+            other => other,
+        }
     }
 
     /// Announces an index commit to the write seam: a crash point like any filesystem write.

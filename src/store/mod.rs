@@ -7,6 +7,7 @@
 //! - `read`: the verified read under each isolation policy (R-C2, R-V2, R-H4, R-H7).
 //! - `quarantine`: where bytes that failed verification go, per origin; bounded (R-V8, R-H9).
 //! - `lock`: the advisory lock file that keeps `gc` from racing publishers; bounded waits (R-H11).
+//! - `reserve`: free space kept back for gc and purge on a full disk (R-H5).
 //! - `walk`: enumerating, checking and removing blobs for `verify`, `gc` and `purge` (R-H8).
 
 mod disk;
@@ -16,6 +17,7 @@ mod lock;
 mod publish;
 mod quarantine;
 mod read;
+mod reserve;
 mod walk;
 
 pub use disk::{Disk, RealDisk};
@@ -25,6 +27,7 @@ pub use layout::Layout;
 pub(crate) use layout::{CACHEDIR_SIGNATURE, CACHEDIR_TAG};
 pub use lock::{LockGuard, LockMode};
 pub use read::{BlobRead, Evidence, Isolation};
+pub use reserve::RESERVE_BYTES;
 pub use walk::{BlobCheck, StoredBlob};
 
 use std::path::Path;

@@ -198,7 +198,7 @@ impl BlobStore {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     // Never clobber: keep the existing blob if it verifies, else quarantine it.
                     match self.read(origin, digest, size, Isolation::Rehash, None)? {
-                        BlobRead::Verified(_) => {
+                        BlobRead::Verified(_) | BlobRead::Confirmed(..) => {
                             let f = aa.open_file_here(rest).map_err(io_err("open", &target))?;
                             return Evidence::of_fd(&f)
                                 .map(Some)

@@ -34,15 +34,35 @@ pub struct Evidence {
     pub dev: u64,
     /// The change time in nanoseconds since the epoch; any write, chmod or link changes it.
     pub ctime_ns: i64,
+    /// Whether a hashed read, made once the change time had settled, found the bytes intact
+    /// under exactly this evidence (R-H4). Only confirmed evidence replaces hashing.
+    ///
+    /// Why: file times tick coarsely (a few milliseconds). A write in the same tick as the
+    /// publish leaves the change time as recorded, so evidence taken at publish cannot tell that
+    /// write from no write. Once the wall clock is well past the recorded change time, any later
+    /// write moves it; a hashed read made after that point covers every earlier write.
+    pub confirmed: bool,
 }
 
+/// How far the wall clock must be past a blob's change time before a hashed read can confirm
+/// its evidence: many timestamp ticks, so no later write can share the recorded change time.
+const SETTLE_NS: i64 = 100_000_000;
+
 impl Evidence {
+    /// Unconfirmed evidence of the file `meta` describes.
     pub(super) fn of(meta: &rustix::fs::Stat) -> Evidence {
         Evidence {
             ino: meta.st_ino,
             dev: meta.st_dev,
             ctime_ns: ns(meta.st_ctime, meta.st_ctime_nsec),
+            confirmed: false,
         }
+    }
+
+    /// Whether `meta` describes the file this evidence was taken of, unchanged since.
+    fn matches(&self, meta: &rustix::fs::Stat) -> bool {
+        let now = Evidence::of(meta);
+        (now.ino, now.dev, now.ctime_ns) == (self.ino, self.dev, self.ctime_ns)
     }
 
     pub(super) fn of_fd(file: &File) -> io::Result<Evidence> {
@@ -87,6 +107,9 @@ pub enum BlobRead {
     Missing,
     /// Something is there, but it is not the expected bytes. It must not be used (R-V8).
     Failed(Mismatch),
+    /// The bytes, verified by hashing, and the evidence they were read under is now confirmed
+    /// (R-H4): remember it, and later reads may skip hashing while it holds.
+    Confirmed(VerifiedBytes, Evidence),
 }
 
 impl BlobStore {
@@ -136,8 +159,11 @@ impl BlobStore {
                         actual: len,
                     }));
                 }
+                let wall = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
                 self.evidence_holds(&meta, ev, size)
-                    .then(|| Snapshot::of(&meta))
+                    .then(|| (Snapshot::of(&meta), ev, wall))
             }
             _ => None,
         };
@@ -157,18 +183,33 @@ impl BlobStore {
         // R-H4: the evidence was checked before the read; a writer that changed the file while
         // we read it moves its size, ctime or mtime. Only bytes read from a file that did not
         // move are taken on evidence; anything else is hashed.
-        let trusted = match before {
-            Some(snap) => rustix::fs::fstat(&file).is_ok_and(|after| Snapshot::of(&after) == snap),
-            None => false,
-        };
-        let checked = if trusted {
-            // C2(b): the host guarantees write isolation and every piece of evidence holds.
-            VerifiedBytes::by_isolation(bytes, size, *digest)
-        } else {
-            VerifiedBytes::check(bytes, size, *digest)
-        };
-        Ok(match checked {
-            Ok(v) => BlobRead::Verified(v),
+        let still = before.filter(|(snap, _, _)| {
+            rustix::fs::fstat(&file).is_ok_and(|after| Snapshot::of(&after) == *snap)
+        });
+        if let Some((_, ev, _)) = still
+            && ev.confirmed
+        {
+            // C2(b): the host guarantees write isolation and every piece of confirmed evidence
+            // held before and after the read.
+            return Ok(match VerifiedBytes::by_isolation(bytes, size, *digest) {
+                Ok(v) => BlobRead::Verified(v),
+                Err(m) => BlobRead::Failed(m),
+            });
+        }
+        Ok(match VerifiedBytes::check(bytes, size, *digest) {
+            Ok(v) => match still {
+                // Hashed intact under evidence whose change time had settled: confirmed.
+                Some((snap, ev, wall)) if wall.saturating_sub(snap.ctime_ns) >= SETTLE_NS => {
+                    BlobRead::Confirmed(
+                        v,
+                        Evidence {
+                            confirmed: true,
+                            ..ev
+                        },
+                    )
+                }
+                _ => BlobRead::Verified(v),
+            },
             Err(m) => BlobRead::Failed(m),
         })
     }
@@ -178,7 +219,7 @@ impl BlobStore {
             && meta.st_mode & 0o222 == 0
             && meta.st_nlink == 1
             && u64::try_from(meta.st_size).is_ok_and(|l| l == size)
-            && Evidence::of(meta) == ev
+            && ev.matches(meta)
     }
 }
 

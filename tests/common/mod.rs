@@ -110,3 +110,59 @@ pub fn store_all(
         cache.store_file(origin, f, bytes).expect("stored");
     }
 }
+
+/// A tmpfs mounted for one test and always unmounted, read-only remounts included. Mounting
+/// needs root (`CAP_SYS_ADMIN`); `mount` says why it cannot, and the test prints that and skips.
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    pub fn mount(at: PathBuf, size: &str) -> Result<Tmpfs, String> {
+        if !rustix::process::geteuid().is_root() {
+            return Err("needs root to mount a tmpfs".into());
+        }
+        std::fs::create_dir_all(&at).map_err(|e| e.to_string())?;
+        let status = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(&at)
+            .status()
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !status.success() {
+            return Err(format!(
+                "mount -t tmpfs failed ({status}): no CAP_SYS_ADMIN?"
+            ));
+        }
+        Ok(Tmpfs(at))
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    pub fn remount_read_only(&self) {
+        let status = std::process::Command::new("mount")
+            .args(["-o", "remount,ro"])
+            .arg(&self.0)
+            .status()
+            .expect("run mount");
+        assert!(status.success(), "remount read-only");
+    }
+
+    /// Writes a filler file until the disk takes no more.
+    pub fn fill(&self) {
+        let mut file = std::fs::File::create(self.0.join("filler")).expect("filler");
+        let chunk = vec![0u8; 1 << 16];
+        while std::io::Write::write(&mut file, &chunk).is_ok_and(|n| n > 0) {}
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}

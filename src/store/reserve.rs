@@ -1,0 +1,63 @@
+//! A reserve of free space under the root, given back when the disk is full (R-H5).
+//!
+//! Deleting rows is itself a write for `SQLite` (the write-ahead log grows before the space is
+//! reclaimed), so on a disk with no byte left, `gc` and `purge` — the very operations that free
+//! space — could not commit. The store therefore keeps a small file of zeros; when the index
+//! reports a full disk, the cache gives it back, commits, and takes it again afterwards.
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{AtFlags, FileType};
+
+use super::BlobStore;
+
+/// Staging names unique per process and call.
+static STAGED: AtomicU64 = AtomicU64::new(0);
+
+/// The reserve's name under the root.
+pub(crate) const RESERVE: &str = "reserve";
+/// Its size: room for the log of a purge or gc transaction of hundreds of rows (a larger one
+/// frees blobs first).
+pub const RESERVE_BYTES: u64 = 256 * 1024;
+
+impl BlobStore {
+    /// Makes sure the reserve is there (best effort: a read-only or full disk has no room for
+    /// it, and nothing depends on it but the next full-disk maintenance). Its bytes need no sync:
+    /// writing them is what takes the space, and a reserve lost in a crash is made again.
+    pub(crate) fn keep_reserve(&self) -> bool {
+        let present = rustix::fs::statat(self.root.fd(), RESERVE, AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| {
+                FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                    && u64::try_from(st.st_size).is_ok_and(|n| n == RESERVE_BYTES)
+            });
+        if present {
+            return true;
+        }
+        let staging = format!(
+            "{RESERVE}.tmp-{}-{}",
+            std::process::id(),
+            STAGED.fetch_add(1, Ordering::Relaxed)
+        );
+        let disk = self.disk.as_ref();
+        let made = (|| -> io::Result<()> {
+            let mut f = disk.create(self.root.fd(), &staging, 0o600)?;
+            let zeros = vec![0u8; 64 * 1024];
+            for _ in 0..RESERVE_BYTES / 64 / 1024 {
+                disk.write(&mut f, &zeros)?;
+            }
+            // A link or anything else planted under the name is replaced, never followed.
+            disk.rename(self.root.fd(), &staging, self.root.fd(), RESERVE)
+        })();
+        if let Err(e) = &made {
+            let _ = disk.unlink(self.root.fd(), &staging, false);
+            tracing::debug!(error = %e, "no room for the cache's reserve");
+        }
+        made.is_ok()
+    }
+
+    /// Gives the reserve back to the filesystem. Whether there was one to give.
+    pub(crate) fn release_reserve(&self) -> bool {
+        self.disk.unlink(self.root.fd(), RESERVE, false).is_ok()
+    }
+}
