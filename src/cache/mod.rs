@@ -474,47 +474,42 @@ impl Cache {
             .store
             .read(origin, &digest, file.size(), self.isolation, evidence)?;
         let (bytes, confirmed) = match read {
-            BlobRead::Verified(bytes) => (Some(bytes), None),
-            BlobRead::Confirmed(bytes, ev) => (Some(bytes), Some(ev)),
-            BlobRead::Missing => (None, None),
+            BlobRead::Verified(bytes) => (bytes, None),
+            BlobRead::Confirmed(bytes, ev) => (bytes, Some(ev)),
             BlobRead::Failed(m) => return self.failed_copy(origin, file, m),
-        };
-        match bytes {
-            Some(bytes) => {
-                let mut now_known = known.unwrap_or(Known {
-                    evidence,
-                    touched_ms: 0,
-                });
-                if let Some(ev) = confirmed {
-                    now_known.evidence = Some(ev);
-                } else if self.isolation == Isolation::Guaranteed
-                    && bytes.rehashed()
-                    && evidence.is_some_and(|e| e.confirmed)
-                {
-                    // Confirmed evidence did not hold: another process may have republished the
-                    // blob. Start again from the index's (unconfirmed) record.
-                    now_known.evidence = self.evidence_from_index(origin, &digest)?;
-                }
-                let now = now_ms();
-                // Best effort: a busy, full or read-only index skips it, never fails the hit
-                // (R-H5); the next hit after the grain tries again either way.
-                if now.saturating_sub(now_known.touched_ms) >= ACCESS_GRAIN_MS {
-                    self.index.touch_blob(origin, &digest, now);
-                    now_known.touched_ms = now;
-                }
-                if known != Some(now_known) {
-                    self.remember(origin, digest, now_known);
-                }
-                Ok(CachedRead::Hit(bytes))
-            }
-            None => {
+            BlobRead::Missing => {
                 self.forget(origin, Some(&digest));
                 // A record of a missing blob is harmless (the next read misses again), so an
                 // index that cannot forget it must not fail a miss the server can serve (R-H5).
                 self.forget_record(origin, &digest)?;
-                Ok(CachedRead::Miss)
+                return Ok(CachedRead::Miss);
             }
+        };
+        let mut now_known = known.unwrap_or(Known {
+            evidence,
+            touched_ms: 0,
+        });
+        if let Some(ev) = confirmed {
+            now_known.evidence = Some(ev);
+        } else if self.isolation == Isolation::Guaranteed
+            && bytes.rehashed()
+            && evidence.is_some_and(|e| e.confirmed)
+        {
+            // Confirmed evidence did not hold: another process may have republished the blob.
+            // Start again from the index's (unconfirmed) record.
+            now_known.evidence = self.evidence_from_index(origin, &digest)?;
         }
+        let now = now_ms();
+        // Best effort: a busy, full or read-only index skips it, never fails the hit (R-H5); the
+        // next hit after the grain tries again either way.
+        if now.saturating_sub(now_known.touched_ms) >= ACCESS_GRAIN_MS {
+            self.index.touch_blob(origin, &digest, now);
+            now_known.touched_ms = now;
+        }
+        if known != Some(now_known) {
+            self.remember(origin, digest, now_known);
+        }
+        Ok(CachedRead::Hit(bytes))
     }
 
     /// A cached copy failed verification: forget it and move it aside.
