@@ -564,6 +564,14 @@ fn h8_verify_of_a_planted_huge_file_streams_in_bounded_memory() {
     );
 }
 
+/// Stops a writer thread however the reader ends (a failed assertion must not hang the test).
+struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 #[test]
 fn h4_guaranteed_never_returns_bytes_that_changed_while_it_read() {
     use std::os::unix::fs::FileExt;
@@ -584,13 +592,6 @@ fn h4_guaranteed_never_returns_bytes_that_changed_while_it_read() {
     };
     let blob = cache.store().layout().blob_path(&o, &f.digest());
     let stop = AtomicBool::new(false);
-    /// Stops the writer however the reader ends (a failed assertion must not hang the test).
-    struct Stop<'a>(&'a AtomicBool);
-    impl Drop for Stop<'_> {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
     let (mut hits, mut caught) = (0, 0);
     std::thread::scope(|s| {
         let _stop = Stop(&stop);
