@@ -404,3 +404,128 @@ fn b5_change_notifications_cannot_grow_the_hosts_memory_without_bound() {
     );
     drop(cache);
 }
+
+// ---------------------------------------------------------------------------------------------
+// R-H11 / R-B1: bounded time — a held lock costs one bounded wait, not one per file.
+
+/// Whoever holds the cache's exclusive lock (a long `gc`, or a root writer who replaced `lock`
+/// by a file of their own and keeps it locked) makes *every* store of a fetched file wait the
+/// whole lock timeout, one file after the other: `read_all` of a skill with N files takes N lock
+/// timeouts (512 files × 30 s ≈ 4 h at the defaults), although each file is verified and served.
+#[tokio::test(flavor = "multi_thread")]
+async fn h11_a_held_lock_costs_a_load_one_bounded_wait_not_one_per_file() {
+    let place = Place::new();
+    let double = Arc::new(Double::new());
+    let names: Vec<String> = (0..12).map(|i| format!("refs/f{i:02}.md")).collect();
+    let bodies: Vec<Vec<u8>> = (0..12).map(|i| format!("file {i}").into_bytes()).collect();
+    let listed: Vec<(&str, &[u8])> = names
+        .iter()
+        .zip(&bodies)
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let (entry, files) = common::skill("many", &listed);
+    double.publish(&entry, &files);
+    let o = origin("docs");
+    let cache = SkillCache::builder()
+        .root(place.root())
+        .key_file(place.key())
+        .lock_timeout(Duration::from_secs(1))
+        .open()
+        .expect("opens");
+    cache.connect(o.clone(), double.clone());
+
+    // Another holder of the exclusive lock (a separate open file description).
+    let holder = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(place.root().join("lock"))
+        .expect("open lock");
+    holder.lock().expect("exclusive lock");
+
+    let (tx, rx) = mpsc::channel();
+    let task = tokio::spawn(async move {
+        let loaded = cache.load(&o, &entry).await.expect("load");
+        let all = loaded.read_all().await.map(|v| v.len());
+        let _ = tx.send(all);
+    });
+    let done = tokio::task::spawn_blocking(move || rx.recv_timeout(Duration::from_secs(6)))
+        .await
+        .expect("join");
+    drop(holder);
+    let _ = task.await;
+    assert!(
+        matches!(done, Ok(Ok(13))),
+        "loading 13 files while the lock is held (lock timeout 1 s) did not finish within 6 s: \
+         {done:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// R-B2: bounded memory — a message inside the bound must not become gigabytes once parsed.
+
+/// A stdio MCP server (Python, no dependencies) that declares the skills extension and answers
+/// every other request with a result padded by `[0,0,0,…]` up to just under the 32 MiB bound.
+const PADDING_SERVER: &str = r#"
+import json, sys
+pad = "[" + ",".join(["0"] * (15 * 1024 * 1024)) + "]"
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"],
+                  "capabilities": {"resources": {}, "extensions": {"io.modelcontextprotocol/skills": {}}},
+                  "serverInfo": {"name": "padding", "version": "1"}}
+        out = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+    else:
+        out = '{"jsonrpc":"2.0","id":' + json.dumps(msg["id"]) + ',"result":{"pad":' + pad + '}}'
+    sys.stdout.write(out + "\n")
+    sys.stdout.flush()
+"#;
+
+/// The bound caps the *bytes* of a message (32 MiB + 64 KiB), but the whole message is then
+/// parsed into a `serde_json::Value` (rmcp's `CustomResult`) before any of our checks look at
+/// it. `[0,0,…]` costs 2 bytes a number on the wire and 32 bytes (plus `Vec` growth) in a
+/// `Value`: one answer inside the bound takes the CLI's peak memory to about a gigabyte, far
+/// from the README's "a 200 MB answer peaks at about 50 MB" and the 100 MB the tests assert.
+#[test]
+fn b2_an_answer_inside_the_message_bound_cannot_take_a_gigabyte_once_parsed() {
+    let place = Place::new();
+    let server = place.path().join("padding_server.py");
+    fs::write(&server, PADDING_SERVER).expect("write server");
+    let report = place.path().join("time-report");
+    let out = std::process::Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(&report)
+        .arg(skillcache_bin())
+        .arg("--root")
+        .arg(place.root())
+        .arg("--key-file")
+        .arg(place.key())
+        .args(["--timeout", "60", "entry", "skill://pdf/SKILL.md", "--origin", "pad"])
+        .arg("--stdio")
+        .arg(format!("python3 '{}'", server.display()))
+        .output()
+        .expect("/usr/bin/time (GNU time) runs");
+    let text = fs::read_to_string(&report).expect("time wrote its report");
+    let kib: u64 = text
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("a peak RSS in KiB, got {text:?}"));
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "an invalid entry from the server is exit 4: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        kib < 100 * 1024,
+        "one answer inside the message bound took the CLI to {} MiB",
+        kib / 1024
+    );
+}
