@@ -506,7 +506,14 @@ fn b2_an_answer_inside_the_message_bound_cannot_take_a_gigabyte_once_parsed() {
         .arg(place.root())
         .arg("--key-file")
         .arg(place.key())
-        .args(["--timeout", "60", "entry", "skill://pdf/SKILL.md", "--origin", "pad"])
+        .args([
+            "--timeout",
+            "60",
+            "entry",
+            "skill://pdf/SKILL.md",
+            "--origin",
+            "pad",
+        ])
         .arg("--stdio")
         .arg(format!("python3 '{}'", server.display()))
         .output()

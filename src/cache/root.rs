@@ -217,19 +217,29 @@ fn is_ours(name: &str) -> bool {
 
 const TAG_STAGING: &str = ".CACHEDIR.TAG.";
 
+/// The line after the signature that makes a `CACHEDIR.TAG` ours: every tool that follows the
+/// standard writes the same signature (cargo's `target/` has one), so the signature alone says
+/// "a cache", not "our cache".
+const TAG_OWNER: &str = "# This file is a cache directory tag created by skillcache.";
+
 fn adoption(dir: &Dir) -> io::Result<Adoption> {
-    let mut tag = [0u8; CACHEDIR_SIGNATURE.len()];
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     if let Ok(fd) = rustix::fs::openat(dir.fd(), CACHEDIR_TAG, flags, Mode::empty()) {
-        let mut f = fs::File::from(fd);
-        if f.read_exact(&mut tag).is_ok() && tag == CACHEDIR_SIGNATURE.as_bytes() {
+        let mut text = String::new();
+        let _ = fs::File::from(fd).take(512).read_to_string(&mut text);
+        let mut lines = text.lines();
+        if lines.next() == Some(CACHEDIR_SIGNATURE) && lines.next() == Some(TAG_OWNER) {
             return Ok(Adoption::Ours);
         }
     }
     let names = list(dir)?;
-    Ok(if names.is_empty() {
+    let has = |n: &str| names.iter().any(|m| m == n);
+    // A root another process is creating this instant holds only its staged marker.
+    Ok(if names.iter().all(|n| n.starts_with(TAG_STAGING)) {
         Adoption::Empty
-    } else if names.iter().all(|n| is_ours(n)) {
+    } else if has("index.sqlite3") && has("origins") && names.iter().all(|n| is_ours(n)) {
+        // A root of the first layout always had its index and its origins folder, and nothing
+        // but names skillcache makes; a folder with only a `tmp/` is somebody else's.
         Adoption::FirstLayout
     } else {
         Adoption::Foreign
@@ -259,7 +269,7 @@ fn write_tag(disk: &dyn Disk, dir: &Dir) -> io::Result<()> {
         STAGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     );
     let text = format!(
-        "{CACHEDIR_SIGNATURE}\n# This file is a cache directory tag created by skillcache.\n# For information about cache directory tags, see https://bford.info/cachedir/\n"
+        "{CACHEDIR_SIGNATURE}\n{TAG_OWNER}\n# For information about cache directory tags, see https://bford.info/cachedir/\n"
     );
     let _ = disk.unlink(dir.fd(), &staging, false);
     let mut f = disk.create(dir.fd(), &staging, 0o644)?;

@@ -108,11 +108,34 @@ pub(super) fn reader(path: &Path) -> Result<Connection, Error> {
 
 /// Per-connection settings: none of them writes to the database.
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    harden(conn)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(())
+}
+
+/// Nothing stored in the database may run code of its own beyond what our statements ask for: no
+/// functions with side effects from views or triggers (`trusted_schema=OFF`), and the defensive
+/// mode that forbids writing the schema table directly (R-H6).
+fn harden(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "trusted_schema", "OFF")?;
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)?;
+    Ok(())
+}
+
+/// A schema that is not the one our migrations make is damage, healed like garbage (R-H6).
+fn check_ours(conn: &Connection) -> Result<(), Attempt> {
+    if schema::is_ours(conn).map_err(sql("read schema"))? {
+        return Ok(());
+    }
+    Err(Attempt::Failed(Failure::Damaged(
+        rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
+            Some("its schema is not the one skillcache makes".into()),
+        ),
+    )))
 }
 
 /// Reads the version and forces the schema to be parsed, so that a damaged header or schema is
@@ -161,6 +184,7 @@ fn read_write(path: &Path) -> Result<Connection, Attempt> {
             Attempt::Failed(Failure::Fatal(Box::new(e)))
         })?;
     }
+    check_ours(&conn)?;
     Ok(conn)
 }
 
@@ -175,6 +199,7 @@ fn read_only(path: &Path, mode: Mode) -> Result<Connection, Attempt> {
         Connection::open_with_flags(path, flags)
     }
     .map_err(sql("open"))?;
+    harden(&conn).map_err(sql("configure"))?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(sql("configure"))?;
     conn.set_prepared_statement_cache_capacity(64);
     let version = probe(&conn)?;
@@ -186,6 +211,7 @@ fn read_only(path: &Path, mode: Mode) -> Result<Connection, Attempt> {
             },
         ))));
     }
+    check_ours(&conn)?;
     Ok(conn)
 }
 

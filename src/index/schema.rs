@@ -126,6 +126,33 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), Error> {
     tx.commit().map_err(db_err("migrate"))
 }
 
+/// One row of `sqlite_master`: type, name, table, and the statement that made it.
+type SchemaRow = (String, String, String, Option<String>);
+
+fn schema_of(conn: &Connection) -> rusqlite::Result<Vec<SchemaRow>> {
+    conn.prepare("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect()
+}
+
+/// Whether the database's schema is exactly the one these migrations make (R-H6). Someone who
+/// can write the root can also replace a table with a view — one that never ends, say — or drop
+/// a column; such a file is a valid database but not our index, and is healed like garbage.
+/// Only `sqlite_master` is read, so nothing planted in it runs.
+pub(super) fn is_ours(conn: &Connection) -> rusqlite::Result<bool> {
+    static EXPECTED: std::sync::OnceLock<Vec<SchemaRow>> = std::sync::OnceLock::new();
+    let expected = match EXPECTED.get() {
+        Some(e) => e,
+        None => {
+            let mut fresh = Connection::open_in_memory()?;
+            migrate(&mut fresh).map_err(|_| rusqlite::Error::InvalidQuery)?;
+            let rows = schema_of(&fresh)?;
+            EXPECTED.get_or_init(|| rows)
+        }
+    };
+    Ok(schema_of(conn)? == *expected)
+}
+
 /// The number of migrations this build knows.
 #[cfg(test)]
 pub(super) fn latest() -> usize {

@@ -235,39 +235,93 @@ pub(super) fn ensure_dir(
     )))
 }
 
-/// Removes `name` from `parent` whatever it is: a whole folder tree (walked without following
-/// links, each folder made writable first so a non-root owner can empty it), or any other name
-/// (a link is removed itself). The caller makes `parent` writable if it is a read-only folder.
-/// Missing is fine.
+/// Removes `name` from `parent` whatever it is: a whole folder tree, or any other name (a link
+/// is removed itself). The caller makes `parent` writable if it is a read-only folder. Missing is
+/// fine.
+///
+/// The walk never follows a link and holds one folder descriptor at a time whatever the depth: a
+/// planted tree thousands of levels deep can exhaust neither the stack nor the descriptor table.
+/// It climbs back through `..`, and checks that `..` is the very folder it came down from (device
+/// and inode), so a folder moved elsewhere meanwhile can never lead it out of the tree. Each
+/// folder is made writable first so a non-root owner can empty it.
 pub(super) fn remove_tree(disk: &dyn Disk, parent: &Dir, name: &str) -> io::Result<()> {
-    match parent.child(name) {
-        Ok(None) => Ok(()),
-        Ok(Some(dir)) => {
-            disk.chmod(dir.fd(), PRIVATE_DIR)?;
-            for (child, kind) in dir.names()? {
-                if kind == FileType::Directory {
-                    remove_tree(disk, &dir, &child)?;
-                } else {
-                    match disk.unlink(dir.fd(), &child, false) {
-                        // A folder listed as unknown type (some filesystems do): remove it as one.
-                        Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
-                            remove_tree(disk, &dir, &child)?;
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                        other => other?,
-                    }
-                }
+    let top = match parent.child(name) {
+        Ok(None) => return Ok(()),
+        Ok(Some(dir)) => dir,
+        Err(e) if is_not_a_folder(&e) => {
+            return ignore_missing(disk.unlink(parent.fd(), name, false));
+        }
+        Err(e) => return Err(e),
+    };
+    // The way down: each folder's name in its parent and the parent's identity.
+    let mut trail: Vec<(String, (u64, u64))> = Vec::new();
+    let mut here = top;
+    let mut here_name = name.to_owned();
+    disk.chmod(here.fd(), PRIVATE_DIR)?;
+    loop {
+        // Remove every non-folder here; stop at the first folder and go down into it.
+        let mut down = None;
+        for (child, kind) in here.names()? {
+            if kind == FileType::Directory {
+                down = Some(child);
+                break;
             }
-            match disk.unlink(parent.fd(), name, true) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-                other => other,
+            match disk.unlink(here.fd(), &child, false) {
+                // A folder the listing did not type (some filesystems do not): go down into it.
+                Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
+                    down = Some(child);
+                    break;
+                }
+                other => ignore_missing(other)?,
             }
         }
-        Err(e) if is_not_a_folder(&e) => match disk.unlink(parent.fd(), name, false) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            other => other,
-        },
-        Err(e) => Err(e),
+        if let Some(child) = down {
+            match here.child(&child) {
+                Ok(Some(next)) => {
+                    disk.chmod(next.fd(), PRIVATE_DIR)?;
+                    trail.push((std::mem::replace(&mut here_name, child), identity(&here)?));
+                    here = next;
+                }
+                Ok(None) => {}
+                Err(e) if is_not_a_folder(&e) => {
+                    ignore_missing(disk.unlink(here.fd(), &child, false))?
+                }
+                Err(e) => return Err(e),
+            }
+            continue;
+        }
+        // `here` is empty: remove it from its parent, and climb.
+        let Some((up_name, up_id)) = trail.pop() else {
+            return ignore_missing(disk.unlink(parent.fd(), name, true));
+        };
+        let up = Dir {
+            fd: rustix::fs::openat(&here.fd, "..", DIR_FLAGS, Mode::empty())?,
+            path: here
+                .path
+                .parent()
+                .map_or_else(PathBuf::new, Path::to_path_buf),
+        };
+        if identity(&up)? != up_id {
+            return Err(io::Error::other(format!(
+                "{} moved while it was being removed",
+                here.path.display()
+            )));
+        }
+        ignore_missing(disk.unlink(up.fd(), &here_name, true))?;
+        here = up;
+        here_name = up_name;
+    }
+}
+
+fn identity(dir: &Dir) -> io::Result<(u64, u64)> {
+    let st = rustix::fs::fstat(&dir.fd)?;
+    Ok((st.st_dev, st.st_ino))
+}
+
+fn ignore_missing(r: io::Result<()>) -> io::Result<()> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
     }
 }
 
@@ -318,13 +372,16 @@ pub(super) fn find_path(
     Ok(here)
 }
 
-/// Makes sure each of `names` in `dir` is absent or a regular file: a link (or anything else)
-/// planted there is removed — the link itself, never its target — with a warning. For the
-/// index's files, which `SQLite` opens by path and would otherwise follow (R-H1).
+/// Makes sure each of `names` in `dir` is absent or a regular file with one link: a link, a
+/// hard link to a file elsewhere, or anything else planted there is removed — the name itself,
+/// never what it points at — with a warning. For the index's files, which `SQLite` opens by path
+/// and would otherwise write through (R-H1).
 pub(super) fn scrub_to_files(disk: &dyn Disk, dir: &Dir, names: &[&str]) -> io::Result<()> {
     for name in names {
         match rustix::fs::statat(dir.fd(), *name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {}
+            Ok(st)
+                if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                    && st.st_nlink == 1 => {}
             Ok(_) => {
                 tracing::warn!(path = %dir.join(name).display(), "not a regular file where the index keeps one: removed");
                 remove_tree(disk, dir, name)?;

@@ -51,6 +51,8 @@ pub struct BlobStore {
     /// The uid that owns the root: blobs owned by anyone else are not evidence of isolation.
     owner_uid: u32,
     lock_timeout: Duration,
+    /// When a wait for the lock last ran out (R-H11: later waits in that window are one try).
+    lock_stalled: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl BlobStore {
@@ -78,6 +80,7 @@ impl BlobStore {
             disk,
             owner_uid,
             lock_timeout,
+            lock_stalled: std::sync::Mutex::new(None),
         })
     }
 

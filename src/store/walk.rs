@@ -204,11 +204,20 @@ impl BlobStore {
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         let mut removed = 0;
-        for legacy in [TMP, QUARANTINE] {
-            if self.root.child(legacy).is_ok_and(|d| d.is_some()) {
-                remove_tree(disk, &self.root, legacy)
-                    .map_err(io_err("remove", &self.root.join(legacy)))?;
+        for (legacy, ours) in [
+            (TMP, is_first_layout_temporary as fn(&str) -> bool),
+            (QUARANTINE, is_first_layout_quarantined),
+        ] {
+            // Only names the first layout made are removed, and the folder only once empty.
+            let Ok(Some(dir)) = self.root.child(legacy) else {
+                continue;
+            };
+            for (name, _) in dir.names().map_err(io_err("read directory", dir.path()))? {
+                if ours(&name) {
+                    remove_tree(disk, &dir, &name).map_err(io_err("remove", &dir.join(&name)))?;
+                }
             }
+            let _ = disk.unlink(self.root.fd(), legacy, true);
         }
         let Some(origins) = find_dir(disk, &self.root, Parent::Private, ORIGINS)
             .map_err(io_err("open", &self.layout.origins()))?
@@ -299,4 +308,28 @@ fn walk_origin(
         }
     }
     Ok(())
+}
+
+/// `<pid>-<counter>-<16 hex>.tmp`: a temporary of the first layout's shared `tmp/`.
+fn is_first_layout_temporary(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(".tmp") else {
+        return false;
+    };
+    let parts: Vec<&str> = stem.split('-').collect();
+    matches!(parts.as_slice(), [pid, n, hex]
+        if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+            && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
+            && hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// `<24 digits>-<origin>-<64 hex>`: a copy in the first layout's shared `quarantine/`.
+fn is_first_layout_quarantined(name: &str) -> bool {
+    let (Some(nanos), Some(hex)) = (name.get(..24), name.rsplit('-').next()) else {
+        return false;
+    };
+    nanos.bytes().all(|b| b.is_ascii_digit())
+        && name.as_bytes().get(24) == Some(&b'-')
+        && hex.len() == 64
+        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+        && name.len() > 24 + 1 + 64 + 1
 }
