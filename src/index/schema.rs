@@ -141,14 +141,13 @@ fn schema_of(conn: &Connection) -> rusqlite::Result<Vec<SchemaRow>> {
 /// Only `sqlite_master` is read, so nothing planted in it runs.
 pub(super) fn is_ours(conn: &Connection) -> rusqlite::Result<bool> {
     static EXPECTED: std::sync::OnceLock<Vec<SchemaRow>> = std::sync::OnceLock::new();
-    let expected = match EXPECTED.get() {
-        Some(e) => e,
-        None => {
-            let mut fresh = Connection::open_in_memory()?;
-            migrate(&mut fresh).map_err(|_| rusqlite::Error::InvalidQuery)?;
-            let rows = schema_of(&fresh)?;
-            EXPECTED.get_or_init(|| rows)
-        }
+    let expected = if let Some(e) = EXPECTED.get() {
+        e
+    } else {
+        let mut fresh = Connection::open_in_memory()?;
+        migrate(&mut fresh).map_err(|_| rusqlite::Error::InvalidQuery)?;
+        let rows = schema_of(&fresh)?;
+        EXPECTED.get_or_init(|| rows)
     };
     Ok(schema_of(conn)? == *expected)
 }

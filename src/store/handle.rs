@@ -284,7 +284,7 @@ pub(super) fn remove_tree(disk: &dyn Disk, parent: &Dir, name: &str) -> io::Resu
                 }
                 Ok(None) => {}
                 Err(e) if is_not_a_folder(&e) => {
-                    ignore_missing(disk.unlink(here.fd(), &child, false))?
+                    ignore_missing(disk.unlink(here.fd(), &child, false))?;
                 }
                 Err(e) => return Err(e),
             }
