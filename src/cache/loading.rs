@@ -183,6 +183,11 @@ pub(super) struct Inner {
 /// forgotten, and the next call tries again.
 type Gate = Arc<tokio::sync::Mutex<Option<(String, Duration)>>>;
 
+/// The most `resources/updated` marks kept per origin (R-B5: bounded memory whatever the server).
+const MAX_MARKS: usize = 1024;
+/// The longest URI a `resources/updated` mark keeps.
+const MAX_MARKED_URI: usize = 4096;
+
 /// Change notifications of one origin, as times (ms since the epoch) they arrived. An entry
 /// fetched before a mark that concerns it is stale, however fresh its row says it is.
 #[derive(Debug, Default)]
@@ -582,7 +587,19 @@ impl Inner {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let marks = stale.entry(origin.clone()).or_default();
         match change {
-            Change::ListChanged => marks.everything = Some(now),
+            Change::ListChanged => {
+                marks.everything = Some(now);
+                marks.files.clear();
+            }
+            // A server may announce anything, as often as it likes: the marks stay bounded. A
+            // URI no file URI can be, or one mark too many, becomes "everything changed", which
+            // costs at most one `skills/get` per held skill and no memory.
+            Change::Updated { uri }
+                if uri.len() > MAX_MARKED_URI || marks.files.len() >= MAX_MARKS =>
+            {
+                marks.everything = Some(now);
+                marks.files.clear();
+            }
             Change::Updated { uri } => {
                 marks.files.insert(uri, now);
             }

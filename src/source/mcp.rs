@@ -261,7 +261,9 @@ fn ended_error(method: &str, why: super::stdio::Ended) -> Error {
             method: method.to_owned(),
             max: max as u64,
         },
-        super::stdio::Ended::MidMessage { .. } => transport_err(method)(Box::new(why)),
+        super::stdio::Ended::MidMessage { .. } | super::stdio::Ended::TooManyValues { .. } => {
+            transport_err(method)(Box::new(why))
+        }
     }
 }
 

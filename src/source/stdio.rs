@@ -22,6 +22,12 @@ pub(crate) enum Ended {
         /// The bound in bytes.
         max: usize,
     },
+    /// A message within the byte bound would have parsed into more JSON values than any answer
+    /// within the limits holds (R-B2: bounded memory once parsed, not only while read).
+    TooManyValues {
+        /// The weight allowed (see [`json_weight_exceeds`]).
+        max: u64,
+    },
     /// The child closed its stdout in the middle of a message.
     MidMessage {
         /// The bytes of the unfinished message.
@@ -35,6 +41,10 @@ impl std::fmt::Display for Ended {
             Ended::TooLarge { max } => write!(
                 f,
                 "a message from the server exceeded the bound of {max} bytes and was refused while reading"
+            ),
+            Ended::TooManyValues { max } => write!(
+                f,
+                "a message from the server holds more JSON values than an answer within the limits can (weight over {max}); refused before parsing"
             ),
             Ended::MidMessage { received } => write!(
                 f,
@@ -168,6 +178,12 @@ impl Transport<RoleClient> for ChildTransport {
             if text.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
+            if json_weight_exceeds(text, MAX_JSON_WEIGHT) {
+                self.end(Ended::TooManyValues {
+                    max: MAX_JSON_WEIGHT,
+                });
+                return None;
+            }
             match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(text) {
                 Ok(message) => return Some(message),
                 // Not a message: nothing to answer or correlate; the request it may have been
@@ -184,5 +200,61 @@ impl Transport<RoleClient> for ChildTransport {
         self.write.lock().await.take();
         let _ = self.child.start_kill();
         Ok(())
+    }
+}
+
+/// How much parsed JSON one message may hold, in the units of [`json_weight_exceeds`]. An
+/// answer within the limits — a page of skills of 512 files each, or one file as a string —
+/// weighs far less (a listed file is about 14), and this weight parses into tens of MB at most,
+/// where a 32 MiB `[0,0,0,…]` would parse into gigabytes.
+pub(crate) const MAX_JSON_WEIGHT: u64 = 1_000_000;
+
+/// Whether `text` (one JSON message) weighs more than `max`: each object opened counts 8 (a map
+/// and its node), each array opened 2, each `,` or `:` one — all outside strings. One pass, no
+/// allocation, stopping as soon as the weight is over.
+pub(crate) fn json_weight_exceeds(text: &[u8], max: u64) -> bool {
+    let mut weight = 0u64;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        weight += match b {
+            b'"' => {
+                in_string = true;
+                0
+            }
+            b'{' => 8,
+            b'[' => 2,
+            b',' | b':' => 1,
+            _ => 0,
+        };
+        if weight > max {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod weight_tests {
+    use super::json_weight_exceeds;
+
+    #[test]
+    fn b2_structure_inside_strings_weighs_nothing_and_arrays_of_values_do() {
+        let text = format!("{{\"text\":\"{}\"}}", "[,{:".repeat(100_000));
+        assert!(!json_weight_exceeds(text.as_bytes(), 100));
+        let zeros = format!("[{}0]", "0,".repeat(1_000));
+        assert!(json_weight_exceeds(zeros.as_bytes(), 500));
+        assert!(!json_weight_exceeds(zeros.as_bytes(), 5_000));
+        // An escaped quote does not end the string.
+        assert!(!json_weight_exceeds(br#"{"a":"\",,,,,,,"}"#, 12));
     }
 }

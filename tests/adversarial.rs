@@ -1,6 +1,7 @@
-//! Adversarial review of issues 9 and 10: each test is one way the claims do not hold yet.
-//! Every test fails on the reviewed snapshot and should pass once the finding is fixed. Hang
-//! tests run the operation in a thread and give up after a bound: the hang is the bug.
+//! Findings of an adversarial review of the hostile-root and bounded-transport work (R-H1, R-H2,
+//! R-H6, R-H7, R-H9, R-H11, R-B2, R-B5): each test is one way the guarantees once did not hold,
+//! written to fail on the reviewed code, kept so that they never break again. Hang tests run the
+//! operation in a thread and give up after a bound: the hang is the bug.
 #![allow(clippy::result_large_err)]
 
 mod common;
