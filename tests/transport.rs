@@ -21,6 +21,12 @@ const LIMIT: usize = 16 * MIB;
 /// What "bounded memory" means for a 200 MB answer.
 const PEAK_MAX_KIB: u64 = 100 * 1024;
 
+/// The command failed with exit `code`, and its error says `needle`.
+fn expect_failure(out: &std::process::Output, code_wanted: i32, needle: &str) {
+    assert_eq!(code(out), code_wanted, "{}", stderr(out));
+    assert!(stderr(out).contains(needle), "{}", stderr(out));
+}
+
 fn hostile() -> PathBuf {
     common::example_bin("hostile_server")
 }
@@ -153,23 +159,17 @@ fn b1_cat_as_a_server_times_out_at_initialize() {
         "--stdio",
         "cat",
     ]);
-    assert_eq!(code(&out), 4, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("initialize to origin cat got no answer"),
-        "{}",
-        stderr(&out)
-    );
+    expect_failure(&out, 4, "initialize to origin cat got no answer");
 }
 
 #[test]
 fn b1_no_answer_at_resources_read_times_out_with_exit_4() {
     let env = Env::new();
     let out = load_from(&env, "silent-read");
-    assert_eq!(code(&out), 4, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("resources/read to origin hostile got no answer within 2 s"),
-        "{}",
-        stderr(&out)
+    expect_failure(
+        &out,
+        4,
+        "resources/read to origin hostile got no answer within 2 s",
     );
     assert!(out.stdout.is_empty(), "nothing was printed");
 }
@@ -178,12 +178,7 @@ fn b1_no_answer_at_resources_read_times_out_with_exit_4() {
 fn b1_an_answer_under_a_wrong_id_is_no_answer_and_times_out() {
     let env = Env::new();
     let out = load_from(&env, "wrong-id");
-    assert_eq!(code(&out), 4, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("resources/read to origin hostile got no answer"),
-        "{}",
-        stderr(&out)
-    );
+    expect_failure(&out, 4, "resources/read to origin hostile got no answer");
 }
 
 #[test]
@@ -235,11 +230,10 @@ fn b2_a_200_mb_answer_for_a_small_file_is_refused_while_reading_with_bounded_mem
         &cmd,
     ]);
     eprintln!("peak memory over stdio: {peak_kib} KiB");
-    assert_eq!(code(&out), 4, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("resources/read: the server sent a message larger than the bound"),
-        "{}",
-        stderr(&out)
+    expect_failure(
+        &out,
+        4,
+        "resources/read: the server sent a message larger than the bound",
     );
     assert!(
         peak_kib < PEAK_MAX_KIB,
@@ -360,12 +354,7 @@ fn b2_death_mid_message_is_a_transport_error_with_exit_4() {
 fn b8_a_result_type_other_than_complete_is_a_protocol_error_with_exit_4() {
     let env = Env::new();
     let out = load_from(&env, "input-required");
-    assert_eq!(code(&out), 4, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("resultType is \"input_required\""),
-        "{}",
-        stderr(&out)
-    );
+    expect_failure(&out, 4, "resultType is \"input_required\"");
 }
 
 #[test]
@@ -499,12 +488,7 @@ fn b3_a_sparse_3_gib_file_is_refused_from_metadata_without_reading_it() {
     let f = std::fs::File::create(skill.join("sparse.bin")).expect("create");
     f.set_len(3 << 30).expect("a sparse 3 GiB file");
     let (out, peak_kib) = env.run_measured(&["inspect", &skill.display().to_string()]);
-    assert_eq!(code(&out), 4, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("the total size in bytes is 3221225"),
-        "{}",
-        stderr(&out)
-    );
+    expect_failure(&out, 4, "the total size in bytes is 3221225");
     assert!(
         peak_kib < 50 * 1024,
         "inspect read the file: peak {peak_kib} KiB"
@@ -567,12 +551,7 @@ fn b3_a_fifo_in_a_skill_folder_does_not_hang_inspect() {
         waited += 1;
     }
     let out = child.wait_with_output().expect("output");
-    assert_eq!(code(&out), 4, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("pipe: is not a regular file or folder"),
-        "{}",
-        stderr(&out)
-    );
+    expect_failure(&out, 4, "pipe: is not a regular file or folder");
 }
 
 mod library {

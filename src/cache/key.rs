@@ -10,7 +10,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, KeyProblem};
 use crate::index::{KEY_LEN, SealKey};
@@ -42,7 +42,7 @@ pub(crate) fn load_or_create(path: &Path, root: &Path) -> Result<SealKey, Error>
         problem,
     };
     let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
-    if resolve(path).starts_with(&root) {
+    if super::root::resolve(path).starts_with(&root) {
         return Err(refused(KeyProblem::InsideRoot { root }));
     }
     match read(path) {
@@ -153,43 +153,4 @@ fn create(path: &Path) -> Result<(), Error> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(io_err("create the host key", path)(e)),
     }
-}
-
-/// `path` made absolute, with symlinks resolved in its longest existing prefix and the rest
-/// appended lexically, so a key that does not exist yet is compared where it would be created.
-fn resolve(path: &Path) -> PathBuf {
-    let absolute = if path.is_absolute() {
-        path.to_owned()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    };
-    let mut existing = absolute.clone();
-    let mut rest = Vec::new();
-    let base = loop {
-        if let Ok(real) = fs::canonicalize(&existing) {
-            break real;
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_owned());
-                existing = parent.to_owned();
-            }
-            _ => break PathBuf::new(),
-        }
-    };
-    let mut out = base;
-    for c in rest.iter().rev() {
-        out.push(c);
-    }
-    let mut normal = PathBuf::new();
-    for c in out.components() {
-        match c {
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::CurDir => {}
-            other => normal.push(other),
-        }
-    }
-    normal
 }

@@ -59,7 +59,7 @@ pub fn default_discovery_paths() -> Vec<PathBuf> {
 
 /// Resolves symlinks in the longest existing prefix of `path` and appends the rest lexically, so
 /// a path that does not exist yet is still compared where it would really be.
-fn resolve(path: &Path) -> PathBuf {
+pub(crate) fn resolve(path: &Path) -> PathBuf {
     let absolute = if path.is_absolute() {
         path.to_owned()
     } else {
