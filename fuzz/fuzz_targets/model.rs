@@ -474,6 +474,10 @@ impl World {
             Err(e) => {
                 self.log.push(format!("open failed: {e}"));
                 self.fault = None;
+                if fault.is_some() {
+                    // The "process" died while opening: the next one opens on the real disk.
+                    self.open(None);
+                }
             }
         }
     }
