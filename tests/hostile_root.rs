@@ -337,6 +337,7 @@ fn h7_verify_reports_and_gc_removes_what_is_not_a_blob() {
     assert_eq!(report.corrupt, [(o.clone(), md.digest())]);
     // An unreferenced name that is not a blob: gc removes it.
     let stray = layout.blob_path(&o, &skillcache::Digest::of(b"nobody lists this"));
+    open_up(&layout.origins());
     fs::create_dir_all(stray.parent().expect("parent")).expect("mkdir");
     open_up(&layout.origins());
     mkfifo(&stray);

@@ -455,6 +455,8 @@ impl World {
         self.cache = None;
         let mut b = SkillCache::builder()
             .root(&self.root)
+            // The host key lives beside the root, in this input's own folder, never in $HOME.
+            .key_file(self.base.join("key").join("host.key"))
             .isolation(self.isolation)
             .lock_timeout(Duration::from_millis(200));
         if let Some(d) = &fault {
@@ -542,7 +544,7 @@ impl World {
             .map(|d| {
                 d.flatten()
                     .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n != "root" && n != "outside")
+                    .filter(|n| n != "root" && n != "outside" && n != "key")
                     .collect()
             })
             .unwrap_or_default();

@@ -99,10 +99,12 @@ fn put(c: &Cache, o: &Origin, e: &SkillEntry) {
 }
 
 fn tamper(c: &Cache, w: &World) {
-    // The copy on disk is replaced by other bytes of the same length (the root user ignores
-    // the 0444 mode; the folder's mode is only for other users).
+    // The copy on disk is rewritten in place with other bytes of the same length, as its owner
+    // can after a chmod (the folder's mode does not matter for a write in place).
+    use std::os::unix::fs::PermissionsExt as _;
     let f = &w.a.0.manifest().expect("manifest").files()[0];
     let p = c.store().layout().blob_path(&w.origin, &f.digest());
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let mut b = std::fs::read(&p).expect("read blob");
     b[0] ^= 1;
     std::fs::write(&p, b).expect("tamper");
