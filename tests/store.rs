@@ -570,3 +570,90 @@ fn memory_tier_resident_bytes_stay_within_the_bound_for_a_working_set_four_times
     }
     assert!(c.memory_resident() > 0);
 }
+
+#[test]
+fn c3_batched_publish_records_every_file_and_each_reads_back_verified() {
+    let (_d, c) = cache_with_memory(Isolation::Rehash, 0);
+    let o = origin("srv");
+    let (e, files) = common::skill(
+        "demo",
+        &[
+            ("a.md", b"alpha"),
+            ("t/b.md", b"beta"),
+            ("t/same.md", b"alpha"), // the same digest listed twice: published once
+        ],
+    );
+    let m = e.manifest().expect("manifest");
+    let batch: Vec<_> = m
+        .files()
+        .iter()
+        .map(|f| {
+            let b = &files
+                .iter()
+                .find(|(u, _)| u == f.uri().as_str())
+                .expect("fixture")
+                .1;
+            (f, b.as_slice())
+        })
+        .collect();
+    c.store_files(&o, &batch).expect("batch stored");
+    for (f, want) in &batch {
+        assert!(
+            c.index().blob(&o, &f.digest()).expect("index").is_some(),
+            "{} is recorded",
+            f.uri()
+        );
+        match c.read_file(&o, f).expect("read") {
+            CachedRead::Hit(v) => assert_eq!(v.as_slice(), *want),
+            other => panic!("{}: {other:?}", f.uri()),
+        }
+    }
+    assert_eq!(
+        fs::read_dir(c.store().layout().tmp(&o)).map_or(0, Iterator::count),
+        0,
+        "no temporary is left"
+    );
+}
+
+#[test]
+fn c3_a_batch_with_wrong_bytes_is_refused_and_publishes_nothing() {
+    let (_d, c) = cache_with_memory(Isolation::Rehash, 0);
+    let o = origin("srv");
+    let (e, files) = common::skill("demo", &[("a.md", b"alpha"), ("b.md", b"beta")]);
+    let m = e.manifest().expect("manifest");
+    let batch: Vec<_> = m
+        .files()
+        .iter()
+        .map(|f| {
+            let b: &[u8] = if f.uri().as_str().ends_with("b.md") {
+                b"betA"
+            } else {
+                &files
+                    .iter()
+                    .find(|(u, _)| u == f.uri().as_str())
+                    .expect("fixture")
+                    .1
+            };
+            (f, b)
+        })
+        .collect();
+    assert!(matches!(
+        c.store_files(&o, &batch),
+        Err(Error::BlobMismatch {
+            mismatch: Mismatch::Digest { .. },
+            ..
+        })
+    ));
+    for (f, _) in &batch {
+        assert!(
+            !c.store().layout().blob_path(&o, &f.digest()).exists(),
+            "{} was not published",
+            f.uri()
+        );
+        assert!(matches!(c.read_file(&o, f).expect("read"), CachedRead::Miss));
+    }
+    assert_eq!(
+        fs::read_dir(c.store().layout().tmp(&o)).map_or(0, Iterator::count),
+        0
+    );
+}
