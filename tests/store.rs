@@ -650,7 +650,10 @@ fn c3_a_batch_with_wrong_bytes_is_refused_and_publishes_nothing() {
             "{} was not published",
             f.uri()
         );
-        assert!(matches!(c.read_file(&o, f).expect("read"), CachedRead::Miss));
+        assert!(matches!(
+            c.read_file(&o, f).expect("read"),
+            CachedRead::Miss
+        ));
     }
     assert_eq!(
         fs::read_dir(c.store().layout().tmp(&o)).map_or(0, Iterator::count),
