@@ -92,7 +92,12 @@ impl BlobStore {
                 if linked.is_none() {
                     // R-C3: the new name and every folder this publish made are durable before
                     // the caller records the blob.
-                    sync_dirs(self.disk.as_ref(), &self.touched(&chain))?;
+                    // One file: its few folders are synced in turn (threads would cost more).
+                    for dir in self.touched(&chain) {
+                        self.disk
+                            .sync(dir.fd())
+                            .map_err(io_err("sync", dir.path()))?;
+                    }
                 }
                 Ok(linked)
             });
