@@ -55,6 +55,24 @@ def main():
             f"{ratio(m['cacache_by_key'], m['skillcache_rehash'])} | {ratio(m['skillcache_rehash'], m['skillcache_guaranteed'])} |"
         )
 
+    print("\nmemory tier (a hit answered from memory, beside the disk floor)\n")
+    print("| size | floor: open+read+sha2 | rehash (disk) | memory hit | floor / memory |")
+    print("|---|---|---|---|---|")
+    for s in sizes:
+        floor = median("cache_hit", "floor_open_read_sha2", s)
+        disk = median("cache_hit", "skillcache_rehash", s)
+        mem = median("cache_hit", "skillcache_memory", s)
+        if mem is not None:
+            print(f"| {s} | {fmt(floor)} | {fmt(disk)} | {fmt(mem)} | {ratio(floor, mem)} |")
+
+    print("\ncold store (publishing a whole skill into a fresh root, on the core)\n")
+    print("| skill | per file (store_file) | batched (store_files) | batched / per file |")
+    print("|---|---|---|---|")
+    for skill in ["cap_512x32KiB", "median_iterate-pr"]:
+        per = median("skill_load", f"{skill}_cold_store_per_file")
+        bat = median("skill_load", f"{skill}_cold_store_batched")
+        print(f"| {skill} | {fmt(per)} | {fmt(bat)} | {ratio(bat, per)} |")
+
     print("\nskill_load (a whole skill: load + every file)\n")
     print("| skill | cold (fetch, verify, publish) | warm, file by file | warm, read_all (parallel) | parallel / file by file |")
     print("|---|---|---|---|---|")

@@ -210,7 +210,9 @@ impl fmt::Debug for Hasher {
 /// and the verification of fetched bytes, so a value of this type *is* the proof (R-V2).
 #[derive(Clone, PartialEq, Eq)]
 pub struct VerifiedBytes {
-    bytes: Vec<u8>,
+    /// Shared: a clone (a memory-tier hit, a `SkillFile`) copies no byte, and nobody can write
+    /// through it, so bytes that were verified stay verified.
+    bytes: bytes::Bytes,
     digest: Digest,
     rehashed: bool,
 }
@@ -237,7 +239,7 @@ impl VerifiedBytes {
             });
         }
         Ok(VerifiedBytes {
-            bytes,
+            bytes: bytes.into(),
             digest,
             rehashed: true,
         })
@@ -257,7 +259,7 @@ impl VerifiedBytes {
             });
         }
         Ok(VerifiedBytes {
-            bytes,
+            bytes: bytes.into(),
             digest,
             rehashed: false,
         })
@@ -269,10 +271,27 @@ impl VerifiedBytes {
         &self.bytes
     }
 
-    /// The bytes, owned.
+    /// The bytes, owned. Copies only when the bytes are shared (held by the memory tier or
+    /// another clone); a sole owner gets the allocation back.
     #[must_use]
     pub fn into_vec(self) -> Vec<u8> {
+        Vec::from(self.bytes)
+    }
+
+    /// The bytes as a shared handle: cloning it copies nothing.
+    #[must_use]
+    pub fn into_shared(self) -> bytes::Bytes {
         self.bytes
+    }
+
+    /// A copy of these verified bytes served from process memory (the memory tier): process
+    /// memory is write-isolated by construction, so no re-hash is needed or reported.
+    pub(crate) fn memory_hit(&self) -> VerifiedBytes {
+        VerifiedBytes {
+            bytes: self.bytes.clone(),
+            digest: self.digest,
+            rehashed: false,
+        }
     }
 
     /// The digest they matched.
@@ -281,7 +300,8 @@ impl VerifiedBytes {
         self.digest
     }
 
-    /// Whether they were re-hashed (false: accepted on write-isolation evidence).
+    /// Whether they were re-hashed on this access (false: accepted on write-isolation evidence,
+    /// or served from the memory tier of bytes this process verified earlier).
     #[must_use]
     pub fn rehashed(&self) -> bool {
         self.rehashed

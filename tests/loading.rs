@@ -24,11 +24,21 @@ struct Fixture {
 }
 
 fn fixture_with(isolation: Isolation, dynamic: DynamicPolicy) -> Fixture {
+    fixture_memory(
+        isolation,
+        dynamic,
+        skillcache::cache::DEFAULT_MEMORY_TIER_BYTES,
+    )
+}
+
+/// `memory`: the memory tier's bound; 0 makes every hit read (and verify) the disk copy.
+fn fixture_memory(isolation: Isolation, dynamic: DynamicPolicy, memory: u64) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let cache = SkillCache::builder()
         .root(dir.path().join("root"))
         .isolation(isolation)
         .dynamic(dynamic)
+        .memory_tier(memory)
         .open()
         .expect("open");
     let double = Arc::new(Double::new());
@@ -623,7 +633,8 @@ async fn a5_requested_tools_are_reported_never_applied_and_a_grant_is_bound() {
 
 #[tokio::test]
 async fn guaranteed_isolation_serves_hits_without_rehashing_and_still_catches_tampering() {
-    let f = fixture_with(Isolation::Guaranteed, DynamicPolicy::Decline);
+    // The disk path alone: with the memory tier on, the second load would not read the disk.
+    let f = fixture_memory(Isolation::Guaranteed, DynamicPolicy::Decline, 0);
     f.cache.load(&f.origin, &f.entry).await.expect("load");
     let hit = f.cache.load(&f.origin, &f.entry).await.expect("hit");
     assert_eq!(hit.skill_md().provenance(), Provenance::Cache);
@@ -631,6 +642,32 @@ async fn guaranteed_isolation_serves_hits_without_rehashing_and_still_catches_ta
     let healed = f.cache.load(&f.origin, &f.entry).await.expect("healed");
     assert!(healed.skill_md().retried());
     assert_eq!(f.double.reads(), 2);
+}
+
+#[tokio::test]
+async fn memory_tier_serves_verified_bytes_after_the_disk_copy_is_tampered_with() {
+    for isolation in [Isolation::Rehash, Isolation::Guaranteed] {
+        let f = fixture_memory(isolation, DynamicPolicy::Decline, 1 << 20);
+        f.cache.load(&f.origin, &f.entry).await.expect("load");
+        let warm = f.cache.load(&f.origin, &f.entry).await.expect("hit");
+        let want = warm.skill_md().bytes().to_vec();
+        // Bytes verified in this process are right for the digest whatever happens on disk
+        // later: the memory hit serves them, from the cache, with no server read.
+        tamper_blob(&blob_path(&f));
+        let hit = f.cache.load(&f.origin, &f.entry).await.expect("memory hit");
+        assert_eq!(hit.skill_md().bytes(), want.as_slice(), "{isolation:?}");
+        assert_eq!(
+            hit.skill_md().provenance(),
+            Provenance::Cache,
+            "{isolation:?}"
+        );
+        assert!(!hit.skill_md().retried(), "{isolation:?}");
+        assert_eq!(
+            f.double.reads(),
+            1,
+            "{isolation:?}: SKILL.md fetched once, cold"
+        );
+    }
 }
 
 #[tokio::test]

@@ -245,7 +245,7 @@ const TAMPERS: [&str; 9] = [
 
 fn tamper_is_caught(isolation: Isolation) {
     for kind in TAMPERS {
-        let (_d, c) = common::cache(isolation);
+        let (_d, c) = cache_with_memory(isolation, 0);
         let o = origin("srv");
         let (e, files) = common::skill(
             "demo",
@@ -315,7 +315,8 @@ fn c2_guaranteed_catches_every_tamper_by_evidence_or_fallback_rehash() {
 
 #[test]
 fn c2_guaranteed_skips_hashing_only_while_the_evidence_holds() {
-    let (_d, c) = common::cache(Isolation::Guaranteed);
+    // The disk path alone: the memory tier would answer the repeated reads without evidence.
+    let (_d, c) = cache_with_memory(Isolation::Guaranteed, 0);
     let o = origin("srv");
     let (e, files) = common::skill("demo", &[("a.md", b"alpha")]);
     common::store_all(&c, &o, &e, &files);
@@ -452,4 +453,210 @@ fn c2_large_blobs_are_read_and_hashed_at_once_and_tampering_is_still_caught() {
             CachedRead::Miss => panic!("{kind}: the blob is there"),
         }
     }
+}
+
+/// A cache with a memory tier of `bytes`; 0 makes every read verify the disk copy, which is
+/// what the tamper tests examine (the tier would answer a repeated read from memory).
+fn cache_with_memory(isolation: Isolation, bytes: u64) -> (tempfile::TempDir, Cache) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = Cache::builder()
+        .root(dir.path().join("root"))
+        .isolation(isolation)
+        .memory_tier(bytes)
+        .open()
+        .expect("cache opens");
+    (dir, cache)
+}
+
+#[test]
+fn memory_tier_hit_touches_no_disk_and_purge_drops_it() {
+    for isolation in [Isolation::Rehash, Isolation::Guaranteed] {
+        let (_d, c) = cache_with_memory(isolation, 1 << 20);
+        let o = origin("srv");
+        let (e, files) = common::skill("demo", &[("a.md", b"bytes verified once")]);
+        common::store_all(&c, &o, &e, &files);
+        let m = e.manifest().expect("manifest");
+        let i = m
+            .files()
+            .iter()
+            .position(|f| f.uri().as_str().ends_with("a.md"))
+            .expect("a.md");
+        assert_eq!(hit(&c, &o, &e, i), b"bytes verified once");
+        assert!(c.memory_resident() >= 19, "{isolation:?}");
+        // The disk copy is gone: the hit comes from memory, the same bytes, no re-hash.
+        fs::remove_file(c.store().layout().blob_path(&o, &m.files()[i].digest())).expect("rm");
+        match c.read_file(&o, &m.files()[i]).expect("read") {
+            CachedRead::Hit(v) => {
+                assert_eq!(v.as_slice(), b"bytes verified once", "{isolation:?}");
+                assert!(!v.rehashed(), "{isolation:?}");
+            }
+            other => panic!("{isolation:?}: expected a memory hit, got {other:?}"),
+        }
+        // R-C5: a purge drops the origin from memory too; the next read is a clean miss.
+        c.purge(&o).expect("purge");
+        assert_eq!(c.memory_resident(), 0, "{isolation:?}");
+        assert!(
+            matches!(
+                c.read_file(&o, &m.files()[i]).expect("read"),
+                CachedRead::Miss
+            ),
+            "{isolation:?}"
+        );
+    }
+}
+
+#[test]
+fn memory_tier_is_dropped_by_gc_and_by_a_quarantine_of_the_same_digest() {
+    let (_d, c) = cache_with_memory(Isolation::Rehash, 1 << 20);
+    let o = origin("srv");
+    let (e, files) = common::skill("demo", &[("a.md", b"kept in memory")]);
+    c.put_entry(&o, "", &e, CacheHints::default())
+        .expect("entry");
+    common::store_all(&c, &o, &e, &files);
+    let m = e.manifest().expect("manifest");
+    for i in 0..m.files().len() {
+        hit(&c, &o, &e, i);
+    }
+    assert!(c.memory_resident() > 0);
+    c.gc(None).expect("gc");
+    assert_eq!(c.memory_resident(), 0, "gc drops the tier");
+
+    // Back in memory; then the disk copy is tampered with and the tier is the only thing that
+    // could mask it: a verify finds the damage and quarantines it, and memory is dropped too.
+    for i in 0..m.files().len() {
+        hit(&c, &o, &e, i);
+    }
+    let i = m
+        .files()
+        .iter()
+        .position(|f| f.uri().as_str().ends_with("a.md"))
+        .expect("a.md");
+    let blob = c.store().layout().blob_path(&o, &m.files()[i].digest());
+    fs::set_permissions(&blob, fs::Permissions::from_mode(0o644)).expect("chmod");
+    fs::write(&blob, b"kept in memorY").expect("tamper");
+    let report = c.verify(None, |_, _| {}).expect("verify");
+    assert_eq!(c.store().quarantined(), 1, "{report:?}");
+    assert_eq!(c.memory_resident(), 0, "a quarantine drops the tier");
+    assert!(matches!(
+        c.read_file(&o, &m.files()[i]).expect("read"),
+        CachedRead::Miss
+    ));
+}
+
+#[test]
+fn memory_tier_resident_bytes_stay_within_the_bound_for_a_working_set_four_times_larger() {
+    let (_d, c) = cache_with_memory(Isolation::Rehash, 16 * 1024);
+    let o = origin("srv");
+    let blobs: Vec<(String, Vec<u8>)> = (0..16u8)
+        .map(|s| (format!("f{s}.bin"), vec![s; 4096]))
+        .collect();
+    let named: Vec<(&str, &[u8])> = blobs
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let (e, files) = common::skill("demo", &named);
+    common::store_all(&c, &o, &e, &files);
+    let m = e.manifest().expect("manifest");
+    for _ in 0..3 {
+        for (i, f) in m.files().iter().enumerate() {
+            let want = &files
+                .iter()
+                .find(|(u, _)| u == f.uri().as_str())
+                .expect("fixture")
+                .1;
+            assert_eq!(&hit(&c, &o, &e, i), want);
+            assert!(c.memory_resident() <= 16 * 1024, "{}", c.memory_resident());
+        }
+    }
+    assert!(c.memory_resident() > 0);
+}
+
+#[test]
+fn c3_batched_publish_records_every_file_and_each_reads_back_verified() {
+    let (_d, c) = cache_with_memory(Isolation::Rehash, 0);
+    let o = origin("srv");
+    let (e, files) = common::skill(
+        "demo",
+        &[
+            ("a.md", b"alpha"),
+            ("t/b.md", b"beta"),
+            ("t/same.md", b"alpha"), // the same digest listed twice: published once
+        ],
+    );
+    let m = e.manifest().expect("manifest");
+    let batch: Vec<_> = m
+        .files()
+        .iter()
+        .map(|f| {
+            let b = &files
+                .iter()
+                .find(|(u, _)| u == f.uri().as_str())
+                .expect("fixture")
+                .1;
+            (f, b.as_slice())
+        })
+        .collect();
+    c.store_files(&o, &batch).expect("batch stored");
+    for (f, want) in &batch {
+        assert!(
+            c.index().blob(&o, &f.digest()).expect("index").is_some(),
+            "{} is recorded",
+            f.uri()
+        );
+        match c.read_file(&o, f).expect("read") {
+            CachedRead::Hit(v) => assert_eq!(v.as_slice(), *want),
+            other => panic!("{}: {other:?}", f.uri()),
+        }
+    }
+    assert_eq!(
+        fs::read_dir(c.store().layout().tmp(&o)).map_or(0, Iterator::count),
+        0,
+        "no temporary is left"
+    );
+}
+
+#[test]
+fn c3_a_batch_with_wrong_bytes_is_refused_and_publishes_nothing() {
+    let (_d, c) = cache_with_memory(Isolation::Rehash, 0);
+    let o = origin("srv");
+    let (e, files) = common::skill("demo", &[("a.md", b"alpha"), ("b.md", b"beta")]);
+    let m = e.manifest().expect("manifest");
+    let batch: Vec<_> = m
+        .files()
+        .iter()
+        .map(|f| {
+            let b: &[u8] = if f.uri().as_str().ends_with("b.md") {
+                b"betA"
+            } else {
+                &files
+                    .iter()
+                    .find(|(u, _)| u == f.uri().as_str())
+                    .expect("fixture")
+                    .1
+            };
+            (f, b)
+        })
+        .collect();
+    assert!(matches!(
+        c.store_files(&o, &batch),
+        Err(Error::BlobMismatch {
+            mismatch: Mismatch::Digest { .. },
+            ..
+        })
+    ));
+    for (f, _) in &batch {
+        assert!(
+            !c.store().layout().blob_path(&o, &f.digest()).exists(),
+            "{} was not published",
+            f.uri()
+        );
+        assert!(matches!(
+            c.read_file(&o, f).expect("read"),
+            CachedRead::Miss
+        ));
+    }
+    assert_eq!(
+        fs::read_dir(c.store().layout().tmp(&o)).map_or(0, Iterator::count),
+        0
+    );
 }

@@ -62,12 +62,30 @@ fn store_all(cache: &Cache, o: &Origin, e: &SkillEntry, files: &Files) -> Result
     Ok(())
 }
 
+fn store_batch(
+    cache: &Cache,
+    o: &Origin,
+    e: &SkillEntry,
+    files: &Files,
+) -> Result<(), crate::Error> {
+    let batch: Vec<_> = e
+        .manifest()
+        .expect("manifest")
+        .files()
+        .iter()
+        .map(|f| (f, bytes_of(files, f.uri().as_str())))
+        .collect();
+    cache.store_files(o, &batch)
+}
+
 /// One scenario: what is on disk before, and the operation whose write points are enumerated.
 struct Scenario {
     name: &'static str,
     /// Whether the setup planted wrong bytes under a blob name (the attacker's, not ours: they may
     /// stay on disk if the fault came first, but must never be served).
     tampered: bool,
+    /// Which of alpha's files the setup tampered with (its URI's ending), when it did.
+    planted: &'static str,
     setup: fn(&Cache, &World),
     op: fn(&Cache, &World) -> Result<(), crate::Error>,
 }
@@ -114,12 +132,14 @@ const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "publish into a new root",
         tampered: false,
+        planted: "",
         setup: |c, w| put(c, &w.origin, &w.a.0),
         op: |c, w| store_all(c, &w.origin, &w.a.0, &w.a.1),
     },
     Scenario {
         name: "publish beside existing blobs (one already there)",
         tampered: false,
+        planted: "",
         setup: |c, w| {
             put(c, &w.origin, &w.a.0);
             store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
@@ -128,8 +148,66 @@ const SCENARIOS: &[Scenario] = &[
         op: |c, w| store_all(c, &w.origin, &w.b.0, &w.b.1),
     },
     Scenario {
+        name: "batched publish into a new root",
+        tampered: false,
+        planted: "",
+        setup: |c, w| put(c, &w.origin, &w.a.0),
+        op: |c, w| store_batch(c, &w.origin, &w.a.0, &w.a.1),
+    },
+    Scenario {
+        name: "batched publish beside existing blobs (one already there, one tampered)",
+        tampered: true,
+        planted: "/a.md",
+        setup: |c, w| {
+            put(c, &w.origin, &w.a.0);
+            store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
+            put(c, &w.origin, &w.b.0);
+            // beta lists alpha's `a.md` too: the batch finds that blob tampered, quarantines it
+            // and links its own copy.
+            let f =
+                w.a.0
+                    .manifest()
+                    .expect("manifest")
+                    .files()
+                    .iter()
+                    .find(|f| f.uri().as_str().ends_with("/a.md"))
+                    .expect("a.md");
+            let p = c.store().layout().blob_path(&w.origin, &f.digest());
+            let mut b = std::fs::read(&p).expect("read blob");
+            b[0] ^= 1;
+            std::fs::write(&p, b).expect("tamper");
+        },
+        op: |c, w| store_batch(c, &w.origin, &w.b.0, &w.b.1),
+    },
+    Scenario {
+        name: "publish beside existing blobs (one already there, one tampered)",
+        tampered: true,
+        planted: "/a.md",
+        setup: |c, w| {
+            put(c, &w.origin, &w.a.0);
+            store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
+            put(c, &w.origin, &w.b.0);
+            // beta lists alpha's `a.md` too: the publish finds that blob tampered, quarantines it
+            // and links its own copy.
+            let f =
+                w.a.0
+                    .manifest()
+                    .expect("manifest")
+                    .files()
+                    .iter()
+                    .find(|f| f.uri().as_str().ends_with("/a.md"))
+                    .expect("a.md");
+            let p = c.store().layout().blob_path(&w.origin, &f.digest());
+            let mut b = std::fs::read(&p).expect("read blob");
+            b[0] ^= 1;
+            std::fs::write(&p, b).expect("tamper");
+        },
+        op: |c, w| store_all(c, &w.origin, &w.b.0, &w.b.1),
+    },
+    Scenario {
         name: "quarantine a tampered blob",
         tampered: true,
+        planted: "/SKILL.md",
         setup: |c, w| {
             put(c, &w.origin, &w.a.0);
             store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
@@ -143,6 +221,7 @@ const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "gc: unreferenced blobs and a byte budget",
         tampered: false,
+        planted: "",
         setup: |c, w| {
             put(c, &w.origin, &w.a.0);
             store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
@@ -163,6 +242,7 @@ const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "purge an origin",
         tampered: true,
+        planted: "/SKILL.md",
         setup: |c, w| {
             for o in [&w.origin, &w.other] {
                 put(c, o, &w.a.0);
@@ -204,7 +284,14 @@ fn check(s: &Scenario, w: &World, isolation: Isolation, root: &Path, outside: &P
     let cache = open(root, isolation, None);
     let (blobs, _) = cache.store().blobs(None).expect("walk");
     // 1. No blob name holds wrong bytes (but the attacker's own, which 3 shows is never served).
-    let planted = &w.a.0.manifest().expect("manifest").files()[0];
+    let planted =
+        w.a.0
+            .manifest()
+            .expect("manifest")
+            .files()
+            .iter()
+            .find(|f| s.tampered && f.uri().as_str().ends_with(s.planted))
+            .unwrap_or(&w.a.0.manifest().expect("manifest").files()[0]);
     for b in &blobs {
         if s.tampered && b.origin == w.origin && b.digest == planted.digest() {
             continue;

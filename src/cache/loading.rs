@@ -119,6 +119,12 @@ impl SkillCacheBuilder {
         self.core = self.core.lock_timeout(timeout);
         self
     }
+    /// Bytes of verified files kept in memory ([`CacheBuilder::memory_tier`]). Default: 64 MiB.
+    #[must_use]
+    pub fn memory_tier(mut self, bytes: u64) -> Self {
+        self.core = self.core.memory_tier(bytes);
+        self
+    }
     /// Every filesystem change the store makes goes through `disk` (the fault-injection seam).
     #[cfg(any(test, feature = "fault-injection"))]
     #[doc(hidden)]

@@ -15,12 +15,14 @@ mod key;
 mod loaded;
 mod loading;
 mod maintenance;
+mod memory;
 mod root;
 
 pub use key::default_key_file;
 pub use loaded::{LoadedSkill, Provenance, SkillFile};
 pub use loading::{DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
 pub use maintenance::{GcReport, VerifyReport};
+pub use memory::DEFAULT_MEMORY_TIER_BYTES;
 pub use root::{
     HOME_DISCOVERY_PATHS, PROJECT_DISCOVERY_PATHS, default_discovery_paths, default_root,
 };
@@ -74,6 +76,7 @@ pub struct CacheBuilder {
     lock_timeout: Duration,
     disk: Arc<dyn Disk>,
     key_file: Option<PathBuf>,
+    memory_tier: u64,
 }
 
 impl Default for CacheBuilder {
@@ -85,6 +88,7 @@ impl Default for CacheBuilder {
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             disk: Arc::new(RealDisk),
             key_file: None,
+            memory_tier: DEFAULT_MEMORY_TIER_BYTES,
         }
     }
 }
@@ -119,6 +123,23 @@ impl CacheBuilder {
     #[must_use]
     pub fn lock_timeout(mut self, timeout: Duration) -> CacheBuilder {
         self.lock_timeout = timeout;
+        self
+    }
+
+    /// How many bytes of verified files this process keeps in memory, by origin and digest,
+    /// so that a repeated read costs no syscall and no hash (process memory is write-isolated by
+    /// construction). Evicted by CLOCK; purge, gc, verify and a quarantine of the same digest drop
+    /// entries. Default: [`DEFAULT_MEMORY_TIER_BYTES`] (64 MiB); 0 turns the tier off.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use skillcache::cache::Cache;
+    /// let cache = Cache::builder().root(dir.path().join("cache")).memory_tier(0).open().unwrap();
+    /// assert_eq!(cache.memory_resident(), 0);
+    /// ```
+    #[must_use]
+    pub fn memory_tier(mut self, bytes: u64) -> CacheBuilder {
+        self.memory_tier = bytes;
         self
     }
 
@@ -178,6 +199,7 @@ impl CacheBuilder {
             index,
             isolation: self.isolation,
             known: KnownBlobs::default(),
+            memory: memory::MemoryTier::new(self.memory_tier),
         })
     }
 }
@@ -202,6 +224,8 @@ pub struct Cache {
     index: Index,
     isolation: Isolation,
     known: KnownBlobs,
+    /// Verified bytes kept in memory; consulted before the disk under both isolation modes.
+    memory: memory::MemoryTier,
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -233,6 +257,13 @@ impl Cache {
     #[must_use]
     pub fn store(&self) -> &BlobStore {
         &self.store
+    }
+
+    /// How many bytes of verified files the memory tier holds now (never more than its bound,
+    /// [`CacheBuilder::memory_tier`]).
+    #[must_use]
+    pub fn memory_resident(&self) -> u64 {
+        self.memory.resident()
     }
 
     /// The index (for inspection and tests).
@@ -368,9 +399,14 @@ impl Cache {
     ) -> Result<(), Error> {
         // Shared lock from the blob write until the row is committed: gc cannot slip between.
         let _lock = self.store.lock(LockMode::Shared, "publish")?;
+        // A publish may quarantine a damaged copy of this digest: drop it from memory too.
+        self.memory.remove(origin, &file.digest());
         let ev = self
             .store
-            .publish(origin, &file.digest(), file.size(), bytes)?;
+            .publish_recorded(origin, &file.digest(), file.size(), bytes, &|d| {
+                self.forget(origin, Some(d));
+                self.forget_record(origin, d)
+            })?;
         self.commit_point("index: record blob")?;
         let record = BlobRecord {
             size: file.size(),
@@ -389,6 +425,59 @@ impl Cache {
                 touched_ms: now,
             },
         );
+        Ok(())
+    }
+
+    /// Stores several listed files of `origin` at once: published as one batch (all temporaries
+    /// written and checked, synced together, linked, then one sync per touched folder), then
+    /// recorded (R-C3, R-C4). Same guarantees as [`Cache::store_file`] for each file, a fraction
+    /// of the waits on the disk: what a cold load of a whole skill uses.
+    ///
+    /// # Errors
+    /// [`Error::BlobMismatch`] if any bytes are not the listed ones (then nothing of the batch is
+    /// published); I/O and index errors. Files recorded before an index error stay recorded.
+    pub fn store_files(
+        &self,
+        origin: &Origin,
+        files: &[(&ManifestFile, &[u8])],
+    ) -> Result<(), Error> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        // Shared lock from the first blob write until the last row is committed (R-H11).
+        let _lock = self.store.lock(LockMode::Shared, "publish")?;
+        let items: Vec<(crate::digest::Digest, u64, &[u8])> = files
+            .iter()
+            .map(|(f, b)| (f.digest(), f.size(), *b))
+            .collect();
+        for (d, _, _) in &items {
+            // A publish may quarantine a damaged copy of this digest: drop it from memory too.
+            self.memory.remove(origin, d);
+        }
+        let evidence = self.store.publish_batch_recorded(origin, &items, &|d| {
+            self.forget(origin, Some(d));
+            self.forget_record(origin, d)
+        })?;
+        for ((digest, size, _), ev) in items.iter().zip(evidence) {
+            self.commit_point("index: record blob")?;
+            let record = BlobRecord {
+                size: *size,
+                ino: ev.ino,
+                dev: ev.dev,
+                ctime_ns: ev.ctime_ns,
+                last_access_ms: 0,
+            };
+            let now = now_ms();
+            self.index.put_blob(origin, digest, record, now)?;
+            self.remember(
+                origin,
+                *digest,
+                Known {
+                    evidence: Some(ev),
+                    touched_ms: now,
+                },
+            );
+        }
         Ok(())
     }
 
@@ -417,7 +506,14 @@ impl Cache {
         }
     }
 
+    /// Forgets what this process knows of a blob (or of every blob of an origin): its record
+    /// and its bytes in the memory tier (R-V8: a quarantined, failed or missing disk copy is
+    /// never answered from memory afterwards; R-C5: nor is a purged origin).
     fn forget(&self, origin: &Origin, digest: Option<&crate::digest::Digest>) {
+        match digest {
+            Some(d) => self.memory.remove(origin, d),
+            None => self.memory.remove_origin(origin),
+        }
         let mut map = self
             .known
             .lock()
@@ -436,6 +532,7 @@ impl Cache {
 
     /// Drops every remembered blob record (after gc or verify changed the store wholesale).
     pub(crate) fn forget_all(&self) {
+        self.memory.clear();
         self.known
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -463,6 +560,19 @@ impl Cache {
     /// I/O and index errors (a failed copy is [`CachedRead::Failed`], not an error).
     pub fn read_file(&self, origin: &Origin, file: &ManifestFile) -> Result<CachedRead, Error> {
         let digest = file.digest();
+        // The memory tier first: bytes this process verified against this digest and size are
+        // right for any entry that lists them, under both isolation modes (process memory is
+        // write-isolated). Every path that forgets the blob drops them from the tier too.
+        let now = now_ms();
+        if let Some(hit) = self
+            .memory
+            .get(origin, &digest, file.size(), now, ACCESS_GRAIN_MS)
+        {
+            if hit.touch_due {
+                self.index.touch_blob(origin, &digest, now);
+            }
+            return Ok(CachedRead::Hit(hit.bytes));
+        }
         let known = self.known(origin, &digest);
         // Only the isolated policy uses evidence; re-hashing needs nothing from the index.
         let evidence = match (self.isolation, known) {
@@ -499,7 +609,6 @@ impl Cache {
             // Start again from the index's (unconfirmed) record.
             now_known.evidence = self.evidence_from_index(origin, &digest)?;
         }
-        let now = now_ms();
         // Best effort: a busy, full or read-only index skips it, never fails the hit (R-H5); the
         // next hit after the grain tries again either way.
         if now.saturating_sub(now_known.touched_ms) >= ACCESS_GRAIN_MS {
@@ -509,6 +618,7 @@ impl Cache {
         if known != Some(now_known) {
             self.remember(origin, digest, now_known);
         }
+        self.memory.insert(origin, &bytes, now_known.touched_ms);
         Ok(CachedRead::Hit(bytes))
     }
 

@@ -14,6 +14,9 @@ use crate::origin::Origin;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Drops the caller's record of a blob before a damaged copy is quarantined; false: it could not.
+pub(crate) type Forget<'a> = &'a dyn Fn(&Digest) -> Result<bool, Error>;
+
 /// The folders one publish writes into, each opened from the root without following links.
 struct Chain {
     /// For each folder: whether this publish made it, and where its parent is (`None`: the root).
@@ -60,9 +63,44 @@ impl BlobStore {
         size: u64,
         bytes: &[u8],
     ) -> Result<Evidence, Error> {
+        self.publish_recorded(origin, digest, size, bytes, &|_| Ok(true))
+    }
+
+    /// [`BlobStore::publish`] for a caller that keeps records of blobs: before a damaged blob in
+    /// the way is quarantined, `forget(digest)` drops its record (row first, then blob, R-C3),
+    /// so a crash between the quarantine and the new link leaves no record of a missing blob.
+    /// `Ok(false)`: the record could not be dropped (a read-only or full index), so the damaged
+    /// blob stays where it is (still never served: it fails every read) and the publish fails.
+    pub(crate) fn publish_recorded(
+        &self,
+        origin: &Origin,
+        digest: &Digest,
+        size: u64,
+        bytes: &[u8],
+        forget: Forget<'_>,
+    ) -> Result<Evidence, Error> {
         let chain = self.chain(origin, digest)?;
         let (name, file) = self.write_tmp(&chain, origin, digest, size, bytes)?;
-        let result = self.link_into_place(&chain, origin, digest, size, &name);
+        let tmp = chain.dir(TMP_AT);
+        if let Err(e) = self.seal_tmp(&file) {
+            let _ = self.disk.unlink(tmp.fd(), &name, false);
+            return Err(io_err("write", &tmp.join(&name))(e));
+        }
+        let result = self
+            .link_into_place(&chain, origin, digest, size, &name, forget)
+            .and_then(|linked| {
+                if linked.is_none() {
+                    // R-C3: the new name and every folder this publish made are durable before
+                    // the caller records the blob.
+                    // One file: its few folders are synced in turn (threads would cost more).
+                    for dir in self.touched(&chain) {
+                        self.disk
+                            .sync(dir.fd())
+                            .map_err(io_err("sync", dir.path()))?;
+                    }
+                }
+                Ok(linked)
+            });
         // The temporary name goes whatever happened; on success the blob keeps the inode.
         let _ = self.disk.unlink(chain.dir(TMP_AT).fd(), &name, false);
         let ev = result?;
@@ -128,8 +166,6 @@ impl BlobStore {
                 hasher.update(chunk);
                 disk.write(&mut f, chunk)?;
             }
-            disk.sync(std::os::fd::AsFd::as_fd(&f))?;
-            disk.chmod(std::os::fd::AsFd::as_fd(&f), 0o444)?;
             let (digest, len) = hasher.finish();
             Ok((f, digest, len))
         };
@@ -164,7 +200,135 @@ impl BlobStore {
         Ok((name, file))
     }
 
-    /// Links the temporary into place. `Ok(None)`: we linked it; `Ok(Some(ev))`: an identical
+    /// Makes a written temporary durable and read-only: after this, and only after this, it may
+    /// be linked under its digest name (R-C3: a blob name appears only complete and durable).
+    fn seal_tmp(&self, file: &File) -> io::Result<()> {
+        let disk = self.disk.as_ref();
+        disk.sync(std::os::fd::AsFd::as_fd(file))?;
+        disk.chmod(std::os::fd::AsFd::as_fd(file), 0o444)
+    }
+
+    /// The folders whose names a link through `chain` changed: the blob folder, and every folder
+    /// this chain made, in its parent (staging excepted: a lost temporary is only a lost
+    /// temporary).
+    fn touched<'c>(&'c self, chain: &'c Chain) -> Vec<&'c Dir> {
+        let mut dirs = vec![chain.dir(AA_AT)];
+        for (i, &(made, parent_at)) in chain.made.iter().enumerate() {
+            if made == Made::Created && i != TMP_AT {
+                dirs.push(chain.parent(&self.root, parent_at));
+            }
+        }
+        dirs
+    }
+
+    /// Publishes several blobs of `origin` as one batch, with the durability of [`publish`] for
+    /// each and far fewer waits: every temporary is written and checked first, then all are
+    /// synced together (concurrently: the filesystem folds concurrent syncs into shared journal
+    /// commits), then each is linked, then every touched folder is synced once (R-C3). Items
+    /// are `(digest, size, bytes)`; a digest listed twice is published once. Returns the
+    /// evidence of each item, in order.
+    ///
+    /// What a crash leaves is what [`publish`] leaves: temporaries (swept later), and blob names
+    /// that each point at complete, synced bytes — a name is linked only after the sync of its
+    /// temporary returned. Names not yet made durable by their folder's sync may be lost, which
+    /// is a miss, never wrong bytes; the caller records rows only after this returns.
+    ///
+    /// # Errors
+    /// As [`publish`]: [`Error::BlobMismatch`] for bytes that are not the promised ones (nothing
+    /// of the batch is linked then), [`Error::Io`] otherwise. Blobs linked before an I/O error
+    /// stay (complete; with no row they are orphans that gc removes).
+    ///
+    /// [`publish`]: BlobStore::publish
+    pub fn publish_batch(
+        &self,
+        origin: &Origin,
+        items: &[(Digest, u64, &[u8])],
+    ) -> Result<Vec<Evidence>, Error> {
+        self.publish_batch_recorded(origin, items, &|_| Ok(true))
+    }
+
+    /// [`BlobStore::publish_batch`] for a caller that keeps records of blobs (see
+    /// [`BlobStore::publish_recorded`]).
+    pub(crate) fn publish_batch_recorded(
+        &self,
+        origin: &Origin,
+        items: &[(Digest, u64, &[u8])],
+        forget: Forget<'_>,
+    ) -> Result<Vec<Evidence>, Error> {
+        let mut unique: Vec<usize> = Vec::with_capacity(items.len());
+        for (i, (d, _, _)) in items.iter().enumerate() {
+            if !unique.iter().any(|&j| items[j].0 == *d) {
+                unique.push(i);
+            }
+        }
+        let mut staged: Vec<(Chain, String, File)> = Vec::with_capacity(unique.len());
+        let result = self.publish_staged(origin, items, &unique, &mut staged, forget);
+        // The temporary names go whatever happened; linked blobs keep their inodes.
+        for (chain, name, _) in &staged {
+            let _ = self.disk.unlink(chain.dir(TMP_AT).fd(), name, false);
+        }
+        let kept = result?;
+        let mut evidence: Vec<(Digest, Evidence)> = Vec::with_capacity(unique.len());
+        for ((chain, _, file), (&i, kept)) in staged.iter().zip(unique.iter().zip(kept)) {
+            let ev = match kept {
+                Some(ev) => ev,
+                // Linked by us: evidence after the temporary name is gone (as in `publish`).
+                None => Evidence::of_fd(file).map_err(io_err("stat", chain.dir(AA_AT).path()))?,
+            };
+            evidence.push((items[i].0, ev));
+        }
+        Ok(items
+            .iter()
+            .map(|(d, _, _)| {
+                evidence
+                    .iter()
+                    .find(|(e, _)| e == d)
+                    .map(|&(_, ev)| ev)
+                    .expect("every digest was published")
+            })
+            .collect())
+    }
+
+    /// Writes, syncs and links the `unique` items, pushing each temporary to `staged` as soon as
+    /// it exists (so the caller removes every one, whatever fails).
+    fn publish_staged(
+        &self,
+        origin: &Origin,
+        items: &[(Digest, u64, &[u8])],
+        unique: &[usize],
+        staged: &mut Vec<(Chain, String, File)>,
+        forget: Forget<'_>,
+    ) -> Result<Vec<Option<Evidence>>, Error> {
+        for &i in unique {
+            let (digest, size, bytes) = items[i];
+            let chain = self.chain(origin, &digest)?;
+            let (name, file) = self.write_tmp(&chain, origin, &digest, size, bytes)?;
+            staged.push((chain, name, file));
+        }
+        let files: Vec<&File> = staged.iter().map(|(_, _, f)| f).collect();
+        let tmp_path = |k: usize| staged[k].0.dir(TMP_AT).join(&staged[k].1);
+        if let Some((k, e)) = for_each_concurrently(&files, |f| self.seal_tmp(f)) {
+            return Err(io_err("write", &tmp_path(k))(e));
+        }
+        let mut kept = Vec::with_capacity(staged.len());
+        let mut touched: Vec<&Dir> = Vec::new();
+        for ((chain, name, _), &i) in staged.iter().zip(unique) {
+            let (digest, size, _) = items[i];
+            let linked = self.link_into_place(chain, origin, &digest, size, name, forget)?;
+            if linked.is_none() {
+                for dir in self.touched(chain) {
+                    if !touched.iter().any(|t| t.path() == dir.path()) {
+                        touched.push(dir);
+                    }
+                }
+            }
+            kept.push(linked);
+        }
+        sync_dirs(self.disk.as_ref(), &touched)?;
+        Ok(kept)
+    }
+
+    /// Links the (synced, read-only) temporary into place. `Ok(None)`: we linked it; `Ok(Some(ev))`: an identical
     /// blob was already there and is kept, with its own evidence.
     fn link_into_place(
         &self,
@@ -173,6 +337,7 @@ impl BlobStore {
         digest: &Digest,
         size: u64,
         tmp_name: &str,
+        forget: Forget<'_>,
     ) -> Result<Option<Evidence>, Error> {
         let disk = self.disk.as_ref();
         let (tmp, aa) = (chain.dir(TMP_AT), chain.dir(AA_AT));
@@ -181,20 +346,10 @@ impl BlobStore {
         let target = aa.join(rest);
         for _ in 0..2 {
             match with_writable(disk, aa, || disk.link(tmp.fd(), tmp_name, aa.fd(), rest)) {
-                Ok(()) => {
-                    disk.sync(aa.fd()).map_err(io_err("sync", aa.path()))?;
-                    // A folder this publish made must be durable in its parent too, or a crash
-                    // could lose the whole chain the new name hangs from.
-                    // (Staging needs no such care: a lost temporary is only a lost temporary.)
-                    for (i, &(made, parent_at)) in chain.made.iter().enumerate() {
-                        if made == Made::Created && i != TMP_AT {
-                            let parent = chain.parent(&self.root, parent_at);
-                            disk.sync(parent.fd())
-                                .map_err(io_err("sync", parent.path()))?;
-                        }
-                    }
-                    return Ok(None);
-                }
+                // The caller syncs the folders this link touched (`touched`): a folder this
+                // publish made must be durable in its parent too, or a crash could lose the whole
+                // chain the new name hangs from.
+                Ok(()) => return Ok(None),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     // Never clobber: keep the existing blob if it verifies, else quarantine it.
                     match self.read(origin, digest, size, Isolation::Rehash, None)? {
@@ -205,7 +360,19 @@ impl BlobStore {
                                 .map_err(io_err("stat", &target));
                         }
                         BlobRead::Missing => {}
-                        BlobRead::Failed(_) => self.quarantine(origin, digest)?,
+                        BlobRead::Failed(_) => {
+                            // Row first, then the blob (R-C3).
+                            if !forget(digest)? {
+                                return Err(Error::Io {
+                                    op: "publish",
+                                    path: target,
+                                    source: io::Error::other(
+                                        "a damaged blob is in the way and its record cannot be dropped",
+                                    ),
+                                });
+                            }
+                            self.quarantine(origin, digest)?;
+                        }
                     }
                 }
                 Err(e) => return Err(io_err("link", &target)(e)),
@@ -217,4 +384,49 @@ impl BlobStore {
             source: io::Error::other("the blob kept changing under a concurrent writer"),
         })
     }
+}
+
+/// Syncs every folder in `dirs` (concurrently when there are several).
+fn sync_dirs(disk: &dyn super::Disk, dirs: &[&Dir]) -> Result<(), Error> {
+    match for_each_concurrently(dirs, |d| disk.sync(d.fd())) {
+        Some((k, e)) => Err(io_err("sync", dirs[k].path())(e)),
+        None => Ok(()),
+    }
+}
+
+/// Runs `op` on every item, on up to 16 threads (they wait on the disk, not the CPU); returns
+/// the first failure by position, if any.
+fn for_each_concurrently<T: Sync>(
+    items: &[T],
+    op: impl Fn(&T) -> io::Result<()> + Sync,
+) -> Option<(usize, io::Error)> {
+    let threads = items.len().min(16);
+    if threads <= 1 {
+        return items
+            .iter()
+            .enumerate()
+            .find_map(|(k, t)| op(t).err().map(|e| (k, e)));
+    }
+    let chunk = items.len().div_ceil(threads);
+    let op = &op;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = items
+            .chunks(chunk)
+            .enumerate()
+            .map(|(c, part)| {
+                scope.spawn(move || {
+                    part.iter()
+                        .enumerate()
+                        .find_map(|(k, t)| op(t).err().map(|e| (c * chunk + k, e)))
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .filter_map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Some((0, io::Error::other("a sync thread panicked"))))
+            })
+            .min_by_key(|(k, _)| *k)
+    })
 }
