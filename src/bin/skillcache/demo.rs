@@ -108,9 +108,12 @@ async fn tour(work: &Path) -> Result<Outcome, Failure> {
         quote(&exe),
         quote(&served)
     );
+    // The tour shows the disk path (a tampered blob caught and healed): the in-memory tier, which
+    // would serve the bytes verified a moment ago without touching the disk, is off here.
     let cache = SkillCache::builder()
         .root(work.join("cache"))
         .key_file(work.join("host.key"))
+        .memory_tier(0)
         .open()?;
     let origin = Origin::new("demo-server")?;
     cache.connect(origin.clone(), Arc::new(McpSource::stdio(&command)?));
