@@ -25,7 +25,7 @@ pub(crate) enum Ended {
     /// A message within the byte bound would have parsed into more JSON values than any answer
     /// within the limits holds (R-B2: bounded memory once parsed, not only while read).
     TooManyValues {
-        /// The weight allowed (see [`json_weight_exceeds`]).
+        /// The weight allowed (see [`JsonWeight`]).
         max: u64,
     },
     /// The child closed its stdout in the middle of a message.
@@ -66,6 +66,8 @@ pub(crate) struct ChildTransport {
     /// The message read so far. It survives a cancelled `receive` (rmcp polls it in a
     /// `select!`), so a message split across reads is resumed, never lost.
     line: Vec<u8>,
+    /// The weight of the line being read.
+    weight: JsonWeight,
     max: usize,
     write: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
     ended: EndSlot,
@@ -94,6 +96,7 @@ impl ChildTransport {
             // A large buffer keeps a 32 MiB message to a few hundred reads.
             read: BufReader::with_capacity(256 * 1024, stdout),
             line: Vec::new(),
+            weight: JsonWeight::default(),
             max,
             write: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
             ended,
@@ -135,9 +138,17 @@ impl ChildTransport {
             if self.line.len() + content > self.max {
                 return Err(Ended::TooLarge { max: self.max });
             }
+            // Counted as it arrives: a message too dense in JSON values is refused now, long
+            // before it is whole (R-B2: bounded memory once parsed, not only while read).
+            if self.weight.feed(&available[..content], MAX_JSON_WEIGHT) {
+                return Err(Ended::TooManyValues {
+                    max: MAX_JSON_WEIGHT,
+                });
+            }
             self.line.extend_from_slice(&available[..content]);
             self.read.consume(take);
             if newline.is_some() {
+                self.weight = JsonWeight::default();
                 return Ok(Some(std::mem::take(&mut self.line)));
             }
         }
@@ -178,12 +189,6 @@ impl Transport<RoleClient> for ChildTransport {
             if text.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            if json_weight_exceeds(text, MAX_JSON_WEIGHT) {
-                self.end(Ended::TooManyValues {
-                    max: MAX_JSON_WEIGHT,
-                });
-                return None;
-            }
             match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(text) {
                 Ok(message) => return Some(message),
                 // Not a message: nothing to answer or correlate; the request it may have been
@@ -203,44 +208,58 @@ impl Transport<RoleClient> for ChildTransport {
     }
 }
 
-/// How much parsed JSON one message may hold, in the units of [`json_weight_exceeds`]. An
+/// How much parsed JSON one message may hold, in the units of [`JsonWeight`]. An
 /// answer within the limits — a page of skills of 512 files each, or one file as a string —
 /// weighs far less (a listed file is about 14), and this weight parses into tens of MB at most,
 /// where a 32 MiB `[0,0,0,…]` would parse into gigabytes.
 pub(crate) const MAX_JSON_WEIGHT: u64 = 1_000_000;
 
-/// Whether `text` (one JSON message) weighs more than `max`: each object opened counts 8 (a map
-/// and its node), each array opened 2, each `,` or `:` one — all outside strings. One pass, no
-/// allocation, stopping as soon as the weight is over.
-pub(crate) fn json_weight_exceeds(text: &[u8], max: u64) -> bool {
-    let mut weight = 0u64;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in text {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
+/// The weight of one JSON message, counted as its bytes arrive: each object opened counts 8 (a
+/// map and its node), each array opened 2, each `,` or `:` one — all outside strings. No
+/// allocation; a message too dense in values is refused while it is read, before it is ever
+/// whole in memory or parsed.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct JsonWeight {
+    weight: u64,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl JsonWeight {
+    /// Counts `chunk`; true as soon as the weight is over `max`.
+    pub(crate) fn feed(&mut self, chunk: &[u8], max: u64) -> bool {
+        for &b in chunk {
+            if self.in_string {
+                match (self.escaped, b) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
             }
-            continue;
-        }
-        weight += match b {
-            b'"' => {
-                in_string = true;
-                0
+            self.weight += match b {
+                b'"' => {
+                    self.in_string = true;
+                    0
+                }
+                b'{' => 8,
+                b'[' => 2,
+                b',' | b':' => 1,
+                _ => 0,
+            };
+            if self.weight > max {
+                return true;
             }
-            b'{' => 8,
-            b'[' => 2,
-            b',' | b':' => 1,
-            _ => 0,
-        };
-        if weight > max {
-            return true;
         }
+        false
     }
-    false
+}
+
+/// Whether `text` (one whole JSON message) weighs more than `max` (see [`JsonWeight`]).
+#[cfg(test)]
+fn json_weight_exceeds(text: &[u8], max: u64) -> bool {
+    JsonWeight::default().feed(text, max)
 }
 
 #[cfg(test)]
