@@ -561,7 +561,7 @@ mod library {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::time::Duration;
 
-    use skillcache::cache::SkillCache;
+    use skillcache::cache::{ApprovalPolicy, SkillCache};
     use skillcache::server::SkillServer;
     use skillcache::source::{McpSource, SkillSource, SourceFuture};
     use skillcache::{Error, Origin, SkillUri};
@@ -570,6 +570,7 @@ mod library {
 
     fn cache(env: &Env) -> SkillCache {
         SkillCache::builder()
+            .approval(ApprovalPolicy::NotRequired)
             .root(env.path("root"))
             .open()
             .expect("cache opens")
@@ -705,6 +706,7 @@ mod library {
             reads: AtomicUsize::new(0),
         });
         let cache = SkillCache::builder()
+            .approval(ApprovalPolicy::NotRequired)
             .root(env.path("root"))
             .request_timeout(Duration::from_secs(2))
             .open()

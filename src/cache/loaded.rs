@@ -117,6 +117,8 @@ pub struct LoadedSkill {
     source: Arc<dyn SkillSource>,
     entry: SkillEntry,
     skill_md: Option<SkillFile>,
+    /// What the approval that admitted this load granted (R-A5); `None` without one.
+    granted_tools: Option<Value>,
     /// Bytes received for a dynamic skill, against the total-size limit (R-V7).
     received: AtomicU64,
 }
@@ -136,6 +138,7 @@ impl LoadedSkill {
         origin: Origin,
         source: Arc<dyn SkillSource>,
         entry: SkillEntry,
+        granted_tools: Option<Value>,
     ) -> LoadedSkill {
         LoadedSkill {
             inner,
@@ -143,6 +146,7 @@ impl LoadedSkill {
             source,
             entry,
             skill_md: None,
+            granted_tools,
             received: AtomicU64::new(0),
         }
     }
@@ -180,6 +184,15 @@ impl LoadedSkill {
     #[must_use]
     pub fn requested_tools(&self) -> Option<&Value> {
         self.entry.requested_tools()
+    }
+
+    /// What the principal *granted* of the requested tools when approving this skill as it is
+    /// now (R-A5): the only permissions a host should apply. `None` when nothing was granted, and
+    /// always under [`ApprovalPolicy::NotRequired`](super::ApprovalPolicy::NotRequired). A grant
+    /// belongs to the approved skill alone: a skill nested inside it carries its own.
+    #[must_use]
+    pub fn granted_tools(&self) -> Option<&Value> {
+        self.granted_tools.as_ref()
     }
 
     /// The files this window may read: the held entry's manifest (empty for a dynamic skill).

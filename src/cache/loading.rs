@@ -11,7 +11,7 @@ use super::loaded::{LoadedSkill, Provenance, SkillFile};
 use super::{Cache, CacheBuilder, CachedRead};
 use crate::digest::{Digest, VerifiedBytes};
 use crate::entry::{
-    EntryDiff, Limits, Listing, ManifestFile, SkillEntry, Validation, check_result_type,
+    Binding, EntryDiff, Limits, Listing, ManifestFile, SkillEntry, Validation, check_result_type,
     parse_get_result, parse_list_result, select_content,
 };
 use crate::error::{Declined, Error, Limit, Mismatch};
@@ -29,6 +29,23 @@ pub enum DynamicPolicy {
     Decline,
     /// Load them, marked unverified, within the byte budget; never cached, never approvable.
     AllowUnverified,
+}
+
+/// Whether [`SkillCache::load`] requires approval (R-P1).
+///
+/// The gate is checked from the index alone, before any `resources/read` is sent: a skill that
+/// is not approved as it is now never has a byte fetched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ApprovalPolicy {
+    /// `load` succeeds only for a skill the handle's principal approved as it is now (its
+    /// (URI, digest) set equals the approved one); otherwise it fails with
+    /// [`Declined::NotApproved`] or [`Declined::Revoked`]. Dynamic skills can never be approved,
+    /// so they are declined too. The default: secure unless the host opts out.
+    #[default]
+    Required,
+    /// `load` does not consult approvals: for hosts that gate activation elsewhere. Nothing is
+    /// granted through it ([`LoadedSkill::granted_tools`] is `None`).
+    NotRequired,
 }
 
 /// How long the cache waits for a server (R-B1).
@@ -57,6 +74,7 @@ pub struct SkillCacheBuilder {
     validation: Validation,
     principal: String,
     deadlines: Deadlines,
+    approval: ApprovalPolicy,
 }
 
 impl SkillCacheBuilder {
@@ -113,6 +131,13 @@ impl SkillCacheBuilder {
         self.principal = principal.into();
         self
     }
+    /// Whether [`SkillCache::load`] requires approval. Default: [`ApprovalPolicy::Required`]
+    /// (R-P1); [`ApprovalPolicy::NotRequired`] is the explicit opt-out.
+    #[must_use]
+    pub fn approval(mut self, policy: ApprovalPolicy) -> Self {
+        self.approval = policy;
+        self
+    }
     /// How long an operation waits for the cache's lock before it fails (R-H11). Default: 30 s.
     #[must_use]
     pub fn lock_timeout(mut self, timeout: Duration) -> Self {
@@ -158,6 +183,8 @@ impl SkillCacheBuilder {
                 inflight: Mutex::default(),
                 deadlines: self.deadlines,
                 stale: Mutex::default(),
+                approval: self.approval,
+                revocations: Mutex::default(),
             }),
         })
     }
@@ -175,13 +202,25 @@ pub(super) struct Inner {
     deadlines: Deadlines,
     /// What servers announced as changed (R-B5), consulted before trusting a fresh index row.
     stale: Mutex<HashMap<Origin, StaleMarks>>,
+    approval: ApprovalPolicy,
+    /// Approvals this process saw revoked, with what changed, so a later `load` can say
+    /// [`Declined::Revoked`] instead of "never approved" (the index drops the revoked row, R-A2).
+    /// Bounded like the stale marks.
+    revocations: Mutex<HashMap<RevocationKey, (Binding, EntryDiff)>>,
 }
+
+/// (origin, canonical skill URI, principal).
+type RevocationKey = (Origin, String, String);
 
 /// A per-file turn: held while one task fetches a file, so the others wait and then hit. A
 /// fetch that timed out leaves its deadline here: the tasks waiting on the same turn get the
 /// same timeout instead of each waiting out its own (R-B1); once they are gone the turn is
 /// forgotten, and the next call tries again.
 type Gate = Arc<tokio::sync::Mutex<Option<(String, Duration)>>>;
+
+/// The most revocations remembered (R-P1); past it the oldest knowledge is dropped and a
+/// revoked skill is then reported as not approved, which declines it all the same.
+const MAX_REVOCATIONS: usize = 4096;
 
 /// The most `resources/updated` marks kept per origin (R-B5: bounded memory whatever the server).
 const MAX_MARKS: usize = 1024;
@@ -354,6 +393,8 @@ impl SkillCache {
             put_or_serve(c, &o, &p, &e, hints)
         })
         .await?;
+        self.inner
+            .note_revocation(origin, &entry, &self.inner.principal, &out);
         Ok(EntryInfo {
             entry,
             from_cache: false,
@@ -398,6 +439,8 @@ impl SkillCache {
                         put_or_serve(c, &o, &p, &e, hints)
                     })
                     .await?;
+                    self.inner
+                        .note_revocation(origin, &entry, &self.inner.principal, &put);
                     Ok(EntryInfo {
                         entry,
                         from_cache: false,
@@ -426,7 +469,10 @@ impl SkillCache {
         blocking(&self.inner.core, move |c| {
             c.approve(&o, &p, &e, granted_tools.as_ref())
         })
-        .await
+        .await?;
+        self.inner
+            .forget_revocation(origin, entry, &self.inner.principal);
+        Ok(())
     }
 
     /// Whether `entry`, as it is now, is approved by this cache's principal (R-H11).
@@ -438,13 +484,19 @@ impl SkillCache {
         blocking(&self.inner.core, move |c| c.is_approved(&o, &p, &e)).await
     }
 
-    /// Loads a skill: checks the limits from the entry alone (R-W7) and the dynamic policy
-    /// (R-V7), reads its `SKILL.md` through the verified path, and checks its frontmatter against
-    /// the entry (R-V6). The returned [`LoadedSkill`] is the acting window: it holds `entry`.
+    /// Loads a skill: checks the limits from the entry alone (R-W7), the dynamic policy (R-V7)
+    /// and — under [`ApprovalPolicy::Required`], the default — that this principal approved
+    /// `entry` as it is now (R-P1), all before any request; then reads its `SKILL.md` through the
+    /// verified path and checks its frontmatter against the entry (R-V6). The returned
+    /// [`LoadedSkill`] is the acting window: it holds `entry`.
+    ///
+    /// A skill nested inside another (a `SKILL.md` below another skill's root) is its own skill
+    /// with its own URI: the outer skill's approval neither admits it nor grants it anything.
     ///
     /// # Errors
-    /// [`Error::LimitExceeded`], [`Error::Declined`], [`Error::Verification`], invalid
-    /// responses, transport, I/O and index errors.
+    /// [`Error::LimitExceeded`]; [`Error::Declined`] with [`Declined::Dynamic`],
+    /// [`Declined::NotApproved`] or [`Declined::Revoked`] (no request sent);
+    /// [`Error::Verification`], invalid responses, transport, I/O and index errors.
     pub async fn load(&self, origin: &Origin, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
         let limits = self.inner.validation.current_limits();
         let declined = |limit, declared, max| Error::LimitExceeded {
@@ -472,12 +524,21 @@ impl SkillCache {
                 reason: Declined::Dynamic,
             });
         }
+        let granted = match self.inner.approval {
+            ApprovalPolicy::NotRequired => None,
+            ApprovalPolicy::Required => {
+                self.inner
+                    .admit(origin, entry, &self.inner.principal)
+                    .await?
+            }
+        };
         let source = self.source(origin)?;
         let loaded = LoadedSkill::new(
             Arc::clone(&self.inner),
             origin.clone(),
             source,
             entry.clone(),
+            granted,
         );
         let skill_md = loaded.read_skill_md().await?;
         // Bytes from the server were checked before they were stored (R-H10); a cache hit is
@@ -572,6 +633,103 @@ impl Inner {
             .map_err(|_| timeout(method, per_request))??;
         check_result_type(method, &result)?;
         Ok(result)
+    }
+
+    /// The approval gate (R-P1): `Ok` with the approval's grant (R-A5) only if `principal`
+    /// approved `entry` exactly as it is now. Reads the index only; sends nothing.
+    async fn admit(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+        principal: &str,
+    ) -> Result<Option<Value>, Error> {
+        let declined = |reason| Error::Declined {
+            origin: origin.as_str().to_owned(),
+            skill: entry.uri().as_str().to_owned(),
+            reason,
+        };
+        // R-A3: a dynamic skill has no binding, so no approval can hold for it.
+        let Some(binding) = entry.binding() else {
+            return Err(declined(Declined::NotApproved));
+        };
+        let (o, u, p) = (origin.clone(), entry.uri().clone(), principal.to_owned());
+        let approval = blocking(&self.core, move |c| c.approval(&o, &u, &p)).await?;
+        // The approval binds to this skill's own URI and file set: a nested skill's URI has no
+        // row unless it was approved itself, so its parent's approval and grant never reach it.
+        match approval {
+            Some(a) if a.binding == binding => Ok(a.granted_tools),
+            // Approved once, as another file set (a row another principal's refresh did not
+            // touch, or an entry the index could not keep): say what changed. A row whose entry
+            // this version cannot read has nothing true to say, so it is "not approved".
+            Some(a) => Err(declined(a.entry.map_or(Declined::NotApproved, |old| {
+                Declined::Revoked {
+                    changes: Box::new(old.diff(entry)),
+                }
+            }))),
+            None => match self.revocation(origin, entry, principal, binding) {
+                Some(diff) => Err(declined(Declined::Revoked {
+                    changes: Box::new(diff),
+                })),
+                None => Err(declined(Declined::NotApproved)),
+            },
+        }
+    }
+
+    fn revocation_key(origin: &Origin, entry: &SkillEntry, principal: &str) -> RevocationKey {
+        (
+            origin.clone(),
+            entry.uri().canonical().to_owned(),
+            principal.to_owned(),
+        )
+    }
+
+    /// Remembers that storing `entry` revoked `principal`'s approval (R-A2), for the gate.
+    fn note_revocation(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+        principal: &str,
+        out: &crate::index::PutOutcome,
+    ) {
+        let (true, Some(binding), Some(diff)) = (out.revoked, entry.binding(), out.diff.clone())
+        else {
+            return;
+        };
+        let mut map = self
+            .revocations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if map.len() >= MAX_REVOCATIONS {
+            map.clear();
+        }
+        map.insert(
+            Self::revocation_key(origin, entry, principal),
+            (binding, diff),
+        );
+    }
+
+    fn forget_revocation(&self, origin: &Origin, entry: &SkillEntry, principal: &str) {
+        self.revocations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&Self::revocation_key(origin, entry, principal));
+    }
+
+    /// What changed, if `principal`'s approval of this skill was revoked by the very file set
+    /// `entry` has (an entry that changed again since is simply not approved).
+    fn revocation(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+        principal: &str,
+        binding: Binding,
+    ) -> Option<EntryDiff> {
+        self.revocations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&Self::revocation_key(origin, entry, principal))
+            .filter(|(b, _)| *b == binding)
+            .map(|(_, diff)| diff.clone())
     }
 
     fn mark_stale(&self, origin: &Origin, change: Change) {

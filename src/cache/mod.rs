@@ -19,7 +19,7 @@ mod root;
 
 pub use key::default_key_file;
 pub use loaded::{LoadedSkill, Provenance, SkillFile};
-pub use loading::{DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
+pub use loading::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
 pub use maintenance::{GcReport, VerifyReport};
 pub use root::{
     HOME_DISCOVERY_PATHS, PROJECT_DISCOVERY_PATHS, default_discovery_paths, default_root,

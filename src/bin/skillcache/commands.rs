@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use skillcache::cache::{DynamicPolicy, EntryInfo, SkillCache};
-use skillcache::error::Declined;
+use skillcache::cache::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache};
 use skillcache::local::inspect;
 use skillcache::server::SkillServer;
 use skillcache::source::{McpSource, SkillSource};
@@ -190,7 +189,13 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
 
 /// The cache and the origin, bound to the server. Nothing is started yet: the server starts on
 /// the first request that needs it (R-B4), so a warm load of a fresh entry never starts it.
-pub(crate) fn connect(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Origin)> {
+/// `approval` is passed explicitly: the library requires approval by default, the CLI only with
+/// `--require-approval` (as the README documents).
+pub(crate) fn connect(
+    ctx: &Ctx,
+    s: &ServerArgs,
+    approval: ApprovalPolicy,
+) -> Result<(SkillCache, Origin)> {
     let origin = origin_usage(&s.origin)?;
     let dynamic = if s.allow_dynamic {
         DynamicPolicy::AllowUnverified
@@ -202,6 +207,7 @@ pub(crate) fn connect(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Origin)>
         .clone()
         .principal(s.principal.clone())
         .dynamic(dynamic)
+        .approval(approval)
         .open()?;
     notice_healed(&cache);
     let source: Arc<dyn SkillSource> = match (&s.stdio, &s.url) {
@@ -235,7 +241,7 @@ fn entry_row(cache: &SkillCache, origin: &Origin, e: &SkillEntry) -> Value {
 }
 
 async fn list(ctx: &Ctx, s: &ServerArgs) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s)?;
+    let (cache, origin) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
     let listed = cache.list(&origin).await?;
     let rows: Vec<Value> = listed
         .iter()
@@ -290,7 +296,7 @@ fn entry_json(origin: &Origin, info: &EntryInfo) -> Value {
 }
 
 async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s)?;
+    let (cache, origin) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     if ctx.json {
         print_json(&entry_json(&origin, &info));
@@ -328,7 +334,7 @@ async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
 }
 
 async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s)?;
+    let (cache, origin) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     let grant = if grant_tools {
         info.entry.requested_tools().cloned()
@@ -349,36 +355,6 @@ async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Res
         );
     }
     Ok(Outcome::Ok)
-}
-
-/// The entry, refused unless approved as it is now when `require` (exit 5).
-pub(crate) async fn approved_entry(
-    cache: &SkillCache,
-    origin: &Origin,
-    uri: &SkillUri,
-    require: bool,
-) -> Result<EntryInfo> {
-    let info = cache.entry(origin, uri).await?;
-    if require {
-        let declined = |reason| {
-            Failure::from(Error::Declined {
-                origin: origin.as_str().to_owned(),
-                skill: uri.as_str().to_owned(),
-                reason,
-            })
-        };
-        if info.revoked {
-            let changes = info
-                .diff
-                .as_ref()
-                .map_or_else(|| "the file set changed".to_owned(), ToString::to_string);
-            return Err(declined(Declined::ApprovalRevoked { changes }));
-        }
-        if !cache.is_approved(origin, &info.entry).await? {
-            return Err(declined(Declined::NotApproved));
-        }
-    }
-    Ok(info)
 }
 
 pub(crate) fn file_json(f: &SkillFile, entry: &SkillEntry) -> Value {
@@ -402,8 +378,15 @@ async fn load(
     reference: Option<&str>,
     require: bool,
 ) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s)?;
-    let info = approved_entry(&cache, &origin, &skill_uri(uri)?, require).await?;
+    // The gate is the library's (R-P1): with --require-approval, `load` itself refuses a skill
+    // that is not approved as it is now (exit 5) before any file is read.
+    let approval = if require {
+        ApprovalPolicy::Required
+    } else {
+        ApprovalPolicy::NotRequired
+    };
+    let (cache, origin) = connect(ctx, s, approval)?;
+    let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     let skill = cache.load(&origin, &info.entry).await?;
     let file = match reference {
         Some(r) => skill.read(r).await?,

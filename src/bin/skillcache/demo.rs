@@ -159,6 +159,11 @@ impl Tour {
             "approve release-notes: bound to its (URI, digest) set (R-A1); still nothing fetched",
         );
         let entry = cache.entry(origin, &self.uri).await?.entry;
+        match cache.load(origin, &entry).await {
+            Err(e @ Error::Declined { .. }) => say(format!("before approval, load says: {e}")),
+            Err(e) => return Err(e.into()),
+            Ok(_) => say("unexpected: loaded without approval"),
+        }
         cache.approve(origin, &entry, None).await?;
         say(format!(
             "binding {}",
@@ -238,6 +243,11 @@ impl Tour {
             "approved now: {} — a host must ask the user again (R-A2)",
             cache.is_approved(origin, &refreshed.entry).await?
         ));
+        match cache.load(origin, &refreshed.entry).await {
+            Err(e @ Error::Declined { .. }) => say(format!("load of the new entry: {e}")),
+            Err(e) => return Err(e.into()),
+            Ok(_) => say("unexpected: the changed skill loaded without a new approval"),
+        }
         match skill.read("templates/tone.md").await {
             Err(e) => say(format!(
                 "the window loaded earlier refuses the new bytes: {e}"

@@ -1,0 +1,276 @@
+//! The host API as a host uses it (issue 11): the approval gate in the library (R-P1),
+//! per-principal handles, and the cache's counters (R-P4). Only the public surface a host would
+//! touch: `SkillCache`, its builder and handles, `LoadedSkill`, `SkillFile`, the error types, and
+//! sources (the counting double, or an in-process `SkillServer` over a folder).
+
+mod common;
+
+use std::sync::Arc;
+
+use common::double::Double;
+use serde_json::{Value, json};
+use skillcache::cache::DynamicPolicy;
+use skillcache::entry::Validation;
+use skillcache::error::Declined;
+use skillcache::server::SkillServer;
+use skillcache::{ApprovalPolicy, Digest, Error, Origin, SkillCache, SkillEntry, SkillUri};
+
+fn origin(label: &str) -> Origin {
+    Origin::new(label).expect("a valid label")
+}
+
+/// A cache under `dir` with every default: approval required.
+fn open(dir: &tempfile::TempDir) -> SkillCache {
+    SkillCache::builder()
+        .root(dir.path().join("root"))
+        .key_file(dir.path().join("host.key"))
+        .open()
+        .expect("cache opens")
+}
+
+/// A skill at `skill://{root}/SKILL.md` whose frontmatter holds `extra` besides name and
+/// description, with supporting files (relative path, bytes).
+fn skill_at(root: &str, extra: &str, files: &[(&str, &[u8])]) -> (SkillEntry, common::Files) {
+    let name = root.rsplit('/').next().expect("a name");
+    let md = format!("---\nname: {name}\ndescription: The {name} skill.\n{extra}---\n# {name}\n");
+    let mut all: common::Files = vec![(format!("skill://{root}/SKILL.md"), md.into_bytes())];
+    all.extend(
+        files
+            .iter()
+            .map(|(p, b)| (format!("skill://{root}/{p}"), b.to_vec())),
+    );
+    let mut frontmatter = json!({"name": name, "description": format!("The {name} skill.")});
+    if let Some(tools) = extra.strip_prefix("allowed-tools: ") {
+        frontmatter["allowed-tools"] = Value::String(tools.trim_end().to_owned());
+    }
+    let resources: Vec<Value> = all
+        .iter()
+        .map(|(u, b)| json!({"uri": u, "digest": Digest::of(b).to_string(), "size": b.len()}))
+        .collect();
+    let wire = json!({
+        "uri": format!("skill://{root}/SKILL.md"),
+        "frontmatter": frontmatter,
+        "resources": resources,
+    });
+    let entry = SkillEntry::from_json(&wire, &Validation::default()).expect("fixture is valid");
+    (entry, all)
+}
+
+fn declined(result: Result<skillcache::LoadedSkill, Error>) -> Declined {
+    match result {
+        Err(Error::Declined { reason, .. }) => reason,
+        Err(e) => panic!("expected a decline, got {e}"),
+        Ok(s) => panic!("expected a decline, loaded {}", s.entry().uri()),
+    }
+}
+
+// ---- 1. The approval gate (R-P1) ------------------------------------------------------------
+
+#[tokio::test]
+async fn p1_unapproved_skill_is_declined_by_default_before_any_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = open(&dir);
+    let double = Arc::new(Double::new());
+    let (entry, files) = common::skill("notes", &[("a.md", b"A")]);
+    double.publish(&entry, &files);
+    let o = origin("docs");
+    cache.connect(o.clone(), double.clone());
+
+    let held = cache.entry(&o, entry.uri()).await.expect("entry").entry;
+    assert_eq!(declined(cache.load(&o, &held).await), Declined::NotApproved);
+    assert_eq!(double.reads(), 0, "the gate sends no resources/read");
+    assert!(!cache.is_approved(&o, &held).await.expect("index"));
+
+    cache.approve(&o, &held, None).await.expect("approve");
+    let skill = cache.load(&o, &held).await.expect("approved: loads");
+    assert_eq!(skill.skill_md().bytes(), files[0].1.as_slice());
+    assert_eq!(double.reads(), 1, "only SKILL.md once approved");
+}
+
+/// The README's host example with its `approve` line removed: `load` fails.
+#[tokio::test]
+async fn p1_readme_example_without_the_approve_line_fails_to_load() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let skills = tmp.path().join("skills/release-notes");
+    std::fs::create_dir_all(skills.join("templates")).expect("mkdir");
+    std::fs::write(
+        skills.join("SKILL.md"),
+        "---\nname: release-notes\ndescription: Drafts release notes.\n---\nUse templates/notes.md.\n",
+    )
+    .expect("write");
+    std::fs::write(skills.join("templates/notes.md"), "# {{version}}\n").expect("write");
+    let cache = SkillCache::builder()
+        .root(tmp.path().join("cache"))
+        .key_file(tmp.path().join("host.key"))
+        .open()
+        .expect("open");
+    let origin = origin("docs-server");
+    cache.connect(
+        origin.clone(),
+        Arc::new(SkillServer::new(tmp.path().join("skills"))),
+    );
+    let uri = SkillUri::parse("skill://release-notes/SKILL.md").expect("uri");
+    let entry = cache.entry(&origin, &uri).await.expect("entry").entry;
+    // (no `cache.approve(&origin, &entry, None)` here)
+    let err = cache.load(&origin, &entry).await.expect_err("declined");
+    assert!(
+        matches!(
+            &err,
+            Error::Declined { origin: o, skill, reason: Declined::NotApproved }
+                if o == "docs-server" && skill == "skill://release-notes/SKILL.md"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "skill skill://release-notes/SKILL.md from origin docs-server declined: it has not been approved"
+    );
+}
+
+#[tokio::test]
+async fn p1_a2_revoked_approval_is_declined_naming_what_changed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = open(&dir);
+    let double = Arc::new(Double::new());
+    let (v1, files1) = common::skill("notes", &[("a.md", b"A"), ("b.md", b"B")]);
+    double.publish(&v1, &files1);
+    let o = origin("docs");
+    cache.connect(o.clone(), double.clone());
+    let held = cache.entry(&o, v1.uri()).await.expect("entry").entry;
+    cache.approve(&o, &held, None).await.expect("approve");
+    cache.load(&o, &held).await.expect("approved");
+
+    // The server changes a.md and adds c.md; a refresh revokes the approval.
+    let (v2, files2) = common::skill("notes", &[("a.md", b"A2"), ("b.md", b"B"), ("c.md", b"C")]);
+    double.publish(&v2, &files2);
+    let info = cache.refresh(&o, v1.uri()).await.expect("refresh");
+    assert!(info.revoked);
+    let reads = double.reads();
+    let Declined::Revoked { changes } = declined(cache.load(&o, &info.entry).await) else {
+        panic!("expected Revoked");
+    };
+    assert_eq!(double.reads(), reads, "the gate sends no resources/read");
+    let uris =
+        |v: &[skillcache::FileUri]| v.iter().map(|u| u.as_str().to_owned()).collect::<Vec<_>>();
+    assert_eq!(uris(&changes.added), ["skill://notes/c.md"]);
+    assert!(changes.removed.is_empty());
+    assert_eq!(
+        changes
+            .changed
+            .iter()
+            .map(|c| c.uri.as_str())
+            .collect::<Vec<_>>(),
+        ["skill://notes/a.md"]
+    );
+
+    // Approving the new file set admits it again.
+    cache
+        .approve(&o, &info.entry, None)
+        .await
+        .expect("approve again");
+    cache.load(&o, &info.entry).await.expect("approved again");
+}
+
+#[tokio::test]
+async fn p1_a3_dynamic_skill_is_declined_under_required_even_when_dynamic_is_allowed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = SkillCache::builder()
+        .root(dir.path().join("root"))
+        .key_file(dir.path().join("host.key"))
+        .dynamic(DynamicPolicy::AllowUnverified)
+        .open()
+        .expect("open");
+    let double = Arc::new(Double::new());
+    let uri = "skill://live/SKILL.md";
+    double.publish_json(
+        uri,
+        json!({"uri": uri, "frontmatter": {"name": "live", "description": "Live."}, "resources": "dynamic"}),
+    );
+    double.serve_bytes(uri, b"---\nname: live\ndescription: Live.\n---\n");
+    let o = origin("docs");
+    cache.connect(o.clone(), double.clone());
+    let held = cache
+        .entry(&o, &SkillUri::parse(uri).expect("uri"))
+        .await
+        .expect("entry")
+        .entry;
+    assert!(cache.approve(&o, &held, None).await.is_err(), "R-A3");
+    assert_eq!(declined(cache.load(&o, &held).await), Declined::NotApproved);
+    assert_eq!(double.reads(), 0);
+}
+
+#[tokio::test]
+async fn p1_not_required_is_the_explicit_opt_out_and_grants_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = SkillCache::builder()
+        .root(dir.path().join("root"))
+        .key_file(dir.path().join("host.key"))
+        .approval(ApprovalPolicy::NotRequired)
+        .open()
+        .expect("open");
+    let double = Arc::new(Double::new());
+    let (entry, files) = skill_at("tools", "allowed-tools: Bash Read\n", &[]);
+    double.publish(&entry, &files);
+    let o = origin("docs");
+    cache.connect(o.clone(), double.clone());
+    let held = cache.entry(&o, entry.uri()).await.expect("entry").entry;
+    let skill = cache.load(&o, &held).await.expect("no gate");
+    assert!(skill.skill_md().verified());
+    assert_eq!(skill.requested_tools(), Some(&json!("Bash Read")));
+    assert_eq!(skill.granted_tools(), None, "requested is never granted");
+}
+
+#[tokio::test]
+async fn p1_a5_nested_skill_needs_its_own_approval_and_gets_no_grant_through_its_parent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = open(&dir);
+    let double = Arc::new(Double::new());
+    // The nested skill's files are also files of the parent (its folder lies inside).
+    let (nested, nested_files) = skill_at(
+        "parent/deploy",
+        "allowed-tools: Bash\n",
+        &[("run.sh", b"echo hi\n")],
+    );
+    let inner: Vec<(&str, &[u8])> = vec![
+        ("deploy/SKILL.md", nested_files[0].1.as_slice()),
+        ("deploy/run.sh", nested_files[1].1.as_slice()),
+    ];
+    let (parent, parent_files) = skill_at("parent", "allowed-tools: Read\n", &inner);
+    double.publish(&parent, &parent_files);
+    double.publish(&nested, &nested_files);
+    let o = origin("docs");
+    cache.connect(o.clone(), double.clone());
+
+    let p = cache.entry(&o, parent.uri()).await.expect("entry").entry;
+    let granted = p.requested_tools().cloned();
+    assert_eq!(granted, Some(json!("Read")));
+    cache
+        .approve(&o, &p, granted)
+        .await
+        .expect("approve parent with its grant");
+    let parent_skill = cache.load(&o, &p).await.expect("parent loads");
+    assert_eq!(parent_skill.granted_tools(), Some(&json!("Read")));
+    // Through the parent, the nested SKILL.md is only a file: its request grants nothing.
+    let as_file = parent_skill
+        .read("deploy/SKILL.md")
+        .await
+        .expect("a listed file");
+    assert_eq!(as_file.bytes(), nested_files[0].1.as_slice());
+
+    // Loaded as its own skill, the parent's approval does not cover it.
+    let n = cache.entry(&o, nested.uri()).await.expect("entry").entry;
+    let reads = double.reads();
+    assert_eq!(declined(cache.load(&o, &n).await), Declined::NotApproved);
+    assert_eq!(double.reads(), reads, "declined before any read");
+
+    // Its own approval, without a grant: it loads, and nothing of the parent's grant reaches it.
+    cache.approve(&o, &n, None).await.expect("approve nested");
+    let nested_skill = cache.load(&o, &n).await.expect("nested loads");
+    assert_eq!(nested_skill.requested_tools(), Some(&json!("Bash")));
+    assert_eq!(nested_skill.granted_tools(), None);
+    // And the parent's grant is still the parent's alone.
+    assert_eq!(
+        cache.load(&o, &p).await.expect("parent").granted_tools(),
+        Some(&json!("Read"))
+    );
+}
