@@ -274,3 +274,132 @@ async fn p1_a5_nested_skill_needs_its_own_approval_and_gets_no_grant_through_its
         Some(&json!("Read"))
     );
 }
+
+// ---- 2. One cache, several principals (R-C6, R-H11) -----------------------------------------
+
+#[tokio::test]
+async fn c6_private_entry_of_one_handle_is_never_served_to_another() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = open(&dir);
+    let double = Arc::new(Double::new());
+    double.set_hints(json!({"ttlMs": 600_000, "cacheScope": "private"}));
+    let (v1, files1) = common::skill("payroll", &[("a.md", b"for alice")]);
+    double.publish(&v1, &files1);
+    let o = origin("hr");
+    cache.connect(o.clone(), double.clone());
+    let (alice, bob) = (cache.for_principal("alice"), cache.for_principal("bob"));
+    assert_eq!((alice.principal(), bob.principal()), ("alice", "bob"));
+
+    let a = alice.entry(&o, v1.uri()).await.expect("alice's entry");
+    assert!(!a.from_cache);
+    assert!(
+        alice.entry(&o, v1.uri()).await.expect("again").from_cache,
+        "fresh for alice"
+    );
+    let gets = double.gets.load(std::sync::atomic::Ordering::SeqCst);
+
+    // The server now answers differently: bob must get the server's answer, not alice's row.
+    let (v2, files2) = common::skill("payroll", &[("a.md", b"for bob")]);
+    double.publish(&v2, &files2);
+    let b = bob.entry(&o, v1.uri()).await.expect("bob's entry");
+    assert!(!b.from_cache, "alice's private row is not bob's");
+    assert_eq!(
+        double.gets.load(std::sync::atomic::Ordering::SeqCst),
+        gets + 1
+    );
+    assert_eq!(b.entry.binding(), v2.binding());
+    // Alice still holds her own private, fresh copy.
+    let again = alice.entry(&o, v1.uri()).await.expect("alice again");
+    assert!(again.from_cache);
+    assert_eq!(again.entry.binding(), v1.binding());
+}
+
+#[tokio::test]
+async fn h11_approvals_are_per_handle_and_sources_and_bytes_are_shared() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = open(&dir);
+    let double = Arc::new(Double::new());
+    let (v1, files1) = common::skill("notes", &[("a.md", b"A")]);
+    double.publish(&v1, &files1);
+    let o = origin("docs");
+    // Bound once, on the default handle: every handle reads through it.
+    cache.connect(o.clone(), double.clone());
+    let (alice, bob) = (cache.for_principal("alice"), cache.for_principal("bob"));
+
+    let e = alice.entry(&o, v1.uri()).await.expect("entry").entry;
+    alice.approve(&o, &e, None).await.expect("alice approves");
+    let loaded = alice.load(&o, &e).await.expect("alice loads");
+    assert_eq!(loaded.skill_md().provenance().as_str(), "server");
+    assert!(!bob.is_approved(&o, &e).await.expect("index"));
+    assert!(
+        !cache.is_approved(&o, &e).await.expect("index"),
+        "nor the default principal"
+    );
+    assert_eq!(declined(bob.load(&o, &e).await), Declined::NotApproved);
+
+    bob.approve(&o, &e, None).await.expect("bob approves");
+    let reads = double.reads();
+    let bobs = bob.load(&o, &e).await.expect("bob loads");
+    assert_eq!(
+        bobs.skill_md().provenance().as_str(),
+        "cache",
+        "one store for all handles"
+    );
+    assert_eq!(double.reads(), reads);
+
+    // The server changes a file; alice's refresh revokes alice's approval only. Bob's still
+    // names the old file set, so the new entry is declined for him as revoked, with the diff.
+    let (v2, files2) = common::skill("notes", &[("a.md", b"A2")]);
+    double.publish(&v2, &files2);
+    let refreshed = alice.refresh(&o, v1.uri()).await.expect("refresh");
+    assert!(refreshed.revoked);
+    assert!(matches!(
+        declined(alice.load(&o, &refreshed.entry).await),
+        Declined::Revoked { .. }
+    ));
+    let Declined::Revoked { changes } = declined(bob.load(&o, &refreshed.entry).await) else {
+        panic!("bob's approval was of the old file set");
+    };
+    assert_eq!(changes.changed.len(), 1);
+    assert_eq!(changes.changed[0].uri.as_str(), "skill://notes/a.md");
+    // Bob's approval of what he approved still holds.
+    assert!(bob.is_approved(&o, &e).await.expect("index"));
+}
+
+#[tokio::test]
+async fn h11_the_builder_principal_is_the_default_handle() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = SkillCache::builder()
+        .root(dir.path().join("root"))
+        .key_file(dir.path().join("host.key"))
+        .principal("carol")
+        .open()
+        .expect("open");
+    assert_eq!(cache.principal(), "carol");
+    assert_eq!(
+        cache.clone().principal(),
+        "carol",
+        "a clone keeps its principal"
+    );
+    let double = Arc::new(Double::new());
+    let (entry, files) = common::skill("notes", &[]);
+    double.publish(&entry, &files);
+    let o = origin("docs");
+    cache.connect(o.clone(), double.clone());
+    let e = cache.entry(&o, entry.uri()).await.expect("entry").entry;
+    cache.approve(&o, &e, None).await.expect("approve");
+    assert!(
+        cache
+            .for_principal("carol")
+            .is_approved(&o, &e)
+            .await
+            .expect("index")
+    );
+    assert!(
+        !cache
+            .for_principal("")
+            .is_approved(&o, &e)
+            .await
+            .expect("index")
+    );
+}

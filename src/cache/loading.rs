@@ -124,8 +124,10 @@ impl SkillCacheBuilder {
         self.core = self.core.key_file(path);
         self
     }
-    /// The authorization context private entries are stored under (R-C6), and the principal
-    /// whose approvals this cache grants and checks (R-H11). Default: `""`.
+    /// The *default* principal: the one the opened [`SkillCache`] acts as. A principal is the
+    /// authorization context private entries are stored under (R-C6) and whose approvals are
+    /// granted and checked (R-H11). Default: `""`. A host serving several users opens one cache
+    /// and acts for each through [`SkillCache::for_principal`].
     #[must_use]
     pub fn principal(mut self, principal: impl Into<String>) -> Self {
         self.principal = principal.into();
@@ -174,12 +176,12 @@ impl SkillCacheBuilder {
     /// As [`CacheBuilder::open`].
     pub fn open(self) -> Result<SkillCache, Error> {
         Ok(SkillCache {
+            principal: Arc::from(self.principal),
             inner: Arc::new(Inner {
                 core: Arc::new(self.core.open()?),
                 sources: RwLock::default(),
                 dynamic: self.dynamic,
                 validation: self.validation,
-                principal: self.principal,
                 inflight: Mutex::default(),
                 deadlines: self.deadlines,
                 stale: Mutex::default(),
@@ -195,7 +197,6 @@ pub(super) struct Inner {
     sources: RwLock<HashMap<Origin, Arc<dyn SkillSource>>>,
     pub(super) dynamic: DynamicPolicy,
     pub(super) validation: Validation,
-    principal: String,
     /// One fetch per (origin, digest) at a time in this process: concurrent readers of a missing
     /// file wait for the first fetch and then hit the cache.
     inflight: Mutex<HashMap<(Origin, Digest), Gate>>,
@@ -266,15 +267,22 @@ pub struct EntryInfo {
 ///
 /// Each origin is bound to one [`SkillSource`] with [`SkillCache::connect`]; everything loaded
 /// under that origin reads only through it (R-O6).
+///
+/// A `SkillCache` is a cheap handle: clones share one core (root, index, store), one set of
+/// sources, one in-flight table and one set of counters. Each handle acts as one principal
+/// ([`SkillCache::for_principal`]); clones keep their handle's principal.
 #[derive(Clone)]
 pub struct SkillCache {
     inner: Arc<Inner>,
+    /// Whose entries (R-C6) and approvals (R-H11) this handle reads and writes.
+    principal: Arc<str>,
 }
 
 impl std::fmt::Debug for SkillCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SkillCache")
             .field("root", &self.inner.core.root())
+            .field("principal", &self.principal)
             .finish_non_exhaustive()
     }
 }
@@ -300,6 +308,27 @@ impl SkillCache {
     #[must_use]
     pub fn builder() -> SkillCacheBuilder {
         SkillCacheBuilder::default()
+    }
+
+    /// A handle on the same cache acting as `principal`: its [`entry`](Self::entry),
+    /// [`refresh`](Self::refresh), [`list`](Self::list), [`approve`](Self::approve),
+    /// [`is_approved`](Self::is_approved) and [`load`](Self::load) see `principal`'s private
+    /// entries (never another principal's, R-C6) and grant and check `principal`'s approvals
+    /// (R-H11). It shares everything else — the root, the index, the sources bound with
+    /// [`connect`](Self::connect), the in-flight fetches and the counters — so it costs two
+    /// reference counts, and verified bytes fetched for one principal serve the others.
+    #[must_use]
+    pub fn for_principal(&self, principal: impl Into<String>) -> SkillCache {
+        SkillCache {
+            inner: Arc::clone(&self.inner),
+            principal: Arc::from(principal.into()),
+        }
+    }
+
+    /// The principal this handle acts as.
+    #[must_use]
+    pub fn principal(&self) -> &str {
+        &self.principal
     }
 
     /// The sync core, for maintenance (verify, gc, purge) and inspection.
@@ -354,7 +383,7 @@ impl SkillCache {
     /// # Errors
     /// Invalid entries and responses, transport and index errors.
     pub async fn entry(&self, origin: &Origin, uri: &SkillUri) -> Result<EntryInfo, Error> {
-        let (o, u, p) = (origin.clone(), uri.clone(), self.inner.principal.clone());
+        let (o, u, p) = (origin.clone(), uri.clone(), self.principal.to_string());
         if let Some(stored) = blocking(&self.inner.core, move |c| c.entry(&o, &u, &p)).await?
             && stored.fresh
             && !self
@@ -388,13 +417,13 @@ impl SkillCache {
             )
             .await?;
         let (entry, hints) = parse_get_result(&result, uri, &self.inner.validation)?;
-        let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
+        let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
         let out = blocking(&self.inner.core, move |c| {
             put_or_serve(c, &o, &p, &e, hints)
         })
         .await?;
         self.inner
-            .note_revocation(origin, &entry, &self.inner.principal, &out);
+            .note_revocation(origin, &entry, &self.principal, &out);
         Ok(EntryInfo {
             entry,
             from_cache: false,
@@ -434,13 +463,13 @@ impl SkillCache {
         for skill in skills {
             out.push(match skill {
                 Ok(entry) => {
-                    let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
+                    let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
                     let put = blocking(&self.inner.core, move |c| {
                         put_or_serve(c, &o, &p, &e, hints)
                     })
                     .await?;
                     self.inner
-                        .note_revocation(origin, &entry, &self.inner.principal, &put);
+                        .note_revocation(origin, &entry, &self.principal, &put);
                     Ok(EntryInfo {
                         entry,
                         from_cache: false,
@@ -465,22 +494,21 @@ impl SkillCache {
         entry: &SkillEntry,
         granted_tools: Option<Value>,
     ) -> Result<(), Error> {
-        let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
+        let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
         blocking(&self.inner.core, move |c| {
             c.approve(&o, &p, &e, granted_tools.as_ref())
         })
         .await?;
-        self.inner
-            .forget_revocation(origin, entry, &self.inner.principal);
+        self.inner.forget_revocation(origin, entry, &self.principal);
         Ok(())
     }
 
-    /// Whether `entry`, as it is now, is approved by this cache's principal (R-H11).
+    /// Whether `entry`, as it is now, is approved by this handle's principal (R-H11).
     ///
     /// # Errors
     /// Index errors.
     pub async fn is_approved(&self, origin: &Origin, entry: &SkillEntry) -> Result<bool, Error> {
-        let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
+        let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
         blocking(&self.inner.core, move |c| c.is_approved(&o, &p, &e)).await
     }
 
@@ -526,11 +554,7 @@ impl SkillCache {
         }
         let granted = match self.inner.approval {
             ApprovalPolicy::NotRequired => None,
-            ApprovalPolicy::Required => {
-                self.inner
-                    .admit(origin, entry, &self.inner.principal)
-                    .await?
-            }
+            ApprovalPolicy::Required => self.inner.admit(origin, entry, &self.principal).await?,
         };
         let source = self.source(origin)?;
         let loaded = LoadedSkill::new(

@@ -226,7 +226,7 @@ fn skill_uri(text: &str) -> Result<SkillUri> {
 fn entry_row(cache: &SkillCache, origin: &Origin, e: &SkillEntry) -> Value {
     let fresh = cache
         .core()
-        .entry(origin, e.uri(), "")
+        .entry(origin, e.uri(), cache.principal())
         .ok()
         .flatten()
         .is_some_and(|s| s.fresh);
