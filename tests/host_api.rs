@@ -403,3 +403,246 @@ async fn h11_the_builder_principal_is_the_default_handle() {
             .expect("index")
     );
 }
+
+// ---- 3. Observability (R-P4) ----------------------------------------------------------------
+
+/// Every tracing event of this test binary, as formatted lines: one global subscriber, since
+/// the cache logs from blocking-pool threads too. Each test looks only at its own origin.
+fn events() -> &'static std::sync::Mutex<Vec<u8>> {
+    static LOG: std::sync::OnceLock<&'static std::sync::Mutex<Vec<u8>>> =
+        std::sync::OnceLock::new();
+    LOG.get_or_init(|| {
+        let log: &'static std::sync::Mutex<Vec<u8>> =
+            Box::leak(Box::new(std::sync::Mutex::new(Vec::new())));
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || Log(log))
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+        log
+    })
+}
+
+struct Log(&'static std::sync::Mutex<Vec<u8>>);
+
+impl std::io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The logged lines that name `origin`, without quotes (fields are logged as strings or as
+/// `Display`).
+fn lines_of(origin: &str) -> Vec<String> {
+    let needle = format!("origin={origin} ");
+    String::from_utf8_lossy(&events().lock().expect("lock"))
+        .lines()
+        .map(|l| format!("{} ", l.replace('"', "")))
+        .filter(|l| l.contains(&needle))
+        .collect()
+}
+
+fn has(lines: &[String], parts: &[&str]) -> bool {
+    lines.iter().any(|l| parts.iter().all(|p| l.contains(p)))
+}
+
+/// Every regular file under `dir` whose bytes are `bytes` (the cached blobs of a file).
+fn blobs_holding(dir: &std::path::Path, bytes: &[u8]) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let t = e.file_type().expect("type");
+            if t.is_dir() {
+                todo.push(e.path());
+            } else if t.is_file() && std::fs::read(e.path()).is_ok_and(|b| b == bytes) {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// What a writer under the root does: make the blob writable, change one byte, put modes back.
+fn tamper(blob: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = blob.parent().expect("a folder");
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::set_permissions(blob, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let mut bytes = std::fs::read(blob).expect("read");
+    bytes[0] ^= 0x20;
+    std::fs::write(blob, &bytes).expect("write");
+    std::fs::set_permissions(blob, std::fs::Permissions::from_mode(0o444)).expect("chmod");
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p4_stats_and_events_follow_misses_hits_bytes_and_a_quarantine() {
+    events();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = open(&dir);
+    assert_eq!(cache.stats(), skillcache::cache::Stats::default());
+    let double = Arc::new(Double::new());
+    let (entry, files) = common::skill("stats", &[("a.md", b"AAAA"), ("b.md", b"BBBBBB")]);
+    double.publish(&entry, &files);
+    let o = origin("p4-stats");
+    cache.connect(o.clone(), double.clone());
+    let md_len = files[0].1.len() as u64;
+    let e = cache.entry(&o, entry.uri()).await.expect("entry").entry;
+    cache.approve(&o, &e, None).await.expect("approve");
+
+    // Cold: SKILL.md and a.md are misses, fetched and served.
+    let skill = cache.load(&o, &e).await.expect("load");
+    skill.read("a.md").await.expect("a.md");
+    let s = cache.stats();
+    assert_eq!((s.misses, s.hits()), (2, 0));
+    assert_eq!(s.bytes_fetched, md_len + 4);
+    assert_eq!(s.bytes_served, md_len + 4);
+
+    // Warm: every file through read_all; b.md is the only miss left.
+    let all = skill.read_all().await.expect("read_all");
+    assert_eq!(all.len(), 3);
+    let s = cache.stats();
+    assert_eq!(
+        (s.hits_hashed, s.hits_evidence, s.misses),
+        (2, 0, 3),
+        "Rehash hashes every hit"
+    );
+    assert_eq!(s.bytes_fetched, md_len + 4 + 6);
+    assert_eq!(s.bytes_served, 2 * (md_len + 4 + 6) - 6);
+
+    // A tampered cached copy: quarantined, one retry, served from the server.
+    let blobs = blobs_holding(&dir.path().join("root"), b"AAAA");
+    assert_eq!(blobs.len(), 1, "one blob holds a.md");
+    tamper(&blobs[0]);
+    let again = skill.read("a.md").await.expect("healed");
+    assert!(again.retried());
+    let s = cache.stats();
+    assert_eq!((s.quarantines, s.retries, s.misses), (1, 1, 4));
+    assert_eq!(s.bytes_fetched, md_len + 4 + 6 + 4);
+    assert_eq!((s.store_failures, s.timeouts, s.seal_failures), (0, 0, 0));
+
+    // Every step was said, with origin and URI.
+    let log = lines_of("p4-stats");
+    let a = "uri=skill://stats/a.md";
+    assert!(has(&log, &["origin bound to a source"]), "{log:#?}");
+    assert!(
+        has(
+            &log,
+            &["request sent", "skills/get", "uri=skill://stats/SKILL.md"]
+        ),
+        "{log:#?}"
+    );
+    assert!(
+        has(&log, &["request sent", "resources/read", a]),
+        "{log:#?}"
+    );
+    assert!(has(&log, &["cache miss", a]), "{log:#?}");
+    assert!(has(&log, &["cache hit", a, "mode=hashed"]), "{log:#?}");
+    assert!(
+        has(&log, &["a cached copy failed verification", a]),
+        "{log:#?}"
+    );
+    assert!(
+        has(&log, &["quarantined; fetching it once more", a]),
+        "{log:#?}"
+    );
+}
+
+/// `resources/read` never answers; everything else is the double's.
+struct Silent(Double);
+
+impl skillcache::source::SkillSource for Silent {
+    fn list_skills<'a>(&'a self, cursor: Option<&'a str>) -> skillcache::source::SourceFuture<'a> {
+        self.0.list_skills(cursor)
+    }
+    fn get_skill<'a>(&'a self, uri: &'a str) -> skillcache::source::SourceFuture<'a> {
+        self.0.get_skill(uri)
+    }
+    fn read_resource<'a>(&'a self, _uri: &'a str) -> skillcache::source::SourceFuture<'a> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p4_b1_a_missed_deadline_is_counted_and_said() {
+    events();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = SkillCache::builder()
+        .root(dir.path().join("root"))
+        .key_file(dir.path().join("host.key"))
+        .approval(ApprovalPolicy::NotRequired)
+        .request_timeout(std::time::Duration::from_millis(200))
+        .open()
+        .expect("open");
+    let silent = Arc::new(Silent(Double::new()));
+    let (entry, files) = common::skill("silent", &[]);
+    silent.0.publish(&entry, &files);
+    let o = origin("p4-silent");
+    cache.connect(o.clone(), silent.clone());
+    let e = cache.entry(&o, entry.uri()).await.expect("entry").entry;
+    let err = cache.load(&o, &e).await.expect_err("no answer");
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    let s = cache.stats();
+    assert_eq!(
+        (s.timeouts, s.misses, s.bytes_fetched, s.bytes_served),
+        (1, 1, 0, 0)
+    );
+    let log = lines_of("p4-silent");
+    assert!(
+        has(
+            &log,
+            &[
+                "did not answer in time",
+                "resources/read",
+                "uri=skill://silent/SKILL.md"
+            ]
+        ),
+        "{log:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn p4_h5_a_failed_store_is_counted_and_reported_never_swallowed() {
+    events();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mnt = match common::Tmpfs::mount(dir.path().join("mnt"), "4m") {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!("skipped: {why} (a full disk is made by filling a small tmpfs)");
+            return;
+        }
+    };
+    let cache = SkillCache::builder()
+        .root(mnt.path().join("root"))
+        .key_file(dir.path().join("host.key"))
+        .open()
+        .expect("open");
+    let double = Arc::new(Double::new());
+    let (entry, files) = common::skill("unkept", &[]);
+    double.publish(&entry, &files);
+    let o = origin("p4-unkept");
+    cache.connect(o.clone(), double.clone());
+    let e = cache.entry(&o, entry.uri()).await.expect("entry").entry;
+    cache.approve(&o, &e, None).await.expect("approve");
+    // The disk fills under the running cache: nothing more can be kept.
+    mnt.fill();
+    let skill = cache.load(&o, &e).await.expect("served all the same");
+    assert!(!skill.skill_md().stored());
+    let s = cache.stats();
+    assert_eq!((s.store_failures, s.misses), (1, 1));
+    assert_eq!(s.bytes_served, files[0].1.len() as u64);
+    let log = lines_of("p4-unkept");
+    assert!(
+        has(
+            &log,
+            &["WARN", "store failed", "uri=skill://unkept/SKILL.md"]
+        ),
+        "{log:#?}"
+    );
+}

@@ -228,16 +228,17 @@ impl LoadedSkill {
                 .await?;
         let mut out = Vec::with_capacity(files.len());
         for (file, read) in files.iter().zip(cached) {
+            // A miss is looked up (and counted, R-P4) again by `fetch_listed`, so only hits and
+            // quarantines are counted here.
             out.push(match read? {
-                super::CachedRead::Hit(v) => {
-                    SkillFile::listed(&self.origin, file, v, Provenance::Cache, false)
-                }
+                super::CachedRead::Hit(v) => self.inner.serve_hit(&self.origin, file, v),
                 super::CachedRead::Miss => {
                     self.inner
                         .fetch_listed(&self.origin, self.source.as_ref(), file, Admit::Bytes)
                         .await?
                 }
-                super::CachedRead::Failed(_) => {
+                super::CachedRead::Failed(mismatch) => {
+                    self.inner.note_quarantine(&self.origin, file, &mismatch);
                     let mut f = self
                         .inner
                         .fetch_listed(&self.origin, self.source.as_ref(), file, Admit::Bytes)
@@ -302,10 +303,12 @@ impl LoadedSkill {
                 &self.origin,
                 self.source.as_ref(),
                 "resources/read",
+                uri.as_str(),
                 self.source.read_resource(uri.as_str()),
             )
             .await?;
         let bytes = select_content(&result, uri)?;
+        self.inner.counters.fetched(bytes.len());
         let total = self
             .received
             .fetch_add(bytes.len() as u64, Ordering::Relaxed)
@@ -313,6 +316,7 @@ impl LoadedSkill {
         if total > max {
             return Err(over(total));
         }
+        self.inner.counters.served(bytes.len());
         Ok(SkillFile {
             origin: self.origin.clone(),
             uri: uri.clone(),

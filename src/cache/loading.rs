@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::loaded::{LoadedSkill, Provenance, SkillFile};
+use super::stats::{Counters, Stats};
 use super::{Cache, CacheBuilder, CachedRead};
 use crate::digest::{Digest, VerifiedBytes};
 use crate::entry::{
@@ -187,6 +188,7 @@ impl SkillCacheBuilder {
                 stale: Mutex::default(),
                 approval: self.approval,
                 revocations: Mutex::default(),
+                counters: Counters::default(),
             }),
         })
     }
@@ -208,6 +210,8 @@ pub(super) struct Inner {
     /// [`Declined::Revoked`] instead of "never approved" (the index drops the revoked row, R-A2).
     /// Bounded like the stale marks.
     revocations: Mutex<HashMap<RevocationKey, (Binding, EntryDiff)>>,
+    /// What [`SkillCache::stats`] reports (R-P4).
+    pub(super) counters: Counters,
 }
 
 /// (origin, canonical skill URI, principal).
@@ -331,6 +335,16 @@ impl SkillCache {
         &self.principal
     }
 
+    /// What this cache did since it was opened, over every handle (R-P4): hits by how they
+    /// were verified, misses, bytes fetched and served, quarantines, retries, store and seal
+    /// failures, timeouts.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        self.inner
+            .counters
+            .snapshot(self.inner.core.seal_failures())
+    }
+
     /// The sync core, for maintenance (verify, gc, purge) and inspection.
     #[must_use]
     pub fn core(&self) -> &Cache {
@@ -341,6 +355,10 @@ impl SkillCache {
     /// loaded keep reading through the source they were loaded from. The source's change
     /// notifications mark this origin's entries stale from now on (R-B5).
     pub fn connect(&self, origin: Origin, source: Arc<dyn SkillSource>) {
+        tracing::debug!(
+            origin = origin.as_str(),
+            "origin bound to a source (it connects on its first request)"
+        );
         // Weak: the source must not keep the cache alive through its own callback.
         let inner = Arc::downgrade(&self.inner);
         let marked = origin.clone();
@@ -413,6 +431,7 @@ impl SkillCache {
                 origin,
                 source.as_ref(),
                 "skills/get",
+                uri.as_str(),
                 source.get_skill(uri.as_str()),
             )
             .await?;
@@ -449,6 +468,7 @@ impl SkillCache {
                     origin,
                     source.as_ref(),
                     "skills/list",
+                    cursor.as_deref().unwrap_or_default(),
                     source.list_skills(cursor.as_deref()),
                 )
                 .await?;
@@ -630,12 +650,15 @@ impl Inner {
         origin: &Origin,
         source: &dyn SkillSource,
         method: &'static str,
+        uri: &str,
         request: SourceFuture<'_>,
     ) -> Result<Value, Error> {
         let timeout = |method: &str, after: Duration| {
+            self.counters.timed_out();
             tracing::info!(
                 origin = origin.as_str(),
                 method,
+                uri,
                 ?after,
                 "the server did not answer in time"
             );
@@ -651,11 +674,19 @@ impl Inner {
         } = self.deadlines;
         tokio::time::timeout(connect, source.ready())
             .await
-            .map_err(|_| timeout("initialize", connect))??;
+            .map_err(|_| timeout("initialize", connect))?
+            .inspect_err(|e| {
+                tracing::info!(origin = origin.as_str(), error = %e, "connecting to the server failed");
+            })?;
+        tracing::debug!(origin = origin.as_str(), method, uri, "request sent");
         let result = tokio::time::timeout(per_request, request)
             .await
-            .map_err(|_| timeout(method, per_request))??;
+            .map_err(|_| timeout(method, per_request))?
+            .inspect_err(|e| {
+                tracing::info!(origin = origin.as_str(), method, uri, error = %e, "request failed");
+            })?;
         check_result_type(method, &result)?;
+        tracing::debug!(origin = origin.as_str(), method, uri, "answer received");
         Ok(result)
     }
 
@@ -754,6 +785,61 @@ impl Inner {
             .get(&Self::revocation_key(origin, entry, principal))
             .filter(|(b, _)| *b == binding)
             .map(|(_, diff)| diff.clone())
+    }
+
+    /// Counts and reports what a cached read found (R-P4): a hit becomes the file, served; a
+    /// miss or a quarantined copy is `Err(retried)`, to be fetched. The core decides hits,
+    /// misses and quarantines; they are tallied here, where the result arrives.
+    pub(super) fn count_cached(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        read: CachedRead,
+    ) -> Result<SkillFile, bool> {
+        let uri = file.uri().as_str();
+        match read {
+            CachedRead::Hit(v) => Ok(self.serve_hit(origin, file, v)),
+            CachedRead::Miss => {
+                tracing::debug!(origin = origin.as_str(), uri, "cache miss");
+                self.counters.miss();
+                Err(false)
+            }
+            // The copy was quarantined by the core; one fetch from the server, bypassing it.
+            CachedRead::Failed(mismatch) => {
+                self.counters.miss();
+                self.note_quarantine(origin, file, &mismatch);
+                Err(true)
+            }
+        }
+    }
+
+    /// A verified cache hit, counted by how it was verified, as the file handed out.
+    pub(super) fn serve_hit(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        v: VerifiedBytes,
+    ) -> SkillFile {
+        let mode = if v.rehashed() { "hashed" } else { "evidence" };
+        tracing::debug!(
+            origin = origin.as_str(),
+            uri = file.uri().as_str(),
+            mode,
+            "cache hit"
+        );
+        self.counters.hit(v.rehashed(), v.as_slice().len());
+        SkillFile::listed(origin, file, v, Provenance::Cache, false)
+    }
+
+    /// A cached copy failed and the core quarantined it; the one fetch R-V9 allows follows.
+    pub(super) fn note_quarantine(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        mismatch: &Mismatch,
+    ) {
+        tracing::info!(origin = origin.as_str(), uri = file.uri().as_str(), %mismatch, "cached copy quarantined; fetching it once more (R-V9)");
+        self.counters.quarantined_and_retried();
     }
 
     fn mark_stale(&self, origin: &Origin, change: Change) {
@@ -856,23 +942,22 @@ impl Inner {
         admit: Admit<'_>,
     ) -> Result<SkillFile, Error> {
         let (o, f) = (origin.clone(), file.clone());
-        let retried = match blocking(&self.core, move |c| c.read_file(&o, &f)).await? {
-            CachedRead::Hit(v) => {
-                return Ok(SkillFile::listed(origin, file, v, Provenance::Cache, false));
-            }
-            CachedRead::Miss => false,
-            // The copy was quarantined by the core; one fetch from the server, bypassing it.
-            CachedRead::Failed(_) => true,
+        let read = blocking(&self.core, move |c| c.read_file(&o, &f)).await?;
+        let retried = match self.count_cached(origin, file, read) {
+            Ok(hit) => return Ok(hit),
+            Err(retried) => retried,
         };
         let result = self
             .ask(
                 origin,
                 source,
                 "resources/read",
+                file.uri().as_str(),
                 source.read_resource(file.uri().as_str()),
             )
             .await?;
         let bytes = select_content(&result, file.uri())?;
+        self.counters.fetched(bytes.len());
         let verified =
             VerifiedBytes::check(bytes, file.size(), file.digest()).map_err(|mismatch| {
                 Error::Verification {
@@ -887,21 +972,22 @@ impl Inner {
         let (o, f) = (origin.clone(), file.clone());
         let (verified, stored) = blocking(&self.core, move |c| {
             // A cache that cannot store (a full disk) must not fail a verified load: the bytes
-            // are still served, and the file says they were not kept.
+            // are still served, and the file says they were not kept. The failure is reported,
+            // never swallowed: counted below, logged here, and `SkillFile::stored` is false.
             let stored = match c.store_file(&o, &f, verified.as_slice()) {
                 Ok(()) => true,
                 Err(e) => {
-                    if crate::index::is_disk_full(&e) {
-                        tracing::debug!(origin = o.as_str(), uri = f.uri().as_str(), "disk full: served without keeping a copy");
-                    } else {
-                        tracing::warn!(origin = o.as_str(), uri = f.uri().as_str(), error = %e, "served without keeping a copy");
-                    }
+                    tracing::warn!(origin = o.as_str(), uri = f.uri().as_str(), disk_full = crate::index::is_disk_full(&e), error = %e, "store failed: served without keeping a copy");
                     false
                 }
             };
             Ok((verified, stored))
         })
         .await?;
+        if !stored {
+            self.counters.store_failed();
+        }
+        self.counters.served(verified.as_slice().len());
         let mut out = SkillFile::listed(origin, file, verified, Provenance::Server, retried);
         out.stored = stored;
         Ok(out)

@@ -16,6 +16,7 @@ mod loaded;
 mod loading;
 mod maintenance;
 mod root;
+mod stats;
 
 pub use key::default_key_file;
 pub use loaded::{LoadedSkill, Provenance, SkillFile};
@@ -24,6 +25,7 @@ pub use maintenance::{GcReport, VerifyReport};
 pub use root::{
     HOME_DISCOVERY_PATHS, PROJECT_DISCOVERY_PATHS, default_discovery_paths, default_root,
 };
+pub use stats::Stats;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -393,7 +393,9 @@ async fn load(
         None => skill.skill_md().clone(),
     };
     if ctx.json {
-        print_json(&file_json(&file, &info.entry));
+        let mut out = file_json(&file, &info.entry);
+        out["counters"] = counters_json(&cache);
+        print_json(&out);
     } else {
         // The bytes, unchanged.
         let mut out = std::io::stdout().lock();
@@ -570,18 +572,39 @@ fn stats(ctx: &Ctx) -> Result<Outcome> {
         // Rows seen while gathering these numbers that failed their seal (R-H3).
         "seal_failures": core.seal_failures(),
         "index_read_only": core.index().is_read_only(),
+        // This process's counters (R-P4): the files this command served and fetched, and the
+        // rows seen while gathering these numbers that failed their seal (R-H3).
+        "counters": counters_json(&cache),
     });
     if ctx.json {
         print_json(&out);
     } else if let Value::Object(m) = out {
         for (k, v) in m {
-            outln!(
-                "{k:<15} {}",
-                v.as_str().map_or_else(|| v.to_string(), str::to_owned)
-            );
+            match v {
+                Value::Object(counters) => {
+                    for (c, n) in counters {
+                        outln!("{:<15} {n}", format!("{k}.{c}"));
+                    }
+                }
+                v => outln!(
+                    "{k:<15} {}",
+                    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+                ),
+            }
         }
     }
     Ok(Outcome::Ok)
+}
+
+/// The cache's counters (R-P4), as `stats` and `load --json` print them.
+pub(crate) fn counters_json(cache: &SkillCache) -> Value {
+    let s = cache.stats();
+    json!({
+        "hits_hashed": s.hits_hashed, "hits_evidence": s.hits_evidence, "misses": s.misses,
+        "bytes_fetched": s.bytes_fetched, "bytes_served": s.bytes_served,
+        "quarantines": s.quarantines, "retries": s.retries, "store_failures": s.store_failures,
+        "seal_failures": s.seal_failures, "timeouts": s.timeouts,
+    })
 }
 
 fn inspect_dir(dir: &std::path::Path, base_uri: Option<String>) -> Result<Outcome> {
