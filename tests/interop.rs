@@ -168,7 +168,7 @@ async fn run_pass(
         .expect("open");
     cache.connect(
         origin.clone(),
-        Arc::new(McpSource::stdio(command).expect("the command line splits")),
+        Arc::new(McpSource::stdio(common::sh(command))),
     );
     let listed = cache.list(origin).await.expect("skills/list");
     let (mut loaded, mut files, mut from_cache) = (0, 0, 0);

@@ -603,7 +603,7 @@ mod library {
         );
         let cache = cache(&env);
         let origin = Origin::new("notifying").expect("origin");
-        let source = McpSource::stdio(&cmd).expect("command line");
+        let source = McpSource::stdio(super::common::sh(&cmd));
         cache.connect(origin.clone(), Arc::new(source));
         let uri = SkillUri::parse(NOTES).expect("uri");
         let first = cache.entry(&origin, &uri).await.expect("entry");
@@ -650,9 +650,7 @@ mod library {
         let served = env.served();
         std::fs::write(served.join("notes/refs/notes.md"), "n".repeat(10_000)).expect("write");
         let cmd = format!("'{}' serve '{}'", super::BIN, served.display());
-        let source = McpSource::stdio(&cmd)
-            .expect("command line")
-            .max_message_bytes(4096);
+        let source = McpSource::stdio(super::common::sh(&cmd)).max_message_bytes(4096);
         let cache = cache(&env);
         let origin = Origin::new("small").expect("origin");
         cache.connect(origin.clone(), Arc::new(source));

@@ -29,10 +29,10 @@ use crate::entry::Limits;
 use crate::error::{Error, Rule};
 
 /// How to reach the server.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 enum Target {
-    /// A command line, split into words.
-    Stdio(Vec<String>),
+    /// A command the host built; spawned again for each connection attempt.
+    Stdio(Mutex<tokio::process::Command>),
     /// A Streamable HTTP endpoint.
     Http(String),
 }
@@ -53,7 +53,9 @@ struct Connection {
 /// ```
 /// use skillcache::source::McpSource;
 /// // Nothing is started: the command would fail only when a request needs the server.
-/// let source = McpSource::stdio("/nonexistent/server --flag").unwrap();
+/// let mut command = tokio::process::Command::new("/nonexistent/server");
+/// command.arg("--flag").env("SERVER_LOG", "quiet");
+/// let source = McpSource::stdio(command);
 /// assert!(!source.is_connected());
 /// ```
 pub struct McpSource {
@@ -136,20 +138,14 @@ fn bound_for(limits: &Limits) -> usize {
 }
 
 impl McpSource {
-    /// A server spawned from `command_line` (split like a shell would: spaces, quotes,
-    /// backslashes; no expansion), spoken to over stdio. Nothing is started until a request
-    /// needs the server.
-    ///
-    /// # Errors
-    /// [`Error::Transport`] (method `connect`) for a command line that cannot be split or is
-    /// empty: checked here, before anything runs.
-    pub fn stdio(command_line: &str) -> Result<McpSource, Error> {
-        let words =
-            split_command_line(command_line).map_err(|e| transport_err("connect")(e.into()))?;
-        if words.is_empty() {
-            return Err(transport_err("connect")("the command line is empty".into()));
-        }
-        Ok(McpSource::new(Target::Stdio(words)))
+    /// A server spawned from `command`, spoken to over its stdin and stdout. The host builds the
+    /// command as it likes (program, arguments, environment, working folder, stderr); the source
+    /// takes over stdin and stdout (piped: the MCP stream, read within the message bound, R-B2)
+    /// and kills the child when the source is dropped. Nothing is started until a request needs
+    /// the server (R-B4); a connection attempt that fails spawns the command again next time.
+    #[must_use]
+    pub fn stdio(command: tokio::process::Command) -> McpSource {
+        McpSource::new(Target::Stdio(Mutex::new(command)))
     }
 
     /// A Streamable HTTP MCP endpoint. Nothing is contacted until a request needs the server.
@@ -199,17 +195,19 @@ impl McpSource {
             on_change: Arc::clone(&self.on_change),
         };
         let started = match &self.target {
-            Target::Stdio(words) => {
-                let (program, args) = words
-                    .split_first()
-                    .ok_or_else(|| transport_err("connect")("the command line is empty".into()))?;
-                let transport =
-                    ChildTransport::spawn(program, args, self.max_message, Arc::clone(&ended))
+            Target::Stdio(command) => {
+                let transport = {
+                    let mut command = command
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    ChildTransport::spawn(&mut command, self.max_message, Arc::clone(&ended))
                         .map_err(|e| {
+                            let program = command.as_std().get_program().to_owned();
                             transport_err("connect")(
-                                format!("cannot start {program:?}: {e}").into(),
+                                format!("cannot start {}: {e}", program.display()).into(),
                             )
-                        })?;
+                        })?
+                };
                 handler.serve(transport).await
             }
             Target::Http(url) => {
@@ -319,71 +317,4 @@ impl SkillSource for McpSource {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(on_change);
     }
-}
-
-/// Splits a command line into words like a POSIX shell would, without any expansion.
-///
-/// ```
-/// # use skillcache::source::split_command_line;
-/// assert_eq!(split_command_line(r#"node "my server.js" --x='a b' c\ d"#).unwrap(),
-///            ["node", "my server.js", "--x=a b", "c d"]);
-/// ```
-///
-/// # Errors
-/// An unterminated quote or a trailing backslash.
-pub fn split_command_line(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' | '\n' => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(ch) => word.push(ch),
-                        None => return Err("unterminated ' quote".into()),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(ch @ ('"' | '\\' | '$' | '`')) => word.push(ch),
-                            Some(ch) => {
-                                word.push('\\');
-                                word.push(ch);
-                            }
-                            None => return Err("unterminated \" quote".into()),
-                        },
-                        Some(ch) => word.push(ch),
-                        None => return Err("unterminated \" quote".into()),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                word.push(chars.next().ok_or("trailing backslash")?);
-            }
-            ch => {
-                in_word = true;
-                word.push(ch);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
 }

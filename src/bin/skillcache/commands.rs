@@ -54,6 +54,11 @@ fn usage(what: &str, e: &Error) -> Failure {
     Failure::Usage(format!("invalid {what}: {e}"))
 }
 
+/// A `--stdio` line that does not split into a command.
+fn stdio_usage(why: &str) -> Failure {
+    Failure::Usage(format!("invalid --stdio: {why}"))
+}
+
 // `Error` is large (see `origin_arg`); this is the cold path.
 #[allow(clippy::result_large_err)]
 fn origin_usage(label: &str) -> Result<Origin> {
@@ -68,7 +73,7 @@ fn validate(command: &Command) -> Result<()> {
     let server = |s: &ServerArgs| -> Result<()> {
         origin_usage(&s.origin)?;
         if let Some(cmd) = &s.stdio {
-            McpSource::stdio(cmd).map_err(|e| usage("--stdio", &e))?;
+            crate::cmdline::command(cmd).map_err(|e| stdio_usage(&e))?;
         }
         Ok(())
     };
@@ -211,7 +216,9 @@ pub(crate) fn connect(
         .open()?;
     notice_healed(&cache);
     let source: Arc<dyn SkillSource> = match (&s.stdio, &s.url) {
-        (Some(cmd), _) => Arc::new(McpSource::stdio(cmd).map_err(|e| usage("--stdio", &e))?),
+        (Some(cmd), _) => Arc::new(McpSource::stdio(
+            crate::cmdline::command(cmd).map_err(|e| stdio_usage(&e))?,
+        )),
         (None, Some(url)) => Arc::new(McpSource::http(url)),
         (None, None) => return Err(Failure::Usage("--stdio or --url is required".into())),
     };

@@ -55,10 +55,6 @@ fn say(line: impl Display) {
     outln!("   {line}");
 }
 
-fn quote(p: &Path) -> String {
-    format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
-}
-
 pub(crate) async fn run(_builder: SkillCacheBuilder) -> Result<Outcome, Failure> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -103,17 +99,18 @@ async fn tour(work: &Path) -> Result<Outcome, Failure> {
     };
     step.begin("connect: start `skillcache serve` on the sample skills (stdio, via rmcp)");
     let exe = std::env::current_exe()?;
-    let command = format!(
-        "{} serve {} --dynamic live-status",
-        quote(&exe),
-        quote(&served)
-    );
+    // A host builds the server's command itself; the source spawns it on the first request.
+    let mut command = tokio::process::Command::new(&exe);
+    command
+        .arg("serve")
+        .arg(&served)
+        .args(["--dynamic", "live-status"]);
     let cache = SkillCache::builder()
         .root(work.join("cache"))
         .key_file(work.join("host.key"))
         .open()?;
     let origin = Origin::new("demo-server")?;
-    cache.connect(origin.clone(), Arc::new(McpSource::stdio(&command)?));
+    cache.connect(origin.clone(), Arc::new(McpSource::stdio(command)));
     say(format!(
         "origin label {origin:?} (the host's name for the server, never the server's own)"
     ));

@@ -19,6 +19,7 @@ macro_rules! outln {
     }};
 }
 
+mod cmdline;
 mod commands;
 mod demo;
 
