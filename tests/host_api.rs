@@ -646,3 +646,128 @@ async fn p4_h5_a_failed_store_is_counted_and_reported_never_swallowed() {
         "{log:#?}"
     );
 }
+
+// ---- 4. Sources that fit rmcp hosts (issue 11, item 6) --------------------------------------
+
+/// One skill in a folder, served by `SkillServer` (fresh for an hour).
+fn served_folder(dir: &tempfile::TempDir) -> (std::path::PathBuf, SkillUri) {
+    let skills = dir.path().join("skills");
+    std::fs::create_dir_all(skills.join("notes")).expect("mkdir");
+    std::fs::write(
+        skills.join("notes/SKILL.md"),
+        "---\nname: notes\ndescription: Takes notes.\n---\n# Notes\n",
+    )
+    .expect("write");
+    (
+        skills,
+        SkillUri::parse("skill://notes/SKILL.md").expect("uri"),
+    )
+}
+
+/// `server` answering newline-delimited JSON-RPC on one end of an in-process pipe.
+fn serve_pipe(server: SkillServer, end: tokio::io::DuplexStream) -> tokio::task::JoinHandle<()> {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    tokio::spawn(async move {
+        let (read, mut write) = tokio::io::split(end);
+        let mut lines = tokio::io::BufReader::new(read).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let message: Value = serde_json::from_str(&line).expect("JSON-RPC from the client");
+            if let Some(reply) = server.handle(&message) {
+                let mut out = serde_json::to_vec(&reply).expect("serialise");
+                out.push(b'\n');
+                if write.write_all(&out).await.is_err() {
+                    break;
+                }
+            }
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b4_mcp_source_over_a_hosts_transport_runs_initialize_on_first_use() {
+    use skillcache::source::McpSource;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (skills, uri) = served_folder(&dir);
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let task = serve_pipe(SkillServer::new(skills), server);
+    let source = Arc::new(McpSource::from_transport(client));
+    assert!(!source.is_connected(), "nothing runs before a request");
+    let cache = open(&dir);
+    let o = origin("piped");
+    cache.connect(o.clone(), source.clone());
+    let e = cache
+        .entry(&o, &uri)
+        .await
+        .expect("skills/get over the pipe")
+        .entry;
+    assert!(source.is_connected());
+    cache.approve(&o, &e, None).await.expect("approve");
+    let skill = cache.load(&o, &e).await.expect("load over the pipe");
+    assert!(skill.skill_md().bytes().starts_with(b"---\nname: notes"));
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b5_mcp_source_from_a_hosts_peer_reuses_its_session_and_takes_forwarded_changes() {
+    use rmcp::ServiceExt as _;
+    use skillcache::source::{Change, McpSource};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (skills, uri) = served_folder(&dir);
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let _task = serve_pipe(SkillServer::new(skills).ttl_ms(3_600_000), server);
+    // The host's own session, initialised by the host.
+    let session = ().serve(client).await.expect("the host's session initialises");
+    let source = Arc::new(McpSource::from_peer(session.peer().clone()));
+    let cache = open(&dir);
+    let o = origin("peer");
+    cache.connect(o.clone(), source.clone());
+    let first = cache
+        .entry(&o, &uri)
+        .await
+        .expect("skills/get through the peer");
+    assert!(!first.from_cache);
+    assert!(
+        cache.entry(&o, &uri).await.expect("again").from_cache,
+        "fresh for an hour"
+    );
+    // The host's handler got a change notification and forwards it: the entry is stale.
+    source.notify(Change::ListChanged);
+    assert!(!cache.entry(&o, &uri).await.expect("asked again").from_cache);
+    cache
+        .approve(&o, &first.entry, None)
+        .await
+        .expect("approve");
+    let skill = cache
+        .load(&o, &first.entry)
+        .await
+        .expect("load through the peer");
+    assert!(skill.skill_md().verified());
+    session.cancel().await.expect("the host ends its session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn b4_mcp_source_stdio_spawns_the_command_the_host_built_with_its_environment() {
+    use skillcache::source::McpSource;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (skills, uri) = served_folder(&dir);
+    // The program and folder reach the server only through the environment the host set.
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(r#"exec "$SKILLCACHE_BIN" serve "$SERVED""#)
+        .env("SKILLCACHE_BIN", env!("CARGO_BIN_EXE_skillcache"))
+        .env("SERVED", &skills)
+        .current_dir(dir.path());
+    let cache = open(&dir);
+    let o = origin("spawned");
+    cache.connect(o.clone(), Arc::new(McpSource::stdio(command)));
+    let e = cache.entry(&o, &uri).await.expect("skills/get").entry;
+    cache.approve(&o, &e, None).await.expect("approve");
+    let skill = cache.load(&o, &e).await.expect("load");
+    assert_eq!(
+        skill.skill_md().bytes(),
+        std::fs::read(skills.join("notes/SKILL.md"))
+            .expect("read")
+            .as_slice()
+    );
+}

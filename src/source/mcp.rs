@@ -16,7 +16,7 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, ExtensionCapabilities,
     Implementation, ResourceUpdatedNotificationParam, ServerResult,
 };
-use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceError};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -29,17 +29,49 @@ use crate::entry::Limits;
 use crate::error::{Error, Rule};
 
 /// How to reach the server.
-#[derive(Debug)]
 enum Target {
     /// A command the host built; spawned again for each connection attempt.
     Stdio(Mutex<tokio::process::Command>),
     /// A Streamable HTTP endpoint.
     Http(String),
+    /// A transport the host opened, served on the first request; used once.
+    Transport(Mutex<Option<Starter>>),
+    /// A session the host already holds and initialised.
+    Peer(Peer<RoleClient>),
 }
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Stdio(c) => f.debug_tuple("Stdio").field(c).finish(),
+            Target::Http(url) => f.debug_tuple("Http").field(url).finish(),
+            Target::Transport(_) => f.write_str("Transport"),
+            Target::Peer(_) => f.write_str("Peer"),
+        }
+    }
+}
+
+/// Runs `initialize` over a host's transport with our handler.
+type Starter = Box<
+    dyn FnOnce(
+            Handler,
+        ) -> std::pin::Pin<
+            Box<
+                dyn Future<
+                        Output = Result<
+                            RunningService<RoleClient, Handler>,
+                            rmcp::service::ClientInitializeError,
+                        >,
+                    > + Send,
+            >,
+        > + Send,
+>;
 
 /// A live connection and what its transport says when it ends.
 struct Connection {
-    service: RunningService<RoleClient, Handler>,
+    peer: Peer<RoleClient>,
+    /// The session we run (none for a host's peer): dropping it ends the session.
+    _service: Option<RunningService<RoleClient, Handler>>,
     ended: EndSlot,
 }
 
@@ -154,6 +186,45 @@ impl McpSource {
         McpSource::new(Target::Http(url.to_owned()))
     }
 
+    /// A server over any rmcp client transport the host opened (a socket, an in-process duplex,
+    /// a custom framing). `initialize` runs on the first request, with skillcache's own client
+    /// handler (so change notifications reach the cache, R-B5), and the server's capabilities
+    /// are checked. The transport is used once: if that first connection fails, later requests
+    /// fail too, and the host makes a new source. The message bound is the transport's to
+    /// enforce.
+    #[must_use]
+    pub fn from_transport<T, E, A: 'static>(transport: T) -> McpSource
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A> + Send + 'static,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let start: Starter = Box::new(move |handler: Handler| Box::pin(handler.serve(transport)));
+        McpSource::new(Target::Transport(Mutex::new(Some(start))))
+    }
+
+    /// A session the host already holds: requests go through `peer`, which the host keeps
+    /// running. Its capabilities are checked on the first request, as for any source. The
+    /// session's notifications reach the host's own handler, not the cache: a host that wants
+    /// them to mark entries stale (R-B5) forwards them with [`McpSource::notify`].
+    #[must_use]
+    pub fn from_peer(peer: Peer<RoleClient>) -> McpSource {
+        McpSource::new(Target::Peer(peer))
+    }
+
+    /// Reports a change notification the host received for this source's server to the cache
+    /// watching it (R-B5), as if the source had received it: for [`McpSource::from_peer`], whose
+    /// notifications go to the host's handler.
+    pub fn notify(&self, change: Change) {
+        let sink = self
+            .on_change
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(sink) = sink {
+            sink(change);
+        }
+    }
+
     fn new(target: Target) -> McpSource {
         McpSource {
             target,
@@ -220,19 +291,43 @@ impl McpSource {
                     .serve(StreamableHttpClientTransport::from_config(config))
                     .await
             }
+            Target::Transport(start) => {
+                let start = start
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+                    .ok_or_else(|| {
+                        transport_err("connect")(
+                            "the host's transport was used by an earlier connection attempt".into(),
+                        )
+                    })?;
+                start(handler).await
+            }
+            Target::Peer(peer) => {
+                checked(peer)?;
+                return Ok(Connection {
+                    peer: peer.clone(),
+                    _service: None,
+                    ended,
+                });
+            }
         };
         let service = started.map_err(|e| match ended_reason(&ended) {
             Some(why) => ended_error("initialize", why),
             None => transport_err("initialize")(Box::new(e)),
         })?;
-        checked(&service)?;
-        Ok(Connection { service, ended })
+        checked(service.peer())?;
+        Ok(Connection {
+            peer: service.peer().clone(),
+            _service: Some(service),
+            ended,
+        })
     }
 
     async fn call(&self, method: &'static str, params: Value) -> Result<Value, Error> {
         let connection = self.connection().await?;
         let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
-        match connection.service.peer().send_request(request).await {
+        match connection.peer.send_request(request).await {
             Ok(result) => Ok(result_json(result)),
             Err(ServiceError::McpError(e)) => Err(Error::Server {
                 method: method.to_owned(),
@@ -266,8 +361,8 @@ fn ended_error(method: &str, why: super::stdio::Ended) -> Error {
 }
 
 /// Skills calls go out only to a server that declared both the extension and `resources`.
-fn checked(service: &RunningService<RoleClient, Handler>) -> Result<(), Error> {
-    let info = service.peer().peer_info();
+fn checked(peer: &Peer<RoleClient>) -> Result<(), Error> {
+    let info = peer.peer_info();
     let caps = info.as_ref().map(|i| &i.capabilities);
     let fail = |missing| {
         Err(Error::InvalidResponse {
@@ -312,6 +407,7 @@ impl SkillSource for McpSource {
     }
 
     fn watch(&self, on_change: OnChange) {
+        // Replaced, never added to: one cache watches a source.
         *self
             .on_change
             .lock()
