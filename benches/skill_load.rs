@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use skillcache::entry::{Limits, Validation};
-use skillcache::{Origin, SkillCache, SkillEntry};
+use skillcache::{ApprovalPolicy, Origin, SkillCache, SkillEntry};
 
 type Skill = (SkillEntry, support::Files);
 
@@ -55,6 +55,7 @@ fn median_skill() -> Skill {
 
 fn open(dir: &std::path::Path, skill: &Skill) -> (SkillCache, Origin) {
     let cache = SkillCache::builder()
+        .approval(ApprovalPolicy::NotRequired)
         .root(dir)
         .limits(Limits::new(1024, 1 << 30).expect("raised"))
         .open()

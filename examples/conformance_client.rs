@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use skillcache::source::McpSource;
-use skillcache::{Origin, SkillCache};
+use skillcache::{ApprovalPolicy, Origin, SkillCache};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
@@ -51,7 +51,12 @@ async fn drive(
     scenario: &str,
     root: &std::path::Path,
 ) -> Result<usize, skillcache::Error> {
-    let cache = SkillCache::builder().root(root).open()?;
+    // A conformance driver has no user to ask: it checks verification, not activation, so it
+    // opts out of the approval gate explicitly (R-P1).
+    let cache = SkillCache::builder()
+        .root(root)
+        .approval(ApprovalPolicy::NotRequired)
+        .open()?;
     let origin = Origin::new("conformance")?;
     cache.connect(origin.clone(), Arc::new(McpSource::http(url)));
     let listed = cache.list(&origin).await?;

@@ -312,12 +312,14 @@ impl fmt::Display for KeyProblem {
 pub enum Declined {
     /// The skill is dynamic and the host declines dynamic skills (R-V7).
     Dynamic,
-    /// Approval is required and the skill was never approved.
+    /// Approval is required (R-P1) and this principal never approved the skill — a nested skill
+    /// included: the approval of the skill it lies in does not cover it.
     NotApproved,
-    /// Approval is required and the approval was revoked because the files changed (R-A2).
-    ApprovalRevoked {
-        /// What changed, for a person.
-        changes: String,
+    /// Approval is required (R-P1) and this principal's approval no longer holds: the skill's
+    /// files changed since it was approved (R-A2).
+    Revoked {
+        /// What was added, removed or changed since the approved entry.
+        changes: Box<crate::entry::EntryDiff>,
     },
 }
 
@@ -328,7 +330,7 @@ impl fmt::Display for Declined {
                 f.write_str("it is dynamic (no digests) and dynamic skills are declined")
             }
             Declined::NotApproved => f.write_str("it has not been approved"),
-            Declined::ApprovalRevoked { changes } => {
+            Declined::Revoked { changes } => {
                 write!(
                     f,
                     "its approval was revoked because its files changed: {changes}"

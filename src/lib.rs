@@ -84,7 +84,7 @@ pub mod source;
 pub mod store;
 pub mod uri;
 
-pub use cache::{LoadedSkill, SkillCache, SkillFile};
+pub use cache::{ApprovalPolicy, LoadedSkill, SkillCache, SkillFile};
 pub use digest::{Digest, VerifiedBytes};
 pub use entry::SkillEntry;
 pub use error::{Error, Result};

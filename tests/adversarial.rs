@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::double::Double;
 use serde_json::json;
-use skillcache::cache::{Cache, SkillCache};
+use skillcache::cache::{ApprovalPolicy, Cache, SkillCache};
 use skillcache::entry::{CacheHints, Scope};
 use skillcache::source::{Change, OnChange, SkillSource, SourceFuture};
 use skillcache::{Error, Origin, SkillUri};
@@ -229,6 +229,7 @@ async fn h6_an_index_whose_schema_was_replaced_heals_instead_of_failing_forever(
             .expect("attacker edits the schema");
     }
     let cache = SkillCache::builder()
+        .approval(ApprovalPolicy::NotRequired)
         .root(place.root())
         .key_file(place.key())
         .open()
@@ -383,6 +384,7 @@ fn rss_bytes() -> u64 {
 fn b5_change_notifications_cannot_grow_the_hosts_memory_without_bound() {
     let place = Place::new();
     let cache = SkillCache::builder()
+        .approval(ApprovalPolicy::NotRequired)
         .root(place.root())
         .key_file(place.key())
         .open()
@@ -428,6 +430,7 @@ async fn h11_a_held_lock_costs_a_load_one_bounded_wait_not_one_per_file() {
     double.publish(&entry, &files);
     let o = origin("docs");
     let cache = SkillCache::builder()
+        .approval(ApprovalPolicy::NotRequired)
         .root(place.root())
         .key_file(place.key())
         .lock_timeout(Duration::from_secs(1))

@@ -449,3 +449,56 @@ fn cli_demo_completes_and_shows_every_step() {
         );
     }
 }
+
+#[test]
+fn p4_cli_load_reports_the_counters_and_v_says_hits_and_requests() {
+    let env = Env::new();
+    let served = env.served("served", "notes", "Takes notes.", "the notes");
+    let s = serve_cmd(&served);
+    let md = std::fs::read(served.join("notes/SKILL.md")).expect("read");
+    let load = |extra: &[&str]| {
+        let mut args: Vec<&str> = extra.to_vec();
+        args.extend([
+            "load",
+            "skill://notes/SKILL.md",
+            "--origin",
+            "local",
+            "--stdio",
+            &s,
+        ]);
+        env.run(&args)
+    };
+    let cold = load(&["--json", "-v"]);
+    assert_eq!(code(&cold), 0, "{}", stderr(&cold));
+    let c = &json(&cold)["counters"];
+    assert_eq!(
+        (c["misses"].as_u64(), c["hits_hashed"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(c["bytes_fetched"].as_u64(), Some(md.len() as u64));
+    assert_eq!(c["bytes_served"].as_u64(), Some(md.len() as u64));
+    assert!(
+        !stderr(&cold).contains("cache miss"),
+        "-v is info; hits and misses are -vv: {}",
+        stderr(&cold)
+    );
+    let warm = load(&["--json", "-vv"]);
+    assert_eq!(code(&warm), 0, "{}", stderr(&warm));
+    let c = &json(&warm)["counters"];
+    assert_eq!(
+        (
+            c["misses"].as_u64(),
+            c["hits_hashed"].as_u64(),
+            c["bytes_fetched"].as_u64()
+        ),
+        (Some(0), Some(1), Some(0))
+    );
+    let said = stderr(&warm);
+    assert!(
+        said.contains("cache hit") && said.contains("skill://notes/SKILL.md"),
+        "{said}"
+    );
+    let stats = env.run(&["--json", "stats"]);
+    assert_eq!(code(&stats), 0, "{}", stderr(&stats));
+    assert_eq!(json(&stats)["counters"]["seal_failures"].as_u64(), Some(0));
+}

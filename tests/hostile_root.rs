@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::double::Double;
-use skillcache::cache::{Cache, CachedRead, SkillCache};
+use skillcache::cache::{ApprovalPolicy, Cache, CachedRead, SkillCache};
 use skillcache::entry::{CacheHints, Scope};
 use skillcache::error::Mismatch;
 use skillcache::store::{Isolation, LockMode};
@@ -274,6 +274,7 @@ fn loading(
 ) {
     let dir = tempfile::tempdir().expect("tempdir");
     let cache = SkillCache::builder()
+        .approval(ApprovalPolicy::NotRequired)
         .root(dir.path().join("root"))
         .isolation(isolation)
         .open()
@@ -664,6 +665,7 @@ async fn h5_a_pre_populated_cache_on_a_read_only_mount_serves_warm_loads() {
     mnt.remount_read_only();
     // A container image: nothing under the root can be written, and nothing needs to be.
     let cache = SkillCache::builder()
+        .approval(ApprovalPolicy::NotRequired)
         .root(mnt.path().join("root"))
         .open()
         .expect("opens on a read-only mount");

@@ -22,7 +22,7 @@ use skillcache::cache::Provenance;
 use skillcache::entry::Validation;
 use skillcache::local::{find_skills, inspect};
 use skillcache::source::McpSource;
-use skillcache::{Origin, SkillCache};
+use skillcache::{ApprovalPolicy, Origin, SkillCache};
 
 const SWITCH: &str = "SKILLCACHE_INTEROP";
 const SCENARIOS: [&str; 4] = [
@@ -160,10 +160,15 @@ async fn run_pass(
     command: &str,
     published: &mut BTreeSet<String>,
 ) -> Row {
-    let cache = SkillCache::builder().root(root).open().expect("open");
+    // Interop is about verification, not activation: the gate is opted out of (R-P1).
+    let cache = SkillCache::builder()
+        .root(root)
+        .approval(ApprovalPolicy::NotRequired)
+        .open()
+        .expect("open");
     cache.connect(
         origin.clone(),
-        Arc::new(McpSource::stdio(command).expect("the command line splits")),
+        Arc::new(McpSource::stdio(common::sh(command))),
     );
     let listed = cache.list(origin).await.expect("skills/list");
     let (mut loaded, mut files, mut from_cache) = (0, 0, 0);

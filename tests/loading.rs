@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use common::double::{Double, ReadLie};
 use serde_json::json;
-use skillcache::cache::{DynamicPolicy, Provenance, SkillCache};
+use skillcache::cache::{ApprovalPolicy, DynamicPolicy, Provenance, SkillCache};
 use skillcache::entry::Limits;
 use skillcache::error::{Declined, Mismatch};
 use skillcache::store::Isolation;
@@ -35,6 +35,7 @@ fn fixture_with(isolation: Isolation, dynamic: DynamicPolicy) -> Fixture {
 fn fixture_memory(isolation: Isolation, dynamic: DynamicPolicy, memory: u64) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
     let cache = SkillCache::builder()
+        .approval(ApprovalPolicy::NotRequired)
         .root(dir.path().join("root"))
         .isolation(isolation)
         .dynamic(dynamic)
@@ -741,6 +742,7 @@ fn two_principals(scope: &str) -> TwoPrincipals {
     let origin = Origin::new("docs-server").expect("label");
     let open = |principal: &str| {
         let c = SkillCache::builder()
+            .approval(ApprovalPolicy::NotRequired)
             .root(dir.path().join("root"))
             .key_file(dir.path().join("host.key"))
             .principal(principal)

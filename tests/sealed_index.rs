@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 
 use common::double::Double;
 use serde_json::json;
-use skillcache::cache::{Cache, Provenance, SkillCache};
+use skillcache::cache::{ApprovalPolicy, Cache, Provenance, SkillCache};
 use skillcache::entry::{CacheHints, Scope, Validation};
 use skillcache::error::KeyProblem;
 use skillcache::index::{Index, KEY_LEN, SealKey};
@@ -56,6 +56,7 @@ impl Fixture {
 
     fn cache_with_key(&self, key: &Path, principal: &str) -> SkillCache {
         let cache = SkillCache::builder()
+            .approval(ApprovalPolicy::NotRequired)
             .root(self.root())
             .key_file(key)
             .principal(principal)
@@ -573,6 +574,7 @@ async fn h5_warm_hit_does_not_wait_for_another_processes_write_transaction() {
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         rt.block_on(async move {
             let cache = SkillCache::builder()
+                .approval(ApprovalPolicy::NotRequired)
                 .root(root)
                 .key_file(key)
                 .open()
@@ -611,6 +613,7 @@ async fn h5_an_index_on_a_read_only_mount_serves_its_entries() {
     let root = mnt.path().join("root");
     {
         let cache = SkillCache::builder()
+            .approval(ApprovalPolicy::NotRequired)
             .root(&root)
             .key_file(f.key())
             .open()
@@ -676,6 +679,7 @@ async fn h5_a_warm_hit_works_on_a_full_disk() {
     let root = mnt.path().join("root");
     let open = || {
         let cache = SkillCache::builder()
+            .approval(ApprovalPolicy::NotRequired)
             .root(&root)
             .key_file(f.key())
             .open()

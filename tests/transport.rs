@@ -561,7 +561,7 @@ mod library {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::time::Duration;
 
-    use skillcache::cache::SkillCache;
+    use skillcache::cache::{ApprovalPolicy, SkillCache};
     use skillcache::server::SkillServer;
     use skillcache::source::{McpSource, SkillSource, SourceFuture};
     use skillcache::{Error, Origin, SkillUri};
@@ -570,6 +570,7 @@ mod library {
 
     fn cache(env: &Env) -> SkillCache {
         SkillCache::builder()
+            .approval(ApprovalPolicy::NotRequired)
             .root(env.path("root"))
             .open()
             .expect("cache opens")
@@ -602,7 +603,7 @@ mod library {
         );
         let cache = cache(&env);
         let origin = Origin::new("notifying").expect("origin");
-        let source = McpSource::stdio(&cmd).expect("command line");
+        let source = McpSource::stdio(super::common::sh(&cmd));
         cache.connect(origin.clone(), Arc::new(source));
         let uri = SkillUri::parse(NOTES).expect("uri");
         let first = cache.entry(&origin, &uri).await.expect("entry");
@@ -649,9 +650,7 @@ mod library {
         let served = env.served();
         std::fs::write(served.join("notes/refs/notes.md"), "n".repeat(10_000)).expect("write");
         let cmd = format!("'{}' serve '{}'", super::BIN, served.display());
-        let source = McpSource::stdio(&cmd)
-            .expect("command line")
-            .max_message_bytes(4096);
+        let source = McpSource::stdio(super::common::sh(&cmd)).max_message_bytes(4096);
         let cache = cache(&env);
         let origin = Origin::new("small").expect("origin");
         cache.connect(origin.clone(), Arc::new(source));
@@ -705,6 +704,7 @@ mod library {
             reads: AtomicUsize::new(0),
         });
         let cache = SkillCache::builder()
+            .approval(ApprovalPolicy::NotRequired)
             .root(env.path("root"))
             .request_timeout(Duration::from_secs(2))
             .open()

@@ -118,6 +118,8 @@ pub struct LoadedSkill {
     source: Arc<dyn SkillSource>,
     entry: SkillEntry,
     skill_md: Option<SkillFile>,
+    /// What the approval that admitted this load granted (R-A5); `None` without one.
+    granted_tools: Option<Value>,
     /// Bytes received for a dynamic skill, against the total-size limit (R-V7).
     received: AtomicU64,
 }
@@ -137,6 +139,7 @@ impl LoadedSkill {
         origin: Origin,
         source: Arc<dyn SkillSource>,
         entry: SkillEntry,
+        granted_tools: Option<Value>,
     ) -> LoadedSkill {
         LoadedSkill {
             inner,
@@ -144,6 +147,7 @@ impl LoadedSkill {
             source,
             entry,
             skill_md: None,
+            granted_tools,
             received: AtomicU64::new(0),
         }
     }
@@ -183,6 +187,15 @@ impl LoadedSkill {
         self.entry.requested_tools()
     }
 
+    /// What the principal *granted* of the requested tools when approving this skill as it is
+    /// now (R-A5): the only permissions a host should apply. `None` when nothing was granted, and
+    /// always under [`ApprovalPolicy::NotRequired`](super::ApprovalPolicy::NotRequired). A grant
+    /// belongs to the approved skill alone: a skill nested inside it carries its own.
+    #[must_use]
+    pub fn granted_tools(&self) -> Option<&Value> {
+        self.granted_tools.as_ref()
+    }
+
     /// The files this window may read: the held entry's manifest (empty for a dynamic skill).
     #[must_use]
     pub fn files(&self) -> &[ManifestFile] {
@@ -216,16 +229,17 @@ impl LoadedSkill {
                 .await?;
         let mut out = Vec::with_capacity(files.len());
         for (file, read) in files.iter().zip(cached) {
+            // A miss is looked up (and counted, R-P4) again by `fetch_listed`, so only hits and
+            // quarantines are counted here.
             out.push(match read? {
-                super::CachedRead::Hit(v) => {
-                    SkillFile::listed(&self.origin, file, v, Provenance::Cache, false)
-                }
+                super::CachedRead::Hit(v) => self.inner.serve_hit(&self.origin, file, v),
                 super::CachedRead::Miss => {
                     self.inner
                         .fetch_listed(&self.origin, self.source.as_ref(), file, Admit::Bytes)
                         .await?
                 }
-                super::CachedRead::Failed(_) => {
+                super::CachedRead::Failed(mismatch) => {
+                    self.inner.note_quarantine(&self.origin, file, &mismatch);
                     let mut f = self
                         .inner
                         .fetch_listed(&self.origin, self.source.as_ref(), file, Admit::Bytes)
@@ -290,10 +304,12 @@ impl LoadedSkill {
                 &self.origin,
                 self.source.as_ref(),
                 "resources/read",
+                uri.as_str(),
                 self.source.read_resource(uri.as_str()),
             )
             .await?;
         let bytes = select_content(&result, uri)?;
+        self.inner.counters.fetched(bytes.len());
         let total = self
             .received
             .fetch_add(bytes.len() as u64, Ordering::Relaxed)
@@ -301,6 +317,7 @@ impl LoadedSkill {
         if total > max {
             return Err(over(total));
         }
+        self.inner.counters.served(bytes.len());
         Ok(SkillFile {
             origin: self.origin.clone(),
             uri: uri.clone(),

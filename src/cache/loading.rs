@@ -8,10 +8,11 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::loaded::{LoadedSkill, Provenance, SkillFile};
+use super::stats::{Counters, Stats};
 use super::{Cache, CacheBuilder, CachedRead};
 use crate::digest::{Digest, VerifiedBytes};
 use crate::entry::{
-    EntryDiff, Limits, Listing, ManifestFile, SkillEntry, Validation, check_result_type,
+    Binding, EntryDiff, Limits, Listing, ManifestFile, SkillEntry, Validation, check_result_type,
     parse_get_result, parse_list_result, select_content,
 };
 use crate::error::{Declined, Error, Limit, Mismatch};
@@ -29,6 +30,23 @@ pub enum DynamicPolicy {
     Decline,
     /// Load them, marked unverified, within the byte budget; never cached, never approvable.
     AllowUnverified,
+}
+
+/// Whether [`SkillCache::load`] requires approval (R-P1).
+///
+/// The gate is checked from the index alone, before any `resources/read` is sent: a skill that
+/// is not approved as it is now never has a byte fetched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ApprovalPolicy {
+    /// `load` succeeds only for a skill the handle's principal approved as it is now (its
+    /// (URI, digest) set equals the approved one); otherwise it fails with
+    /// [`Declined::NotApproved`] or [`Declined::Revoked`]. Dynamic skills can never be approved,
+    /// so they are declined too. The default: secure unless the host opts out.
+    #[default]
+    Required,
+    /// `load` does not consult approvals: for hosts that gate activation elsewhere. Nothing is
+    /// granted through it ([`LoadedSkill::granted_tools`] is `None`).
+    NotRequired,
 }
 
 /// How long the cache waits for a server (R-B1).
@@ -57,6 +75,7 @@ pub struct SkillCacheBuilder {
     validation: Validation,
     principal: String,
     deadlines: Deadlines,
+    approval: ApprovalPolicy,
 }
 
 impl SkillCacheBuilder {
@@ -106,11 +125,20 @@ impl SkillCacheBuilder {
         self.core = self.core.key_file(path);
         self
     }
-    /// The authorization context private entries are stored under (R-C6), and the principal
-    /// whose approvals this cache grants and checks (R-H11). Default: `""`.
+    /// The *default* principal: the one the opened [`SkillCache`] acts as. A principal is the
+    /// authorization context private entries are stored under (R-C6) and whose approvals are
+    /// granted and checked (R-H11). Default: `""`. A host serving several users opens one cache
+    /// and acts for each through [`SkillCache::for_principal`].
     #[must_use]
     pub fn principal(mut self, principal: impl Into<String>) -> Self {
         self.principal = principal.into();
+        self
+    }
+    /// Whether [`SkillCache::load`] requires approval. Default: [`ApprovalPolicy::Required`]
+    /// (R-P1); [`ApprovalPolicy::NotRequired`] is the explicit opt-out.
+    #[must_use]
+    pub fn approval(mut self, policy: ApprovalPolicy) -> Self {
+        self.approval = policy;
         self
     }
     /// How long an operation waits for the cache's lock before it fails (R-H11). Default: 30 s.
@@ -155,15 +183,18 @@ impl SkillCacheBuilder {
     /// As [`CacheBuilder::open`].
     pub fn open(self) -> Result<SkillCache, Error> {
         Ok(SkillCache {
+            principal: Arc::from(self.principal),
             inner: Arc::new(Inner {
                 core: Arc::new(self.core.open()?),
                 sources: RwLock::default(),
                 dynamic: self.dynamic,
                 validation: self.validation,
-                principal: self.principal,
                 inflight: Mutex::default(),
                 deadlines: self.deadlines,
                 stale: Mutex::default(),
+                approval: self.approval,
+                revocations: Mutex::default(),
+                counters: Counters::default(),
             }),
         })
     }
@@ -174,20 +205,33 @@ pub(super) struct Inner {
     sources: RwLock<HashMap<Origin, Arc<dyn SkillSource>>>,
     pub(super) dynamic: DynamicPolicy,
     pub(super) validation: Validation,
-    principal: String,
     /// One fetch per (origin, digest) at a time in this process: concurrent readers of a missing
     /// file wait for the first fetch and then hit the cache.
     inflight: Mutex<HashMap<(Origin, Digest), Gate>>,
     deadlines: Deadlines,
     /// What servers announced as changed (R-B5), consulted before trusting a fresh index row.
     stale: Mutex<HashMap<Origin, StaleMarks>>,
+    approval: ApprovalPolicy,
+    /// Approvals this process saw revoked, with what changed, so a later `load` can say
+    /// [`Declined::Revoked`] instead of "never approved" (the index drops the revoked row, R-A2).
+    /// Bounded like the stale marks.
+    revocations: Mutex<HashMap<RevocationKey, (Binding, EntryDiff)>>,
+    /// What [`SkillCache::stats`] reports (R-P4).
+    pub(super) counters: Counters,
 }
+
+/// (origin, canonical skill URI, principal).
+type RevocationKey = (Origin, String, String);
 
 /// A per-file turn: held while one task fetches a file, so the others wait and then hit. A
 /// fetch that timed out leaves its deadline here: the tasks waiting on the same turn get the
 /// same timeout instead of each waiting out its own (R-B1); once they are gone the turn is
 /// forgotten, and the next call tries again.
 type Gate = Arc<tokio::sync::Mutex<Option<(String, Duration)>>>;
+
+/// The most revocations remembered (R-P1); past it the oldest knowledge is dropped and a
+/// revoked skill is then reported as not approved, which declines it all the same.
+const MAX_REVOCATIONS: usize = 4096;
 
 /// The most `resources/updated` marks kept per origin (R-B5: bounded memory whatever the server).
 const MAX_MARKS: usize = 1024;
@@ -233,15 +277,22 @@ pub struct EntryInfo {
 ///
 /// Each origin is bound to one [`SkillSource`] with [`SkillCache::connect`]; everything loaded
 /// under that origin reads only through it (R-O6).
+///
+/// A `SkillCache` is a cheap handle: clones share one core (root, index, store), one set of
+/// sources, one in-flight table and one set of counters. Each handle acts as one principal
+/// ([`SkillCache::for_principal`]); clones keep their handle's principal.
 #[derive(Clone)]
 pub struct SkillCache {
     inner: Arc<Inner>,
+    /// Whose entries (R-C6) and approvals (R-H11) this handle reads and writes.
+    principal: Arc<str>,
 }
 
 impl std::fmt::Debug for SkillCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SkillCache")
             .field("root", &self.inner.core.root())
+            .field("principal", &self.principal)
             .finish_non_exhaustive()
     }
 }
@@ -269,6 +320,37 @@ impl SkillCache {
         SkillCacheBuilder::default()
     }
 
+    /// A handle on the same cache acting as `principal`: its [`entry`](Self::entry),
+    /// [`refresh`](Self::refresh), [`list`](Self::list), [`approve`](Self::approve),
+    /// [`is_approved`](Self::is_approved) and [`load`](Self::load) see `principal`'s private
+    /// entries (never another principal's, R-C6) and grant and check `principal`'s approvals
+    /// (R-H11). It shares everything else — the root, the index, the sources bound with
+    /// [`connect`](Self::connect), the in-flight fetches and the counters — so it costs two
+    /// reference counts, and verified bytes fetched for one principal serve the others.
+    #[must_use]
+    pub fn for_principal(&self, principal: impl Into<String>) -> SkillCache {
+        SkillCache {
+            inner: Arc::clone(&self.inner),
+            principal: Arc::from(principal.into()),
+        }
+    }
+
+    /// The principal this handle acts as.
+    #[must_use]
+    pub fn principal(&self) -> &str {
+        &self.principal
+    }
+
+    /// What this cache did since it was opened, over every handle (R-P4): hits by how they
+    /// were verified, misses, bytes fetched and served, quarantines, retries, store and seal
+    /// failures, timeouts.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        self.inner
+            .counters
+            .snapshot(self.inner.core.seal_failures())
+    }
+
     /// The sync core, for maintenance (verify, gc, purge) and inspection.
     #[must_use]
     pub fn core(&self) -> &Cache {
@@ -279,6 +361,10 @@ impl SkillCache {
     /// loaded keep reading through the source they were loaded from. The source's change
     /// notifications mark this origin's entries stale from now on (R-B5).
     pub fn connect(&self, origin: Origin, source: Arc<dyn SkillSource>) {
+        tracing::debug!(
+            origin = origin.as_str(),
+            "origin bound to a source (it connects on its first request)"
+        );
         // Weak: the source must not keep the cache alive through its own callback.
         let inner = Arc::downgrade(&self.inner);
         let marked = origin.clone();
@@ -321,7 +407,7 @@ impl SkillCache {
     /// # Errors
     /// Invalid entries and responses, transport and index errors.
     pub async fn entry(&self, origin: &Origin, uri: &SkillUri) -> Result<EntryInfo, Error> {
-        let (o, u, p) = (origin.clone(), uri.clone(), self.inner.principal.clone());
+        let (o, u, p) = (origin.clone(), uri.clone(), self.principal.to_string());
         if let Some(stored) = blocking(&self.inner.core, move |c| c.entry(&o, &u, &p)).await?
             && stored.fresh
             && !self
@@ -351,15 +437,18 @@ impl SkillCache {
                 origin,
                 source.as_ref(),
                 "skills/get",
+                uri.as_str(),
                 source.get_skill(uri.as_str()),
             )
             .await?;
         let (entry, hints) = parse_get_result(&result, uri, &self.inner.validation)?;
-        let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
+        let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
         let out = blocking(&self.inner.core, move |c| {
             put_or_serve(c, &o, &p, &e, hints)
         })
         .await?;
+        self.inner
+            .note_revocation(origin, &entry, &self.principal, &out);
         Ok(EntryInfo {
             entry,
             from_cache: false,
@@ -385,6 +474,7 @@ impl SkillCache {
                     origin,
                     source.as_ref(),
                     "skills/list",
+                    cursor.as_deref().unwrap_or_default(),
                     source.list_skills(cursor.as_deref()),
                 )
                 .await?;
@@ -399,11 +489,13 @@ impl SkillCache {
         for skill in skills {
             out.push(match skill {
                 Ok(entry) => {
-                    let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
+                    let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
                     let put = blocking(&self.inner.core, move |c| {
                         put_or_serve(c, &o, &p, &e, hints)
                     })
                     .await?;
+                    self.inner
+                        .note_revocation(origin, &entry, &self.principal, &put);
                     Ok(EntryInfo {
                         entry,
                         from_cache: false,
@@ -428,29 +520,37 @@ impl SkillCache {
         entry: &SkillEntry,
         granted_tools: Option<Value>,
     ) -> Result<(), Error> {
-        let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
+        let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
         blocking(&self.inner.core, move |c| {
             c.approve(&o, &p, &e, granted_tools.as_ref())
         })
-        .await
+        .await?;
+        self.inner.forget_revocation(origin, entry, &self.principal);
+        Ok(())
     }
 
-    /// Whether `entry`, as it is now, is approved by this cache's principal (R-H11).
+    /// Whether `entry`, as it is now, is approved by this handle's principal (R-H11).
     ///
     /// # Errors
     /// Index errors.
     pub async fn is_approved(&self, origin: &Origin, entry: &SkillEntry) -> Result<bool, Error> {
-        let (o, e, p) = (origin.clone(), entry.clone(), self.inner.principal.clone());
+        let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
         blocking(&self.inner.core, move |c| c.is_approved(&o, &p, &e)).await
     }
 
-    /// Loads a skill: checks the limits from the entry alone (R-W7) and the dynamic policy
-    /// (R-V7), reads its `SKILL.md` through the verified path, and checks its frontmatter against
-    /// the entry (R-V6). The returned [`LoadedSkill`] is the acting window: it holds `entry`.
+    /// Loads a skill: checks the limits from the entry alone (R-W7), the dynamic policy (R-V7)
+    /// and — under [`ApprovalPolicy::Required`], the default — that this principal approved
+    /// `entry` as it is now (R-P1), all before any request; then reads its `SKILL.md` through the
+    /// verified path and checks its frontmatter against the entry (R-V6). The returned
+    /// [`LoadedSkill`] is the acting window: it holds `entry`.
+    ///
+    /// A skill nested inside another (a `SKILL.md` below another skill's root) is its own skill
+    /// with its own URI: the outer skill's approval neither admits it nor grants it anything.
     ///
     /// # Errors
-    /// [`Error::LimitExceeded`], [`Error::Declined`], [`Error::Verification`], invalid
-    /// responses, transport, I/O and index errors.
+    /// [`Error::LimitExceeded`]; [`Error::Declined`] with [`Declined::Dynamic`],
+    /// [`Declined::NotApproved`] or [`Declined::Revoked`] (no request sent);
+    /// [`Error::Verification`], invalid responses, transport, I/O and index errors.
     pub async fn load(&self, origin: &Origin, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
         let limits = self.inner.validation.current_limits();
         let declined = |limit, declared, max| Error::LimitExceeded {
@@ -478,12 +578,17 @@ impl SkillCache {
                 reason: Declined::Dynamic,
             });
         }
+        let granted = match self.inner.approval {
+            ApprovalPolicy::NotRequired => None,
+            ApprovalPolicy::Required => self.inner.admit(origin, entry, &self.principal).await?,
+        };
         let source = self.source(origin)?;
         let loaded = LoadedSkill::new(
             Arc::clone(&self.inner),
             origin.clone(),
             source,
             entry.clone(),
+            granted,
         );
         let skill_md = loaded.read_skill_md().await?;
         // Bytes from the server were checked before they were stored (R-H10); a cache hit is
@@ -551,12 +656,15 @@ impl Inner {
         origin: &Origin,
         source: &dyn SkillSource,
         method: &'static str,
+        uri: &str,
         request: SourceFuture<'_>,
     ) -> Result<Value, Error> {
         let timeout = |method: &str, after: Duration| {
+            self.counters.timed_out();
             tracing::info!(
                 origin = origin.as_str(),
                 method,
+                uri,
                 ?after,
                 "the server did not answer in time"
             );
@@ -572,12 +680,172 @@ impl Inner {
         } = self.deadlines;
         tokio::time::timeout(connect, source.ready())
             .await
-            .map_err(|_| timeout("initialize", connect))??;
+            .map_err(|_| timeout("initialize", connect))?
+            .inspect_err(|e| {
+                tracing::info!(origin = origin.as_str(), error = %e, "connecting to the server failed");
+            })?;
+        tracing::debug!(origin = origin.as_str(), method, uri, "request sent");
         let result = tokio::time::timeout(per_request, request)
             .await
-            .map_err(|_| timeout(method, per_request))??;
+            .map_err(|_| timeout(method, per_request))?
+            .inspect_err(|e| {
+                tracing::info!(origin = origin.as_str(), method, uri, error = %e, "request failed");
+            })?;
         check_result_type(method, &result)?;
+        tracing::debug!(origin = origin.as_str(), method, uri, "answer received");
         Ok(result)
+    }
+
+    /// The approval gate (R-P1): `Ok` with the approval's grant (R-A5) only if `principal`
+    /// approved `entry` exactly as it is now. Reads the index only; sends nothing.
+    async fn admit(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+        principal: &str,
+    ) -> Result<Option<Value>, Error> {
+        let declined = |reason| Error::Declined {
+            origin: origin.as_str().to_owned(),
+            skill: entry.uri().as_str().to_owned(),
+            reason,
+        };
+        // R-A3: a dynamic skill has no binding, so no approval can hold for it.
+        let Some(binding) = entry.binding() else {
+            return Err(declined(Declined::NotApproved));
+        };
+        let (o, u, p) = (origin.clone(), entry.uri().clone(), principal.to_owned());
+        let approval = blocking(&self.core, move |c| c.approval(&o, &u, &p)).await?;
+        // The approval binds to this skill's own URI and file set: a nested skill's URI has no
+        // row unless it was approved itself, so its parent's approval and grant never reach it.
+        match approval {
+            Some(a) if a.binding == binding => Ok(a.granted_tools),
+            // Approved once, as another file set (a row another principal's refresh did not
+            // touch, or an entry the index could not keep): say what changed. A row whose entry
+            // this version cannot read has nothing true to say, so it is "not approved".
+            Some(a) => Err(declined(a.entry.map_or(Declined::NotApproved, |old| {
+                Declined::Revoked {
+                    changes: Box::new(old.diff(entry)),
+                }
+            }))),
+            None => match self.revocation(origin, entry, principal, binding) {
+                Some(diff) => Err(declined(Declined::Revoked {
+                    changes: Box::new(diff),
+                })),
+                None => Err(declined(Declined::NotApproved)),
+            },
+        }
+    }
+
+    fn revocation_key(origin: &Origin, entry: &SkillEntry, principal: &str) -> RevocationKey {
+        (
+            origin.clone(),
+            entry.uri().canonical().to_owned(),
+            principal.to_owned(),
+        )
+    }
+
+    /// Remembers that storing `entry` revoked `principal`'s approval (R-A2), for the gate.
+    fn note_revocation(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+        principal: &str,
+        out: &crate::index::PutOutcome,
+    ) {
+        let (true, Some(binding), Some(diff)) = (out.revoked, entry.binding(), out.diff.clone())
+        else {
+            return;
+        };
+        let mut map = self
+            .revocations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if map.len() >= MAX_REVOCATIONS {
+            map.clear();
+        }
+        map.insert(
+            Self::revocation_key(origin, entry, principal),
+            (binding, diff),
+        );
+    }
+
+    fn forget_revocation(&self, origin: &Origin, entry: &SkillEntry, principal: &str) {
+        self.revocations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&Self::revocation_key(origin, entry, principal));
+    }
+
+    /// What changed, if `principal`'s approval of this skill was revoked by the very file set
+    /// `entry` has (an entry that changed again since is simply not approved).
+    fn revocation(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+        principal: &str,
+        binding: Binding,
+    ) -> Option<EntryDiff> {
+        self.revocations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&Self::revocation_key(origin, entry, principal))
+            .filter(|(b, _)| *b == binding)
+            .map(|(_, diff)| diff.clone())
+    }
+
+    /// Counts and reports what a cached read found (R-P4): a hit becomes the file, served; a
+    /// miss or a quarantined copy is `Err(retried)`, to be fetched. The core decides hits,
+    /// misses and quarantines; they are tallied here, where the result arrives.
+    pub(super) fn count_cached(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        read: CachedRead,
+    ) -> Result<SkillFile, bool> {
+        let uri = file.uri().as_str();
+        match read {
+            CachedRead::Hit(v) => Ok(self.serve_hit(origin, file, v)),
+            CachedRead::Miss => {
+                tracing::debug!(origin = origin.as_str(), uri, "cache miss");
+                self.counters.miss();
+                Err(false)
+            }
+            // The copy was quarantined by the core; one fetch from the server, bypassing it.
+            CachedRead::Failed(mismatch) => {
+                self.counters.miss();
+                self.note_quarantine(origin, file, &mismatch);
+                Err(true)
+            }
+        }
+    }
+
+    /// A verified cache hit, counted by how it was verified, as the file handed out.
+    pub(super) fn serve_hit(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        v: VerifiedBytes,
+    ) -> SkillFile {
+        let mode = if v.rehashed() { "hashed" } else { "evidence" };
+        tracing::debug!(
+            origin = origin.as_str(),
+            uri = file.uri().as_str(),
+            mode,
+            "cache hit"
+        );
+        self.counters.hit(v.rehashed(), v.as_slice().len());
+        SkillFile::listed(origin, file, v, Provenance::Cache, false)
+    }
+
+    /// A cached copy failed and the core quarantined it; the one fetch R-V9 allows follows.
+    pub(super) fn note_quarantine(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        mismatch: &Mismatch,
+    ) {
+        tracing::info!(origin = origin.as_str(), uri = file.uri().as_str(), %mismatch, "cached copy quarantined; fetching it once more (R-V9)");
+        self.counters.quarantined_and_retried();
     }
 
     fn mark_stale(&self, origin: &Origin, change: Change) {
@@ -680,23 +948,22 @@ impl Inner {
         admit: Admit<'_>,
     ) -> Result<SkillFile, Error> {
         let (o, f) = (origin.clone(), file.clone());
-        let retried = match blocking(&self.core, move |c| c.read_file(&o, &f)).await? {
-            CachedRead::Hit(v) => {
-                return Ok(SkillFile::listed(origin, file, v, Provenance::Cache, false));
-            }
-            CachedRead::Miss => false,
-            // The copy was quarantined by the core; one fetch from the server, bypassing it.
-            CachedRead::Failed(_) => true,
+        let read = blocking(&self.core, move |c| c.read_file(&o, &f)).await?;
+        let retried = match self.count_cached(origin, file, read) {
+            Ok(hit) => return Ok(hit),
+            Err(retried) => retried,
         };
         let result = self
             .ask(
                 origin,
                 source,
                 "resources/read",
+                file.uri().as_str(),
                 source.read_resource(file.uri().as_str()),
             )
             .await?;
         let bytes = select_content(&result, file.uri())?;
+        self.counters.fetched(bytes.len());
         let verified =
             VerifiedBytes::check(bytes, file.size(), file.digest()).map_err(|mismatch| {
                 Error::Verification {
@@ -711,21 +978,22 @@ impl Inner {
         let (o, f) = (origin.clone(), file.clone());
         let (verified, stored) = blocking(&self.core, move |c| {
             // A cache that cannot store (a full disk) must not fail a verified load: the bytes
-            // are still served, and the file says they were not kept.
+            // are still served, and the file says they were not kept. The failure is reported,
+            // never swallowed: counted below, logged here, and `SkillFile::stored` is false.
             let stored = match c.store_file(&o, &f, verified.as_slice()) {
                 Ok(()) => true,
                 Err(e) => {
-                    if crate::index::is_disk_full(&e) {
-                        tracing::debug!(origin = o.as_str(), uri = f.uri().as_str(), "disk full: served without keeping a copy");
-                    } else {
-                        tracing::warn!(origin = o.as_str(), uri = f.uri().as_str(), error = %e, "served without keeping a copy");
-                    }
+                    tracing::warn!(origin = o.as_str(), uri = f.uri().as_str(), disk_full = crate::index::is_disk_full(&e), error = %e, "store failed: served without keeping a copy");
                     false
                 }
             };
             Ok((verified, stored))
         })
         .await?;
+        if !stored {
+            self.counters.store_failed();
+        }
+        self.counters.served(verified.as_slice().len());
         let mut out = SkillFile::listed(origin, file, verified, Provenance::Server, retried);
         out.stored = stored;
         Ok(out)

@@ -17,15 +17,17 @@ mod loading;
 mod maintenance;
 mod memory;
 mod root;
+mod stats;
 
 pub use key::default_key_file;
 pub use loaded::{LoadedSkill, Provenance, SkillFile};
-pub use loading::{DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
+pub use loading::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
 pub use maintenance::{GcReport, VerifyReport};
 pub use memory::DEFAULT_MEMORY_TIER_BYTES;
 pub use root::{
     HOME_DISCOVERY_PATHS, PROJECT_DISCOVERY_PATHS, default_discovery_paths, default_root,
 };
+pub use stats::Stats;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -19,6 +19,9 @@ pub struct Approval {
     pub granted_tools: Option<Value>,
     /// When it was granted.
     pub granted_at_ms: u64,
+    /// The entry as it was approved: what a later entry is compared with to say what changed
+    /// (R-A2). `None` only if the sealed row holds an entry this version cannot read.
+    pub entry: Option<SkillEntry>,
 }
 
 /// An `approvals` row as read back, after its seal verified.
@@ -150,6 +153,7 @@ impl Index {
                 binding: Binding::from_bytes(a.binding.try_into().ok()?),
                 granted_tools: a.granted_tools.and_then(|t| serde_json::from_str(&t).ok()),
                 granted_at_ms: u64::try_from(a.granted_at_ms).unwrap_or(0),
+                entry: super::entries::parse_entry(&a.entry_json),
             })
         }))
     }

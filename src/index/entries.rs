@@ -77,7 +77,7 @@ fn unlimited() -> Validation {
     )
 }
 
-fn parse_entry(json: &str) -> Option<SkillEntry> {
+pub(super) fn parse_entry(json: &str) -> Option<SkillEntry> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
     SkillEntry::from_json(&v, &unlimited()).ok()
 }

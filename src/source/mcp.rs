@@ -16,7 +16,7 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, ExtensionCapabilities,
     Implementation, ResourceUpdatedNotificationParam, ServerResult,
 };
-use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceError};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -29,17 +29,49 @@ use crate::entry::Limits;
 use crate::error::{Error, Rule};
 
 /// How to reach the server.
-#[derive(Debug, Clone)]
 enum Target {
-    /// A command line, split into words.
-    Stdio(Vec<String>),
+    /// A command the host built; spawned again for each connection attempt.
+    Stdio(Mutex<tokio::process::Command>),
     /// A Streamable HTTP endpoint.
     Http(String),
+    /// A transport the host opened, served on the first request; used once.
+    Transport(Mutex<Option<Starter>>),
+    /// A session the host already holds and initialised.
+    Peer(Peer<RoleClient>),
 }
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Stdio(c) => f.debug_tuple("Stdio").field(c).finish(),
+            Target::Http(url) => f.debug_tuple("Http").field(url).finish(),
+            Target::Transport(_) => f.write_str("Transport"),
+            Target::Peer(_) => f.write_str("Peer"),
+        }
+    }
+}
+
+/// Runs `initialize` over a host's transport with our handler.
+type Starter = Box<
+    dyn FnOnce(
+            Handler,
+        ) -> std::pin::Pin<
+            Box<
+                dyn Future<
+                        Output = Result<
+                            RunningService<RoleClient, Handler>,
+                            rmcp::service::ClientInitializeError,
+                        >,
+                    > + Send,
+            >,
+        > + Send,
+>;
 
 /// A live connection and what its transport says when it ends.
 struct Connection {
-    service: RunningService<RoleClient, Handler>,
+    peer: Peer<RoleClient>,
+    /// The session we run (none for a host's peer): dropping it ends the session.
+    _service: Option<RunningService<RoleClient, Handler>>,
     ended: EndSlot,
 }
 
@@ -53,7 +85,9 @@ struct Connection {
 /// ```
 /// use skillcache::source::McpSource;
 /// // Nothing is started: the command would fail only when a request needs the server.
-/// let source = McpSource::stdio("/nonexistent/server --flag").unwrap();
+/// let mut command = tokio::process::Command::new("/nonexistent/server");
+/// command.arg("--flag").env("SERVER_LOG", "quiet");
+/// let source = McpSource::stdio(command);
 /// assert!(!source.is_connected());
 /// ```
 pub struct McpSource {
@@ -136,26 +170,59 @@ fn bound_for(limits: &Limits) -> usize {
 }
 
 impl McpSource {
-    /// A server spawned from `command_line` (split like a shell would: spaces, quotes,
-    /// backslashes; no expansion), spoken to over stdio. Nothing is started until a request
-    /// needs the server.
-    ///
-    /// # Errors
-    /// [`Error::Transport`] (method `connect`) for a command line that cannot be split or is
-    /// empty: checked here, before anything runs.
-    pub fn stdio(command_line: &str) -> Result<McpSource, Error> {
-        let words =
-            split_command_line(command_line).map_err(|e| transport_err("connect")(e.into()))?;
-        if words.is_empty() {
-            return Err(transport_err("connect")("the command line is empty".into()));
-        }
-        Ok(McpSource::new(Target::Stdio(words)))
+    /// A server spawned from `command`, spoken to over its stdin and stdout. The host builds the
+    /// command as it likes (program, arguments, environment, working folder, stderr); the source
+    /// takes over stdin and stdout (piped: the MCP stream, read within the message bound, R-B2)
+    /// and kills the child when the source is dropped. Nothing is started until a request needs
+    /// the server (R-B4); a connection attempt that fails spawns the command again next time.
+    #[must_use]
+    pub fn stdio(command: tokio::process::Command) -> McpSource {
+        McpSource::new(Target::Stdio(Mutex::new(command)))
     }
 
     /// A Streamable HTTP MCP endpoint. Nothing is contacted until a request needs the server.
     #[must_use]
     pub fn http(url: &str) -> McpSource {
         McpSource::new(Target::Http(url.to_owned()))
+    }
+
+    /// A server over any rmcp client transport the host opened (a socket, an in-process duplex,
+    /// a custom framing). `initialize` runs on the first request, with skillcache's own client
+    /// handler (so change notifications reach the cache, R-B5), and the server's capabilities
+    /// are checked. The transport is used once: if that first connection fails, later requests
+    /// fail too, and the host makes a new source. The message bound is the transport's to
+    /// enforce.
+    #[must_use]
+    pub fn from_transport<T, E, A: 'static>(transport: T) -> McpSource
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A> + Send + 'static,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let start: Starter = Box::new(move |handler: Handler| Box::pin(handler.serve(transport)));
+        McpSource::new(Target::Transport(Mutex::new(Some(start))))
+    }
+
+    /// A session the host already holds: requests go through `peer`, which the host keeps
+    /// running. Its capabilities are checked on the first request, as for any source. The
+    /// session's notifications reach the host's own handler, not the cache: a host that wants
+    /// them to mark entries stale (R-B5) forwards them with [`McpSource::notify`].
+    #[must_use]
+    pub fn from_peer(peer: Peer<RoleClient>) -> McpSource {
+        McpSource::new(Target::Peer(peer))
+    }
+
+    /// Reports a change notification the host received for this source's server to the cache
+    /// watching it (R-B5), as if the source had received it: for [`McpSource::from_peer`], whose
+    /// notifications go to the host's handler.
+    pub fn notify(&self, change: Change) {
+        let sink = self
+            .on_change
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(sink) = sink {
+            sink(change);
+        }
     }
 
     fn new(target: Target) -> McpSource {
@@ -199,17 +266,19 @@ impl McpSource {
             on_change: Arc::clone(&self.on_change),
         };
         let started = match &self.target {
-            Target::Stdio(words) => {
-                let (program, args) = words
-                    .split_first()
-                    .ok_or_else(|| transport_err("connect")("the command line is empty".into()))?;
-                let transport =
-                    ChildTransport::spawn(program, args, self.max_message, Arc::clone(&ended))
+            Target::Stdio(command) => {
+                let transport = {
+                    let mut command = command
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    ChildTransport::spawn(&mut command, self.max_message, Arc::clone(&ended))
                         .map_err(|e| {
+                            let program = command.as_std().get_program().to_owned();
                             transport_err("connect")(
-                                format!("cannot start {program:?}: {e}").into(),
+                                format!("cannot start {}: {e}", program.display()).into(),
                             )
-                        })?;
+                        })?
+                };
                 handler.serve(transport).await
             }
             Target::Http(url) => {
@@ -222,19 +291,43 @@ impl McpSource {
                     .serve(StreamableHttpClientTransport::from_config(config))
                     .await
             }
+            Target::Transport(start) => {
+                let start = start
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+                    .ok_or_else(|| {
+                        transport_err("connect")(
+                            "the host's transport was used by an earlier connection attempt".into(),
+                        )
+                    })?;
+                start(handler).await
+            }
+            Target::Peer(peer) => {
+                checked(peer)?;
+                return Ok(Connection {
+                    peer: peer.clone(),
+                    _service: None,
+                    ended,
+                });
+            }
         };
         let service = started.map_err(|e| match ended_reason(&ended) {
             Some(why) => ended_error("initialize", why),
             None => transport_err("initialize")(Box::new(e)),
         })?;
-        checked(&service)?;
-        Ok(Connection { service, ended })
+        checked(service.peer())?;
+        Ok(Connection {
+            peer: service.peer().clone(),
+            _service: Some(service),
+            ended,
+        })
     }
 
     async fn call(&self, method: &'static str, params: Value) -> Result<Value, Error> {
         let connection = self.connection().await?;
         let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
-        match connection.service.peer().send_request(request).await {
+        match connection.peer.send_request(request).await {
             Ok(result) => Ok(result_json(result)),
             Err(ServiceError::McpError(e)) => Err(Error::Server {
                 method: method.to_owned(),
@@ -268,8 +361,8 @@ fn ended_error(method: &str, why: super::stdio::Ended) -> Error {
 }
 
 /// Skills calls go out only to a server that declared both the extension and `resources`.
-fn checked(service: &RunningService<RoleClient, Handler>) -> Result<(), Error> {
-    let info = service.peer().peer_info();
+fn checked(peer: &Peer<RoleClient>) -> Result<(), Error> {
+    let info = peer.peer_info();
     let caps = info.as_ref().map(|i| &i.capabilities);
     let fail = |missing| {
         Err(Error::InvalidResponse {
@@ -314,76 +407,10 @@ impl SkillSource for McpSource {
     }
 
     fn watch(&self, on_change: OnChange) {
+        // Replaced, never added to: one cache watches a source.
         *self
             .on_change
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(on_change);
     }
-}
-
-/// Splits a command line into words like a POSIX shell would, without any expansion.
-///
-/// ```
-/// # use skillcache::source::split_command_line;
-/// assert_eq!(split_command_line(r#"node "my server.js" --x='a b' c\ d"#).unwrap(),
-///            ["node", "my server.js", "--x=a b", "c d"]);
-/// ```
-///
-/// # Errors
-/// An unterminated quote or a trailing backslash.
-pub fn split_command_line(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            ' ' | '\t' | '\n' => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(ch) => word.push(ch),
-                        None => return Err("unterminated ' quote".into()),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(ch @ ('"' | '\\' | '$' | '`')) => word.push(ch),
-                            Some(ch) => {
-                                word.push('\\');
-                                word.push(ch);
-                            }
-                            None => return Err("unterminated \" quote".into()),
-                        },
-                        Some(ch) => word.push(ch),
-                        None => return Err("unterminated \" quote".into()),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                word.push(chars.next().ok_or("trailing backslash")?);
-            }
-            ch => {
-                in_word = true;
-                word.push(ch);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
 }

@@ -10,7 +10,7 @@ mod mcp;
 mod stdio;
 
 #[cfg(feature = "mcp")]
-pub use mcp::{McpSource, split_command_line};
+pub use mcp::McpSource;
 
 /// The Skills extension's identifier, declared by servers (and by our client) in `extensions`.
 pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";

@@ -74,18 +74,16 @@ pub(crate) struct ChildTransport {
 }
 
 impl ChildTransport {
-    /// Spawns `program args…` with piped stdin/stdout; its stderr is the host's.
+    /// Spawns the host's `command` with piped stdin/stdout (the MCP stream); its stderr is as
+    /// the host set it (inherited by default). The child dies with the transport.
     pub(crate) fn spawn(
-        program: &str,
-        args: &[String],
+        command: &mut tokio::process::Command,
         max: usize,
         ended: EndSlot,
     ) -> std::io::Result<ChildTransport> {
-        let mut child = tokio::process::Command::new(program)
-            .args(args)
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
             .kill_on_drop(true)
             .spawn()?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {

@@ -35,6 +35,15 @@ use skillcache::entry::Validation;
 use skillcache::store::Isolation;
 use skillcache::{Digest, SkillEntry};
 
+/// A server command for `McpSource::stdio` from a test's shell-quoted line: `sh -c "exec LINE"`,
+/// so the server is the child itself (killed with the source). Tests only: a host builds its
+/// `tokio::process::Command` directly.
+pub fn sh(line: &str) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new("sh");
+    command.arg("-c").arg(format!("exec {line}"));
+    command
+}
+
 /// A skill's files: (URI, bytes).
 pub type Files = Vec<(String, Vec<u8>)>;
 

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use skillcache::cache::{DynamicPolicy, EntryInfo, SkillCache};
-use skillcache::error::Declined;
+use skillcache::cache::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache};
 use skillcache::local::inspect;
 use skillcache::server::SkillServer;
 use skillcache::source::{McpSource, SkillSource};
@@ -55,6 +54,11 @@ fn usage(what: &str, e: &Error) -> Failure {
     Failure::Usage(format!("invalid {what}: {e}"))
 }
 
+/// A `--stdio` line that does not split into a command.
+fn stdio_usage(why: &str) -> Failure {
+    Failure::Usage(format!("invalid --stdio: {why}"))
+}
+
 // `Error` is large (see `origin_arg`); this is the cold path.
 #[allow(clippy::result_large_err)]
 fn origin_usage(label: &str) -> Result<Origin> {
@@ -69,7 +73,7 @@ fn validate(command: &Command) -> Result<()> {
     let server = |s: &ServerArgs| -> Result<()> {
         origin_usage(&s.origin)?;
         if let Some(cmd) = &s.stdio {
-            McpSource::stdio(cmd).map_err(|e| usage("--stdio", &e))?;
+            crate::cmdline::command(cmd).map_err(|e| stdio_usage(&e))?;
         }
         Ok(())
     };
@@ -190,7 +194,13 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
 
 /// The cache and the origin, bound to the server. Nothing is started yet: the server starts on
 /// the first request that needs it (R-B4), so a warm load of a fresh entry never starts it.
-pub(crate) fn connect(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Origin)> {
+/// `approval` is passed explicitly: the library requires approval by default, the CLI only with
+/// `--require-approval` (as the README documents).
+pub(crate) fn connect(
+    ctx: &Ctx,
+    s: &ServerArgs,
+    approval: ApprovalPolicy,
+) -> Result<(SkillCache, Origin)> {
     let origin = origin_usage(&s.origin)?;
     let dynamic = if s.allow_dynamic {
         DynamicPolicy::AllowUnverified
@@ -202,10 +212,13 @@ pub(crate) fn connect(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Origin)>
         .clone()
         .principal(s.principal.clone())
         .dynamic(dynamic)
+        .approval(approval)
         .open()?;
     notice_healed(&cache);
     let source: Arc<dyn SkillSource> = match (&s.stdio, &s.url) {
-        (Some(cmd), _) => Arc::new(McpSource::stdio(cmd).map_err(|e| usage("--stdio", &e))?),
+        (Some(cmd), _) => Arc::new(McpSource::stdio(
+            crate::cmdline::command(cmd).map_err(|e| stdio_usage(&e))?,
+        )),
         (None, Some(url)) => Arc::new(McpSource::http(url)),
         (None, None) => return Err(Failure::Usage("--stdio or --url is required".into())),
     };
@@ -220,7 +233,7 @@ fn skill_uri(text: &str) -> Result<SkillUri> {
 fn entry_row(cache: &SkillCache, origin: &Origin, e: &SkillEntry) -> Value {
     let fresh = cache
         .core()
-        .entry(origin, e.uri(), "")
+        .entry(origin, e.uri(), cache.principal())
         .ok()
         .flatten()
         .is_some_and(|s| s.fresh);
@@ -235,7 +248,7 @@ fn entry_row(cache: &SkillCache, origin: &Origin, e: &SkillEntry) -> Value {
 }
 
 async fn list(ctx: &Ctx, s: &ServerArgs) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s)?;
+    let (cache, origin) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
     let listed = cache.list(&origin).await?;
     let rows: Vec<Value> = listed
         .iter()
@@ -290,7 +303,7 @@ fn entry_json(origin: &Origin, info: &EntryInfo) -> Value {
 }
 
 async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s)?;
+    let (cache, origin) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     if ctx.json {
         print_json(&entry_json(&origin, &info));
@@ -328,7 +341,7 @@ async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
 }
 
 async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s)?;
+    let (cache, origin) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     let grant = if grant_tools {
         info.entry.requested_tools().cloned()
@@ -349,36 +362,6 @@ async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Res
         );
     }
     Ok(Outcome::Ok)
-}
-
-/// The entry, refused unless approved as it is now when `require` (exit 5).
-pub(crate) async fn approved_entry(
-    cache: &SkillCache,
-    origin: &Origin,
-    uri: &SkillUri,
-    require: bool,
-) -> Result<EntryInfo> {
-    let info = cache.entry(origin, uri).await?;
-    if require {
-        let declined = |reason| {
-            Failure::from(Error::Declined {
-                origin: origin.as_str().to_owned(),
-                skill: uri.as_str().to_owned(),
-                reason,
-            })
-        };
-        if info.revoked {
-            let changes = info
-                .diff
-                .as_ref()
-                .map_or_else(|| "the file set changed".to_owned(), ToString::to_string);
-            return Err(declined(Declined::ApprovalRevoked { changes }));
-        }
-        if !cache.is_approved(origin, &info.entry).await? {
-            return Err(declined(Declined::NotApproved));
-        }
-    }
-    Ok(info)
 }
 
 pub(crate) fn file_json(f: &SkillFile, entry: &SkillEntry) -> Value {
@@ -402,15 +385,24 @@ async fn load(
     reference: Option<&str>,
     require: bool,
 ) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s)?;
-    let info = approved_entry(&cache, &origin, &skill_uri(uri)?, require).await?;
+    // The gate is the library's (R-P1): with --require-approval, `load` itself refuses a skill
+    // that is not approved as it is now (exit 5) before any file is read.
+    let approval = if require {
+        ApprovalPolicy::Required
+    } else {
+        ApprovalPolicy::NotRequired
+    };
+    let (cache, origin) = connect(ctx, s, approval)?;
+    let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     let skill = cache.load(&origin, &info.entry).await?;
     let file = match reference {
         Some(r) => skill.read(r).await?,
         None => skill.skill_md().clone(),
     };
     if ctx.json {
-        print_json(&file_json(&file, &info.entry));
+        let mut out = file_json(&file, &info.entry);
+        out["counters"] = counters_json(&cache);
+        print_json(&out);
     } else {
         // The bytes, unchanged.
         let mut out = std::io::stdout().lock();
@@ -587,18 +579,39 @@ fn stats(ctx: &Ctx) -> Result<Outcome> {
         // Rows seen while gathering these numbers that failed their seal (R-H3).
         "seal_failures": core.seal_failures(),
         "index_read_only": core.index().is_read_only(),
+        // This process's counters (R-P4): the files this command served and fetched, and the
+        // rows seen while gathering these numbers that failed their seal (R-H3).
+        "counters": counters_json(&cache),
     });
     if ctx.json {
         print_json(&out);
     } else if let Value::Object(m) = out {
         for (k, v) in m {
-            outln!(
-                "{k:<15} {}",
-                v.as_str().map_or_else(|| v.to_string(), str::to_owned)
-            );
+            match v {
+                Value::Object(counters) => {
+                    for (c, n) in counters {
+                        outln!("{:<15} {n}", format!("{k}.{c}"));
+                    }
+                }
+                v => outln!(
+                    "{k:<15} {}",
+                    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+                ),
+            }
         }
     }
     Ok(Outcome::Ok)
+}
+
+/// The cache's counters (R-P4), as `stats` and `load --json` print them.
+pub(crate) fn counters_json(cache: &SkillCache) -> Value {
+    let s = cache.stats();
+    json!({
+        "hits_hashed": s.hits_hashed, "hits_evidence": s.hits_evidence, "misses": s.misses,
+        "bytes_fetched": s.bytes_fetched, "bytes_served": s.bytes_served,
+        "quarantines": s.quarantines, "retries": s.retries, "store_failures": s.store_failures,
+        "seal_failures": s.seal_failures, "timeouts": s.timeouts,
+    })
 }
 
 fn inspect_dir(dir: &std::path::Path, base_uri: Option<String>) -> Result<Outcome> {

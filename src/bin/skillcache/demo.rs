@@ -55,10 +55,6 @@ fn say(line: impl Display) {
     outln!("   {line}");
 }
 
-fn quote(p: &Path) -> String {
-    format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
-}
-
 pub(crate) async fn run(_builder: SkillCacheBuilder) -> Result<Outcome, Failure> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -103,11 +99,12 @@ async fn tour(work: &Path) -> Result<Outcome, Failure> {
     };
     step.begin("connect: start `skillcache serve` on the sample skills (stdio, via rmcp)");
     let exe = std::env::current_exe()?;
-    let command = format!(
-        "{} serve {} --dynamic live-status",
-        quote(&exe),
-        quote(&served)
-    );
+    // A host builds the server's command itself; the source spawns it on the first request.
+    let mut command = tokio::process::Command::new(&exe);
+    command
+        .arg("serve")
+        .arg(&served)
+        .args(["--dynamic", "live-status"]);
     // The tour shows the disk path (a tampered blob caught and healed): the in-memory tier, which
     // would serve the bytes verified a moment ago without touching the disk, is off here.
     let cache = SkillCache::builder()
@@ -116,7 +113,7 @@ async fn tour(work: &Path) -> Result<Outcome, Failure> {
         .memory_tier(0)
         .open()?;
     let origin = Origin::new("demo-server")?;
-    cache.connect(origin.clone(), Arc::new(McpSource::stdio(&command)?));
+    cache.connect(origin.clone(), Arc::new(McpSource::stdio(command)));
     say(format!(
         "origin label {origin:?} (the host's name for the server, never the server's own)"
     ));
@@ -162,6 +159,11 @@ impl Tour {
             "approve release-notes: bound to its (URI, digest) set (R-A1); still nothing fetched",
         );
         let entry = cache.entry(origin, &self.uri).await?.entry;
+        match cache.load(origin, &entry).await {
+            Err(e @ Error::Declined { .. }) => say(format!("before approval, load says: {e}")),
+            Err(e) => return Err(e.into()),
+            Ok(_) => say("unexpected: loaded without approval"),
+        }
         cache.approve(origin, &entry, None).await?;
         say(format!(
             "binding {}",
@@ -241,6 +243,11 @@ impl Tour {
             "approved now: {} — a host must ask the user again (R-A2)",
             cache.is_approved(origin, &refreshed.entry).await?
         ));
+        match cache.load(origin, &refreshed.entry).await {
+            Err(e @ Error::Declined { .. }) => say(format!("load of the new entry: {e}")),
+            Err(e) => return Err(e.into()),
+            Ok(_) => say("unexpected: the changed skill loaded without a new approval"),
+        }
         match skill.read("templates/tone.md").await {
             Err(e) => say(format!(
                 "the window loaded earlier refuses the new bytes: {e}"

@@ -19,6 +19,7 @@ macro_rules! outln {
     }};
 }
 
+mod cmdline;
 mod commands;
 mod demo;
 
@@ -68,6 +69,10 @@ struct Cli {
     /// Machine-readable output: one JSON value on stdout.
     #[arg(long, global = true)]
     json: bool,
+    /// Say more on stderr: `-v` every request, quarantine and store failure (info), `-vv` every
+    /// cache hit and miss too (debug). `RUST_LOG`, when set, decides instead.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -247,10 +252,16 @@ pub(crate) enum Outcome {
 }
 
 /// Warnings from the library (a link replaced under the root, a seal that failed, a damaged
-/// index moved aside) go to stderr; `RUST_LOG` selects more (`RUST_LOG=skillcache=debug`).
-fn init_logging() {
+/// index moved aside, a file that could not be stored) go to stderr; `-v`/`-vv` or `RUST_LOG`
+/// select more (`RUST_LOG=skillcache=debug`).
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "warn,skillcache=info",
+        _ => "warn,skillcache=debug",
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -262,7 +273,7 @@ fn init_logging() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,0 +1,116 @@
+//! The cache's counters (R-P4): what a host graphs and alerts on.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What a [`SkillCache`](super::SkillCache) did since it was opened, summed over every handle
+/// ([`SkillCache::for_principal`](super::SkillCache::for_principal)) of it.
+///
+/// Counts are of this process only; they are not kept in the cache root.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Listed files served from the cache after hashing their bytes on this access.
+    pub hits_hashed: u64,
+    /// Listed files served from the cache without hashing on this access: on write-isolation
+    /// evidence ([`Isolation::Guaranteed`](crate::store::Isolation::Guaranteed), R-C2(b)), or
+    /// from the in-memory tier of bytes this process verified before (under either mode).
+    pub hits_evidence: u64,
+    /// Listed files not served from the cache: absent, or a cached copy that failed and was
+    /// quarantined; each is then asked of the server.
+    pub misses: u64,
+    /// Bytes received in `resources/read` answers (listed and dynamic files, whether they then
+    /// verified or not).
+    pub bytes_fetched: u64,
+    /// Bytes handed to the host in [`SkillFile`](super::SkillFile)s, from the cache or the
+    /// server.
+    pub bytes_served: u64,
+    /// Cached copies that failed verification and were quarantined (R-V9).
+    pub quarantines: u64,
+    /// Files fetched once more because their cached copy failed (R-V9): at most one per
+    /// quarantine.
+    pub retries: u64,
+    /// Verified files that could not be kept (a full disk, a read-only root): served all the
+    /// same, [`SkillFile::stored`](super::SkillFile::stored) false, and logged.
+    pub store_failures: u64,
+    /// Index rows that failed their seal check and were treated as absent (R-H3).
+    pub seal_failures: u64,
+    /// Requests and connection attempts that missed their deadline (R-B1).
+    pub timeouts: u64,
+}
+
+impl Stats {
+    /// Every cache hit, whatever verified it.
+    #[must_use]
+    pub fn hits(&self) -> u64 {
+        self.hits_hashed + self.hits_evidence
+    }
+}
+
+/// The live counters behind [`Stats`]: relaxed atomics, since each is an independent tally.
+#[derive(Debug, Default)]
+pub(super) struct Counters {
+    hits_hashed: AtomicU64,
+    hits_evidence: AtomicU64,
+    misses: AtomicU64,
+    bytes_fetched: AtomicU64,
+    bytes_served: AtomicU64,
+    quarantines: AtomicU64,
+    retries: AtomicU64,
+    store_failures: AtomicU64,
+    timeouts: AtomicU64,
+}
+
+fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+impl Counters {
+    /// A cache hit of `bytes`, re-hashed or accepted on evidence.
+    pub(super) fn hit(&self, rehashed: bool, bytes: usize) {
+        add(
+            if rehashed {
+                &self.hits_hashed
+            } else {
+                &self.hits_evidence
+            },
+            1,
+        );
+        self.served(bytes);
+    }
+    pub(super) fn miss(&self) {
+        add(&self.misses, 1);
+    }
+    /// A cached copy failed and was quarantined; the one fetch it allows follows (R-V9).
+    pub(super) fn quarantined_and_retried(&self) {
+        add(&self.quarantines, 1);
+        add(&self.retries, 1);
+    }
+    pub(super) fn fetched(&self, bytes: usize) {
+        add(&self.bytes_fetched, bytes as u64);
+    }
+    pub(super) fn served(&self, bytes: usize) {
+        add(&self.bytes_served, bytes as u64);
+    }
+    pub(super) fn store_failed(&self) {
+        add(&self.store_failures, 1);
+    }
+    pub(super) fn timed_out(&self) {
+        add(&self.timeouts, 1);
+    }
+
+    pub(super) fn snapshot(&self, seal_failures: u64) -> Stats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Stats {
+            hits_hashed: get(&self.hits_hashed),
+            hits_evidence: get(&self.hits_evidence),
+            misses: get(&self.misses),
+            bytes_fetched: get(&self.bytes_fetched),
+            bytes_served: get(&self.bytes_served),
+            quarantines: get(&self.quarantines),
+            retries: get(&self.retries),
+            store_failures: get(&self.store_failures),
+            seal_failures,
+            timeouts: get(&self.timeouts),
+        }
+    }
+}
