@@ -117,15 +117,35 @@ fn put(c: &Cache, o: &Origin, e: &SkillEntry) {
 }
 
 fn tamper(c: &Cache, w: &World) {
-    // The copy on disk is rewritten in place with other bytes of the same length, as its owner
-    // can after a chmod (the folder's mode does not matter for a write in place).
+    tamper_file(c, w, "/SKILL.md");
+}
+
+/// Rewrites alpha's cached file whose URI ends in `suffix` in place with other bytes of the same
+/// length, as its owner can after a chmod (the folder's mode does not matter for a write in place).
+fn tamper_file(c: &Cache, w: &World, suffix: &str) {
     use std::os::unix::fs::PermissionsExt as _;
-    let f = &w.a.0.manifest().expect("manifest").files()[0];
+    let f =
+        w.a.0
+            .manifest()
+            .expect("manifest")
+            .files()
+            .iter()
+            .find(|f| f.uri().as_str().ends_with(suffix))
+            .expect("a listed file");
     let p = c.store().layout().blob_path(&w.origin, &f.digest());
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let mut b = std::fs::read(&p).expect("read blob");
     b[0] ^= 1;
     std::fs::write(&p, b).expect("tamper");
+}
+
+/// alpha stored, beta put: beta lists alpha's `a.md` too, and finds that blob tampered, so its
+/// publish quarantines it and links its own copy.
+fn beside_a_tampered_a_md(c: &Cache, w: &World) {
+    put(c, &w.origin, &w.a.0);
+    store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
+    put(c, &w.origin, &w.b.0);
+    tamper_file(c, w, "/a.md");
 }
 
 const SCENARIOS: &[Scenario] = &[
@@ -158,50 +178,14 @@ const SCENARIOS: &[Scenario] = &[
         name: "batched publish beside existing blobs (one already there, one tampered)",
         tampered: true,
         planted: "/a.md",
-        setup: |c, w| {
-            put(c, &w.origin, &w.a.0);
-            store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
-            put(c, &w.origin, &w.b.0);
-            // beta lists alpha's `a.md` too: the batch finds that blob tampered, quarantines it
-            // and links its own copy.
-            let f =
-                w.a.0
-                    .manifest()
-                    .expect("manifest")
-                    .files()
-                    .iter()
-                    .find(|f| f.uri().as_str().ends_with("/a.md"))
-                    .expect("a.md");
-            let p = c.store().layout().blob_path(&w.origin, &f.digest());
-            let mut b = std::fs::read(&p).expect("read blob");
-            b[0] ^= 1;
-            std::fs::write(&p, b).expect("tamper");
-        },
+        setup: beside_a_tampered_a_md,
         op: |c, w| store_batch(c, &w.origin, &w.b.0, &w.b.1),
     },
     Scenario {
         name: "publish beside existing blobs (one already there, one tampered)",
         tampered: true,
         planted: "/a.md",
-        setup: |c, w| {
-            put(c, &w.origin, &w.a.0);
-            store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
-            put(c, &w.origin, &w.b.0);
-            // beta lists alpha's `a.md` too: the publish finds that blob tampered, quarantines it
-            // and links its own copy.
-            let f =
-                w.a.0
-                    .manifest()
-                    .expect("manifest")
-                    .files()
-                    .iter()
-                    .find(|f| f.uri().as_str().ends_with("/a.md"))
-                    .expect("a.md");
-            let p = c.store().layout().blob_path(&w.origin, &f.digest());
-            let mut b = std::fs::read(&p).expect("read blob");
-            b[0] ^= 1;
-            std::fs::write(&p, b).expect("tamper");
-        },
+        setup: beside_a_tampered_a_md,
         op: |c, w| store_all(c, &w.origin, &w.b.0, &w.b.1),
     },
     Scenario {
