@@ -483,8 +483,12 @@ fn memory_tier_hit_touches_no_disk_and_purge_drops_it() {
             .expect("a.md");
         assert_eq!(hit(&c, &o, &e, i), b"bytes verified once");
         assert!(c.memory_resident() >= 19, "{isolation:?}");
-        // The disk copy is gone: the hit comes from memory, the same bytes, no re-hash.
-        fs::remove_file(c.store().layout().blob_path(&o, &m.files()[i].digest())).expect("rm");
+        // The disk copy is gone: the hit comes from memory, the same bytes, no re-hash. (Its
+        // folder is 0555: open it up first, as its owner can.)
+        let blob = c.store().layout().blob_path(&o, &m.files()[i].digest());
+        let folder = blob.parent().expect("folder");
+        fs::set_permissions(folder, fs::Permissions::from_mode(0o755)).expect("chmod");
+        fs::remove_file(&blob).expect("rm");
         match c.read_file(&o, &m.files()[i]).expect("read") {
             CachedRead::Hit(v) => {
                 assert_eq!(v.as_slice(), b"bytes verified once", "{isolation:?}");
