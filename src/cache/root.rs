@@ -223,17 +223,23 @@ const TAG_STAGING: &str = ".CACHEDIR.TAG.";
 const TAG_OWNER: &str = "# This file is a cache directory tag created by skillcache.";
 
 fn adoption(dir: &Dir) -> io::Result<Adoption> {
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    if let Ok(fd) = rustix::fs::openat(dir.fd(), CACHEDIR_TAG, flags, Mode::empty()) {
-        let mut text = String::new();
-        let _ = fs::File::from(fd).take(512).read_to_string(&mut text);
-        let mut lines = text.lines();
-        if lines.next() == Some(CACHEDIR_SIGNATURE) && lines.next() == Some(TAG_OWNER) {
-            return Ok(Adoption::Ours);
-        }
-    }
+    // The names first, the marker second: another process creating this root links its complete
+    // marker in at some instant, so a listing without the marker is judged without it, and a
+    // listing with it finds it whole.
     let names = list(dir)?;
     let has = |n: &str| names.iter().any(|m| m == n);
+    if has(CACHEDIR_TAG) {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        if let Ok(fd) = rustix::fs::openat(dir.fd(), CACHEDIR_TAG, flags, Mode::empty()) {
+            let mut text = String::new();
+            let _ = fs::File::from(fd).take(512).read_to_string(&mut text);
+            let mut lines = text.lines();
+            if lines.next() == Some(CACHEDIR_SIGNATURE) && lines.next() == Some(TAG_OWNER) {
+                return Ok(Adoption::Ours);
+            }
+        }
+        return Ok(Adoption::Foreign);
+    }
     // A root another process is creating this instant holds only its staged marker.
     Ok(if names.iter().all(|n| n.starts_with(TAG_STAGING)) {
         Adoption::Empty

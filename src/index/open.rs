@@ -75,10 +75,20 @@ fn sql(what: &'static str) -> impl Fn(rusqlite::Error) -> Attempt {
 
 /// Opens the database at `path`: read-write if it can, else read-only, else immutable.
 pub(super) fn open(path: &Path) -> Result<(Connection, Mode), Failure> {
-    let cannot_write = match read_write(path) {
-        Ok(conn) => return Ok((conn, Mode::ReadWrite)),
-        Err(Attempt::Failed(f)) => return Err(f),
-        Err(Attempt::CannotWrite(e)) => e,
+    let started = std::time::Instant::now();
+    let cannot_write = loop {
+        match read_write(path) {
+            Ok(conn) => return Ok((conn, Mode::ReadWrite)),
+            // Several processes opening a new index at once: switching it to WAL takes a lock
+            // SQLite does not wait for. Try again, within the busy timeout.
+            Err(Attempt::Failed(Failure::Fatal(e)))
+                if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(Attempt::Failed(f)) => return Err(f),
+            Err(Attempt::CannotWrite(e)) => break e,
+        }
     };
     tracing::debug!(path = %path.display(), error = %cannot_write, "index not writable; opening it read-only");
     let cannot_share = match read_only(path, Mode::ReadOnly) {
@@ -229,6 +239,17 @@ fn uri_path(path: &Path) -> String {
         }
     }
     out
+}
+
+/// Whether an index error is `SQLITE_BUSY` (another connection holds a lock we need).
+fn is_busy(e: &Error) -> bool {
+    let Error::Index { source, .. } = e else {
+        return false;
+    };
+    source
+        .downcast_ref::<rusqlite::Error>()
+        .and_then(rusqlite::Error::sqlite_error_code)
+        .is_some_and(|c| c == ErrorCode::DatabaseBusy)
 }
 
 /// Whether an index error means the disk is full, so that maintenance that frees space (gc,
