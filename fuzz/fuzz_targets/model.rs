@@ -457,6 +457,8 @@ impl World {
             .root(&self.root)
             // The host key lives beside the root, in this input's own folder, never in $HOME.
             .key_file(self.base.join("key").join("host.key"))
+            // The model is about bytes, not the approval gate (tests/host_api.rs covers that).
+            .approval(skillcache::ApprovalPolicy::NotRequired)
             .isolation(self.isolation)
             .lock_timeout(Duration::from_millis(200));
         if let Some(d) = &fault {
