@@ -41,7 +41,7 @@ fn median_skill() -> Skill {
     let local = skillcache::local::inspect(&dir, "skill://iterate-pr", &Validation::default())
         .expect("corpus skill is valid");
     let files = local
-        .files
+        .files()
         .iter()
         .map(|f| {
             (

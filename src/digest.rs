@@ -41,33 +41,39 @@ impl Digest {
         Digest(Sha256::digest(bytes).into())
     }
 
-    /// The digest and length of everything `reader` yields, read in 64 KiB chunks.
-    ///
-    /// # Errors
-    /// Any I/O error from `reader`.
-    pub fn of_reader(mut reader: impl Read) -> io::Result<(Digest, u64)> {
-        let mut hasher = Hasher::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match reader.read(&mut buf) {
-                Ok(0) => return Ok(hasher.finish()),
-                Ok(n) => hasher.update(&buf[..n]),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+    internal_pub! {
+        /// The digest and length of everything `reader` yields, read in 64 KiB chunks.
+        ///
+        /// # Errors
+        /// Any I/O error from `reader`.
+        fn of_reader(mut reader: impl Read) -> io::Result<(Digest, u64)> {
+            let mut hasher = Hasher::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) => return Ok(hasher.finish()),
+                    Ok(n) => hasher.update(&buf[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
     }
 
-    /// Builds a digest from its 32 raw bytes.
-    #[must_use]
-    pub const fn from_bytes(bytes: [u8; 32]) -> Digest {
-        Digest(bytes)
+    internal_pub! {
+        /// Builds a digest from its 32 raw bytes.
+        #[must_use]
+        const fn from_bytes(bytes: [u8; 32]) -> Digest {
+            Digest(bytes)
+        }
     }
 
-    /// The 32 raw bytes.
-    #[must_use]
-    pub const fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
+    internal_pub! {
+        /// The 32 raw bytes.
+        #[must_use]
+        const fn as_bytes(&self) -> &[u8; 32] {
+            &self.0
+        }
     }
 
     /// The 64 lowercase hex digits, without the `sha256:` prefix.
@@ -77,14 +83,16 @@ impl Digest {
         self.write_hex(&mut buf).to_owned()
     }
 
-    /// The 64 lowercase hex digits written into `buf`, without allocating.
-    pub fn write_hex<'b>(&self, buf: &'b mut [u8; 64]) -> &'b str {
-        for (pair, b) in buf.chunks_exact_mut(2).zip(self.0) {
-            pair[0] = HEX[usize::from(b >> 4)];
-            pair[1] = HEX[usize::from(b & 0x0f)];
+    internal_pub! {
+        /// The 64 lowercase hex digits written into `buf`, without allocating.
+        fn write_hex<'b>(&self, buf: &'b mut [u8; 64]) -> &'b str {
+            for (pair, b) in buf.chunks_exact_mut(2).zip(self.0) {
+                pair[0] = HEX[usize::from(b >> 4)];
+                pair[1] = HEX[usize::from(b & 0x0f)];
+            }
+            // Every byte written is an ASCII hex digit.
+            std::str::from_utf8(buf).unwrap_or_default()
         }
-        // Every byte written is an ASCII hex digit.
-        std::str::from_utf8(buf).unwrap_or_default()
     }
 }
 

@@ -71,22 +71,70 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-pub mod cache;
-pub mod digest;
+/// Declares an item (a function, constant or re-export) that is public only with the `internals`
+/// feature, for the crate's own tests and benches, and crate-visible otherwise. One definition,
+/// two visibilities: never two copies of one function.
+macro_rules! internal_pub {
+    ($(#[$meta:meta])* $kind:ident $($rest:tt)*) => {
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        $(#[$meta])*
+        pub $kind $($rest)*
+        // Some of these serve only the tests: unused without the feature, by design.
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code, unused_imports)]
+        $(#[$meta])*
+        pub(crate) $kind $($rest)*
+    };
+}
+
+// The host API: five public modules and the types re-exported below (issue 11's bound, checked by
+// `scripts/api-surface.py`). Everything else is the crate's own business: a caller cannot reach
+// the store or the index, so it cannot break "a row never points at a missing blob" or forge a
+// binding. Tests and benches that need the layers below enable the non-default `internals`
+// feature (the crate's own dev-dependency on itself does so for `cargo test` and `cargo bench`).
 pub mod entry;
 pub mod error;
-pub mod frontmatter;
-pub mod index;
 pub mod local;
-pub mod origin;
-pub mod server;
 pub mod source;
-pub mod store;
 pub mod uri;
 
-pub use cache::{ApprovalPolicy, LoadedSkill, SkillCache, SkillFile};
-pub use digest::{Digest, VerifiedBytes};
-pub use entry::SkillEntry;
+/// Declares a module that is public only with the `internals` feature (tests, benches, fuzzing):
+/// not part of the supported API, and absent from the documented surface.
+macro_rules! internal_mod {
+    ($($(#[$meta:meta])* $name:ident;)*) => {$(
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        $(#[$meta])*
+        pub mod $name;
+        // What only the tests and benches call looks unused without the feature. Builds with it
+        // (`cargo test`, `cargo clippy --all-targets`) still find private dead code.
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code, unused_imports)]
+        $(#[$meta])*
+        pub(crate) mod $name;
+    )*};
+}
+
+mod isolation;
+
+internal_mod! {
+    cache;
+    digest;
+    frontmatter;
+    index;
+    origin;
+    server;
+    store;
+}
+
+pub use cache::{
+    ApprovalPolicy, CachedEntry, DynamicPolicy, EntryInfo, GcReport, Inventory, LoadedSkill,
+    Provenance, SkillCache, SkillCacheBuilder, SkillFile, Stats, Verification, VerifyReport,
+};
+pub use digest::Digest;
+pub use entry::{Binding, Limits, SkillEntry};
 pub use error::{Error, Result};
+pub use isolation::Isolation;
 pub use origin::Origin;
 pub use uri::{FileUri, SkillUri};

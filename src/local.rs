@@ -11,23 +11,29 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+/// The skills server behind `skillcache serve`, over a folder of skills: the publisher the tests
+/// and the CLI use.
+pub use crate::server::SkillServer;
+
 use crate::digest::Digest;
 use crate::entry::{SkillEntry, Validation};
 use crate::error::{Error, Limit};
 use crate::frontmatter;
 use crate::uri::{FileUri, SKILL_MD, SkillUri};
 
-/// One file of a local skill and where it lies on disk.
-#[derive(Debug, Clone)]
-pub struct LocalFile {
-    /// The file's URI in the published skill.
-    pub uri: FileUri,
-    /// Its path on disk.
-    pub path: PathBuf,
-    /// Its digest.
-    pub digest: Digest,
-    /// Its size.
-    pub size: u64,
+internal_pub! {
+    /// One file of a local skill and where it lies on disk.
+    #[derive(Debug, Clone)]
+    struct LocalFile {
+        /// The file's URI in the published skill.
+        pub uri: FileUri,
+        /// Its path on disk.
+        pub path: PathBuf,
+        /// Its digest.
+        pub digest: Digest,
+        /// Its size.
+        pub size: u64,
+    }
 }
 
 /// A validated local skill: its entry and its files.
@@ -36,7 +42,17 @@ pub struct LocalSkill {
     /// The entry a server would publish.
     pub entry: SkillEntry,
     /// Every file, in canonical URI order.
-    pub files: Vec<LocalFile>,
+    pub(crate) files: Vec<LocalFile>,
+}
+
+impl LocalSkill {
+    internal_pub! {
+        /// Every file, in canonical URI order, with where it lies on disk.
+        #[must_use]
+        fn files(&self) -> &[LocalFile] {
+            &self.files
+        }
+    }
 }
 
 /// Builds and validates the entry for the skill folder `dir`, published with root URI `root`

@@ -60,36 +60,40 @@ impl Origin {
         &self.label
     }
 
-    /// The label as one safe, reversible path component (R-O2): every byte outside
-    /// `[a-z0-9._-]` becomes `%XX`, and a leading `.` is encoded too, so `.`, `..`, empty and
-    /// hidden names are impossible and two labels never share a component. Upper-case letters are
-    /// escaped as well (R-H13): the only upper-case letters in a component are the hex digits of
-    /// escapes, in fixed positions, so two different labels stay two different folders even on a
-    /// case-insensitive filesystem (`Docs` is `%44ocs`, `docs` is `docs`).
-    #[must_use]
-    pub fn path_component(&self) -> &str {
-        &self.component
+    internal_pub! {
+        /// The label as one safe, reversible path component (R-O2): every byte outside
+        /// `[a-z0-9._-]` becomes `%XX`, and a leading `.` is encoded too, so `.`, `..`, empty and
+        /// hidden names are impossible and two labels never share a component. Upper-case letters are
+        /// escaped as well (R-H13): the only upper-case letters in a component are the hex digits of
+        /// escapes, in fixed positions, so two different labels stay two different folders even on a
+        /// case-insensitive filesystem (`Docs` is `%44ocs`, `docs` is `docs`).
+        #[must_use]
+        fn path_component(&self) -> &str {
+            &self.component
+        }
     }
 
-    /// Recovers the origin from a path component made by [`Origin::path_component`] (R-O2).
-    #[must_use]
-    pub fn from_path_component(component: &str) -> Option<Origin> {
-        let bytes = component.as_bytes();
-        let mut out = Vec::with_capacity(bytes.len());
-        let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i] == b'%' {
-                let hex = component.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 3;
-            } else {
-                out.push(bytes[i]);
-                i += 1;
+    internal_pub! {
+        /// Recovers the origin from a path component made by [`Origin::path_component`] (R-O2).
+        #[must_use]
+        fn from_path_component(component: &str) -> Option<Origin> {
+            let bytes = component.as_bytes();
+            let mut out = Vec::with_capacity(bytes.len());
+            let mut i = 0;
+            while i < bytes.len() {
+                if bytes[i] == b'%' {
+                    let hex = component.get(i + 1..i + 3)?;
+                    out.push(u8::from_str_radix(hex, 16).ok()?);
+                    i += 3;
+                } else {
+                    out.push(bytes[i]);
+                    i += 1;
+                }
             }
+            let origin = Origin::new(String::from_utf8(out).ok()?).ok()?;
+            // Only the one canonical spelling maps back; anything else is not ours.
+            (origin.path_component() == component).then_some(origin)
         }
-        let origin = Origin::new(String::from_utf8(out).ok()?).ok()?;
-        // Only the one canonical spelling maps back; anything else is not ours.
-        (origin.path_component() == component).then_some(origin)
     }
 }
 

@@ -103,7 +103,7 @@ fn corpus_every_skill_md_parses_or_fails_for_its_documented_reason() {
                 // The published entry checks against the real file, byte for byte and field by field.
                 let fm = parsed.expect("a valid skill's frontmatter parses");
                 assert!(compare(skill.entry.frontmatter(), &fm).is_empty(), "{rel}");
-                for f in &skill.files {
+                for f in skill.files() {
                     let bytes = std::fs::read(&f.path).expect("readable");
                     assert_eq!((Digest::of(&bytes), bytes.len() as u64), (f.digest, f.size));
                     let listed = skill.entry.file(&f.uri).expect("listed");

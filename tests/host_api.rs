@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use common::double::Double;
 use serde_json::{Value, json};
-use skillcache::cache::DynamicPolicy;
+use skillcache::DynamicPolicy;
 use skillcache::entry::Validation;
 use skillcache::error::Declined;
-use skillcache::server::SkillServer;
+use skillcache::local::SkillServer;
 use skillcache::{ApprovalPolicy, Digest, Error, Origin, SkillCache, SkillEntry, SkillUri};
 
 fn origin(label: &str) -> Origin {
@@ -215,7 +215,10 @@ async fn p1_not_required_is_the_explicit_opt_out_and_grants_nothing() {
     cache.connect(o.clone(), double.clone());
     let held = cache.entry(&o, entry.uri()).await.expect("entry").entry;
     let skill = cache.load(&o, &held).await.expect("no gate");
-    assert!(skill.skill_md().verified());
+    assert!(matches!(
+        skill.skill_md().verification(),
+        skillcache::Verification::Verified(_)
+    ));
     assert_eq!(skill.requested_tools(), Some(&json!("Bash Read")));
     assert_eq!(skill.granted_tools(), None, "requested is never granted");
 }
@@ -493,7 +496,7 @@ async fn p4_stats_and_events_follow_misses_hits_bytes_and_a_quarantine() {
         .memory_tier(0)
         .open()
         .expect("cache opens");
-    assert_eq!(cache.stats(), skillcache::cache::Stats::default());
+    assert_eq!(cache.stats(), skillcache::Stats::default());
     let double = Arc::new(Double::new());
     let (entry, files) = common::skill("stats", &[("a.md", b"AAAA"), ("b.md", b"BBBBBB")]);
     double.publish(&entry, &files);
@@ -748,7 +751,10 @@ async fn b5_mcp_source_from_a_hosts_peer_reuses_its_session_and_takes_forwarded_
         .load(&o, &first.entry)
         .await
         .expect("load through the peer");
-    assert!(skill.skill_md().verified());
+    assert!(matches!(
+        skill.skill_md().verification(),
+        skillcache::Verification::Verified(_)
+    ));
     session.cancel().await.expect("the host ends its session");
 }
 

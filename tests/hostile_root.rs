@@ -681,11 +681,10 @@ async fn h5_a_pre_populated_cache_on_a_read_only_mount_serves_warm_loads() {
     );
     let skill = cache.load(&o, &e.entry).await.expect("warm load");
     let files = skill.read_all().await.expect("every file");
-    assert!(
-        files
-            .iter()
-            .all(|f| f.verified() && f.provenance() == skillcache::cache::Provenance::Cache)
-    );
+    assert!(files.iter().all(|f| matches!(
+        f.verification(),
+        skillcache::Verification::Verified(_)
+    ) && f.provenance() == skillcache::cache::Provenance::Cache));
     assert_eq!(
         double.requests(),
         before,
@@ -703,7 +702,10 @@ async fn h5_a_pre_populated_cache_on_a_read_only_mount_serves_warm_loads() {
         .load(&o, &e.entry)
         .await
         .expect("still served after the refused purge");
-    assert!(again.skill_md().verified());
+    assert!(matches!(
+        again.skill_md().verification(),
+        skillcache::Verification::Verified(_)
+    ));
 }
 
 #[tokio::test]

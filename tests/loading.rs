@@ -134,10 +134,17 @@ async fn v2_o4_every_file_says_its_origin_digest_and_provenance() {
     let skill = f.cache.load(&f.origin, &f.entry).await.expect("load");
     let md = skill.skill_md();
     assert_eq!(
-        (md.origin(), md.verified(), md.provenance()),
+        (
+            md.origin(),
+            matches!(md.verification(), skillcache::Verification::Verified(_)),
+            md.provenance()
+        ),
         (&f.origin, true, Provenance::Server)
     );
-    assert_eq!(md.digest(), Some(Digest::of(md.bytes())));
+    assert_eq!(
+        md.verification(),
+        skillcache::Verification::Verified(Digest::of(md.bytes()))
+    );
     let again = f.cache.load(&f.origin, &f.entry).await.expect("load");
     assert_eq!(again.skill_md().provenance(), Provenance::Cache);
     assert_eq!(f.double.reads(), 1, "the second load is a cache hit");
@@ -438,8 +445,11 @@ async fn v7_dynamic_skills_are_declined_by_default_and_unverified_when_allowed()
         .serve_bytes("skill://live/big.bin", &vec![b'x'; 16 * 1024 * 1024]);
     let e = g.cache.entry(&g.origin, &live).await.expect("entry").entry;
     let skill = g.cache.load(&g.origin, &e).await.expect("allowed");
-    assert!(!skill.skill_md().verified() && !skill.skill_md().stored());
-    assert_eq!(skill.skill_md().digest(), None);
+    assert!(!skill.skill_md().stored());
+    assert_eq!(
+        skill.skill_md().verification(),
+        skillcache::Verification::Unverified
+    );
     // The 16 MiB budget counts bytes received: SKILL.md plus 16 MiB is over.
     assert!(matches!(
         skill.read("big.bin").await,
@@ -688,7 +698,10 @@ async fn read_all_verifies_every_listed_file_and_retries_a_failed_copy_once() {
     let skill = f.cache.load(&f.origin, &f.entry).await.expect("load");
     let cold = skill.read_all().await.expect("read all");
     assert_eq!(cold.len(), 3);
-    assert!(cold.iter().all(skillcache::SkillFile::verified));
+    assert!(
+        cold.iter()
+            .all(|f| matches!(f.verification(), skillcache::Verification::Verified(_)))
+    );
     let reads = f.double.reads();
     let forms = f
         .entry

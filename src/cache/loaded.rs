@@ -33,15 +33,26 @@ impl Provenance {
     }
 }
 
-/// One file's bytes, always with their origin (R-O4).
+/// What a file's bytes were checked against. A type, not a flag: a host that wants the digest
+/// has to say what it does with a dynamic skill's file, which has none (R-V7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verification {
+    /// The bytes matched the size and digest the held entry lists — and, for a `SKILL.md`, its
+    /// frontmatter — on this access (R-V2, R-V6).
+    Verified(Digest),
+    /// A dynamic skill's file: its server publishes no digest, so there was nothing to check it
+    /// against. Served only when the host accepts dynamic skills (R-V7); never cached.
+    Unverified,
+}
+
+/// One file's bytes, always with their origin (R-O4) and what they were checked against.
 #[derive(Debug, Clone)]
 pub struct SkillFile {
     origin: Origin,
     uri: FileUri,
-    digest: Option<Digest>,
+    verification: Verification,
     /// Shared with the memory tier: a hit copies nothing.
     bytes: bytes::Bytes,
-    verified: bool,
     provenance: Provenance,
     pub(super) retried: bool,
     pub(super) stored: bool,
@@ -58,9 +69,8 @@ impl SkillFile {
         SkillFile {
             origin: origin.clone(),
             uri: file.uri().clone(),
-            digest: Some(bytes.digest()),
+            verification: Verification::Verified(bytes.digest()),
             bytes: bytes.into_shared(),
-            verified: true,
             provenance,
             retried,
             stored: provenance == Provenance::Cache,
@@ -77,20 +87,21 @@ impl SkillFile {
     pub fn uri(&self) -> &FileUri {
         &self.uri
     }
-    /// The digest the bytes matched; `None` for a dynamic skill's file.
+    /// What the bytes were checked against: the digest they matched, or nothing for a dynamic
+    /// skill's file.
     #[must_use]
-    pub fn digest(&self) -> Option<Digest> {
-        self.digest
+    pub fn verification(&self) -> Verification {
+        self.verification
     }
     /// The bytes.
     #[must_use]
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
     }
-    /// Whether the bytes were verified against a manifest (false only for dynamic skills, R-V7).
+    /// The bytes, without copying them (they may be shared with the cache's memory tier).
     #[must_use]
-    pub fn verified(&self) -> bool {
-        self.verified
+    pub fn into_bytes(self) -> bytes::Bytes {
+        self.bytes
     }
     /// Cache or server.
     #[must_use]
@@ -321,9 +332,8 @@ impl LoadedSkill {
         Ok(SkillFile {
             origin: self.origin.clone(),
             uri: uri.clone(),
-            digest: None,
+            verification: Verification::Unverified,
             bytes: bytes.into(),
-            verified: false,
             provenance: super::loaded::Provenance::Server,
             retried: false,
             stored: false,

@@ -79,8 +79,10 @@ pub struct SkillCacheBuilder {
 }
 
 impl SkillCacheBuilder {
-    /// The default deadline for one request, and for connecting (R-B1).
-    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+    internal_pub! {
+        /// The default deadline for one request, and for connecting (R-B1).
+        const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+    }
 
     /// The cache root. Default: `$SKILLCACHE_ROOT`, else the platform cache folder (R-C1).
     #[must_use]
@@ -351,9 +353,20 @@ impl SkillCache {
             .snapshot(self.inner.core.seal_failures())
     }
 
-    /// The sync core, for maintenance (verify, gc, purge) and inspection.
+    /// The sync core, for the crate's own tests and benches (feature `internals`; not part of
+    /// the supported API: the store and the index below it are the crate's business).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     #[must_use]
     pub fn core(&self) -> &Cache {
+        &self.inner.core
+    }
+
+    pub(super) fn core_ref(&self) -> &Cache {
+        &self.inner.core
+    }
+
+    pub(super) fn core_arc(&self) -> &Arc<Cache> {
         &self.inner.core
     }
 

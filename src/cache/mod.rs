@@ -9,6 +9,7 @@
 //! - every record carries its origin (R-O1); purge removes all of an origin (R-C5);
 //! - a publisher holds the shared lock until its rows are committed; gc holds the exclusive lock.
 
+mod admin;
 #[cfg(test)]
 mod crash_points;
 mod key;
@@ -19,8 +20,9 @@ mod memory;
 mod root;
 mod stats;
 
+pub use admin::{CachedEntry, Inventory};
 pub use key::default_key_file;
-pub use loaded::{LoadedSkill, Provenance, SkillFile};
+pub use loaded::{LoadedSkill, Provenance, SkillFile, Verification};
 pub use loading::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
 pub use maintenance::{GcReport, VerifyReport};
 pub use memory::DEFAULT_MEMORY_TIER_BYTES;

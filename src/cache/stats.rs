@@ -39,10 +39,12 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Every cache hit, whatever verified it.
-    #[must_use]
-    pub fn hits(&self) -> u64 {
-        self.hits_hashed + self.hits_evidence
+    internal_pub! {
+        /// Every cache hit, whatever verified it.
+        #[must_use]
+        fn hits(&self) -> u64 {
+            self.hits_hashed + self.hits_evidence
+        }
     }
 }
 

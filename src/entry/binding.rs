@@ -34,16 +34,20 @@ impl Binding {
         Binding(h.finalize().into())
     }
 
-    /// Rebuilds a binding from its 32 bytes (as stored by the index).
-    #[must_use]
-    pub const fn from_bytes(bytes: [u8; 32]) -> Binding {
-        Binding(bytes)
+    internal_pub! {
+        /// Rebuilds a binding from its 32 bytes (as stored by the index).
+        #[must_use]
+        const fn from_bytes(bytes: [u8; 32]) -> Binding {
+            Binding(bytes)
+        }
     }
 
-    /// The 32 bytes.
-    #[must_use]
-    pub const fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
+    internal_pub! {
+        /// The 32 bytes.
+        #[must_use]
+        const fn as_bytes(&self) -> &[u8; 32] {
+            &self.0
+        }
     }
 }
 

@@ -4,8 +4,10 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Rule};
 
-/// The longest freshness honoured: 24 hours (R-W8).
-pub const MAX_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+internal_pub! {
+    /// The longest freshness honoured: 24 hours (R-W8).
+    const MAX_TTL_MS: u64 = 24 * 60 * 60 * 1000;
+}
 
 /// Who may share a cached result (R-C6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,35 +53,37 @@ impl CacheHints {
         }
     }
 
-    /// Reads `ttlMs` and `cacheScope` from a result object.
-    ///
-    /// # Errors
-    /// [`Error::InvalidResponse`] if `ttlMs` is not a non-negative integer or `cacheScope` is
-    /// neither `"public"` nor `"private"`.
-    pub fn from_result(
-        method: &'static str,
-        result: &Map<String, Value>,
-    ) -> Result<CacheHints, Error> {
-        let fail = |rule| Error::InvalidResponse { method, rule };
-        let ttl_ms = match result.get("ttlMs") {
-            None | Some(Value::Null) => 0,
-            Some(v) => v.as_u64().ok_or_else(|| {
-                fail(Rule::Value {
-                    allowed: "ttlMs: a non-negative integer",
-                })
-            })?,
-        };
-        let scope = match result.get("cacheScope") {
-            None | Some(Value::Null) => Scope::Private,
-            Some(Value::String(s)) if s == "public" => Scope::Public,
-            Some(Value::String(s)) if s == "private" => Scope::Private,
-            Some(_) => {
-                return Err(fail(Rule::Value {
-                    allowed: "cacheScope: \"public\" or \"private\"",
-                }));
-            }
-        };
-        Ok(CacheHints::new(ttl_ms, scope))
+    internal_pub! {
+        /// Reads `ttlMs` and `cacheScope` from a result object.
+        ///
+        /// # Errors
+        /// [`Error::InvalidResponse`] if `ttlMs` is not a non-negative integer or `cacheScope` is
+        /// neither `"public"` nor `"private"`.
+        fn from_result(
+            method: &'static str,
+            result: &Map<String, Value>,
+        ) -> Result<CacheHints, Error> {
+            let fail = |rule| Error::InvalidResponse { method, rule };
+            let ttl_ms = match result.get("ttlMs") {
+                None | Some(Value::Null) => 0,
+                Some(v) => v.as_u64().ok_or_else(|| {
+                    fail(Rule::Value {
+                        allowed: "ttlMs: a non-negative integer",
+                    })
+                })?,
+            };
+            let scope = match result.get("cacheScope") {
+                None | Some(Value::Null) => Scope::Private,
+                Some(Value::String(s)) if s == "public" => Scope::Public,
+                Some(Value::String(s)) if s == "private" => Scope::Private,
+                Some(_) => {
+                    return Err(fail(Rule::Value {
+                        allowed: "cacheScope: \"public\" or \"private\"",
+                    }));
+                }
+            };
+            Ok(CacheHints::new(ttl_ms, scope))
+        }
     }
 
     /// Milliseconds the result may be used without asking the server again.

@@ -19,14 +19,16 @@ mod validate;
 mod wire;
 
 pub use binding::{Binding, ChangedFile, EntryDiff};
-pub use contents::select_content;
-pub use hints::{CacheHints, MAX_TTL_MS, Scope};
+internal_pub! { use contents::select_content; }
+pub use hints::Scope;
+internal_pub! { use hints::CacheHints; }
+internal_pub! { use hints::MAX_TTL_MS; }
 pub use limits::Limits;
 pub use validate::Validation;
 pub(crate) use validate::check_name;
-pub use wire::{
-    ListPage, Listing, MAX_PAGES, check_result_type, parse_get_result, parse_list_result,
-};
+internal_pub! {
+    use wire::{ListPage, Listing, MAX_PAGES, check_result_type, parse_get_result, parse_list_result};
+}
 
 use serde_json::{Value, json};
 
@@ -81,28 +83,34 @@ impl Manifest {
     pub fn total_bytes(&self) -> u64 {
         self.total_bytes
     }
-    /// The content binding of the file set (R-A1).
-    #[must_use]
-    pub fn binding(&self) -> Binding {
-        self.binding
+    internal_pub! {
+        /// The content binding of the file set (R-A1).
+        #[must_use]
+        fn binding(&self) -> Binding {
+            self.binding
+        }
     }
-    /// The listed file with this URI (compared after percent-normalisation), if any.
-    #[must_use]
-    pub fn file(&self, uri: &FileUri) -> Option<&ManifestFile> {
-        self.files
-            .binary_search_by(|f| f.uri.canonical().cmp(uri.canonical()))
-            .ok()
-            .map(|i| &self.files[i])
+    internal_pub! {
+        /// The listed file with this URI (compared after percent-normalisation), if any.
+        #[must_use]
+        fn file(&self, uri: &FileUri) -> Option<&ManifestFile> {
+            self.files
+                .binary_search_by(|f| f.uri.canonical().cmp(uri.canonical()))
+                .ok()
+                .map(|i| &self.files[i])
+        }
     }
 }
 
-/// What a skill's `resources` says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Resources {
-    /// A complete manifest with digests.
-    Manifest(Manifest),
-    /// `"dynamic"`: no digests; content is unverifiable and cannot be content-bound (R-V7, R-A3).
-    Dynamic,
+internal_pub! {
+    /// What a skill's `resources` says.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Resources {
+        /// A complete manifest with digests.
+        Manifest(Manifest),
+        /// `"dynamic"`: no digests; content is unverifiable and cannot be content-bound (R-V7, R-A3).
+        Dynamic,
+    }
 }
 
 /// A validated skill entry. Once built, it is valid: there is no other constructor than
@@ -162,10 +170,12 @@ impl SkillEntry {
             .and_then(Value::as_str)
             .unwrap_or_default()
     }
-    /// The manifest, or `"dynamic"`.
-    #[must_use]
-    pub fn resources(&self) -> &Resources {
-        &self.resources
+    internal_pub! {
+        /// The manifest, or `"dynamic"`.
+        #[must_use]
+        fn resources(&self) -> &Resources {
+            &self.resources
+        }
     }
     /// The manifest, unless the skill is dynamic.
     #[must_use]

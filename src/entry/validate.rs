@@ -44,16 +44,20 @@ impl Validation {
         self
     }
 
-    /// The limits in force.
-    #[must_use]
-    pub fn current_limits(&self) -> Limits {
-        self.limits
+    internal_pub! {
+        /// The limits in force.
+        #[must_use]
+        fn current_limits(&self) -> Limits {
+            self.limits
+        }
     }
 
-    /// Whether the strict rules are on.
-    #[must_use]
-    pub fn is_strict(&self) -> bool {
-        self.strict
+    internal_pub! {
+        /// Whether the strict rules are on.
+        #[must_use]
+        fn is_strict(&self) -> bool {
+            self.strict
+        }
     }
 }
 

@@ -30,32 +30,36 @@ pub type SourceFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, Error>> + 
 /// A boxed future that connects a source.
 pub type ReadyFuture<'a> = Pin<Box<dyn Future<Output = Result<(), Error>> + Send + 'a>>;
 
-/// Room for everything in a `resources/read` answer besides the file's own encoding: the
-/// JSON-RPC envelope, the URI, the MIME type and the cache hints.
-pub const MESSAGE_OVERHEAD: u64 = 64 * 1024;
+internal_pub! {
+    /// Room for everything in a `resources/read` answer besides the file's own encoding: the
+    /// JSON-RPC envelope, the URI, the MIME type and the cache hints.
+    const MESSAGE_OVERHEAD: u64 = 64 * 1024;
+}
 
-/// The largest message a client accepts and `skillcache serve` reads, for `limits` (R-B2).
-///
-/// The largest file a skill may have is `max_total_bytes`. Sent as a `blob` it grows to 4/3 (base64);
-/// sent as `text`, every quote, backslash, tab or newline becomes two characters, so text made of
-/// them doubles. The bound covers the larger of the two — twice the file — plus
-/// [`MESSAGE_OVERHEAD`]: every file inside the limits arrives whole, whichever way a server encodes
-/// it, unless its text is mostly other control characters (`\u00XX`, six bytes each). Such a file
-/// is refused with [`Error::MessageTooLarge`]; a server should send it as a `blob`, which
-/// `skillcache serve` does whenever that is the shorter encoding. Hosts that raise the limits raise
-/// the bound with them.
-///
-/// ```
-/// use skillcache::entry::Limits;
-/// use skillcache::source::message_bound;
-/// assert_eq!(message_bound(&Limits::BASELINE), 32 * 1024 * 1024 + 64 * 1024);
-/// ```
-#[must_use]
-pub fn message_bound(limits: &Limits) -> u64 {
-    limits
-        .max_total_bytes()
-        .saturating_mul(2)
-        .saturating_add(MESSAGE_OVERHEAD)
+internal_pub! {
+    /// The largest message a client accepts and `skillcache serve` reads, for `limits` (R-B2).
+    ///
+    /// The largest file a skill may have is `max_total_bytes`. Sent as a `blob` it grows to 4/3 (base64);
+    /// sent as `text`, every quote, backslash, tab or newline becomes two characters, so text made of
+    /// them doubles. The bound covers the larger of the two — twice the file — plus
+    /// [`MESSAGE_OVERHEAD`]: every file inside the limits arrives whole, whichever way a server encodes
+    /// it, unless its text is mostly other control characters (`\u00XX`, six bytes each). Such a file
+    /// is refused with [`Error::MessageTooLarge`]; a server should send it as a `blob`, which
+    /// `skillcache serve` does whenever that is the shorter encoding. Hosts that raise the limits raise
+    /// the bound with them.
+    ///
+    /// ```
+    /// use skillcache::entry::Limits;
+    /// use skillcache::source::message_bound;
+    /// assert_eq!(message_bound(&Limits::BASELINE), 32 * 1024 * 1024 + 64 * 1024);
+    /// ```
+    #[must_use]
+    fn message_bound(limits: &Limits) -> u64 {
+        limits
+            .max_total_bytes()
+            .saturating_mul(2)
+            .saturating_add(MESSAGE_OVERHEAD)
+    }
 }
 
 /// A change a server announced (R-B5).

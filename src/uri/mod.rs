@@ -53,10 +53,12 @@ impl FileUri {
         &self.raw
     }
 
-    /// The percent-normalised form that equality, hashing and storage keys use.
-    #[must_use]
-    pub fn canonical(&self) -> &str {
-        &self.canonical
+    internal_pub! {
+        /// The percent-normalised form that equality, hashing and storage keys use.
+        #[must_use]
+        fn canonical(&self) -> &str {
+            &self.canonical
+        }
     }
 
     pub(crate) fn from_canonical(canonical: String) -> FileUri {
@@ -121,8 +123,10 @@ pub struct SkillUri {
     name: String,
 }
 
-/// The last segment of every skill URI.
-pub const SKILL_MD: &str = "SKILL.md";
+internal_pub! {
+    /// The last segment of every skill URI.
+    const SKILL_MD: &str = "SKILL.md";
+}
 
 impl SkillUri {
     /// Parses a skill URI.
@@ -160,10 +164,12 @@ impl SkillUri {
         self.file.as_str()
     }
 
-    /// The canonical form.
-    #[must_use]
-    pub fn canonical(&self) -> &str {
-        self.file.canonical()
+    internal_pub! {
+        /// The canonical form.
+        #[must_use]
+        fn canonical(&self) -> &str {
+            self.file.canonical()
+        }
     }
 
     /// The `SKILL.md` as a file URI.
@@ -178,22 +184,26 @@ impl SkillUri {
         &self.file.canonical[..self.root_len]
     }
 
-    /// The last segment of the skill path, which must equal `frontmatter.name` (R-W5).
-    #[must_use]
-    pub fn name_segment(&self) -> &str {
-        &self.name
+    internal_pub! {
+        /// The last segment of the skill path, which must equal `frontmatter.name` (R-W5).
+        #[must_use]
+        fn name_segment(&self) -> &str {
+            &self.name
+        }
     }
 
-    /// Whether `file` is this skill's `SKILL.md` or lies inside its root (R-W4): same scheme
-    /// and authority, and the root's segments followed by at least one more.
-    #[must_use]
-    pub fn contains(&self, file: &FileUri) -> bool {
-        // Canonical segments and authorities never contain '/', so a string prefix followed by
-        // '/' is exactly a segment-wise prefix.
-        let root = self.root();
-        file.canonical.len() > root.len() + 1
-            && file.canonical.starts_with(root)
-            && file.canonical.as_bytes()[root.len()] == b'/'
+    internal_pub! {
+        /// Whether `file` is this skill's `SKILL.md` or lies inside its root (R-W4): same scheme
+        /// and authority, and the root's segments followed by at least one more.
+        #[must_use]
+        fn contains(&self, file: &FileUri) -> bool {
+            // Canonical segments and authorities never contain '/', so a string prefix followed by
+            // '/' is exactly a segment-wise prefix.
+            let root = self.root();
+            file.canonical.len() > root.len() + 1
+                && file.canonical.starts_with(root)
+                && file.canonical.as_bytes()[root.len()] == b'/'
+        }
     }
 
     /// Resolves a reference found in this skill's content against the skill root (R-V5).

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use skillcache::cache::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache};
+use skillcache::local::SkillServer;
 use skillcache::local::inspect;
-use skillcache::server::SkillServer;
 use skillcache::source::{McpSource, SkillSource};
-use skillcache::{Error, Origin, SkillEntry, SkillFile, SkillUri};
+use skillcache::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache};
+use skillcache::{Error, Origin, SkillEntry, SkillFile, SkillUri, Verification};
 
 use crate::{Cli, Command, Outcome, ServerArgs};
 
@@ -42,7 +42,7 @@ type Result<T> = std::result::Result<T, Failure>;
 
 pub(crate) struct Ctx {
     pub(crate) json: bool,
-    pub(crate) builder: skillcache::cache::SkillCacheBuilder,
+    pub(crate) builder: skillcache::SkillCacheBuilder,
 }
 
 fn print_json(v: &Value) {
@@ -169,11 +169,11 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
             )
             .await
         }
-        Command::Entries { origin } => entries(&ctx, origin.as_deref()),
-        Command::Verify { origin } => verify(&ctx, origin.as_deref()),
-        Command::Gc { max_bytes } => gc(&ctx, max_bytes),
-        Command::Purge { origin } => purge(&ctx, &origin),
-        Command::Stats => stats(&ctx),
+        Command::Entries { origin } => entries(&ctx, origin.as_deref()).await,
+        Command::Verify { origin } => verify(&ctx, origin.as_deref()).await,
+        Command::Gc { max_bytes } => gc(&ctx, max_bytes).await,
+        Command::Purge { origin } => purge(&ctx, &origin).await,
+        Command::Stats => stats(&ctx).await,
         Command::Inspect { dir, base_uri } => inspect_dir(&dir, base_uri),
         Command::Serve {
             dir,
@@ -188,7 +188,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
                 .map_err(|e| Failure::Other(Box::new(e)))??;
             Ok(Outcome::Ok)
         }
-        Command::Demo => crate::demo::run(ctx.builder).await,
+        Command::Demo => crate::demo::run(ctx.builder, cli.root, cli.key_file).await,
     }
 }
 
@@ -230,13 +230,8 @@ fn skill_uri(text: &str) -> Result<SkillUri> {
     SkillUri::parse(text).map_err(|e| usage("SKILL_URI", &e))
 }
 
-fn entry_row(cache: &SkillCache, origin: &Origin, e: &SkillEntry) -> Value {
-    let fresh = cache
-        .core()
-        .entry(origin, e.uri(), cache.principal())
-        .ok()
-        .flatten()
-        .is_some_and(|s| s.fresh);
+async fn entry_row(cache: &SkillCache, origin: &Origin, e: &SkillEntry) -> Value {
+    let fresh = cache.is_fresh(origin, e.uri()).await.unwrap_or(false);
     let (files, bytes) = e
         .manifest()
         .map_or((0, 0), |m| (m.files().len(), m.total_bytes()));
@@ -250,13 +245,13 @@ fn entry_row(cache: &SkillCache, origin: &Origin, e: &SkillEntry) -> Value {
 async fn list(ctx: &Ctx, s: &ServerArgs) -> Result<Outcome> {
     let (cache, origin) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
     let listed = cache.list(&origin).await?;
-    let rows: Vec<Value> = listed
-        .iter()
-        .map(|r| match r {
-            Ok(info) => entry_row(&cache, &origin, &info.entry),
+    let mut rows = Vec::with_capacity(listed.len());
+    for r in &listed {
+        rows.push(match r {
+            Ok(info) => entry_row(&cache, &origin, &info.entry).await,
             Err(e) => json!({"error": e.to_string()}),
-        })
-        .collect();
+        });
+    }
     if ctx.json {
         print_json(&json!({"origin": origin.as_str(), "skills": rows}));
     } else {
@@ -368,9 +363,12 @@ pub(crate) fn file_json(f: &SkillFile, entry: &SkillEntry) -> Value {
     json!({
         "origin": f.origin().as_str(),
         "uri": f.uri().as_str(),
-        "verified": f.verified(),
+        "verified": matches!(f.verification(), Verification::Verified(_)),
         "source": f.provenance().as_str(),
-        "digest": f.digest().map(|d| d.to_string()),
+        "digest": match f.verification() {
+            Verification::Verified(d) => Some(d.to_string()),
+            Verification::Unverified => None,
+        },
         "size": f.bytes().len(),
         "binding": entry.binding().map(|b| b.to_string()),
         "retried": f.retried(),
@@ -421,7 +419,7 @@ fn local_cache(ctx: &Ctx) -> Result<SkillCache> {
 
 /// One line on stderr when the index was damaged and replaced at open (R-H6).
 fn notice_healed(cache: &SkillCache) {
-    if let Some(moved) = cache.core().healed_index() {
+    if let Some(moved) = cache.healed_index() {
         eprintln!(
             "skillcache: notice: the cache index was damaged; moved it to {} and started a fresh one (cached files kept, approvals lost: approve again)",
             moved.display()
@@ -436,17 +434,14 @@ fn origin_arg(origin: Option<&str>) -> Result<Option<Origin>> {
     origin.map(origin_usage).transpose()
 }
 
-fn entries(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
+async fn entries(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
     let cache = local_cache(ctx)?;
-    let rows = cache.core().entries(origin_arg(origin)?.as_ref())?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+    let rows = cache.cached_entries(origin_arg(origin)?.as_ref()).await?;
     let json_rows: Vec<Value> = rows
         .iter()
         .map(|r| {
-            json!({"origin": r.origin.as_str(), "uri": r.skill_uri, "scope": r.scope.as_str(), "principal": r.principal,
-                   "files": r.files, "bytes": r.bytes, "dynamic": r.dynamic, "fresh": now < r.fetched_at_ms.saturating_add(r.ttl_ms)})
+            json!({"origin": r.origin.as_str(), "uri": r.uri.as_str(), "scope": r.scope.as_str(), "principal": r.principal,
+                   "files": r.files, "bytes": r.bytes, "dynamic": r.dynamic, "fresh": r.fresh})
         })
         .collect();
     if ctx.json {
@@ -475,7 +470,7 @@ fn entries(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn verify(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
+async fn verify(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
     let cache = local_cache(ctx)?;
     let bar = if ctx.json {
         ProgressBar::hidden()
@@ -486,12 +481,13 @@ fn verify(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
         ProgressStyle::with_template("verifying {bar:30} {pos}/{len} blobs")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let progress = bar.clone();
     let report = cache
-        .core()
-        .verify(origin_arg(origin)?.as_ref(), |done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        })?;
+        .verify(origin_arg(origin)?.as_ref(), move |done, total| {
+            progress.set_length(total as u64);
+            progress.set_position(done as u64);
+        })
+        .await?;
     bar.finish_and_clear();
     let pairs = |v: &[(Origin, skillcache::Digest)]| {
         v.iter()
@@ -527,8 +523,8 @@ fn verify(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
     })
 }
 
-fn gc(ctx: &Ctx, max_bytes: Option<u64>) -> Result<Outcome> {
-    let r = local_cache(ctx)?.core().gc(max_bytes)?;
+async fn gc(ctx: &Ctx, max_bytes: Option<u64>) -> Result<Outcome> {
+    let r = local_cache(ctx)?.gc(max_bytes).await?;
     let out = json!({"unreferenced": r.unreferenced, "evicted": r.evicted, "temporaries": r.temporaries,
                      "bytes_before": r.bytes_before, "bytes_after": r.bytes_after, "over_budget": r.over_budget});
     if ctx.json {
@@ -551,9 +547,9 @@ fn gc(ctx: &Ctx, max_bytes: Option<u64>) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn purge(ctx: &Ctx, origin: &str) -> Result<Outcome> {
+async fn purge(ctx: &Ctx, origin: &str) -> Result<Outcome> {
     let origin = origin_usage(origin)?;
-    local_cache(ctx)?.core().purge(&origin)?;
+    local_cache(ctx)?.purge(&origin).await?;
     if ctx.json {
         print_json(&json!({"purged": origin.as_str()}));
     } else {
@@ -562,23 +558,21 @@ fn purge(ctx: &Ctx, origin: &str) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn stats(ctx: &Ctx) -> Result<Outcome> {
+async fn stats(ctx: &Ctx) -> Result<Outcome> {
     let cache = local_cache(ctx)?;
-    let core = cache.core();
-    let entries = core.entries(None)?;
-    let blobs = core.index().blobs()?;
+    let inv = cache.inventory().await?;
     let out = json!({
-        "root": core.root().display().to_string(),
-        "isolation": format!("{:?}", core.isolation()).to_lowercase(),
-        "origins": core.index().origins()?.len(),
-        "entries": entries.len(),
-        "blobs": blobs.len(),
-        "blob_bytes": blobs.iter().map(|(_, _, r)| r.size).sum::<u64>(),
-        "quarantined": core.store().quarantined(),
-        "schema_version": core.index().schema_version()?,
+        "root": cache.root().display().to_string(),
+        "isolation": format!("{:?}", cache.isolation()).to_lowercase(),
+        "origins": inv.origins,
+        "entries": inv.entries,
+        "blobs": inv.blobs,
+        "blob_bytes": inv.blob_bytes,
+        "quarantined": inv.quarantined,
+        "schema_version": inv.schema_version,
         // Rows seen while gathering these numbers that failed their seal (R-H3).
-        "seal_failures": core.seal_failures(),
-        "index_read_only": core.index().is_read_only(),
+        "seal_failures": cache.stats().seal_failures,
+        "index_read_only": inv.index_read_only,
         // This process's counters (R-P4): the files this command served and fetched, and the
         // rows seen while gathering these numbers that failed their seal (R-H3).
         "counters": counters_json(&cache),

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use skillcache::cache::{EntryInfo, LoadedSkill, SkillCache, SkillCacheBuilder};
 use skillcache::source::McpSource;
+use skillcache::{EntryInfo, LoadedSkill, SkillCache, SkillCacheBuilder};
 use skillcache::{Error, Origin, SkillUri};
 
 use crate::Outcome;
@@ -55,19 +55,39 @@ fn say(line: impl Display) {
     outln!("   {line}");
 }
 
-pub(crate) async fn run(_builder: SkillCacheBuilder) -> Result<Outcome, Failure> {
+/// Runs the tour with the global options `builder` carries (isolation, timeouts, key file).
+/// With `--root`, the tour's cache is that root and is kept afterwards, to look at with
+/// `entries`, `verify` or `stats`; without it, the tour works in a temporary folder and removes
+/// it when done.
+pub(crate) async fn run(
+    builder: SkillCacheBuilder,
+    root: Option<PathBuf>,
+    key_file: Option<PathBuf>,
+) -> Result<Outcome, Failure> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let work = std::env::temp_dir().join(format!("skillcache-demo-{}-{nanos}", std::process::id()));
-    let result = tour(&work).await;
-    // Blob folders are read-only: the cache's own purge makes them removable.
-    if let Ok(cache) = SkillCache::builder()
-        .root(work.join("cache"))
-        .key_file(work.join("host.key"))
-        .open()
-    {
-        let _ = cache.core().purge(&Origin::new("demo-server")?);
+    let keep = root.is_some();
+    let mut builder = builder.root(root.unwrap_or_else(|| work.join("cache")));
+    if key_file.is_none() && !keep {
+        builder = builder.key_file(work.join("host.key"));
+    }
+    // The tour shows the disk path (a tampered blob caught and healed): the in-memory tier, which
+    // would serve the bytes verified a moment ago without touching the disk, is off here.
+    let builder = builder.memory_tier(0);
+    let result = tour(&work, builder.clone()).await;
+    if keep {
+        if let Ok(cache) = builder.open() {
+            outln!(
+                "the cache at {} keeps what the tour stored: try `skillcache --root {} entries`",
+                cache.root().display(),
+                cache.root().display()
+            );
+        }
+    } else if let Ok(cache) = builder.open() {
+        // Blob folders are read-only: the cache's own purge makes them removable.
+        let _ = cache.purge(&Origin::new("demo-server")?).await;
     }
     let _ = fs::remove_dir_all(&work);
     result
@@ -82,16 +102,18 @@ struct Tour {
     uri: SkillUri,
 }
 
-async fn tour(work: &Path) -> Result<Outcome, Failure> {
+async fn tour(work: &Path, builder: SkillCacheBuilder) -> Result<Outcome, Failure> {
     let served = work.join("served");
     for (rel, text) in SAMPLES {
         let path = served.join(rel);
         fs::create_dir_all(path.parent().unwrap_or(&served))?;
         fs::write(&path, text)?;
     }
+    let cache = builder.open()?;
     outln!(
-        "skillcache demo — cache root {}",
-        work.join("cache").display()
+        "skillcache demo — cache root {} ({:?} isolation)",
+        cache.root().display(),
+        cache.isolation()
     );
     let mut step = Step {
         n: 0,
@@ -105,13 +127,6 @@ async fn tour(work: &Path) -> Result<Outcome, Failure> {
         .arg("serve")
         .arg(&served)
         .args(["--dynamic", "live-status"]);
-    // The tour shows the disk path (a tampered blob caught and healed): the in-memory tier, which
-    // would serve the bytes verified a moment ago without touching the disk, is off here.
-    let cache = SkillCache::builder()
-        .root(work.join("cache"))
-        .key_file(work.join("host.key"))
-        .memory_tier(0)
-        .open()?;
     let origin = Origin::new("demo-server")?;
     cache.connect(origin.clone(), Arc::new(McpSource::stdio(command)));
     say(format!(
@@ -129,12 +144,12 @@ async fn tour(work: &Path) -> Result<Outcome, Failure> {
     t.tamper().await?;
     t.server_edits(&skill).await?;
     t.dynamic().await?;
-    let report = t.cache.core().verify(None, |_, _| {})?;
+    let report = t.cache.verify(None, |_, _| {}).await?;
     outln!(
         "\nverify: {} blobs checked, {} corrupt; quarantine holds {}",
         report.checked,
         report.corrupt.len(),
-        t.cache.core().store().quarantined()
+        t.cache.inventory().await?.quarantined
     );
     outln!("done: every byte served above was verified against the entry it was loaded from.");
     Ok(Outcome::Ok)
@@ -203,11 +218,8 @@ impl Tour {
         let md = entry
             .file(entry.uri().file())
             .ok_or_else(|| Failure::Other("SKILL.md is listed".into()))?;
-        let blob = cache
-            .core()
-            .store()
-            .layout()
-            .blob_path(origin, &md.digest());
+        let blob = blob_file(cache.root(), &md.digest())
+            .ok_or_else(|| Failure::Other("the SKILL.md blob is cached".into()))?;
         flip_byte(&blob)?;
         say(format!("changed {}", blob.display()));
         let healed = cache.load(origin, &entry).await?;
@@ -279,16 +291,41 @@ impl Tour {
 
 fn describe(f: &skillcache::SkillFile) {
     say(format!(
-        "{} — {} bytes from the {}, verified: {}, retried: {}",
+        "{} — {} bytes from the {}, {}, retried: {}",
         f.uri(),
         f.bytes().len(),
         f.provenance().as_str(),
-        f.verified(),
+        match f.verification() {
+            skillcache::Verification::Verified(d) => format!("verified against {d}"),
+            skillcache::Verification::Unverified => "unverified (dynamic)".to_owned(),
+        },
         f.retried()
     ));
 }
 
 /// What an attacker with write access would do: make it writable, change it, put the mode back.
+/// Where the store keeps the blob of `digest`: found by its name (`sha256/<2 hex>/<62 hex>`),
+/// as an attacker with write access to the root would, not through the store's own layout.
+fn blob_file(root: &Path, digest: &skillcache::Digest) -> Option<PathBuf> {
+    let hex = digest.hex();
+    let (dir, name) = hex.split_at(2);
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in fs::read_dir(&folder).ok()?.flatten() {
+            let path = entry.path();
+            if entry.file_type().ok()?.is_dir() {
+                pending.push(path);
+            } else if entry.file_name() == name
+                && folder.file_name().is_some_and(|f| f == dir)
+                && !folder.components().any(|c| c.as_os_str() == "quarantine")
+            {
+                return Some(path);
+            }
+        }
+    }
+    None
+}
+
 fn flip_byte(blob: &PathBuf) -> std::io::Result<()> {
     let dir = blob.parent().unwrap_or(blob);
     fs::set_permissions(dir, fs::Permissions::from_mode(0o755))?;

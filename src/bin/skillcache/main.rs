@@ -38,8 +38,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use skillcache::Error;
+use skillcache::Isolation;
 use skillcache::error::ErrorClass;
-use skillcache::store::Isolation;
 
 #[derive(Parser, Debug)]
 #[command(

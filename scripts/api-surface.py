@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""The public surface of the skillcache library, counted from rustdoc's JSON (issue 11).
+
+Builds the JSON with the default features only (what a host gets from crates.io; the
+`internals` feature is for the crate's own tests) and prints the public modules and the number
+of public items by kind. It fails (exit 1) when the surface breaks the bound:
+
+- at most 6 public modules besides the crate root, and at most 220 public items
+  (modules, structs, enums, functions, methods, constants, fields, traits, type aliases;
+  re-exports and impl blocks are not items of their own);
+- no public path runs through `store` or `index`;
+- the host-API tests (tests/host_api.rs) use nothing the `internals` feature adds.
+
+Usage: scripts/api-surface.py [--no-build]
+"""
+
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+
+MAX_MODULES = 6
+MAX_ITEMS = 220
+COUNTED = {
+    "module", "struct", "enum", "function", "constant", "static", "struct_field",
+    "trait", "type_alias", "assoc_const", "assoc_type", "union", "macro",
+}
+# What only `internals` makes reachable: a host-API test that names one of these is not one.
+INTERNAL_PATHS = re.compile(
+    r"skillcache::(cache|store|index|digest|origin|server|frontmatter)\b|\.core\(\)"
+)
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(here)
+
+
+def build():
+    env = dict(os.environ, RUSTC_BOOTSTRAP="1")
+    subprocess.run(
+        ["cargo", "rustdoc", "-q", "--lib", "--", "-Z", "unstable-options",
+         "--output-format", "json"],
+        cwd=root, env=env, check=True,
+    )
+
+
+def main():
+    if "--no-build" not in sys.argv:
+        build()
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target"))
+    doc = json.load(open(os.path.join(target, "doc", "skillcache.json")))
+    kinds = collections.Counter()
+    modules = []
+    for item_id, item in doc["index"].items():
+        if item["crate_id"] != 0 or item["visibility"] != "public":
+            continue
+        kind = next(iter(item["inner"]))
+        if kind not in COUNTED:
+            continue
+        kinds[kind] += 1
+        if kind == "module" and item_id != str(doc["root"]):
+            modules.append(item["name"])
+    through = sorted(
+        "::".join(p["path"])
+        for p in doc["paths"].values()
+        if p["crate_id"] == 0 and any(seg in ("store", "index") for seg in p["path"][1:-1])
+    )
+    total = sum(kinds.values())
+    print(f"public modules ({len(modules)}, bound {MAX_MODULES}): {', '.join(sorted(modules))}")
+    print(f"public items: {total} (bound {MAX_ITEMS})")
+    for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]):
+        print(f"  {kind:<13} {n}")
+    failures = []
+    if len(modules) > MAX_MODULES:
+        failures.append(f"{len(modules)} public modules, bound {MAX_MODULES}")
+    if total > MAX_ITEMS:
+        failures.append(f"{total} public items, bound {MAX_ITEMS}")
+    if through:
+        failures.append("public paths through store/index: " + ", ".join(through))
+    host_api = os.path.join(root, "tests", "host_api.rs")
+    for n, line in enumerate(open(host_api), 1):
+        if INTERNAL_PATHS.search(line):
+            failures.append(f"tests/host_api.rs:{n} uses an internal path: {line.strip()}")
+    for f in failures:
+        print(f"FAIL: {f}")
+    print("surface: " + ("over the bound" if failures else "within the bound"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+//! What a host or an operator asks of the cache as a whole: what it holds, verify, gc, purge.
+//!
+//! These are the maintenance calls of the host API. Each runs the sync core on the blocking pool
+//! (one hop), like the loading calls; none of them contacts a server.
+
+use std::path::Path;
+
+use super::loading::{SkillCache, blocking};
+use super::maintenance::{GcReport, VerifyReport};
+use super::now_ms;
+use crate::entry::Scope;
+use crate::error::Error;
+use crate::index::EntrySummary;
+use crate::origin::Origin;
+use crate::store::Isolation;
+use crate::uri::SkillUri;
+
+/// One entry the cache holds, as [`SkillCache::cached_entries`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CachedEntry {
+    /// The origin it came from (R-O1).
+    pub origin: Origin,
+    /// The skill's URI.
+    pub uri: SkillUri,
+    /// Its cache scope; a private entry belongs to [`principal`](Self::principal) (R-C6).
+    pub scope: Scope,
+    /// The principal of a private entry (empty for a public one).
+    pub principal: String,
+    /// How many files its manifest lists (0 for a dynamic skill).
+    pub files: u64,
+    /// The sum of their declared sizes.
+    pub bytes: u64,
+    /// Whether the skill is dynamic (no digests; never cached).
+    pub dynamic: bool,
+    /// Whether its `ttlMs` has not run out yet: a fresh entry is used without asking the server.
+    pub fresh: bool,
+}
+
+impl CachedEntry {
+    fn from_summary(s: EntrySummary, now: u64) -> Option<CachedEntry> {
+        // Rows are written from validated entries and sealed, so the URI parses; a row that
+        // does not is left out rather than shown with a made-up value.
+        let uri = SkillUri::parse(&s.skill_uri).ok()?;
+        Some(CachedEntry {
+            origin: s.origin,
+            uri,
+            scope: s.scope,
+            principal: s.principal,
+            files: s.files,
+            bytes: s.bytes,
+            dynamic: s.dynamic,
+            fresh: now < s.fetched_at_ms.saturating_add(s.ttl_ms),
+        })
+    }
+}
+
+/// What is in the cache root, as [`SkillCache::inventory`] counts it. (Rows that fail their
+/// seal are counted in [`SkillCache::stats`].)
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Inventory {
+    /// Origins with entries or blobs.
+    pub origins: usize,
+    /// Stored entries, over every origin and principal.
+    pub entries: usize,
+    /// Recorded blobs.
+    pub blobs: usize,
+    /// Their total size.
+    pub blob_bytes: u64,
+    /// Files in quarantine (copies that failed verification, kept for inspection).
+    pub quarantined: usize,
+    /// The index's schema version.
+    pub schema_version: u32,
+    /// Whether the index could only be opened read-only (a read-only mount, R-H5).
+    pub index_read_only: bool,
+}
+
+impl SkillCache {
+    /// Every entry the cache holds, of one origin or of all, for every principal.
+    ///
+    /// # Errors
+    /// Index errors.
+    pub async fn cached_entries(&self, origin: Option<&Origin>) -> Result<Vec<CachedEntry>, Error> {
+        let origin = origin.cloned();
+        let rows = blocking(self.core_arc(), move |core| core.entries(origin.as_ref())).await?;
+        let now = now_ms();
+        Ok(rows
+            .into_iter()
+            .filter_map(|s| CachedEntry::from_summary(s, now))
+            .collect())
+    }
+
+    /// Whether this handle's principal holds a fresh entry for (`origin`, `uri`): one that
+    /// [`entry`](Self::entry) would use without asking the server.
+    ///
+    /// # Errors
+    /// Index errors.
+    pub async fn is_fresh(&self, origin: &Origin, uri: &SkillUri) -> Result<bool, Error> {
+        let (origin, uri, principal) = (origin.clone(), uri.clone(), self.principal().to_owned());
+        blocking(self.core_arc(), move |core| {
+            Ok(core
+                .entry(&origin, &uri, &principal)?
+                .is_some_and(|s| s.fresh))
+        })
+        .await
+    }
+
+    /// Checks every cached blob (of one origin, or all) against its digest, whatever the
+    /// isolation mode: a corrupt copy is quarantined and its record dropped, so the next load
+    /// fetches it again (R-V8). `progress(done, total)` is called as blobs are checked.
+    ///
+    /// # Errors
+    /// Index and I/O errors, the cache lock ([`Error::LockTimeout`]).
+    pub async fn verify(
+        &self,
+        origin: Option<&Origin>,
+        progress: impl FnMut(usize, usize) + Send + 'static,
+    ) -> Result<VerifyReport, Error> {
+        let origin = origin.cloned();
+        blocking(self.core_arc(), move |core| {
+            core.verify(origin.as_ref(), progress)
+        })
+        .await
+    }
+
+    /// Removes blobs no entry refers to and temporaries left by crashes; with `max_bytes`,
+    /// then evicts least-recently-used blobs of stale entries until the store fits (R-C7).
+    ///
+    /// # Errors
+    /// Index and I/O errors, the cache lock ([`Error::LockTimeout`]).
+    pub async fn gc(&self, max_bytes: Option<u64>) -> Result<GcReport, Error> {
+        blocking(self.core_arc(), move |core| core.gc(max_bytes)).await
+    }
+
+    /// Removes everything of `origin`: entries, approvals, blobs, quarantine (R-C5).
+    ///
+    /// # Errors
+    /// Index and I/O errors, the cache lock ([`Error::LockTimeout`]).
+    pub async fn purge(&self, origin: &Origin) -> Result<(), Error> {
+        let origin = origin.clone();
+        blocking(self.core_arc(), move |core| core.purge(&origin)).await
+    }
+
+    /// Counts what the cache root holds.
+    ///
+    /// # Errors
+    /// Index errors.
+    pub async fn inventory(&self) -> Result<Inventory, Error> {
+        blocking(self.core_arc(), |core| {
+            let entries = core.entries(None)?;
+            let blobs = core.index().blobs()?;
+            Ok(Inventory {
+                origins: core.index().origins()?.len(),
+                entries: entries.len(),
+                blobs: blobs.len(),
+                blob_bytes: blobs.iter().map(|(_, _, r)| r.size).sum(),
+                quarantined: core.store().quarantined(),
+                schema_version: core.index().schema_version()?,
+                index_read_only: core.index().is_read_only(),
+            })
+        })
+        .await
+    }
+
+    /// Where a damaged index was moved when this cache was opened, if it was (R-H6): a fresh
+    /// index replaced it, cached files were kept, approvals were lost.
+    #[must_use]
+    pub fn healed_index(&self) -> Option<&Path> {
+        self.core_ref().healed_index()
+    }
+
+    /// The cache root.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        self.core_ref().root()
+    }
+
+    /// How cached bytes are checked on each access.
+    #[must_use]
+    pub fn isolation(&self) -> Isolation {
+        self.core_ref().isolation()
+    }
+}
