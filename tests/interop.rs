@@ -9,7 +9,7 @@
 //! - The same server over Streamable HTTP (`interop/ts-http-server.mjs`), where it negotiates
 //!   protocol 2026-07-28 through `server/discover`; over stdio it only speaks the `initialize`
 //!   handshake (2025-11-25), so both of our lifecycles are exercised.
-//! - FastMCP 4.1.6 (PyPI; `interop/requirements.txt`, installed into the git-ignored
+//! - `FastMCP` 4.1.6 (`PyPI`; `interop/requirements.txt`, installed into the git-ignored
 //!   `interop/.venv`) over Streamable HTTP and stdio: it declares the skills extension only in
 //!   the 2026-07-28 flow, so nothing loads unless the client discovers.
 //! - The official conformance harness (`@modelcontextprotocol/conformance` 0.2.0-alpha.12): the
@@ -112,16 +112,20 @@ async fn interop_ts_server_every_published_corpus_skill_loads_and_verifies_cold_
         transport: "stdio",
         origin: Origin::new("ts-server").expect("label"),
     };
-    let (passes, published) =
-        every_skill_cold_and_warm(&peer, &tmp.path().join("root"), || {
-            McpSource::stdio(common::sh(&command))
-        })
-        .await;
+    let (passes, published) = every_skill_cold_and_warm(&peer, &tmp.path().join("root"), || {
+        McpSource::stdio(common::sh(&command))
+    })
+    .await;
     assert_passes(&peer, &passes);
     // Over stdio the TS server answers `server/discover` with "Method not found": the client
     // falls back to the `initialize` handshake (issue 13, item 0).
     for pass in &passes {
-        assert_eq!(pass.revision.as_deref(), Some("2025-11-25"), "{}", pass.pass);
+        assert_eq!(
+            pass.revision.as_deref(),
+            Some("2025-11-25"),
+            "{}",
+            pass.name
+        );
     }
     // Every skill the TS server publishes, skillcache's own reading of the folder accepts too;
     // the only skills we accept and it refuses are the documented non-string-metadata ones.
@@ -164,7 +168,12 @@ async fn interop_ts_server_over_streamable_http_negotiates_2026_07_28_and_every_
     assert_passes(&peer, &passes);
     // The TS handler serves 2026-07-28 first: the modern flow is the one negotiated.
     for pass in &passes {
-        assert_eq!(pass.revision.as_deref(), Some("2026-07-28"), "{}", pass.pass);
+        assert_eq!(
+            pass.revision.as_deref(),
+            Some("2026-07-28"),
+            "{}",
+            pass.name
+        );
     }
     let ours = publishable_by_us(&corpus);
     assert!(
@@ -231,9 +240,9 @@ async fn interop_fastmcp_over_stdio_every_corpus_skill_loads_cold_and_warm_on_20
     assert_fastmcp(&peer, &passes, &published, &corpus);
 }
 
-/// The one disagreement with FastMCP 4.1.6, a bug on its side: it cuts the frontmatter before the
+/// The one disagreement with `FastMCP` 4.1.6, a bug on its side: it cuts the frontmatter before the
 /// line break that precedes the closing `---`, so a `>` or `|` block scalar that ends the
-/// frontmatter loses its final line break in the entry FastMCP publishes. The entry then differs
+/// frontmatter loses its final line break in the entry `FastMCP` publishes. The entry then differs
 /// from the `SKILL.md` it serves, and the load fails closed, as R-V6 demands. YAML (and the
 /// official TS server, which publishes the same skill with the line break) keep it. One corpus
 /// skill ends its frontmatter that way; any other disagreement fails the test.
@@ -242,12 +251,17 @@ const FASTMCP_KNOWN: [(&str, &str); 1] = [(
     "frontmatter differs from the entry: description (different value)",
 )];
 
-/// FastMCP declares the skills extension only in the 2026-07-28 flow (`server/discover`): that
+/// `FastMCP` declares the skills extension only in the 2026-07-28 flow (`server/discover`): that
 /// the skills loaded at all proves the modern flow was used; the revision says so too.
 fn assert_fastmcp(peer: &Peer, passes: &[Pass], published: &BTreeSet<String>, corpus: &Path) {
     assert_passes_but(peer, passes, &FASTMCP_KNOWN);
     for pass in passes {
-        assert_eq!(pass.revision.as_deref(), Some("2026-07-28"), "{}", pass.pass);
+        assert_eq!(
+            pass.revision.as_deref(),
+            Some("2026-07-28"),
+            "{}",
+            pass.name
+        );
     }
     let ours = publishable_by_us(corpus);
     assert!(
@@ -266,7 +280,7 @@ struct Peer {
 
 /// One pass over everything a peer publishes.
 struct Pass {
-    pass: &'static str,
+    name: &'static str,
     published: usize,
     loaded: usize,
     files: usize,
@@ -300,7 +314,7 @@ async fn every_skill_cold_and_warm(
             peer.name,
             peer.transport,
             p.revision.as_deref().unwrap_or("-"),
-            p.pass,
+            p.name,
             p.published,
             p.loaded,
             p.files,
@@ -319,7 +333,7 @@ fn assert_passes(peer: &Peer, passes: &[Pass]) {
 /// disagreements (URI, reason): each must occur, and nothing else may.
 fn assert_passes_but(peer: &Peer, passes: &[Pass], known: &[(&str, &str)]) {
     for p in passes {
-        let what = format!("{} over {}, {}", peer.name, peer.transport, p.pass);
+        let what = format!("{} over {}, {}", peer.name, peer.transport, p.name);
         let unexpected: Vec<&String> = p
             .disagreements
             .iter()
@@ -346,8 +360,11 @@ fn assert_passes_but(peer: &Peer, passes: &[Pass], known: &[(&str, &str)]) {
             "{what}: every published skill loads"
         );
         assert!(p.files > 100, "{what}: only {} files verified", p.files);
-        if p.pass == "warm" {
-            assert_eq!(p.from_cache, p.files, "{what}: every file is a verified cache hit");
+        if p.name == "warm" {
+            assert_eq!(
+                p.from_cache, p.files,
+                "{what}: every file is a verified cache hit"
+            );
         }
     }
 }
@@ -407,7 +424,7 @@ async fn run_pass(
         }
     }
     Pass {
-        pass,
+        name: pass,
         published: listed_here,
         loaded,
         files,
@@ -417,7 +434,7 @@ async fn run_pass(
     }
 }
 
-/// FastMCP pinned (`interop/requirements.txt`) in the git-ignored `interop/.venv`, created when
+/// `FastMCP` pinned (`interop/requirements.txt`) in the git-ignored `interop/.venv`, created when
 /// absent or not holding the pinned version; once per test process. Fails loudly when it cannot.
 fn install_fastmcp() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
@@ -444,11 +461,23 @@ fn install_fastmcp() -> &'static Path {
                     String::from_utf8_lossy(&out.stderr)
                 );
             };
-            run(Command::new("python3").args(["-m", "venv", "--clear"]).arg(&venv));
+            run(Command::new("python3")
+                .args(["-m", "venv", "--clear"])
+                .arg(&venv));
             run(Command::new(&python)
-                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "-r",
+                ])
                 .arg(dir.join("requirements.txt")));
-            assert!(pinned(), "the virtualenv does not hold fastmcp 4.1.6 after installing it");
+            assert!(
+                pinned(),
+                "the virtualenv does not hold fastmcp 4.1.6 after installing it"
+            );
         }
         python
     })

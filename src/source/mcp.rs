@@ -6,7 +6,7 @@
 //! (revision, client info and capabilities in each request's `_meta`; rmcp adds them to our
 //! custom requests too). A server that answers `server/discover` with a JSON-RPC error (the
 //! official TS server over stdio: "Method not found"), or does not answer it within rmcp's probe
-//! time, gets the `initialize` handshake of 2025-11-25 instead. Some servers (FastMCP) declare
+//! time, gets the `initialize` handshake of 2025-11-25 instead. Some servers (`FastMCP`) declare
 //! the skills extension only in the modern flow, so the order matters. The revision that was
 //! negotiated is [`McpSource::protocol_version`].
 //!
@@ -411,7 +411,10 @@ fn checked(peer: &Peer<RoleClient>) -> Result<String, Error> {
     let caps = info.as_ref().map(|i| &i.capabilities);
     let revision = info.as_ref().map(|i| i.protocol_version.clone());
     // The capabilities came from whichever lifecycle step ran: name it in the error.
-    let method = if revision.as_ref().is_some_and(ProtocolVersion::has_initialize) {
+    let method = if revision
+        .as_ref()
+        .is_some_and(ProtocolVersion::has_initialize)
+    {
         "initialize"
     } else {
         "server/discover"
