@@ -19,7 +19,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
 
 /// argv: MODE LOG. Modes: `modern` (answers `server/discover`, refuses `initialize`),
 /// `legacy` (refuses `server/discover` with "Method not found", answers `initialize`),
-/// `modern-no-skills` (discovery declares `resources` but not the skills extension).
+/// `modern-no-skills` (discovery declares `resources` but not the skills extension),
+/// `silent-discover` (never answers `server/discover`, answers `initialize`).
 const SCRIPTED_SERVER: &str = r#"
 import hashlib, json, sys
 mode, log = sys.argv[1], open(sys.argv[2], "a")
@@ -47,6 +48,8 @@ for line in sys.stdin:
     meta = (msg.get("params") or {}).get("_meta") or {}
     hints = {"ttlMs": 600000, "cacheScope": "private", "resultType": "complete"}
     if method == "server/discover":
+        if mode == "silent-discover":
+            continue
         if mode == "legacy":
             reply(msg, error={"code": -32601, "message": "Method not found"})
             continue
@@ -57,7 +60,7 @@ for line in sys.stdin:
         reply(msg, dict(supportedVersions=["2026-07-28"], capabilities=caps,
                         ttlMs=0, cacheScope="private", resultType="complete"))
     elif method == "initialize":
-        if mode != "legacy":
+        if mode not in ("legacy", "silent-discover"):
             reply(msg, error={"code": -32601, "message": "initialize is gone in 2026-07-28"})
             continue
         reply(msg, {"protocolVersion": "2025-11-25",
@@ -198,6 +201,22 @@ async fn a_server_that_refuses_discover_gets_the_initialize_handshake_and_report
             "notifications/initialized".to_owned()
         ]),
         "discover first, then the handshake on the same connection"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_ignores_discover_gets_the_handshake_after_the_probe_and_loads() {
+    // rmcp gives up on an unanswered `server/discover` after its 10 s probe; the default connect
+    // deadline (30 s) leaves room for the handshake that follows.
+    let place = Place::new();
+    let revision = load_hello(&place, place.source("silent-discover"))
+        .await
+        .expect("loads over the handshake");
+    assert_eq!(revision.as_deref(), Some("2025-11-25"));
+    let methods = place.methods();
+    assert_eq!(
+        methods.get(..2).map(<[String]>::to_vec),
+        Some(vec!["server/discover".to_owned(), "initialize".to_owned()]),
     );
 }
 

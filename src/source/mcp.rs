@@ -6,7 +6,8 @@
 //! (revision, client info and capabilities in each request's `_meta`; rmcp adds them to our
 //! custom requests too). A server that answers `server/discover` with a JSON-RPC error (the
 //! official TS server over stdio: "Method not found"), or does not answer it within rmcp's probe
-//! time, gets the `initialize` handshake of 2025-11-25 instead. Some servers (`FastMCP`) declare
+//! time (10 s; a connect deadline shorter than that leaves no room for the handshake), gets the
+//! `initialize` handshake of 2025-11-25 instead. Some servers (`FastMCP`) declare
 //! the skills extension only in the modern flow, so the order matters. The revision that was
 //! negotiated is [`McpSource::protocol_version`].
 //!
