@@ -7,9 +7,9 @@
 //! custom requests too). A server that answers `server/discover` with a JSON-RPC error (the
 //! official TS server over stdio: "Method not found"), or does not answer it within rmcp's probe
 //! time (10 s; a connect deadline shorter than that leaves no room for the handshake), gets the
-//! `initialize` handshake of 2025-11-25 instead. Some servers (`FastMCP`) declare
-//! the skills extension only in the modern flow, so the order matters. The revision that was
-//! negotiated is [`McpSource::protocol_version`].
+//! `initialize` handshake of 2025-11-25 instead. Some servers (`FastMCP`) declare the skills
+//! extension only in the modern flow, so the order matters. The revision that was negotiated is
+//! [`McpSource::protocol_version`].
 //!
 //! `skills/list`, `skills/get` and `resources/read` are sent as custom requests only after the
 //! server declared both `io.modelcontextprotocol/skills` and `resources` (the spec's order).
@@ -63,7 +63,8 @@ impl std::fmt::Debug for Target {
     }
 }
 
-/// Runs `initialize` over a host's transport with our handler.
+/// Runs the lifecycle (`server/discover`, or `initialize`) over a host's transport with our
+/// handler.
 type Starter = Box<
     dyn FnOnce(
             Handler,
@@ -93,7 +94,8 @@ struct Connection {
 ///
 /// Constructing one starts nothing and contacts nobody: a warm load of a fresh entry never
 /// reaches the server. The first request spawns the child (or opens the HTTP session), runs
-/// `initialize` and checks the server's capabilities. A connection attempt that fails or is
+/// the lifecycle (`server/discover`, falling back to `initialize`) and checks the server's
+/// capabilities. A connection attempt that fails or is
 /// abandoned (a deadline) leaves the source unconnected, so the next request tries again.
 ///
 /// ```
@@ -201,9 +203,9 @@ impl McpSource {
     }
 
     /// A server over any rmcp client transport the host opened (a socket, an in-process duplex,
-    /// a custom framing). `initialize` runs on the first request, with skillcache's own client
-    /// handler (so change notifications reach the cache, R-B5), and the server's capabilities
-    /// are checked. The transport is used once: if that first connection fails, later requests
+    /// a custom framing). The lifecycle (`server/discover`, falling back to `initialize`) runs on
+    /// the first request, with skillcache's own client handler (so change notifications reach
+    /// the cache, R-B5), and the server's capabilities are checked. The transport is used once: if that first connection fails, later requests
     /// fail too, and the host makes a new source. The message bound is the transport's to
     /// enforce.
     #[must_use]
