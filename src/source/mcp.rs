@@ -1,6 +1,16 @@
 //! [`McpSource`]: a [`SkillSource`] over `rmcp`, the official Rust MCP SDK — a stdio child
 //! process or a Streamable HTTP server.
 //!
+//! The lifecycle prefers protocol revision 2026-07-28, the one SEP-2640 is written against: the
+//! client sends `server/discover` and, from then on, self-contained per-request metadata
+//! (revision, client info and capabilities in each request's `_meta`; rmcp adds them to our
+//! custom requests too). A server that answers `server/discover` with a JSON-RPC error (the
+//! official TS server over stdio: "Method not found"), or does not answer it within rmcp's probe
+//! time (10 s; a connect deadline shorter than that leaves no room for the handshake), gets the
+//! `initialize` handshake of 2025-11-25 instead. Some servers (`FastMCP`) declare the skills
+//! extension only in the modern flow, so the order matters. The revision that was negotiated is
+//! [`McpSource::protocol_version`].
+//!
 //! `skills/list`, `skills/get` and `resources/read` are sent as custom requests only after the
 //! server declared both `io.modelcontextprotocol/skills` and `resources` (the spec's order).
 //! rmcp decodes each response into its own typed model first; skillcache re-serialises it and
@@ -11,12 +21,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use rmcp::ServiceExt as _;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, ExtensionCapabilities,
-    Implementation, ResourceUpdatedNotificationParam, ServerResult,
+    Implementation, ProtocolVersion, ResourceUpdatedNotificationParam, ServerResult,
 };
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt as _, NotificationContext, Peer, RoleClient,
+    RunningService, ServiceError,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -51,7 +63,8 @@ impl std::fmt::Debug for Target {
     }
 }
 
-/// Runs `initialize` over a host's transport with our handler.
+/// Runs the lifecycle (`server/discover`, or `initialize`) over a host's transport with our
+/// handler.
 type Starter = Box<
     dyn FnOnce(
             Handler,
@@ -70,6 +83,8 @@ type Starter = Box<
 /// A live connection and what its transport says when it ends.
 struct Connection {
     peer: Peer<RoleClient>,
+    /// The protocol revision negotiated by `server/discover` or `initialize`.
+    revision: String,
     /// The session we run (none for a host's peer): dropping it ends the session.
     _service: Option<RunningService<RoleClient, Handler>>,
     ended: EndSlot,
@@ -79,7 +94,8 @@ struct Connection {
 ///
 /// Constructing one starts nothing and contacts nobody: a warm load of a fresh entry never
 /// reaches the server. The first request spawns the child (or opens the HTTP session), runs
-/// `initialize` and checks the server's capabilities. A connection attempt that fails or is
+/// the lifecycle (`server/discover`, falling back to `initialize`) and checks the server's
+/// capabilities. A connection attempt that fails or is
 /// abandoned (a deadline) leaves the source unconnected, so the next request tries again.
 ///
 /// ```
@@ -187,9 +203,9 @@ impl McpSource {
     }
 
     /// A server over any rmcp client transport the host opened (a socket, an in-process duplex,
-    /// a custom framing). `initialize` runs on the first request, with skillcache's own client
-    /// handler (so change notifications reach the cache, R-B5), and the server's capabilities
-    /// are checked. The transport is used once: if that first connection fails, later requests
+    /// a custom framing). The lifecycle (`server/discover`, falling back to `initialize`) runs on
+    /// the first request, with skillcache's own client handler (so change notifications reach
+    /// the cache, R-B5), and the server's capabilities are checked. The transport is used once: if that first connection fails, later requests
     /// fail too, and the host makes a new source. The message bound is the transport's to
     /// enforce.
     #[must_use]
@@ -198,7 +214,9 @@ impl McpSource {
         T: rmcp::transport::IntoTransport<RoleClient, E, A> + Send + 'static,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let start: Starter = Box::new(move |handler: Handler| Box::pin(handler.serve(transport)));
+        let start: Starter = Box::new(move |handler: Handler| {
+            Box::pin(handler.serve_with_lifecycle(transport, lifecycle()))
+        });
         McpSource::new(Target::Transport(Mutex::new(Some(start))))
     }
 
@@ -255,6 +273,21 @@ impl McpSource {
         self.connection.initialized()
     }
 
+    /// The MCP protocol revision negotiated with the server (`"2026-07-28"` through
+    /// `server/discover`, or what the server answered to `initialize`, e.g. `"2025-11-25"`), once
+    /// connected; `None` while the source has not contacted the server (a warm load of fresh
+    /// entries never does, R-B4).
+    ///
+    /// ```
+    /// use skillcache::source::McpSource;
+    /// let source = McpSource::http("http://127.0.0.1:9/mcp");
+    /// assert_eq!(source.protocol_version(), None);
+    /// ```
+    #[must_use]
+    pub fn protocol_version(&self) -> Option<&str> {
+        self.connection.get().map(|c| c.revision.as_str())
+    }
+
     async fn connection(&self) -> Result<&Connection, Error> {
         self.connection.get_or_try_init(|| self.open()).await
     }
@@ -279,7 +312,7 @@ impl McpSource {
                             )
                         })?
                 };
-                handler.serve(transport).await
+                handler.serve_with_lifecycle(transport, lifecycle()).await
             }
             Target::Http(url) => {
                 // rmcp's HTTP client reads bodies and SSE events within these bounds, refusing
@@ -288,7 +321,10 @@ impl McpSource {
                     .max_json_response_size(self.max_message)
                     .max_sse_event_size(self.max_message);
                 handler
-                    .serve(StreamableHttpClientTransport::from_config(config))
+                    .serve_with_lifecycle(
+                        StreamableHttpClientTransport::from_config(config),
+                        lifecycle(),
+                    )
                     .await
             }
             Target::Transport(start) => {
@@ -304,9 +340,10 @@ impl McpSource {
                 start(handler).await
             }
             Target::Peer(peer) => {
-                checked(peer)?;
+                let revision = checked(peer)?;
                 return Ok(Connection {
                     peer: peer.clone(),
+                    revision,
                     _service: None,
                     ended,
                 });
@@ -316,9 +353,10 @@ impl McpSource {
             Some(why) => ended_error("initialize", why),
             None => transport_err("initialize")(Box::new(e)),
         })?;
-        checked(service.peer())?;
+        let revision = checked(service.peer())?;
         Ok(Connection {
             peer: service.peer().clone(),
+            revision,
             _service: Some(service),
             ended,
         })
@@ -360,13 +398,33 @@ fn ended_error(method: &str, why: super::stdio::Ended) -> Error {
     }
 }
 
-/// Skills calls go out only to a server that declared both the extension and `resources`.
-fn checked(peer: &Peer<RoleClient>) -> Result<(), Error> {
+/// How every session we open starts: `server/discover` at 2026-07-28 first, the `initialize`
+/// handshake at 2025-11-25 for a server that refuses or ignores it.
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
+}
+
+/// Skills calls go out only to a server that declared both the extension and `resources`;
+/// returns the negotiated revision.
+fn checked(peer: &Peer<RoleClient>) -> Result<String, Error> {
     let info = peer.peer_info();
     let caps = info.as_ref().map(|i| &i.capabilities);
+    let revision = info.as_ref().map(|i| i.protocol_version.clone());
+    // The capabilities came from whichever lifecycle step ran: name it in the error.
+    let method = if revision
+        .as_ref()
+        .is_some_and(ProtocolVersion::has_initialize)
+    {
+        "initialize"
+    } else {
+        "server/discover"
+    };
     let fail = |missing| {
         Err(Error::InvalidResponse {
-            method: "initialize",
+            method,
             rule: Rule::Capability { missing },
         })
     };
@@ -376,7 +434,7 @@ fn checked(peer: &Peer<RoleClient>) -> Result<(), Error> {
     if caps.is_none_or(|c| c.resources.is_none()) {
         return fail("the resources capability");
     }
-    Ok(())
+    Ok(revision.map(|r| r.to_string()).unwrap_or_default())
 }
 
 fn result_json(result: ServerResult) -> Value {

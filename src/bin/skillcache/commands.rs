@@ -195,12 +195,13 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
 /// The cache and the origin, bound to the server. Nothing is started yet: the server starts on
 /// the first request that needs it (R-B4), so a warm load of a fresh entry never starts it.
 /// `approval` is passed explicitly: the library requires approval by default, the CLI only with
-/// `--require-approval` (as the README documents).
+/// `--require-approval` (as the README documents). The source is returned too, to report the
+/// protocol revision it negotiated.
 pub(crate) fn connect(
     ctx: &Ctx,
     s: &ServerArgs,
     approval: ApprovalPolicy,
-) -> Result<(SkillCache, Origin)> {
+) -> Result<(SkillCache, Origin, Arc<McpSource>)> {
     let origin = origin_usage(&s.origin)?;
     let dynamic = if s.allow_dynamic {
         DynamicPolicy::AllowUnverified
@@ -215,15 +216,21 @@ pub(crate) fn connect(
         .approval(approval)
         .open()?;
     notice_healed(&cache);
-    let source: Arc<dyn SkillSource> = match (&s.stdio, &s.url) {
+    let source = match (&s.stdio, &s.url) {
         (Some(cmd), _) => Arc::new(McpSource::stdio(
             crate::cmdline::command(cmd).map_err(|e| stdio_usage(&e))?,
         )),
         (None, Some(url)) => Arc::new(McpSource::http(url)),
         (None, None) => return Err(Failure::Usage("--stdio or --url is required".into())),
     };
-    cache.connect(origin.clone(), source);
-    Ok((cache, origin))
+    cache.connect(origin.clone(), Arc::clone(&source) as Arc<dyn SkillSource>);
+    Ok((cache, origin, source))
+}
+
+/// The protocol revision the source negotiated, for `--json`: null when the server was never
+/// contacted (a warm load of a fresh entry).
+fn revision(source: &McpSource) -> Value {
+    source.protocol_version().map_or(Value::Null, |v| json!(v))
 }
 
 fn skill_uri(text: &str) -> Result<SkillUri> {
@@ -243,7 +250,7 @@ async fn entry_row(cache: &SkillCache, origin: &Origin, e: &SkillEntry) -> Value
 }
 
 async fn list(ctx: &Ctx, s: &ServerArgs) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
+    let (cache, origin, source) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
     let listed = cache.list(&origin).await?;
     let mut rows = Vec::with_capacity(listed.len());
     for r in &listed {
@@ -253,7 +260,11 @@ async fn list(ctx: &Ctx, s: &ServerArgs) -> Result<Outcome> {
         });
     }
     if ctx.json {
-        print_json(&json!({"origin": origin.as_str(), "skills": rows}));
+        print_json(&json!({
+            "origin": origin.as_str(),
+            "protocol_version": revision(&source),
+            "skills": rows,
+        }));
     } else {
         outln!(
             "{:<28} {:>5} {:>9}  {:<14} URI",
@@ -298,10 +309,12 @@ fn entry_json(origin: &Origin, info: &EntryInfo) -> Value {
 }
 
 async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
+    let (cache, origin, source) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     if ctx.json {
-        print_json(&entry_json(&origin, &info));
+        let mut out = entry_json(&origin, &info);
+        out["protocol_version"] = revision(&source);
+        print_json(&out);
     } else {
         let e = &info.entry;
         outln!(
@@ -336,7 +349,7 @@ async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
 }
 
 async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Result<Outcome> {
-    let (cache, origin) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
+    let (cache, origin, source) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     let grant = if grant_tools {
         info.entry.requested_tools().cloned()
@@ -347,7 +360,8 @@ async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Res
     let binding = info.entry.binding().map(|b| b.to_string());
     if ctx.json {
         print_json(
-            &json!({"origin": origin.as_str(), "uri": info.entry.uri().as_str(), "binding": binding, "granted_tools": grant}),
+            &json!({"origin": origin.as_str(), "uri": info.entry.uri().as_str(), "binding": binding,
+                    "granted_tools": grant, "protocol_version": revision(&source)}),
         );
     } else {
         outln!(
@@ -390,7 +404,7 @@ async fn load(
     } else {
         ApprovalPolicy::NotRequired
     };
-    let (cache, origin) = connect(ctx, s, approval)?;
+    let (cache, origin, source) = connect(ctx, s, approval)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     let skill = cache.load(&origin, &info.entry).await?;
     let file = match reference {
@@ -400,6 +414,7 @@ async fn load(
     if ctx.json {
         let mut out = file_json(&file, &info.entry);
         out["counters"] = counters_json(&cache);
+        out["protocol_version"] = revision(&source);
         print_json(&out);
     } else {
         // The bytes, unchanged.
