@@ -174,7 +174,7 @@ fn build(root: &Path, dir: &Path, stamps: Vec<(PathBuf, Stamp)>) -> Built {
     );
     match &outcome {
         Ok(skill) => {
-            tracing::debug!(skill = %skill.entry.uri(), files = skill.files.len(), "published")
+            tracing::debug!(skill = %skill.entry.uri(), files = skill.files.len(), "published");
         }
         Err(errors) => {
             for e in errors {
