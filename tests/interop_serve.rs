@@ -328,3 +328,126 @@ async fn serve_our_client_loads_every_skill_serve_publishes_over_stdio_and_http_
         }
     }
 }
+
+// ---- Change notifications (R-W8: a held entry goes stale when the server says so) ----------
+
+/// A folder with one skill `notes` whose `notes.md` says `text`; returns (folder, SKILL.md URI).
+fn notes_folder(dir: &Path, text: &str) -> PathBuf {
+    let served = dir.join("served");
+    std::fs::create_dir_all(served.join("notes")).expect("mkdir");
+    std::fs::write(
+        served.join("notes/SKILL.md"),
+        "---\nname: notes\ndescription: Takes notes.\n---\n# Notes\n",
+    )
+    .expect("write");
+    std::fs::write(served.join("notes/notes.md"), text).expect("write");
+    served
+}
+
+/// An rmcp client that records the change notifications it gets.
+struct Recorder(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Recorder {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(format!("updated {}", params.uri));
+    }
+
+    async fn on_resource_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("list_changed".to_owned());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_tells_a_subscribed_peer_which_file_changed_and_that_the_list_changed() {
+    use rmcp::ServiceExt as _;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = notes_folder(tmp.path(), "first");
+    let mut command = tokio::process::Command::new(BIN);
+    command.arg("serve").arg(&served).args(["--watch-ms", "20"]);
+    let transport = rmcp::transport::TokioChildProcess::new(command).expect("spawn serve");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = Recorder(tx).serve(transport).await.expect("initialize");
+    #[allow(deprecated)] // `resources/subscribe` is the pre-2026-07-28 subscription
+    client
+        .peer()
+        .subscribe(rmcp::model::SubscribeRequestParams::new(
+            "skill://notes/notes.md",
+        ))
+        .await
+        .expect("resources/subscribe");
+    // Nothing changed yet: a full round trip, and no notification came.
+    client
+        .peer()
+        .list_all_resources()
+        .await
+        .expect("resources/list");
+    assert!(rx.try_recv().is_err(), "no change, no notification");
+
+    std::fs::write(served.join("notes/notes.md"), "second, longer").expect("edit");
+    let want: std::collections::BTreeSet<String> =
+        ["list_changed", "updated skill://notes/notes.md"]
+            .map(str::to_owned)
+            .into();
+    let mut seen = std::collections::BTreeSet::new();
+    while seen != want {
+        // Generous: the watcher scans every 20 ms; this only bounds a broken run.
+        match tokio::time::timeout(std::time::Duration::from_secs(30), rx.recv()).await {
+            Ok(Some(note)) => {
+                assert!(want.contains(&note), "unexpected notification {note}");
+                seen.insert(note);
+            }
+            _ => panic!("the edit was not announced; seen {seen:?}"),
+        }
+    }
+    client.cancel().await.expect("close the session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_w8_an_edit_makes_our_clients_fresh_entry_stale_through_the_notification() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = notes_folder(tmp.path(), "first");
+    let mut command = tokio::process::Command::new(BIN);
+    // Fresh for an hour: only the notification can make the cache ask again.
+    command
+        .arg("serve")
+        .arg(&served)
+        .args(["--ttl-ms", "3600000", "--watch-ms", "20"]);
+    let cache = SkillCache::builder()
+        .root(tmp.path().join("root"))
+        .approval(ApprovalPolicy::NotRequired)
+        .open()
+        .expect("open");
+    let origin = Origin::new("watched").expect("label");
+    cache.connect(origin.clone(), Arc::new(McpSource::stdio(command)));
+    let uri = skillcache::SkillUri::parse("skill://notes/SKILL.md").expect("uri");
+    let first = cache.entry(&origin, &uri).await.expect("skills/get");
+    assert!(!first.from_cache);
+    assert!(
+        cache.entry(&origin, &uri).await.expect("again").from_cache,
+        "fresh for an hour"
+    );
+
+    std::fs::write(served.join("notes/notes.md"), "second, longer").expect("edit");
+    let mut tries = 0;
+    let newer = loop {
+        let got = cache.entry(&origin, &uri).await.expect("asked again");
+        if !got.from_cache {
+            break got;
+        }
+        tries += 1;
+        assert!(tries < 1_500, "the edit never made the held entry stale");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_ne!(
+        newer.entry.binding(),
+        first.entry.binding(),
+        "the refetched entry lists the edited file"
+    );
+}

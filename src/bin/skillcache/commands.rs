@@ -181,11 +181,13 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
             dynamic,
             http,
             directory_read,
+            watch_ms,
         } => {
             let options = dynamic.into_iter().fold(
                 ServeOptions::new(dir)
                     .ttl_ms(ttl_ms)
-                    .directory_read(directory_read),
+                    .directory_read(directory_read)
+                    .watch_interval(std::time::Duration::from_millis(watch_ms)),
                 ServeOptions::dynamic,
             );
             match http {

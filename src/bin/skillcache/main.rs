@@ -213,6 +213,10 @@ enum Command {
         /// Also serve `resources/directory/read` (declares `directoryRead: true`).
         #[arg(long)]
         directory_read: bool,
+        /// How often, in milliseconds, the folder is scanned for changes to announce to
+        /// connected peers (requests always see the folder as it is).
+        #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+        watch_ms: u64,
     },
     /// A guided tour of the loading path on bundled sample skills.
     Demo,
