@@ -451,3 +451,65 @@ async fn serve_w8_an_edit_makes_our_clients_fresh_entry_stale_through_the_notifi
         "the refetched entry lists the edited file"
     );
 }
+
+#[test]
+fn serve_b2_drops_a_request_over_the_bound_as_it_arrives_and_answers_the_next() {
+    use std::io::Write as _;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = notes_folder(tmp.path(), "first");
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .arg(&served)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    // The writer runs beside the reader: the server reads the long line while we write it.
+    let writer = std::thread::spawn(move || {
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b2","version":"1"}}}"#;
+        writeln!(stdin, "{init}")?;
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )?;
+        // Under the bound of the baseline limits (32 MiB + 64 KiB; rmcp's own default is
+        // 16 MiB), then over it.
+        for (id, mib) in [(2, 20), (3, 33)] {
+            let pad = "x".repeat(mib << 20);
+            writeln!(
+                stdin,
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"ping","params":{{"_meta":{{"pad":"{pad}"}}}}}}"#
+            )?;
+        }
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":4,"method":"skills/list"}}"#
+        )?;
+        stdin.flush()?;
+        Ok::<_, std::io::Error>(stdin)
+    });
+    let mut ids = Vec::new();
+    for line in stdout.lines() {
+        let message: serde_json::Value =
+            serde_json::from_str(&line.expect("a line")).expect("JSON");
+        ids.push(message["id"].clone());
+        if message["id"] == 4 {
+            assert_eq!(
+                message["result"]["skills"][0]["uri"], "skill://notes/SKILL.md",
+                "{message}"
+            );
+            break;
+        }
+    }
+    assert_eq!(
+        ids,
+        [1, 2, 4].map(serde_json::Value::from),
+        "a request inside the bound is answered, the one over it is not"
+    );
+    drop(writer.join().expect("writer").expect("write"));
+    let _ = child.kill();
+    let _ = child.wait();
+}
