@@ -136,6 +136,7 @@ impl Catalog {
     }
 
     /// The skill folders not published, with every reason.
+    #[cfg(any(feature = "serve", test))]
     pub(crate) fn refused(&self) -> impl Iterator<Item = (&str, &[Error])> {
         self.built.values().filter_map(|b| {
             b.outcome
@@ -146,6 +147,7 @@ impl Catalog {
     }
 
     /// Hands out what changed since the last call, and forgets it.
+    #[cfg(any(feature = "serve", test))]
     pub(crate) fn take_changes(&mut self) -> Changes {
         std::mem::take(&mut self.pending)
     }

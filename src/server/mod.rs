@@ -8,7 +8,7 @@
 //!
 //! The catalog is built once and kept: before each catalog query a metadata scan (no file is
 //! opened) says whether the folder changed, and only changed skill folders are inspected and
-//! hashed again ([`catalog`]). It publishes only folders that are valid skills
+//! hashed again (module `catalog`). It publishes only folders that are valid skills
 //! ([`crate::local::inspect`]) and reports the others through `tracing`.
 
 mod catalog;
@@ -26,7 +26,9 @@ use crate::entry::Scope;
 use crate::error::Error;
 use crate::source::{SKILLS_EXTENSION, SkillSource, SourceFuture};
 use crate::uri::FileUri;
-use catalog::{Catalog, Changes};
+use catalog::Catalog;
+#[cfg(any(feature = "serve", test))]
+use catalog::Changes;
 
 #[cfg(feature = "serve")]
 pub use rmcp_server::{ServeOptions, serve_http, serve_stdio};
@@ -106,6 +108,7 @@ impl SkillServer {
     }
 
     /// Scans the folder and hands out what changed since the last call (the watcher's view).
+    #[cfg(any(feature = "serve", test))]
     pub(crate) fn changes(&self) -> Result<Changes, Error> {
         let mut catalog = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
         catalog.refresh(&self.root)?;
