@@ -513,3 +513,44 @@ fn serve_b2_drops_a_request_over_the_bound_as_it_arrives_and_answers_the_next() 
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// POSTs `json` padded with spaces to `length` bytes; returns the response's status line start.
+fn post_padded(authority: &str, json: &str, length: usize) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {length}\r\n\r\n{json}"
+    )
+    .expect("headers");
+    // The server may answer and close before the whole body is sent: a failed write is fine.
+    let chunk = vec![b' '; 1 << 20];
+    let mut sent = json.len();
+    while sent < length {
+        let n = chunk.len().min(length - sent);
+        if stream.write_all(&chunk[..n]).is_err() {
+            break;
+        }
+        sent += n;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).expect("a status line");
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+#[test]
+fn serve_b2_http_reads_a_body_up_to_the_bound_and_refuses_a_longer_one_with_413() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = notes_folder(tmp.path(), "first");
+    let serve = HttpServe::start(&served, &[]);
+    let authority = serve
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b2","version":"1"}}}"#;
+    let bound = (32 << 20) + (64 << 10);
+    // Past rmcp's own 4 MiB default, inside ours: answered.
+    assert_eq!(post_padded(&authority, init, 5 << 20), "HTTP/1.1 200");
+    assert_eq!(post_padded(&authority, init, bound + 1), "HTTP/1.1 413");
+}

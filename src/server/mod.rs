@@ -146,7 +146,8 @@ impl SkillServer {
         match method {
             "initialize" => Ok(json!({
                 "protocolVersion": params.get("protocolVersion").and_then(Value::as_str).unwrap_or("2025-11-25"),
-                "capabilities": {"resources": {"subscribe": true, "listChanged": true},
+                // No subscriptions or list changes here: only the rmcp server sends notifications.
+                "capabilities": {"resources": {},
                                  "extensions": {SKILLS_EXTENSION: self.extension_settings()}},
                 "serverInfo": {"name": "skillcache-serve", "version": env!("CARGO_PKG_VERSION")},
             })),
