@@ -554,3 +554,56 @@ fn serve_b2_http_reads_a_body_up_to_the_bound_and_refuses_a_longer_one_with_413(
     assert_eq!(post_padded(&authority, init, 5 << 20), "HTTP/1.1 200");
     assert_eq!(post_padded(&authority, init, bound + 1), "HTTP/1.1 413");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_tells_a_2026_07_28_listener_what_it_asked_for_on_its_stream() {
+    use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = notes_folder(tmp.path(), "first");
+    let mut command = tokio::process::Command::new(BIN);
+    command.arg("serve").arg(&served).args(["--watch-ms", "20"]);
+    let transport = rmcp::transport::TokioChildProcess::new(command).expect("spawn serve");
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = Recorder(tx)
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover");
+    let wanted = SubscriptionFilter::builder()
+        .resources_list_changed()
+        .resource_subscription("skill://notes/notes.md")
+        .build();
+    let mut stream = client
+        .peer()
+        .listen(wanted.clone())
+        .await
+        .expect("subscriptions/listen");
+    assert_eq!(
+        stream.acknowledged(),
+        &wanted,
+        "everything asked for is accepted"
+    );
+
+    std::fs::write(served.join("notes/notes.md"), "second, longer").expect("edit");
+    let (mut list_changed, mut updated) = (false, None);
+    while !(list_changed && updated.is_some()) {
+        // Generous: the watcher scans every 20 ms; this only bounds a broken run.
+        let next = tokio::time::timeout(std::time::Duration::from_secs(30), stream.next())
+            .await
+            .expect("the edit was announced on the stream")
+            .expect("the stream is open")
+            .expect("a notification");
+        match next {
+            ServerNotification::ResourceListChangedNotification(_) => list_changed = true,
+            ServerNotification::ResourceUpdatedNotification(n) => updated = Some(n.params.uri),
+            other => panic!("unexpected notification {other:?}"),
+        }
+    }
+    assert_eq!(updated.as_deref(), Some("skill://notes/notes.md"));
+    client.cancel().await.expect("close the session");
+}
