@@ -185,7 +185,9 @@ pub async fn serve_http(options: ServeOptions, listener: std::net::TcpListener) 
     }
 }
 
-/// The largest request the server reads: the bound for a message under the baseline limits.
+/// The largest request the server reads: the bound for a message under the baseline limits
+/// (R-B2), larger than rmcp's defaults (16 MiB a line, 4 MiB a body) so that everything a
+/// skillcache host may send fits, and no more.
 fn bound() -> usize {
     usize::try_from(message_bound(&Limits::BASELINE)).unwrap_or(usize::MAX)
 }
@@ -222,6 +224,17 @@ type Shared = Arc<Mutex<Listeners>>;
 impl Listeners {
     fn shared() -> Shared {
         Arc::default()
+    }
+
+    /// Forgets the sessions whose peer is gone.
+    fn prune(&mut self) {
+        self.sessions.retain(|s| {
+            s.peer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .is_some_and(|p| !p.is_transport_closed())
+        });
     }
 }
 
@@ -394,11 +407,14 @@ impl ServerHandler for Handler {
             .peer
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(context.peer);
-        self.listeners
+        let mut listeners = self
+            .listeners
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .sessions
-            .push(self.session.clone());
+            .unwrap_or_else(PoisonError::into_inner);
+        // Sessions that ended are forgotten here too, so a long-running HTTP server whose folder
+        // never changes does not collect them.
+        listeners.prune();
+        listeners.sessions.push(self.session.clone());
     }
 }
 
@@ -419,17 +435,12 @@ async fn watch(server: SkillServer, listeners: Shared, every: Duration) {
     }
 }
 
-/// Sends `changes` to every live listener, dropping the ones that are gone.
+/// Sends `changes` to every live listener, dropping the ones that are gone. A skillcache host
+/// marks the affected entries stale on either notification (R-B5).
 async fn notify(listeners: &Shared, changes: &Changes) {
     let (sessions, streams) = {
         let mut l = listeners.lock().unwrap_or_else(PoisonError::into_inner);
-        l.sessions.retain(|s| {
-            s.peer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-                .is_some_and(|p| !p.is_transport_closed())
-        });
+        l.prune();
         (
             l.sessions.clone(),
             l.streams.values().cloned().collect::<Vec<_>>(),
