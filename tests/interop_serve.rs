@@ -1,0 +1,609 @@
+//! `skillcache serve` judged by others and by our own client (issue 13, item 1), on the valid
+//! part of `shared/corpus/skills` (the folders `skillcache inspect` accepts, copied into a
+//! temporary folder).
+//!
+//! - The official conformance harness (`@modelcontextprotocol/conformance` 0.2.0-alpha.12): the
+//!   SEP-2640 server scenarios `sep-2640-skills-enumeration`, `sep-2640-skills-manifest` and
+//!   `sep-2640-skills-directory` against `serve --http --directory-read`, on protocol 2026-07-28
+//!   (`server/discover`, stateless) and 2025-11-25 (`initialize`, a session): no check may
+//!   fail. Off by default because it needs the npm registry:
+//!   `SKILLCACHE_INTEROP=1 cargo test --test interop_serve -- --nocapture`.
+//! - Our client (`McpSource`) over stdio and over Streamable HTTP loads and verifies every skill
+//!   `serve` publishes, from an empty cache and again from a warm one. Always on: it needs only
+//!   `shared/`.
+#![allow(clippy::result_large_err)]
+
+mod common;
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use skillcache::cache::Provenance;
+use skillcache::source::McpSource;
+use skillcache::{ApprovalPolicy, Origin, SkillCache};
+
+use common::peers::{enabled, harness, install_peers, node22};
+
+const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
+const SCENARIOS: [&str; 3] = [
+    "sep-2640-skills-enumeration",
+    "sep-2640-skills-manifest",
+    "sep-2640-skills-directory",
+];
+
+/// Whether `skillcache inspect` accepts the folder as a skill.
+fn inspect_accepts(dir: &Path) -> bool {
+    Command::new(BIN)
+        .arg("inspect")
+        .arg(dir)
+        .output()
+        .expect("run skillcache inspect")
+        .status
+        .success()
+}
+
+/// Copies every top-level corpus folder that `skillcache inspect` accepts into `dest`; returns
+/// how many skill folders (nested ones included) `inspect` accepts there — what `serve` must
+/// publish.
+fn valid_corpus(dest: &Path) -> usize {
+    let corpus = common::corpus_skills();
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .expect("read the corpus")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_dir())
+        .collect();
+    names.sort();
+    for dir in names.into_iter().filter(|d| inspect_accepts(d)) {
+        copy_tree(&dir, &dest.join(dir.file_name().expect("name")));
+    }
+    skill_folders(dest)
+        .into_iter()
+        .filter(|d| inspect_accepts(d))
+        .count()
+}
+
+/// Every folder under `dir` holding a `SKILL.md`.
+fn skill_folders(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() && !path.is_symlink() {
+            if path.join("SKILL.md").is_file() {
+                out.push(path.clone());
+            }
+            out.extend(skill_folders(&path));
+        }
+    }
+    out
+}
+
+/// Copies a folder, links as links (so `serve` judges them itself).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().expect("file type");
+        if kind.is_symlink() {
+            let target = std::fs::read_link(&src).expect("read link");
+            std::os::unix::fs::symlink(target, &dst).expect("symlink");
+        } else if kind.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).expect("copy");
+        }
+    }
+}
+
+/// A running `skillcache serve DIR --http 127.0.0.1:0 …`, killed when dropped.
+struct HttpServe {
+    child: Child,
+    url: String,
+}
+
+impl HttpServe {
+    fn start(dir: &Path, extra: &[&str]) -> HttpServe {
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .arg(dir)
+            .args(["--http", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start skillcache serve --http");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let url = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|line| {
+                line.split_once("listening on ")
+                    .map(|(_, url)| url.trim().to_owned())
+            })
+            .expect("serve prints the URL it listens on");
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        HttpServe { child, url }
+    }
+}
+
+impl Drop for HttpServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The harness's closing line: (passed, total, failed, warnings).
+fn summary(text: &str) -> Option<(u32, u32, u32, u32)> {
+    let line = text.lines().rev().find(|l| l.starts_with("Passed: "))?;
+    let nums: Vec<u32> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().ok())
+        .collect::<Option<_>>()?;
+    match nums[..] {
+        [passed, total, failed, warnings] => Some((passed, total, failed, warnings)),
+        _ => None,
+    }
+}
+
+#[test]
+fn interop_serve_passes_the_conformance_server_scenarios_over_http() {
+    if !enabled() {
+        return;
+    }
+    let dir = install_peers();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = tmp.path().join("skills");
+    let publishable = valid_corpus(&served);
+    assert!(publishable >= 25, "only {publishable} valid corpus skills");
+    let serve = HttpServe::start(&served, &["--directory-read"]);
+
+    println!("\n| scenario | protocol | passed | failed | warnings |");
+    println!("|---|---|---|---|---|");
+    let mut failures = Vec::new();
+    for scenario in SCENARIOS {
+        for version in ["2026-07-28", "2025-11-25"] {
+            let out = Command::new(node22(dir))
+                .arg(harness(dir))
+                .args(["server", "--url", &serve.url, "--scenario", scenario])
+                // Extension scenarios are "not on the spec timeline": naming a revision needs
+                // `--force`, or the harness skips them (and says so instead of a summary).
+                .args(["--spec-version", version, "--force"])
+                .output()
+                .expect("run the conformance harness");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let Some((passed, total, failed, warnings)) = summary(&text) else {
+                failures.push(format!(
+                    "{scenario} on {version}: no summary ({})\n{text}",
+                    out.status
+                ));
+                continue;
+            };
+            println!("| {scenario} | {version} | {passed}/{total} | {failed} | {warnings} |");
+            // Every warning is printed so the README's list of them can be checked.
+            for line in text.lines().filter(|l| l.contains("WARNING")) {
+                println!("warning: {scenario} on {version}: {line}");
+            }
+            if failed > 0 || passed == 0 {
+                failures.push(format!(
+                    "{scenario} on {version}: {passed}/{total}, {failed} failed\n{text}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// One pass: (transport, pass, skills listed, loaded, files verified, of them from the cache,
+/// disagreements).
+type Row = (
+    &'static str,
+    &'static str,
+    usize,
+    usize,
+    usize,
+    usize,
+    Vec<String>,
+);
+
+/// A new cache handle and a new connection each pass; the root (and its blobs) stay.
+async fn run_pass(
+    transport: &'static str,
+    pass: &'static str,
+    root: &Path,
+    source: McpSource,
+) -> Row {
+    // This test is about bytes, not activation: the approval gate is opted out of (R-P1).
+    let cache = SkillCache::builder()
+        .root(root)
+        .approval(ApprovalPolicy::NotRequired)
+        .open()
+        .expect("open");
+    let origin = Origin::new(format!("serve-{transport}")).expect("label");
+    cache.connect(origin.clone(), Arc::new(source));
+    let listed = cache.list(&origin).await.expect("skills/list");
+    let (mut loaded, mut files, mut from_cache) = (0, 0, 0);
+    let mut disagreements = Vec::new();
+    let count = listed.len();
+    for item in listed {
+        let info = match item {
+            Ok(info) => info,
+            Err(e) => {
+                disagreements.push(format!("entry refused by our client: {e}"));
+                continue;
+            }
+        };
+        let skill = match cache.load(&origin, &info.entry).await {
+            Ok(skill) => skill,
+            Err(e) => {
+                disagreements.push(format!("{}: {e}", info.entry.uri()));
+                continue;
+            }
+        };
+        loaded += 1;
+        for f in skill.files() {
+            match skill.read(f.uri().as_str()).await {
+                Ok(file) if matches!(file.verification(), skillcache::Verification::Verified(_)) => {
+                    files += 1;
+                    from_cache += usize::from(file.provenance() == Provenance::Cache);
+                }
+                Ok(file) => disagreements.push(format!("{} came back unverified", file.uri())),
+                Err(e) => disagreements.push(format!("{}: {e}", f.uri())),
+            }
+        }
+    }
+    (
+        transport,
+        pass,
+        count,
+        loaded,
+        files,
+        from_cache,
+        disagreements,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_our_client_loads_every_skill_serve_publishes_over_stdio_and_http_cold_and_warm() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = tmp.path().join("skills");
+    let publishable = valid_corpus(&served);
+    let http = HttpServe::start(&served, &[]);
+    let stdio = || {
+        let mut command = tokio::process::Command::new(BIN);
+        command.arg("serve").arg(&served);
+        McpSource::stdio(command)
+    };
+    let mut rows = Vec::new();
+    for pass in ["cold", "warm"] {
+        rows.push(run_pass("stdio", pass, &tmp.path().join("root-stdio"), stdio()).await);
+        rows.push(
+            run_pass(
+                "http",
+                pass,
+                &tmp.path().join("root-http"),
+                McpSource::http(&http.url),
+            )
+            .await,
+        );
+    }
+    println!(
+        "\n| transport | pass | skills `serve` publishes | loaded by skillcache | files verified | of them from the cache | disagreements |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for (t, pass, listed, loaded, files, cached, d) in &rows {
+        println!(
+            "| {t} | {pass} | {listed} | {loaded} | {files} | {cached} | {} |",
+            d.len()
+        );
+    }
+    for (t, pass, listed, loaded, files, cached, d) in &rows {
+        assert!(d.is_empty(), "{t} {pass}: {d:#?}");
+        assert_eq!(
+            *listed, publishable,
+            "{t} {pass}: serve publishes what inspect accepts"
+        );
+        assert_eq!(loaded, listed, "{t} {pass}: every published skill loads");
+        assert!(*files > 400, "{t} {pass}: only {files} files verified");
+        if *pass == "warm" {
+            assert_eq!(
+                cached, files,
+                "{t} warm: every file is a verified cache hit"
+            );
+        } else {
+            // Cold hits are files whose bytes another skill already brought (stored by digest).
+            assert!(
+                cached < files,
+                "{t} cold: {cached} of {files} from an empty cache"
+            );
+        }
+    }
+}
+
+// ---- Change notifications (R-W8: a held entry goes stale when the server says so) ----------
+
+/// A folder with one skill `notes` whose `notes.md` says `text`; returns (folder, SKILL.md URI).
+fn notes_folder(dir: &Path, text: &str) -> PathBuf {
+    let served = dir.join("served");
+    std::fs::create_dir_all(served.join("notes")).expect("mkdir");
+    std::fs::write(
+        served.join("notes/SKILL.md"),
+        "---\nname: notes\ndescription: Takes notes.\n---\n# Notes\n",
+    )
+    .expect("write");
+    std::fs::write(served.join("notes/notes.md"), text).expect("write");
+    served
+}
+
+/// An rmcp client that records the change notifications it gets.
+struct Recorder(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Recorder {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(format!("updated {}", params.uri));
+    }
+
+    async fn on_resource_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("list_changed".to_owned());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_tells_a_subscribed_peer_which_file_changed_and_that_the_list_changed() {
+    use rmcp::ServiceExt as _;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = notes_folder(tmp.path(), "first");
+    let mut command = tokio::process::Command::new(BIN);
+    command.arg("serve").arg(&served).args(["--watch-ms", "20"]);
+    let transport = rmcp::transport::TokioChildProcess::new(command).expect("spawn serve");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = Recorder(tx).serve(transport).await.expect("initialize");
+    #[allow(deprecated)] // `resources/subscribe` is the pre-2026-07-28 subscription
+    client
+        .peer()
+        .subscribe(rmcp::model::SubscribeRequestParams::new(
+            "skill://notes/notes.md",
+        ))
+        .await
+        .expect("resources/subscribe");
+    // Nothing changed yet: a full round trip, and no notification came.
+    client
+        .peer()
+        .list_all_resources()
+        .await
+        .expect("resources/list");
+    assert!(rx.try_recv().is_err(), "no change, no notification");
+
+    std::fs::write(served.join("notes/notes.md"), "second, longer").expect("edit");
+    let want: std::collections::BTreeSet<String> =
+        ["list_changed", "updated skill://notes/notes.md"]
+            .map(str::to_owned)
+            .into();
+    let mut seen = std::collections::BTreeSet::new();
+    while seen != want {
+        // Generous: the watcher scans every 20 ms; this only bounds a broken run.
+        match tokio::time::timeout(std::time::Duration::from_secs(30), rx.recv()).await {
+            Ok(Some(note)) => {
+                assert!(want.contains(&note), "unexpected notification {note}");
+                seen.insert(note);
+            }
+            _ => panic!("the edit was not announced; seen {seen:?}"),
+        }
+    }
+    client.cancel().await.expect("close the session");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_w8_an_edit_makes_our_clients_fresh_entry_stale_through_the_notification() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = notes_folder(tmp.path(), "first");
+    let mut command = tokio::process::Command::new(BIN);
+    // Fresh for an hour: only the notification can make the cache ask again.
+    command
+        .arg("serve")
+        .arg(&served)
+        .args(["--ttl-ms", "3600000", "--watch-ms", "20"]);
+    let cache = SkillCache::builder()
+        .root(tmp.path().join("root"))
+        .approval(ApprovalPolicy::NotRequired)
+        .open()
+        .expect("open");
+    let origin = Origin::new("watched").expect("label");
+    cache.connect(origin.clone(), Arc::new(McpSource::stdio(command)));
+    let uri = skillcache::SkillUri::parse("skill://notes/SKILL.md").expect("uri");
+    let first = cache.entry(&origin, &uri).await.expect("skills/get");
+    assert!(!first.from_cache);
+    assert!(
+        cache.entry(&origin, &uri).await.expect("again").from_cache,
+        "fresh for an hour"
+    );
+
+    std::fs::write(served.join("notes/notes.md"), "second, longer").expect("edit");
+    let mut tries = 0;
+    let newer = loop {
+        let got = cache.entry(&origin, &uri).await.expect("asked again");
+        if !got.from_cache {
+            break got;
+        }
+        tries += 1;
+        assert!(tries < 1_500, "the edit never made the held entry stale");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_ne!(
+        newer.entry.binding(),
+        first.entry.binding(),
+        "the refetched entry lists the edited file"
+    );
+}
+
+#[test]
+fn serve_b2_drops_a_request_over_the_bound_as_it_arrives_and_answers_the_next() {
+    use std::io::Write as _;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = notes_folder(tmp.path(), "first");
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .arg(&served)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    // The writer runs beside the reader: the server reads the long line while we write it.
+    let writer = std::thread::spawn(move || {
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b2","version":"1"}}}"#;
+        writeln!(stdin, "{init}")?;
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )?;
+        // Under the bound of the baseline limits (32 MiB + 64 KiB; rmcp's own default is
+        // 16 MiB), then over it.
+        for (id, mib) in [(2, 20), (3, 33)] {
+            let pad = "x".repeat(mib << 20);
+            writeln!(
+                stdin,
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"ping","params":{{"_meta":{{"pad":"{pad}"}}}}}}"#
+            )?;
+        }
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":4,"method":"skills/list"}}"#
+        )?;
+        stdin.flush()?;
+        Ok::<_, std::io::Error>(stdin)
+    });
+    let mut ids = Vec::new();
+    for line in stdout.lines() {
+        let message: serde_json::Value =
+            serde_json::from_str(&line.expect("a line")).expect("JSON");
+        ids.push(message["id"].clone());
+        if message["id"] == 4 {
+            assert_eq!(
+                message["result"]["skills"][0]["uri"], "skill://notes/SKILL.md",
+                "{message}"
+            );
+            break;
+        }
+    }
+    assert_eq!(
+        ids,
+        [1, 2, 4].map(serde_json::Value::from),
+        "a request inside the bound is answered, the one over it is not"
+    );
+    drop(writer.join().expect("writer").expect("write"));
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// POSTs `json` padded with spaces to `length` bytes; returns the response's status line start.
+fn post_padded(authority: &str, json: &str, length: usize) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {length}\r\n\r\n{json}"
+    )
+    .expect("headers");
+    // The server may answer and close before the whole body is sent: a failed write is fine.
+    let chunk = vec![b' '; 1 << 20];
+    let mut sent = json.len();
+    while sent < length {
+        let n = chunk.len().min(length - sent);
+        if stream.write_all(&chunk[..n]).is_err() {
+            break;
+        }
+        sent += n;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).expect("a status line");
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+#[test]
+fn serve_b2_http_reads_a_body_up_to_the_bound_and_refuses_a_longer_one_with_413() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = notes_folder(tmp.path(), "first");
+    let serve = HttpServe::start(&served, &[]);
+    let authority = serve
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b2","version":"1"}}}"#;
+    let bound = (32 << 20) + (64 << 10);
+    // Past rmcp's own 4 MiB default, inside ours: answered.
+    assert_eq!(post_padded(&authority, init, 5 << 20), "HTTP/1.1 200");
+    assert_eq!(post_padded(&authority, init, bound + 1), "HTTP/1.1 413");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_tells_a_2026_07_28_listener_what_it_asked_for_on_its_stream() {
+    use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let served = notes_folder(tmp.path(), "first");
+    let mut command = tokio::process::Command::new(BIN);
+    command.arg("serve").arg(&served).args(["--watch-ms", "20"]);
+    let transport = rmcp::transport::TokioChildProcess::new(command).expect("spawn serve");
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = Recorder(tx)
+        .serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .expect("server/discover");
+    let wanted = SubscriptionFilter::builder()
+        .resources_list_changed()
+        .resource_subscription("skill://notes/notes.md")
+        .build();
+    let mut stream = client
+        .peer()
+        .listen(wanted.clone())
+        .await
+        .expect("subscriptions/listen");
+    assert_eq!(
+        stream.acknowledged(),
+        &wanted,
+        "everything asked for is accepted"
+    );
+
+    std::fs::write(served.join("notes/notes.md"), "second, longer").expect("edit");
+    let (mut list_changed, mut updated) = (false, None);
+    while !(list_changed && updated.is_some()) {
+        // Generous: the watcher scans every 20 ms; this only bounds a broken run.
+        let next = tokio::time::timeout(std::time::Duration::from_secs(30), stream.next())
+            .await
+            .expect("the edit was announced on the stream")
+            .expect("the stream is open")
+            .expect("a notification");
+        match next {
+            ServerNotification::ResourceListChangedNotification(_) => list_changed = true,
+            ServerNotification::ResourceUpdatedNotification(n) => updated = Some(n.params.uri),
+            other => panic!("unexpected notification {other:?}"),
+        }
+    }
+    assert_eq!(updated.as_deref(), Some("skill://notes/notes.md"));
+    client.cancel().await.expect("close the session");
+}
