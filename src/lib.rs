@@ -72,12 +72,14 @@
 pub struct ReadmeDoctests;
 
 pub mod cache;
+mod config;
 pub mod digest;
 pub mod entry;
 pub mod error;
 pub mod frontmatter;
 pub mod index;
 pub mod local;
+mod lockfile;
 pub mod origin;
 pub mod server;
 pub mod source;
@@ -85,8 +87,10 @@ pub mod store;
 pub mod uri;
 
 pub use cache::{ApprovalPolicy, LoadedSkill, SkillCache, SkillFile};
+pub use config::{McpConfig, ServerConfig};
 pub use digest::{Digest, VerifiedBytes};
 pub use entry::SkillEntry;
 pub use error::{Error, Result};
+pub use lockfile::{LockFile, LockedSkill};
 pub use origin::Origin;
 pub use uri::{FileUri, SkillUri};

@@ -340,6 +340,39 @@ impl McpSource {
             }),
         }
     }
+
+    /// A Streamable HTTP MCP endpoint sent `headers` (name, value) with every request: an MCP
+    /// host configuration's `headers`, such as `Authorization`. Nothing is contacted until a
+    /// request needs the server. The message bound is [`Limits::BASELINE`]'s, fixed here.
+    ///
+    /// Unlike [`McpSource::http`], the session is opened once: if that first connection fails,
+    /// later requests fail too, and the host makes a new source.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a header name or value HTTP does not allow.
+    pub fn http_with_headers(url: &str, headers: &[(String, String)]) -> Result<McpSource, Error> {
+        let mut map = std::collections::HashMap::new();
+        for (name, value) in headers {
+            let bad = |what: &str| Error::InvalidConfig {
+                what: format!("HTTP header {name:?}: not a valid header {what}"),
+            };
+            map.insert(
+                http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?,
+                http::HeaderValue::from_str(value).map_err(|_| bad("value"))?,
+            );
+        }
+        let bound = bound_for(&Limits::BASELINE);
+        let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
+            .custom_headers(map)
+            .max_json_response_size(bound)
+            .max_sse_event_size(bound);
+        // The transport is built inside the starter: it spawns its worker task, which needs the
+        // runtime the first request runs on, and building nothing before then keeps R-B4.
+        let start: Starter = Box::new(move |handler: Handler| {
+            Box::pin(handler.serve(StreamableHttpClientTransport::from_config(config)))
+        });
+        Ok(McpSource::new(Target::Transport(Mutex::new(Some(start)))))
+    }
 }
 
 fn ended_reason(slot: &EndSlot) -> Option<super::stdio::Ended> {
