@@ -16,6 +16,7 @@ mod loaded;
 mod loading;
 mod maintenance;
 mod memory;
+mod offline;
 mod root;
 mod stats;
 
