@@ -380,7 +380,10 @@ mod tests {
         )
         .expect("vscode shape");
         assert_eq!(
-            vscode.origins().map(|o| o.as_str()).collect::<Vec<_>>(),
+            vscode
+                .origins()
+                .map(crate::origin::Origin::as_str)
+                .collect::<Vec<_>>(),
             ["a", "b"]
         );
         assert!(
@@ -421,12 +424,12 @@ mod tests {
                 "/mcpServers/d/headers/bad name",
             ),
             (
-                r#"{"mcpServers": {"..": {"command": "x"}}}"#,
-                "/mcpServers/..",
+                r#"{"mcpServers": {"": {"command": "x"}}}"#,
+                "/mcpServers/",
             ),
             (r#"{"mcpServers": []}"#, "/mcpServers"),
             (r#"{"other": {}}"#, "/mcpServers"),
-            (r#"[1]"#, ""),
+            ("[1]", ""),
             (r#"{"mcpServers": {"#, ""),
         ];
         for (text, pointer) in cases {

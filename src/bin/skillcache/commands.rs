@@ -466,9 +466,10 @@ async fn list_all(ctx: &Ctx) -> Result<Outcome> {
     } else {
         for o in &out {
             outln!("origin {}", o["origin"].as_str().unwrap_or_default());
-            match o.get("skills").and_then(Value::as_array) {
-                Some(rows) => print_rows(rows),
-                None => outln!("  failed: {}", o["error"].as_str().unwrap_or_default()),
+            if let Some(rows) = o.get("skills").and_then(Value::as_array) {
+                print_rows(rows);
+            } else {
+                outln!("  failed: {}", o["error"].as_str().unwrap_or_default());
             }
         }
     }
@@ -580,7 +581,7 @@ async fn lock(
     } else {
         for r in &rows {
             outln!(
-                "locked {} from {} ({} files, binding {})",
+                "locked {} from {} (files: {}, binding {})",
                 r["uri"].as_str().unwrap_or_default(),
                 r["origin"].as_str().unwrap_or_default(),
                 r["files"],
