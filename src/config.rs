@@ -423,10 +423,7 @@ mod tests {
                 r#"{"mcpServers": {"d": {"url": "http://x", "headers": {"bad name": "v"}}}}"#,
                 "/mcpServers/d/headers/bad name",
             ),
-            (
-                r#"{"mcpServers": {"": {"command": "x"}}}"#,
-                "/mcpServers/",
-            ),
+            (r#"{"mcpServers": {"": {"command": "x"}}}"#, "/mcpServers/"),
             (r#"{"mcpServers": []}"#, "/mcpServers"),
             (r#"{"other": {}}"#, "/mcpServers"),
             ("[1]", ""),

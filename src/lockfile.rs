@@ -412,13 +412,7 @@ mod tests {
         assert_eq!(field_of("version = \"1\"\n"), "");
         assert_eq!(field_of("version = 1\nextra = 1\n"), "");
         assert_eq!(
-            field_of(&one(
-                "",
-                "skill://a/SKILL.md",
-                &b,
-                "skill://a/SKILL.md",
-                MD
-            )),
+            field_of(&one("", "skill://a/SKILL.md", &b, "skill://a/SKILL.md", MD)),
             "skill[0].origin"
         );
         assert_eq!(
