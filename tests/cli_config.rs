@@ -435,6 +435,25 @@ fn cli_approve_from_lock_approves_exactly_the_locked_bindings() {
     assert_eq!(gated("skill://pinned/SKILL.md"), 5);
 }
 
+/// An offline config whose every server is a command that leaves `marker` if started.
+fn trap_config(env: &Env, origins: &[&str]) -> (PathBuf, PathBuf) {
+    let marker = env.path("started");
+    let trap = json!({"command": "sh", "args": ["-c", format!("touch '{}'", marker.display())]});
+    let servers: serde_json::Map<String, Value> = origins
+        .iter()
+        .map(|o| ((*o).to_owned(), trap.clone()))
+        .collect();
+    let path = env.path("offline.json");
+    std::fs::write(&path, json!({"mcpServers": servers}).to_string()).expect("write");
+    (path, marker)
+}
+
+fn offline(env: &Env, config: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["--offline"];
+    all.extend_from_slice(args);
+    env.with_config(config, &all)
+}
+
 #[test]
 fn cli_offline_loads_from_the_cache_without_starting_any_server() {
     let env = Env::new();
@@ -443,18 +462,7 @@ fn cli_offline_loads_from_the_cache_without_starting_any_server() {
         "fresh",
         &[("refs/a.md", "alpha"), ("refs/b.md", "never read online")],
     );
-    env.skill("quick", "brief", &[]);
-    let config = env.config(&json!({
-        "team": env.serve("served", HOUR_MS),
-        "short": env.serve("quick", "0"),
-    }));
-    for (origin, skill) in [
-        ("team", "skill://fresh/SKILL.md"),
-        ("short", "skill://brief/SKILL.md"),
-    ] {
-        let warm = env.with_config(&config, &["load", "--origin", origin, skill]);
-        assert_eq!(code(&warm), 0, "{}", stderr(&warm));
-    }
+    let config = env.config(&json!({"team": env.serve("served", HOUR_MS)}));
     let read = env.with_config(
         &config,
         &[
@@ -467,20 +475,8 @@ fn cli_offline_loads_from_the_cache_without_starting_any_server() {
     );
     assert_eq!(code(&read), 0, "{}", stderr(&read));
 
-    // Offline, every configured server is a command that would leave a mark if started.
-    let marker = env.path("started");
-    let trap = json!({"command": "sh", "args": ["-c", format!("touch '{}'", marker.display())]});
-    let offline_config = env.path("offline.json");
-    std::fs::write(
-        &offline_config,
-        json!({"mcpServers": {"team": trap, "short": trap}}).to_string(),
-    )
-    .expect("write");
-    let off = |args: &[&str]| {
-        let mut all = vec!["--offline"];
-        all.extend_from_slice(args);
-        env.with_config(&offline_config, &all)
-    };
+    let (traps, marker) = trap_config(&env, &["team"]);
+    let off = |args: &[&str]| offline(&env, &traps, args);
     let read = off(&[
         "read",
         "--origin",
@@ -492,31 +488,8 @@ fn cli_offline_loads_from_the_cache_without_starting_any_server() {
     assert_eq!(stdout(&read), "alpha");
     let listing = off(&["--json", "list", "--all"]);
     assert_eq!(code(&listing), 0, "{}", stderr(&listing));
-    assert_eq!(json_of(&listing)["origins"][1]["origin"], "team");
-    assert_eq!(names(&json_of(&listing)["origins"][1]), ["fresh"]);
-
-    // A stale entry: refused (exit 5) unless allowed, then reported stale.
-    let stale = off(&["load", "--origin", "short", "skill://brief/SKILL.md"]);
-    assert_eq!(code(&stale), 5, "{}", stderr(&stale));
-    assert!(stderr(&stale).contains("stale"), "{}", stderr(&stale));
-    let allowed = off(&[
-        "--allow-stale",
-        "--json",
-        "load",
-        "--origin",
-        "short",
-        "skill://brief/SKILL.md",
-    ]);
-    assert_eq!(code(&allowed), 0, "{}", stderr(&allowed));
-    assert_eq!(json_of(&allowed)["stale"], true);
-    let entry = off(&[
-        "--allow-stale",
-        "entry",
-        "--origin",
-        "short",
-        "skill://brief/SKILL.md",
-    ]);
-    assert!(stdout(&entry).contains("STALE"), "{}", stdout(&entry));
+    assert_eq!(json_of(&listing)["origins"][0]["origin"], "team");
+    assert_eq!(names(&json_of(&listing)["origins"][0]), ["fresh"]);
 
     // Missing things name the origin and the URI; no server is needed even without a config.
     let missing = env.run(&[
@@ -548,5 +521,66 @@ fn cli_offline_loads_from_the_cache_without_starting_any_server() {
         "{}",
         stderr(&unread)
     );
+    assert!(!marker.exists(), "no configured server was started offline");
+}
+
+#[test]
+fn cli_offline_a_stale_entry_needs_allow_stale_and_is_reported_stale() {
+    let env = Env::new();
+    env.skill("quick", "brief", &[]);
+    // ttlMs 0: stale as soon as it is cached.
+    let config = env.config(&json!({"short": env.serve("quick", "0")}));
+    let warm = env.with_config(
+        &config,
+        &["load", "--origin", "short", "skill://brief/SKILL.md"],
+    );
+    assert_eq!(code(&warm), 0, "{}", stderr(&warm));
+
+    let (traps, marker) = trap_config(&env, &["short"]);
+    let off = |args: &[&str]| offline(&env, &traps, args);
+    let stale = off(&["load", "--origin", "short", "skill://brief/SKILL.md"]);
+    assert_eq!(code(&stale), 5, "{}", stderr(&stale));
+    assert!(
+        stderr(&stale).contains("stale") && stderr(&stale).contains("skill://brief/SKILL.md"),
+        "{}",
+        stderr(&stale)
+    );
+    let allowed = off(&[
+        "--allow-stale",
+        "--json",
+        "load",
+        "--origin",
+        "short",
+        "skill://brief/SKILL.md",
+    ]);
+    assert_eq!(code(&allowed), 0, "{}", stderr(&allowed));
+    assert_eq!(json_of(&allowed)["stale"], true);
+    let human = off(&[
+        "--allow-stale",
+        "load",
+        "--origin",
+        "short",
+        "skill://brief/SKILL.md",
+    ]);
+    assert!(
+        stderr(&human).contains("stale"),
+        "said on stderr: {}",
+        stderr(&human)
+    );
+    assert!(
+        stdout(&human).starts_with("---\nname: brief"),
+        "{}",
+        stdout(&human)
+    );
+    let entry = off(&[
+        "--allow-stale",
+        "entry",
+        "--origin",
+        "short",
+        "skill://brief/SKILL.md",
+    ]);
+    assert!(stdout(&entry).contains("STALE"), "{}", stdout(&entry));
+    let listing = off(&["--allow-stale", "--json", "list", "--origin", "short"]);
+    assert_eq!(json_of(&listing)["skills"][0]["fresh"], false);
     assert!(!marker.exists(), "no configured server was started offline");
 }
