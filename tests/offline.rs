@@ -306,7 +306,7 @@ async fn offline_works_on_a_read_only_pre_populated_root() {
             .await
             .expect("load from a read-only store");
         let files = skill.read_all().await.expect("every file");
-        assert!(files.iter().all(|file| file.verified()));
+        assert!(files.iter().all(skillcache::SkillFile::verified));
         let missing = skillcache::SkillUri::parse("skill://absent/SKILL.md").expect("uri");
         let (_, _, why) = offline_miss(cache.entry(&f.origin, &missing).await);
         assert_eq!(why, OfflineMiss::Entry);
