@@ -245,6 +245,123 @@ pub enum Error {
         /// Who holds it, when the holder said (an exclusive holder writes its pid and operation).
         holder: Option<String>,
     },
+
+    /// An MCP host configuration file (`mcpServers` / VS Code `servers`) is refused; nothing from
+    /// it is used.
+    #[error("config file {}: {}: {problem}", path.display(), pointer_label(field))]
+    InvalidConfigFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Where in it, as a JSON pointer (`/mcpServers/docs/args/0`; empty for the whole file).
+        field: String,
+        /// What is wrong there.
+        problem: FileProblem,
+    },
+
+    /// A lock file (`skills.lock`) is refused; nothing from it is used.
+    #[error("lock file {}: {}: {problem}", path.display(), pointer_label(field))]
+    InvalidLockFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Where in it (`skill[2].file[0].digest`; empty for the whole file).
+        field: String,
+        /// What is wrong there.
+        problem: FileProblem,
+    },
+
+    /// Offline mode: what was asked for needs a server, and the cache cannot stand in for it.
+    /// No server was contacted.
+    #[error("offline: {uri} from origin {origin}: {missing}")]
+    Offline {
+        /// The origin.
+        origin: String,
+        /// The skill or file URI (empty for a whole listing).
+        uri: String,
+        /// What the cache lacks.
+        missing: OfflineMiss,
+    },
+}
+
+fn pointer_label(field: &str) -> &str {
+    if field.is_empty() {
+        "the whole file"
+    } else {
+        field
+    }
+}
+
+/// What is wrong at one place in a configuration or lock file.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileProblem {
+    /// The file is not valid JSON / TOML.
+    Syntax {
+        /// The parser's message (with line and column).
+        message: String,
+    },
+    /// A required field is absent.
+    Missing,
+    /// A field has the wrong type.
+    WrongType {
+        /// The type it must have.
+        expected: &'static str,
+    },
+    /// A value is refused.
+    Invalid {
+        /// Why, and how to fix it.
+        why: String,
+    },
+}
+
+impl fmt::Display for FileProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileProblem::Syntax { message } => write!(f, "cannot be parsed: {message}"),
+            FileProblem::Missing => f.write_str("is missing"),
+            FileProblem::WrongType { expected } => write!(f, "must be {expected}"),
+            FileProblem::Invalid { why } => f.write_str(why),
+        }
+    }
+}
+
+/// What offline mode could not serve from the cache ([`Error::Offline`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OfflineMiss {
+    /// No entry for the skill is cached (for this principal).
+    Entry,
+    /// The cached entry is stale, and stale entries were not allowed.
+    Stale {
+        /// How long ago it was fetched, in ms.
+        age_ms: u64,
+    },
+    /// The file's verified bytes are not in the cache.
+    File,
+    /// The operation always asks the server (`skills/get` to refresh, `skills/list`).
+    Server {
+        /// The method it would send.
+        method: &'static str,
+    },
+}
+
+impl fmt::Display for OfflineMiss {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OfflineMiss::Entry => f.write_str("no entry for it is in the cache"),
+            OfflineMiss::Stale { age_ms } => write!(
+                f,
+                "its cached entry is stale (fetched {} s ago); allow stale entries to use it",
+                age_ms / 1000
+            ),
+            OfflineMiss::File => f.write_str("its verified bytes are not in the cache"),
+            OfflineMiss::Server { method } => {
+                write!(
+                    f,
+                    "{method} needs the server, which offline mode never contacts"
+                )
+            }
+        }
+    }
 }
 
 fn skill_label(skill: Option<&str>) -> String {
@@ -321,6 +438,13 @@ pub enum Declined {
         /// What was added, removed or changed since the approved entry.
         changes: Box<crate::entry::EntryDiff>,
     },
+    /// A lock file is in force and does not list the skill.
+    NotLocked,
+    /// A lock file is in force and the skill's entry differs from what it pins.
+    Drift {
+        /// What was added, removed or changed since the skill was locked.
+        changes: Box<crate::entry::EntryDiff>,
+    },
 }
 
 impl fmt::Display for Declined {
@@ -335,6 +459,10 @@ impl fmt::Display for Declined {
                     f,
                     "its approval was revoked because its files changed: {changes}"
                 )
+            }
+            Declined::NotLocked => f.write_str("the lock file in force does not list it"),
+            Declined::Drift { changes } => {
+                write!(f, "it differs from the lock file: {changes}")
             }
         }
     }
@@ -715,10 +843,11 @@ pub enum ErrorClass {
     /// The server broke the protocol, sent an invalid entry, failed, timed out, sent too much,
     /// or the connection failed (CLI exit 4).
     Server,
-    /// The host's policy declined: limits, dynamic, approvals, a reference that leaves the skill
-    /// (CLI exit 5).
+    /// The host's policy declined: limits, dynamic, approvals, a lock file, offline mode, a
+    /// reference that leaves the skill (CLI exit 5).
     Declined,
-    /// A configuration value the host gave was refused (CLI exit 2, a usage error).
+    /// A configuration value, configuration file or lock file the host gave was refused (CLI
+    /// exit 2, a usage error).
     Config,
     /// A local failure: the cache root, the index, I/O, an origin not bound (CLI exit 1).
     Local,
@@ -745,10 +874,14 @@ impl Error {
             | Error::Transport { .. }
             | Error::Timeout { .. }
             | Error::MessageTooLarge { .. } => ErrorClass::Server,
-            Error::LimitExceeded { .. } | Error::Declined { .. } | Error::InvalidUri { .. } => {
-                ErrorClass::Declined
-            }
-            Error::InvalidConfig { .. } => ErrorClass::Config,
+            // Offline mode is the host's policy declining to reach the server.
+            Error::LimitExceeded { .. }
+            | Error::Declined { .. }
+            | Error::InvalidUri { .. }
+            | Error::Offline { .. } => ErrorClass::Declined,
+            Error::InvalidConfig { .. }
+            | Error::InvalidConfigFile { .. }
+            | Error::InvalidLockFile { .. } => ErrorClass::Config,
             Error::RootRefused { .. }
             | Error::Index { .. }
             | Error::NotConnected { .. }

@@ -93,9 +93,11 @@ macro_rules! internal_pub {
 // the store or the index, so it cannot break "a row never points at a missing blob" or forge a
 // binding. Tests and benches that need the layers below enable the non-default `internals`
 // feature (the crate's own dev-dependency on itself does so for `cargo test` and `cargo bench`).
+mod config;
 pub mod entry;
 pub mod error;
 pub mod local;
+mod lockfile;
 pub mod source;
 pub mod uri;
 
@@ -132,10 +134,12 @@ pub use cache::{
     ApprovalPolicy, CachedEntry, DynamicPolicy, EntryInfo, GcReport, Inventory, LoadedSkill,
     Provenance, SkillCache, SkillCacheBuilder, SkillFile, Stats, Verification, VerifyReport,
 };
+pub use config::{McpConfig, ServerConfig};
 pub use digest::Digest;
 pub use entry::{Binding, Limits, SkillEntry};
 pub use error::{Error, Result};
 pub use isolation::Isolation;
+pub use lockfile::{LockFile, LockedSkill};
 pub use origin::Origin;
 /// `skillcache serve` for hosts and tools that embed it: a folder of skills on rmcp's server
 /// side, over stdio or Streamable HTTP.

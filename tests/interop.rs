@@ -39,7 +39,6 @@ const SCENARIOS: [&str; 4] = [
     "sep-2640-client-verify-frontmatter",
 ];
 
-
 /// What our own reading of the corpus says is publishable (default rules): relative folders.
 fn publishable_by_us(corpus: &Path) -> BTreeSet<String> {
     find_skills(corpus)

@@ -252,7 +252,9 @@ async fn run_pass(
         loaded += 1;
         for f in skill.files() {
             match skill.read(f.uri().as_str()).await {
-                Ok(file) if matches!(file.verification(), skillcache::Verification::Verified(_)) => {
+                Ok(file)
+                    if matches!(file.verification(), skillcache::Verification::Verified(_)) =>
+                {
                     files += 1;
                     from_cache += usize::from(file.provenance() == Provenance::Cache);
                 }

@@ -154,7 +154,10 @@ async fn load_hello(place: &Place, source: McpSource) -> Result<Option<String>, 
         .expect("one skill listed")
         .expect("a valid entry");
     let skill = cache.load(&origin, &info.entry).await?;
-    assert!(matches!(skill.skill_md().verification(), skillcache::Verification::Verified(_)));
+    assert!(matches!(
+        skill.skill_md().verification(),
+        skillcache::Verification::Verified(_)
+    ));
     assert_eq!(
         skill.skill_md().bytes(),
         b"---\nname: hello\ndescription: Says hello.\n---\n# Hello\n"

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::loaded::{LoadedSkill, Provenance, SkillFile};
+use super::offline::{self, Offline, OfflineSource};
 use super::stats::{Counters, Stats};
 use super::{Cache, CacheBuilder, CachedRead};
 use crate::digest::{Digest, VerifiedBytes};
@@ -17,6 +18,7 @@ use crate::entry::{
 };
 use crate::error::{Declined, Error, Limit, Mismatch};
 use crate::frontmatter;
+use crate::lockfile::LockFile;
 use crate::origin::Origin;
 use crate::source::{Change, SkillSource, SourceFuture};
 use crate::store::Isolation;
@@ -76,6 +78,8 @@ pub struct SkillCacheBuilder {
     principal: String,
     deadlines: Deadlines,
     approval: ApprovalPolicy,
+    offline: Offline,
+    lock: Option<Arc<LockFile>>,
 }
 
 impl SkillCacheBuilder {
@@ -143,6 +147,34 @@ impl SkillCacheBuilder {
         self.approval = policy;
         self
     }
+    /// Offline mode: no source is ever contacted. Entries come only from the index (sealed
+    /// rows, R-H3) and bytes only from the store (verified on every access, R-C2); a stale entry
+    /// is refused unless [`allow_stale`](Self::allow_stale); anything missing fails with
+    /// [`Error::Offline`] naming the origin, the URI and what is missing. Sources need not be
+    /// connected. Nothing is written, so a read-only pre-populated root works (R-H5).
+    /// Default: off.
+    #[must_use]
+    pub fn offline(mut self, offline: bool) -> Self {
+        self.offline.on = offline;
+        self
+    }
+    /// In offline mode, use a cached entry whose `ttlMs` has passed instead of refusing it; it
+    /// is reported as stale ([`EntryInfo::stale`]). Online, a stale entry is always refreshed,
+    /// so this changes nothing there. Default: off.
+    #[must_use]
+    pub fn allow_stale(mut self, allow: bool) -> Self {
+        self.offline.allow_stale = allow;
+        self
+    }
+    /// A lock file in force: [`SkillCache::load`] declines, before any request, a skill the
+    /// lock does not list ([`Declined::NotLocked`]) or whose entry differs from the pinned one
+    /// ([`Declined::Drift`], naming every file added, removed or changed). It is checked in
+    /// addition to the approval policy. Default: none.
+    #[must_use]
+    pub fn locked(mut self, lock: LockFile) -> Self {
+        self.lock = Some(Arc::new(lock));
+        self
+    }
     /// How long an operation waits for the cache's lock before it fails (R-H11). Default: 30 s.
     #[must_use]
     pub fn lock_timeout(mut self, timeout: Duration) -> Self {
@@ -195,6 +227,8 @@ impl SkillCacheBuilder {
                 deadlines: self.deadlines,
                 stale: Mutex::default(),
                 approval: self.approval,
+                offline: self.offline,
+                lock: self.lock,
                 revocations: Mutex::default(),
                 counters: Counters::default(),
             }),
@@ -214,6 +248,9 @@ pub(super) struct Inner {
     /// What servers announced as changed (R-B5), consulted before trusting a fresh index row.
     stale: Mutex<HashMap<Origin, StaleMarks>>,
     approval: ApprovalPolicy,
+    offline: Offline,
+    /// The lock file in force, if any.
+    lock: Option<Arc<LockFile>>,
     /// Approvals this process saw revoked, with what changed, so a later `load` can say
     /// [`Declined::Revoked`] instead of "never approved" (the index drops the revoked row, R-A2).
     /// Bounded like the stale marks.
@@ -273,6 +310,9 @@ pub struct EntryInfo {
     pub revoked: bool,
     /// What changed since the approved (or previously stored) entry.
     pub diff: Option<EntryDiff>,
+    /// True if it is a cached entry past its `ttlMs`, used because the cache is offline and
+    /// stale entries are allowed ([`SkillCacheBuilder::allow_stale`]).
+    pub stale: bool,
 }
 
 /// The verified skill cache: the host's backend for skills served over MCP.
@@ -403,6 +443,12 @@ impl SkillCache {
     }
 
     fn source(&self, origin: &Origin) -> Result<Arc<dyn SkillSource>, Error> {
+        // Offline: whatever is bound is never asked; cache misses end in `Error::Offline`.
+        if self.inner.offline.on {
+            return Ok(Arc::new(OfflineSource {
+                origin: origin.clone(),
+            }));
+        }
         self.inner
             .sources
             .read()
@@ -415,11 +461,23 @@ impl SkillCache {
     }
 
     /// The entry for `uri`: from the index while fresh (no request), else from `skills/get`,
-    /// validated and stored (R-C6). Fetches no file (R-V1).
+    /// validated and stored (R-C6). Fetches no file (R-V1). Offline, only from the index: a
+    /// stale row only when allowed (then [`EntryInfo::stale`]).
     ///
     /// # Errors
-    /// Invalid entries and responses, transport and index errors.
+    /// Invalid entries and responses, transport and index errors; offline, [`Error::Offline`]
+    /// for an entry not cached, or stale and not allowed.
     pub async fn entry(&self, origin: &Origin, uri: &SkillUri) -> Result<EntryInfo, Error> {
+        if self.inner.offline.on {
+            return offline::entry(
+                &self.inner.core,
+                self.inner.offline,
+                origin,
+                uri,
+                &self.principal,
+            )
+            .await;
+        }
         let (o, u, p) = (origin.clone(), uri.clone(), self.principal.to_string());
         if let Some(stored) = blocking(&self.inner.core, move |c| c.entry(&o, &u, &p)).await?
             && stored.fresh
@@ -432,6 +490,7 @@ impl SkillCache {
                 from_cache: true,
                 revoked: false,
                 diff: None,
+                stale: false,
             });
         }
         self.refresh(origin, uri).await
@@ -467,16 +526,29 @@ impl SkillCache {
             from_cache: false,
             revoked: out.revoked,
             diff: out.diff,
+            stale: false,
         })
     }
 
     /// Pages through `skills/list` (a repeated cursor is an error), validates every entry (a
     /// repeated URI refuses every copy), stores the valid ones, and fetches no file (R-V1).
     ///
+    /// Offline, the cached entries of `origin` this principal sees, each resolved as
+    /// [`entry`](Self::entry) would (a stale one not allowed is an error in its slot).
+    ///
     /// # Errors
     /// A malformed page, a repeated cursor, transport and index errors. A bad *entry* is
     /// returned in its slot instead.
     pub async fn list(&self, origin: &Origin) -> Result<Vec<Result<EntryInfo, Error>>, Error> {
+        if self.inner.offline.on {
+            return offline::list(
+                &self.inner.core,
+                self.inner.offline,
+                origin,
+                &self.principal,
+            )
+            .await;
+        }
         let source = self.source(origin)?;
         let mut listing = Listing::new();
         let mut cursor: Option<String> = None;
@@ -514,6 +586,7 @@ impl SkillCache {
                         from_cache: false,
                         revoked: put.revoked,
                         diff: put.diff,
+                        stale: false,
                     })
                 }
                 Err(e) => Err(e),
@@ -562,7 +635,9 @@ impl SkillCache {
     ///
     /// # Errors
     /// [`Error::LimitExceeded`]; [`Error::Declined`] with [`Declined::Dynamic`],
-    /// [`Declined::NotApproved`] or [`Declined::Revoked`] (no request sent);
+    /// [`Declined::NotApproved`] or [`Declined::Revoked`] (no request sent); with a lock in
+    /// force ([`SkillCacheBuilder::locked`]), [`Declined::NotLocked`] or [`Declined::Drift`]
+    /// (no request sent); offline, [`Error::Offline`] for bytes not in the cache;
     /// [`Error::Verification`], invalid responses, transport, I/O and index errors.
     pub async fn load(&self, origin: &Origin, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
         let limits = self.inner.validation.current_limits();
@@ -590,6 +665,10 @@ impl SkillCache {
                 skill: entry.uri().as_str().to_owned(),
                 reason: Declined::Dynamic,
             });
+        }
+        // The lock is checked from the entry alone, before any request.
+        if let Some(lock) = &self.inner.lock {
+            lock.check(origin, entry)?;
         }
         let granted = match self.inner.approval {
             ApprovalPolicy::NotRequired => None,

@@ -17,6 +17,7 @@ mod loaded;
 mod loading;
 mod maintenance;
 mod memory;
+mod offline;
 mod root;
 mod stats;
 

@@ -44,8 +44,9 @@ use crate::error::{Error, Rule};
 enum Target {
     /// A command the host built; spawned again for each connection attempt.
     Stdio(Mutex<tokio::process::Command>),
-    /// A Streamable HTTP endpoint.
-    Http(String),
+    /// A Streamable HTTP endpoint, and the headers sent with every request (a host
+    /// configuration's `headers`, such as `Authorization`).
+    Http(String, http::HeaderMap),
     /// A transport the host opened, served on the first request; used once.
     Transport(Mutex<Option<Starter>>),
     /// A session the host already holds and initialised.
@@ -56,7 +57,12 @@ impl std::fmt::Debug for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Target::Stdio(c) => f.debug_tuple("Stdio").field(c).finish(),
-            Target::Http(url) => f.debug_tuple("Http").field(url).finish(),
+            // Header values are credentials: their names only.
+            Target::Http(url, headers) => f
+                .debug_tuple("Http")
+                .field(url)
+                .field(&headers.keys().collect::<Vec<_>>())
+                .finish(),
             Target::Transport(_) => f.write_str("Transport"),
             Target::Peer(_) => f.write_str("Peer"),
         }
@@ -199,7 +205,7 @@ impl McpSource {
     /// A Streamable HTTP MCP endpoint. Nothing is contacted until a request needs the server.
     #[must_use]
     pub fn http(url: &str) -> McpSource {
-        McpSource::new(Target::Http(url.to_owned()))
+        McpSource::new(Target::Http(url.to_owned(), http::HeaderMap::new()))
     }
 
     /// A server over any rmcp client transport the host opened (a socket, an in-process duplex,
@@ -314,10 +320,16 @@ impl McpSource {
                 };
                 handler.serve_with_lifecycle(transport, lifecycle()).await
             }
-            Target::Http(url) => {
+            Target::Http(url, headers) => {
                 // rmcp's HTTP client reads bodies and SSE events within these bounds, refusing
                 // more while reading (R-B2).
                 let config = StreamableHttpClientTransportConfig::with_uri(url.clone())
+                    .custom_headers(
+                        headers
+                            .iter()
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect(),
+                    )
                     .max_json_response_size(self.max_message)
                     .max_sse_event_size(self.max_message);
                 handler
@@ -377,6 +389,27 @@ impl McpSource {
                 None => transport_err(method)(Box::new(e)),
             }),
         }
+    }
+
+    /// A Streamable HTTP MCP endpoint sent `headers` (name, value) with every request: an MCP
+    /// host configuration's `headers`, such as `Authorization`. Otherwise as [`McpSource::http`]:
+    /// nothing is contacted until a request needs the server, a lost session is reopened, and
+    /// the message bound follows [`McpSource::limits`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a header name or value HTTP does not allow.
+    pub fn http_with_headers(url: &str, headers: &[(String, String)]) -> Result<McpSource, Error> {
+        let mut map = http::HeaderMap::new();
+        for (name, value) in headers {
+            let bad = |what: &str| Error::InvalidConfig {
+                what: format!("HTTP header {name:?}: not a valid header {what}"),
+            };
+            map.insert(
+                http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?,
+                http::HeaderValue::from_str(value).map_err(|_| bad("value"))?,
+            );
+        }
+        Ok(McpSource::new(Target::Http(url.to_owned(), map)))
     }
 }
 

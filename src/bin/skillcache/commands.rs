@@ -1,7 +1,8 @@
 //! Each command: open the cache, connect the server if the command needs one, do one thing,
 //! print it for a person or as JSON.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -10,7 +11,9 @@ use skillcache::ServeOptions;
 use skillcache::local::inspect;
 use skillcache::source::{McpSource, SkillSource};
 use skillcache::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache};
-use skillcache::{Error, Origin, SkillEntry, SkillFile, SkillUri, Verification};
+use skillcache::{
+    Error, LockFile, McpConfig, Origin, SkillEntry, SkillFile, SkillUri, Verification,
+};
 
 use crate::{Cli, Command, Outcome, ServerArgs};
 
@@ -43,6 +46,10 @@ type Result<T> = std::result::Result<T, Failure>;
 pub(crate) struct Ctx {
     pub(crate) json: bool,
     pub(crate) builder: skillcache::SkillCacheBuilder,
+    /// `--config`, read and checked.
+    config: Option<McpConfig>,
+    /// `--offline`: no server is needed, none is started.
+    offline: bool,
 }
 
 fn print_json(v: &Value) {
@@ -69,13 +76,35 @@ fn origin_usage(label: &str) -> Result<Origin> {
 /// before anything else runs: a bad one is a usage error (exit 2), never a started server.
 // `Error` is large (see `origin_arg`); this is the cold path.
 #[allow(clippy::result_large_err)]
-fn validate(command: &Command) -> Result<()> {
-    let server = |s: &ServerArgs| -> Result<()> {
-        origin_usage(&s.origin)?;
+fn validate(cli: &Cli) -> Result<()> {
+    let has_config = cli.config.is_some();
+    // `all`: the command may go without `--origin` (every configured server, or every origin
+    // of a lock file).
+    let server = |s: &ServerArgs, all: bool| -> Result<()> {
+        let direct = s.stdio.is_some() || s.url.is_some();
+        match &s.origin {
+            Some(o) => drop(origin_usage(o)?),
+            None if all && !direct => {}
+            None => return Err(Failure::Usage("--origin is required".into())),
+        }
         if let Some(cmd) = &s.stdio {
             crate::cmdline::command(cmd).map_err(|e| stdio_usage(&e))?;
         }
+        if !(direct || has_config || cli.offline) {
+            return Err(Failure::Usage(
+                "a server is required: --stdio, --url, or --config with --origin NAME (or --offline)"
+                    .into(),
+            ));
+        }
         Ok(())
+    };
+    let every_configured = |s: &ServerArgs| -> Result<()> {
+        if s.origin.is_none() && !has_config {
+            return Err(Failure::Usage(
+                "--all without --origin means every server of --config: give --config".into(),
+            ));
+        }
+        server(s, true)
     };
     let uri = |text: &str| -> Result<()> {
         SkillUri::parse(text)
@@ -89,16 +118,40 @@ fn validate(command: &Command) -> Result<()> {
             Err(Failure::Usage(format!("{} is not a folder", dir.display())))
         }
     };
-    match command {
-        Command::List { server: s } => server(s),
-        Command::Entry {
-            skill_uri,
+    match &cli.command {
+        Command::List {
+            all: true,
             server: s,
+        } => every_configured(s),
+        Command::List { server: s, .. } => server(s, false),
+        Command::Lock {
+            skill_uris,
+            all,
+            server: s,
+            ..
+        } => {
+            if *all {
+                return every_configured(s);
+            }
+            if skill_uris.is_empty() {
+                return Err(Failure::Usage("name the skills to lock, or --all".into()));
+            }
+            skill_uris.iter().try_for_each(|u| uri(u))?;
+            server(s, false)
         }
-        | Command::Approve {
+        Command::Approve {
             skill_uri,
             server: s,
             ..
+        } => {
+            if let Some(u) = skill_uri {
+                uri(u)?;
+            }
+            server(s, skill_uri.is_none())
+        }
+        Command::Entry {
+            skill_uri,
+            server: s,
         }
         | Command::Load {
             skill_uri,
@@ -111,7 +164,7 @@ fn validate(command: &Command) -> Result<()> {
             ..
         } => {
             uri(skill_uri)?;
-            server(s)
+            server(s, false)
         }
         Command::Entries { origin } | Command::Verify { origin } => origin
             .as_deref()
@@ -123,11 +176,15 @@ fn validate(command: &Command) -> Result<()> {
 }
 
 pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
-    validate(&cli.command)?;
+    validate(&cli)?;
+    // Read before anything starts: a refused file is exit 2 with its path and field.
+    let config = cli.config.as_deref().map(McpConfig::read).transpose()?;
     let mut builder = SkillCache::builder()
         .isolation(cli.isolation.into())
         .request_timeout(cli.timeout)
-        .connect_timeout(cli.timeout);
+        .connect_timeout(cli.timeout)
+        .offline(cli.offline)
+        .allow_stale(cli.allow_stale);
     // Without `--root`, the library's default applies: `$SKILLCACHE_ROOT` unless it is empty (an
     // empty `SKILLCACHE_ROOT=` is unset, as in the shell convention), else the XDG cache folder.
     if let Some(root) = &cli.root {
@@ -140,34 +197,59 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
     let ctx = Ctx {
         json: cli.json,
         builder,
+        config,
+        offline: cli.offline,
     };
     match cli.command {
-        Command::List { server } => list(&ctx, &server).await,
+        Command::List { all: true, .. } => list_all(&ctx).await,
+        Command::List { server, .. } => list(&ctx, &server).await,
+        Command::Lock {
+            skill_uris,
+            all,
+            output,
+            server,
+        } => lock(&ctx, &server, &skill_uris, all, &output).await,
         Command::Entry { skill_uri, server } => entry(&ctx, &server, &skill_uri).await,
         Command::Approve {
-            skill_uri,
+            skill_uri: Some(skill_uri),
             grant_tools,
             server,
+            ..
         } => approve(&ctx, &server, &skill_uri, grant_tools).await,
+        Command::Approve {
+            from_lock,
+            grant_tools,
+            server,
+            ..
+        } => {
+            let lock =
+                from_lock.ok_or_else(|| Failure::Usage("name a skill or --from-lock".into()))?;
+            approve_from_lock(&ctx, &server, &lock, grant_tools).await
+        }
         Command::Load {
             skill_uri,
             require_approval,
+            locked,
             server,
-        } => load(&ctx, &server, &skill_uri, None, require_approval).await,
+        } => {
+            let gate = Gate {
+                require_approval,
+                locked,
+            };
+            load(&ctx, &server, &skill_uri, None, gate).await
+        }
         Command::Read {
             skill_uri,
             reference,
             require_approval,
+            locked,
             server,
         } => {
-            load(
-                &ctx,
-                &server,
-                &skill_uri,
-                Some(&reference),
+            let gate = Gate {
                 require_approval,
-            )
-            .await
+                locked,
+            };
+            load(&ctx, &server, &skill_uri, Some(&reference), gate).await
         }
         Command::Entries { origin } => entries(&ctx, origin.as_deref()).await,
         Command::Verify { origin } => verify(&ctx, origin.as_deref()).await,
@@ -217,36 +299,90 @@ pub(crate) fn connect(
     ctx: &Ctx,
     s: &ServerArgs,
     approval: ApprovalPolicy,
-) -> Result<(SkillCache, Origin, Arc<McpSource>)> {
-    let origin = origin_usage(&s.origin)?;
+) -> Result<(SkillCache, Origin, Option<Arc<McpSource>>)> {
+    let label = s
+        .origin
+        .as_deref()
+        .ok_or_else(|| Failure::Usage("--origin is required".into()))?;
+    let origin = origin_usage(label)?;
+    let cache = open(ctx, s, approval, None)?;
+    let source = bind(ctx, &cache, &origin, s)?;
+    Ok((cache, origin, source))
+}
+
+/// The cache as `s` and the gate ask; nothing is connected yet.
+fn open(
+    ctx: &Ctx,
+    s: &ServerArgs,
+    approval: ApprovalPolicy,
+    lock: Option<LockFile>,
+) -> Result<SkillCache> {
     let dynamic = if s.allow_dynamic {
         DynamicPolicy::AllowUnverified
     } else {
         DynamicPolicy::Decline
     };
-    let cache = ctx
+    let mut builder = ctx
         .builder
         .clone()
         .principal(s.principal.clone())
         .dynamic(dynamic)
-        .approval(approval)
-        .open()?;
+        .approval(approval);
+    if let Some(lock) = lock {
+        builder = builder.locked(lock);
+    }
+    let cache = builder.open()?;
     notice_healed(&cache);
-    let source = match (&s.stdio, &s.url) {
-        (Some(cmd), _) => Arc::new(McpSource::stdio(
+    Ok(cache)
+}
+
+/// Binds `origin` to its server: `--stdio`/`--url`, else the server `--config` names `origin`.
+/// Offline, with neither, nothing is bound (nothing would be asked). The source is returned to
+/// report the protocol revision it negotiated.
+fn bind(
+    ctx: &Ctx,
+    cache: &SkillCache,
+    origin: &Origin,
+    s: &ServerArgs,
+) -> Result<Option<Arc<McpSource>>> {
+    let source: Arc<McpSource> = match (&s.stdio, &s.url, &ctx.config) {
+        (Some(cmd), _, _) => Arc::new(McpSource::stdio(
             crate::cmdline::command(cmd).map_err(|e| stdio_usage(&e))?,
         )),
-        (None, Some(url)) => Arc::new(McpSource::http(url)),
-        (None, None) => return Err(Failure::Usage("--stdio or --url is required".into())),
+        (None, Some(url), _) => Arc::new(McpSource::http(url)),
+        (None, None, Some(config)) => match config.server(origin.as_str()) {
+            Some(server) => Arc::new(server.source()?),
+            None if ctx.offline => return Ok(None),
+            None => {
+                return Err(Failure::Usage(format!(
+                    "no server named {:?} in {} (configured: {})",
+                    origin.as_str(),
+                    config.path().display(),
+                    config
+                        .origins()
+                        .map(Origin::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        },
+        (None, None, None) if ctx.offline => return Ok(None),
+        (None, None, None) => {
+            return Err(Failure::Usage(
+                "a server is required: --stdio, --url, or --config".into(),
+            ));
+        }
     };
     cache.connect(origin.clone(), Arc::clone(&source) as Arc<dyn SkillSource>);
-    Ok((cache, origin, source))
+    Ok(Some(source))
 }
 
 /// The protocol revision the source negotiated, for `--json`: null when the server was never
-/// contacted (a warm load of a fresh entry).
-fn revision(source: &McpSource) -> Value {
-    source.protocol_version().map_or(Value::Null, |v| json!(v))
+/// contacted (a warm load of a fresh entry, or offline).
+fn revision(source: Option<&Arc<McpSource>>) -> Value {
+    source
+        .and_then(|s| s.protocol_version())
+        .map_or(Value::Null, |v| json!(v))
 }
 
 fn skill_uri(text: &str) -> Result<SkillUri> {
@@ -265,51 +401,233 @@ async fn entry_row(cache: &SkillCache, origin: &Origin, e: &SkillEntry) -> Value
     })
 }
 
-async fn list(ctx: &Ctx, s: &ServerArgs) -> Result<Outcome> {
-    let (cache, origin, source) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
-    let listed = cache.list(&origin).await?;
+/// One origin's listing as rows (a refused entry is a row with its error).
+async fn list_rows(cache: &SkillCache, origin: &Origin) -> std::result::Result<Vec<Value>, Error> {
+    let listed = cache.list(origin).await?;
     let mut rows = Vec::with_capacity(listed.len());
     for r in &listed {
         rows.push(match r {
-            Ok(info) => entry_row(&cache, &origin, &info.entry).await,
+            Ok(info) => entry_row(cache, origin, &info.entry).await,
             Err(e) => json!({"error": e.to_string()}),
         });
     }
+    Ok(rows)
+}
+
+async fn list(ctx: &Ctx, s: &ServerArgs) -> Result<Outcome> {
+    let (cache, origin, source) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
+    let rows = list_rows(&cache, &origin).await?;
     if ctx.json {
         print_json(&json!({
             "origin": origin.as_str(),
-            "protocol_version": revision(&source),
+            "protocol_version": revision(source.as_ref()),
             "skills": rows,
         }));
     } else {
-        outln!(
-            "{:<28} {:>5} {:>9}  {:<14} URI",
-            "NAME",
-            "FILES",
-            "BYTES",
-            "FLAGS"
-        );
-        for r in &rows {
-            if let Some(err) = r.get("error") {
-                outln!("{:<28} refused: {}", "-", err.as_str().unwrap_or_default());
-                continue;
-            }
-            let flags = format!(
-                "{}{}",
-                if r["dynamic"] == true { "dynamic " } else { "" },
-                if r["fresh"] == true { "fresh" } else { "stale" }
-            );
-            outln!(
-                "{:<28} {:>5} {:>9}  {:<14} {}",
-                r["name"].as_str().unwrap_or_default(),
-                r["files"].as_u64().unwrap_or_default(),
-                r["bytes"].as_u64().unwrap_or_default(),
-                flags,
-                r["uri"].as_str().unwrap_or_default()
-            );
-        }
+        print_rows(&rows);
     }
     Ok(Outcome::Ok)
+}
+
+/// A progress bar on stderr, drawn only for a person at a terminal.
+fn progress(ctx: &Ctx, len: usize, template: &str) -> ProgressBar {
+    let bar = if ctx.json || !std::io::stderr().is_terminal() {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(len as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// The configured servers, with the one cache they are all bound to (one origin each).
+fn every_configured(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Vec<Origin>)> {
+    let config = ctx
+        .config
+        .as_ref()
+        .ok_or_else(|| Failure::Usage("--all needs --config".into()))?;
+    let cache = open(ctx, s, ApprovalPolicy::NotRequired, None)?;
+    let origins: Vec<Origin> = config.origins().cloned().collect();
+    for origin in &origins {
+        bind(ctx, &cache, origin, s)?;
+    }
+    Ok((cache, origins))
+}
+
+/// The exit code a set of failures ends with: the first one's.
+fn failed(errors: Vec<Error>) -> Result<Outcome> {
+    match errors.first() {
+        None => Ok(Outcome::Ok),
+        Some(first) => Err(Failure::Many(crate::exit_code(first), errors)),
+    }
+}
+
+/// `list --all`: every configured server's skills, one origin each. A server that fails is
+/// reported (stderr, and in the JSON) and the others are still listed.
+async fn list_all(ctx: &Ctx) -> Result<Outcome> {
+    let plain = ServerArgs {
+        origin: None,
+        stdio: None,
+        url: None,
+        principal: String::new(),
+        allow_dynamic: false,
+    };
+    let (cache, origins) = every_configured(ctx, &plain)?;
+    let bar = progress(
+        ctx,
+        origins.len(),
+        "listing {bar:30} {pos}/{len} servers {msg}",
+    );
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for origin in &origins {
+        bar.set_message(origin.as_str().to_owned());
+        match list_rows(&cache, origin).await {
+            Ok(rows) => out.push(json!({"origin": origin.as_str(), "skills": rows})),
+            Err(e) => {
+                out.push(json!({"origin": origin.as_str(), "error": e.to_string()}));
+                errors.push(e);
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    if ctx.json {
+        print_json(&json!({"origins": out}));
+    } else {
+        for o in &out {
+            outln!("origin {}", o["origin"].as_str().unwrap_or_default());
+            if let Some(rows) = o.get("skills").and_then(Value::as_array) {
+                print_rows(rows);
+            } else {
+                outln!("  failed: {}", o["error"].as_str().unwrap_or_default());
+            }
+        }
+    }
+    failed(errors)
+}
+
+fn print_rows(rows: &[Value]) {
+    outln!(
+        "{:<28} {:>5} {:>9}  {:<14} URI",
+        "NAME",
+        "FILES",
+        "BYTES",
+        "FLAGS"
+    );
+    for r in rows {
+        if let Some(err) = r.get("error") {
+            outln!("{:<28} refused: {}", "-", err.as_str().unwrap_or_default());
+            continue;
+        }
+        let flags = format!(
+            "{}{}",
+            if r["dynamic"] == true { "dynamic " } else { "" },
+            if r["fresh"] == true { "fresh" } else { "stale" }
+        );
+        outln!(
+            "{:<28} {:>5} {:>9}  {:<14} {}",
+            r["name"].as_str().unwrap_or_default(),
+            r["files"].as_u64().unwrap_or_default(),
+            r["bytes"].as_u64().unwrap_or_default(),
+            flags,
+            r["uri"].as_str().unwrap_or_default()
+        );
+    }
+}
+
+/// `lock`: pins the named skills (or every skill) as they are now; an existing lock file is
+/// updated, keeping its other pins.
+async fn lock(
+    ctx: &Ctx,
+    s: &ServerArgs,
+    uris: &[String],
+    all: bool,
+    output: &Path,
+) -> Result<Outcome> {
+    let mut lock = if output.exists() {
+        LockFile::read(output)?
+    } else {
+        LockFile::new()
+    };
+    let (cache, origins) = if s.origin.is_some() {
+        let (cache, origin, _) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
+        (cache, vec![origin])
+    } else {
+        every_configured(ctx, s)?
+    };
+    let mut pinned: Vec<(Origin, SkillEntry)> = Vec::new();
+    let mut errors = Vec::new();
+    if all {
+        let bar = progress(
+            ctx,
+            origins.len(),
+            "locking {bar:30} {pos}/{len} servers {msg}",
+        );
+        for origin in &origins {
+            bar.set_message(origin.as_str().to_owned());
+            match cache.list(origin).await {
+                Ok(listed) => {
+                    for r in listed {
+                        match r {
+                            // A dynamic skill has no digests to pin: said, not fatal for --all.
+                            Ok(info) if info.entry.is_dynamic() => eprintln!(
+                                "skillcache: notice: {} from {origin} is dynamic and cannot be locked",
+                                info.entry.uri()
+                            ),
+                            Ok(info) => pinned.push((origin.clone(), info.entry)),
+                            Err(e) => errors.push(e),
+                        }
+                    }
+                }
+                Err(e) => errors.push(e),
+            }
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+    } else {
+        for text in uris {
+            match cache.entry(&origins[0], &skill_uri(text)?).await {
+                Ok(info) => pinned.push((origins[0].clone(), info.entry)),
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+    for (origin, entry) in &pinned {
+        if let Err(e) = lock.insert(origin, entry) {
+            errors.push(e);
+        }
+    }
+    lock.write(output)?;
+    let rows: Vec<Value> = pinned
+        .iter()
+        .map(|(o, e)| {
+            json!({"origin": o.as_str(), "uri": e.uri().as_str(),
+                   "binding": e.binding().map(|b| b.to_string()),
+                   "files": e.manifest().map_or(0, |m| m.files().len())})
+        })
+        .collect();
+    if ctx.json {
+        print_json(&json!({"lock": output.display().to_string(), "locked": rows}));
+    } else {
+        for r in &rows {
+            outln!(
+                "locked {} from {} (files: {}, binding {})",
+                r["uri"].as_str().unwrap_or_default(),
+                r["origin"].as_str().unwrap_or_default(),
+                r["files"],
+                r["binding"].as_str().unwrap_or_default()
+            );
+        }
+        outln!(
+            "wrote {} ({} skills pinned)",
+            output.display(),
+            lock.skills().count()
+        );
+    }
+    failed(errors)
 }
 
 fn entry_json(origin: &Origin, info: &EntryInfo) -> Value {
@@ -318,6 +636,7 @@ fn entry_json(origin: &Origin, info: &EntryInfo) -> Value {
         "uri": info.entry.uri().as_str(),
         "binding": info.entry.binding().map(|b| b.to_string()),
         "from_cache": info.from_cache,
+        "stale": info.stale,
         "revoked": info.revoked,
         "changes": info.diff.as_ref().map(ToString::to_string),
         "entry": info.entry.to_json(),
@@ -329,7 +648,7 @@ async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     if ctx.json {
         let mut out = entry_json(&origin, &info);
-        out["protocol_version"] = revision(&source);
+        out["protocol_version"] = revision(source.as_ref());
         print_json(&out);
     } else {
         let e = &info.entry;
@@ -342,10 +661,10 @@ async fn entry(ctx: &Ctx, s: &ServerArgs, uri: &str) -> Result<Outcome> {
         );
         outln!(
             "from     {}",
-            if info.from_cache {
-                "cache (fresh)"
-            } else {
-                "server (skills/get)"
+            match (info.from_cache, info.stale) {
+                (true, true) => "cache (STALE: offline, past its ttlMs)",
+                (true, false) => "cache (fresh)",
+                (false, _) => "server (skills/get)",
             }
         );
         for f in e.manifest().map_or(&[][..], |m| m.files()) {
@@ -377,7 +696,7 @@ async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Res
     if ctx.json {
         print_json(
             &json!({"origin": origin.as_str(), "uri": info.entry.uri().as_str(), "binding": binding,
-                    "granted_tools": grant, "protocol_version": revision(&source)}),
+                    "granted_tools": grant, "protocol_version": revision(source.as_ref())}),
         );
     } else {
         outln!(
@@ -387,6 +706,67 @@ async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Res
         );
     }
     Ok(Outcome::Ok)
+}
+
+/// `approve --from-lock`: approves each pinned skill whose entry is still exactly as pinned,
+/// and nothing else; a skill that drifted is reported (exit 5) and left unapproved.
+async fn approve_from_lock(
+    ctx: &Ctx,
+    s: &ServerArgs,
+    path: &Path,
+    grant_tools: bool,
+) -> Result<Outcome> {
+    let lock = LockFile::read(path)?;
+    let only = s.origin.as_deref().map(origin_usage).transpose()?;
+    let cache = open(ctx, s, ApprovalPolicy::NotRequired, None)?;
+    let mut origins: Vec<Origin> = lock
+        .skills()
+        .map(|l| l.origin().clone())
+        .filter(|o| only.as_ref().is_none_or(|only| only == o))
+        .collect();
+    origins.dedup();
+    for origin in &origins {
+        bind(ctx, &cache, origin, s)?;
+    }
+    let mut approved = Vec::new();
+    let mut errors = Vec::new();
+    for locked in lock.skills().filter(|l| origins.contains(l.origin())) {
+        let origin = locked.origin();
+        let info = match cache.entry(origin, locked.uri()).await {
+            Ok(info) => info,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        if let Err(e) = lock.check(origin, &info.entry) {
+            errors.push(e);
+            continue;
+        }
+        let grant = grant_tools
+            .then(|| info.entry.requested_tools().cloned())
+            .flatten();
+        match cache.approve(origin, &info.entry, grant).await {
+            Ok(()) => approved.push(
+                json!({"origin": origin.as_str(), "uri": locked.uri().as_str(),
+                                           "binding": locked.binding().to_string()}),
+            ),
+            Err(e) => errors.push(e),
+        }
+    }
+    if ctx.json {
+        print_json(&json!({"lock": path.display().to_string(), "approved": approved}));
+    } else {
+        for a in &approved {
+            outln!(
+                "approved {} from {} (binding {})",
+                a["uri"].as_str().unwrap_or_default(),
+                a["origin"].as_str().unwrap_or_default(),
+                a["binding"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    failed(errors)
 }
 
 pub(crate) fn file_json(f: &SkillFile, entry: &SkillEntry) -> Value {
@@ -406,21 +786,36 @@ pub(crate) fn file_json(f: &SkillFile, entry: &SkillEntry) -> Value {
     })
 }
 
+/// What `load`/`read` require before any file is read.
+struct Gate {
+    /// `--require-approval`.
+    require_approval: bool,
+    /// `--locked FILE`.
+    locked: Option<PathBuf>,
+}
+
 async fn load(
     ctx: &Ctx,
     s: &ServerArgs,
     uri: &str,
     reference: Option<&str>,
-    require: bool,
+    gate: Gate,
 ) -> Result<Outcome> {
-    // The gate is the library's (R-P1): with --require-approval, `load` itself refuses a skill
-    // that is not approved as it is now (exit 5) before any file is read.
-    let approval = if require {
+    // The gates are the library's (R-P1, the lock): with --require-approval or --locked, `load`
+    // itself refuses the skill (exit 5) before any file is read.
+    let approval = if gate.require_approval {
         ApprovalPolicy::Required
     } else {
         ApprovalPolicy::NotRequired
     };
-    let (cache, origin, source) = connect(ctx, s, approval)?;
+    let lock = gate.locked.as_deref().map(LockFile::read).transpose()?;
+    let label = s
+        .origin
+        .as_deref()
+        .ok_or_else(|| Failure::Usage("--origin is required".into()))?;
+    let origin = origin_usage(label)?;
+    let cache = open(ctx, s, approval, lock)?;
+    let source = bind(ctx, &cache, &origin, s)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     let skill = cache.load(&origin, &info.entry).await?;
     let file = match reference {
@@ -429,10 +824,17 @@ async fn load(
     };
     if ctx.json {
         let mut out = file_json(&file, &info.entry);
+        out["stale"] = json!(info.stale);
         out["counters"] = counters_json(&cache);
-        out["protocol_version"] = revision(&source);
+        out["protocol_version"] = revision(source.as_ref());
         print_json(&out);
     } else {
+        if info.stale {
+            eprintln!(
+                "skillcache: notice: offline: the cached entry of {} is stale (past its ttlMs)",
+                info.entry.uri()
+            );
+        }
         // The bytes, unchanged.
         let mut out = std::io::stdout().lock();
         if let Err(e) = out.write_all(file.bytes()).and_then(|()| out.flush()) {

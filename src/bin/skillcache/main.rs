@@ -2,11 +2,14 @@
 //!
 //! Exit codes (a public contract): 0 ok; 2 usage (bad arguments, checked before any server is
 //! started: an empty or over-long `--origin`, an unparsable `SKILL_URI`, a `serve`/`inspect`
-//! folder that does not exist, a bad `--timeout`); 3 verification failure (size, digest,
-//! frontmatter, unlisted); 4 the server: an invalid entry, a protocol error, a timeout, a message
-//! over the bound, a connection that failed or died; 5 declined by policy (limits, dynamic,
-//! approval missing or revoked, a reference that leaves the skill); 1 a local failure (the cache
-//! root, the index, I/O). Errors go to stderr as one line each, with their cause chain.
+//! folder that does not exist, a bad `--timeout`, a `--config` or lock file that is refused, an
+//! origin the config does not name); 3 verification failure (size, digest, frontmatter,
+//! unlisted); 4 the server: an invalid entry, a protocol error, a timeout, a message over the
+//! bound, a connection that failed or died; 5 declined by policy (limits, dynamic, approval
+//! missing or revoked, a skill not locked or drifted from the lock, offline and not in the cache,
+//! a reference that leaves the skill); 1 a local failure (the cache root, the index, I/O).
+//! Errors go to stderr as one line each, with their cause chain. `list --all` and `lock --all`
+//! go on past a server that fails, and exit with the code of the first failure.
 
 /// `println!` for the CLI: a closed stdout (`skillcache demo | head`) ends the program quietly
 /// instead of panicking, as command-line tools are expected to.
@@ -66,6 +69,18 @@ struct Cli {
     /// How cached files are verified on every access.
     #[arg(long, global = true, value_enum, default_value_t = IsolationArg::Rehash)]
     isolation: IsolationArg,
+    /// An MCP host configuration file (`{"mcpServers": …}` or VS Code's `{"servers": …}`):
+    /// `--origin NAME` then selects the server configured as NAME, which is also its origin.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Contact no server: entries and bytes come only from the cache; anything missing fails
+    /// (exit 5). `--stdio`/`--url`/`--config` are then not needed.
+    #[arg(long, global = true)]
+    offline: bool,
+    /// With `--offline`: use a cached entry past its ttlMs (reported as stale) instead of
+    /// refusing it.
+    #[arg(long, global = true)]
+    allow_stale: bool,
     /// Machine-readable output: one JSON value on stdout.
     #[arg(long, global = true)]
     json: bool,
@@ -97,11 +112,12 @@ impl From<IsolationArg> for Isolation {
 /// How to reach a server, and as whom.
 #[derive(Args, Debug, Clone)]
 struct ServerArgs {
-    /// The host's label for this server (never the server's own name).
+    /// The host's label for this server (never the server's own name); with `--config`, the
+    /// name of a configured server.
     #[arg(long)]
-    origin: String,
+    origin: Option<String>,
     /// Spawn this command line and speak MCP to it over stdio.
-    #[arg(long, conflicts_with = "url", required_unless_present = "url")]
+    #[arg(long, conflicts_with = "url")]
     stdio: Option<String>,
     /// A Streamable HTTP MCP endpoint.
     #[arg(long)]
@@ -118,6 +134,24 @@ struct ServerArgs {
 enum Command {
     /// The server's skills (name, URI, files, bytes, dynamic, fresh).
     List {
+        /// Every server of `--config`, one origin each; a server that fails is reported and the
+        /// others are still listed.
+        #[arg(long, conflicts_with = "origin")]
+        all: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Pin skills as they are now in a lock file (origin, URI, binding, every file's digest
+    /// and size); an existing lock file is updated.
+    Lock {
+        /// The skills' SKILL.md URIs (of `--origin`).
+        skill_uris: Vec<String>,
+        /// Every skill: of `--origin`, or without it of every server of `--config`.
+        #[arg(long, conflicts_with = "skill_uris")]
+        all: bool,
+        /// The lock file.
+        #[arg(long, short, default_value = "skills.lock")]
+        output: PathBuf,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -131,7 +165,12 @@ enum Command {
     /// Approve a skill as its entry is now.
     Approve {
         /// The skill's SKILL.md URI.
-        skill_uri: String,
+        #[arg(required_unless_present = "from_lock", conflicts_with = "from_lock")]
+        skill_uri: Option<String>,
+        /// Approve exactly the skills this lock file pins (of `--origin`, or of every origin
+        /// it names), each only if its entry is still as pinned (exit 5 otherwise).
+        #[arg(long, value_name = "FILE")]
+        from_lock: Option<PathBuf>,
         /// Also grant the tools its frontmatter requests (allowed-tools).
         #[arg(long)]
         grant_tools: bool,
@@ -145,6 +184,9 @@ enum Command {
         /// Refuse (exit 5) unless the skill is approved as it is now.
         #[arg(long)]
         require_approval: bool,
+        /// Refuse (exit 5) unless the skill is pinned in this lock file exactly as it is now.
+        #[arg(long, value_name = "FILE")]
+        locked: Option<PathBuf>,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -157,6 +199,9 @@ enum Command {
         /// Refuse (exit 5) unless the skill is approved as it is now.
         #[arg(long)]
         require_approval: bool,
+        /// Refuse (exit 5) unless the skill is pinned in this lock file exactly as it is now.
+        #[arg(long, value_name = "FILE")]
+        locked: Option<PathBuf>,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -236,7 +281,7 @@ fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
 
 /// The exit code for an error (the public contract above). Exhaustive on purpose, with no
 /// catch-all: a new class of error cannot silently become 1.
-fn exit_code(e: &Error) -> u8 {
+pub(crate) fn exit_code(e: &Error) -> u8 {
     match e.class() {
         ErrorClass::Verification => 3,
         ErrorClass::Server => 4,

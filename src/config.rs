@@ -1,0 +1,453 @@
+//! MCP host configuration files: the servers a user already described for their host.
+//!
+//! Two shapes are read, both JSON:
+//!
+//! - `{"mcpServers": {NAME: SERVER}}` — Claude Desktop, Cursor and most hosts;
+//! - `{"servers": {NAME: SERVER}}` — VS Code (`.vscode/mcp.json`), where SERVER may carry
+//!   `"type": "stdio"` or `"type": "http"`.
+//!
+//! SERVER is `{"command", "args"?, "env"?, "cwd"?}` (a stdio child) or `{"url", "headers"?}`
+//! (Streamable HTTP). NAME becomes the [`Origin`]: the host's label for the server, never the
+//! server's own name (R-O1). Fields a host adds for itself (`disabled`, `inputs`, …) are ignored;
+//! the fields read here are checked, and a bad one is refused with the file's path and a JSON
+//! pointer to the field ([`Error::InvalidConfigFile`]). Variables (`${input:…}`, `${env:…}`) are
+//! not expanded: the value is used as written.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, FileProblem};
+use crate::origin::Origin;
+
+/// How to reach one configured server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerConfig {
+    /// A child process spoken to over stdin and stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to its environment.
+        env: BTreeMap<String, String>,
+        /// Its working folder, if set.
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The endpoint URL.
+        url: String,
+        /// Headers sent with every request (e.g. `Authorization`).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl ServerConfig {
+    /// A source for this server. Nothing is started or contacted until a request needs it (R-B4).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] for a header HTTP does not allow (the file reader refuses those
+    /// first, naming the field).
+    #[cfg(feature = "mcp")]
+    pub fn source(&self) -> Result<crate::source::McpSource, Error> {
+        use crate::source::McpSource;
+        match self {
+            ServerConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut c = tokio::process::Command::new(command);
+                c.args(args).envs(env);
+                if let Some(dir) = cwd {
+                    c.current_dir(dir);
+                }
+                Ok(McpSource::stdio(c))
+            }
+            ServerConfig::Http { url, headers } if headers.is_empty() => Ok(McpSource::http(url)),
+            ServerConfig::Http { url, headers } => {
+                let pairs: Vec<(String, String)> = headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                McpSource::http_with_headers(url, &pairs)
+            }
+        }
+    }
+}
+
+/// An MCP host configuration file, read and checked: every server it names, by origin, in the
+/// order of the file's keys (sorted).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # let path = dir.path().join("mcp.json");
+/// # std::fs::write(&path, r#"{"mcpServers": {"docs": {"command": "skills-server", "args": ["--dir", "skills"]},
+/// #   "remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer t"}}}}"#).unwrap();
+/// use skillcache::{McpConfig, ServerConfig};
+/// let config = McpConfig::read(&path)?;
+/// assert_eq!(config.origins().map(|o| o.as_str()).collect::<Vec<_>>(), ["docs", "remote"]);
+/// assert!(matches!(config.server("remote"), Some(ServerConfig::Http { .. })));
+/// # Ok::<(), skillcache::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpConfig {
+    path: PathBuf,
+    servers: BTreeMap<Origin, ServerConfig>,
+}
+
+/// The fields of a file being read, with the path every error names.
+struct Reader<'p> {
+    path: &'p Path,
+}
+
+/// `~` and `/` escaped as in RFC 6901, so a server named `a/b` is one pointer segment.
+fn segment(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+impl Reader<'_> {
+    fn fail(&self, field: &str, problem: FileProblem) -> Error {
+        Error::InvalidConfigFile {
+            path: self.path.to_owned(),
+            field: field.to_owned(),
+            problem,
+        }
+    }
+
+    fn wrong(&self, field: &str, expected: &'static str) -> Error {
+        self.fail(field, FileProblem::WrongType { expected })
+    }
+
+    fn invalid(&self, field: &str, why: impl Into<String>) -> Error {
+        self.fail(field, FileProblem::Invalid { why: why.into() })
+    }
+
+    fn string(
+        &self,
+        server: &Map<String, Value>,
+        at: &str,
+        key: &str,
+    ) -> Result<Option<String>, Error> {
+        match server.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(self.wrong(&format!("{at}/{key}"), "a string")),
+        }
+    }
+
+    fn strings(
+        &self,
+        server: &Map<String, Value>,
+        at: &str,
+        key: &str,
+    ) -> Result<Vec<String>, Error> {
+        let Some(value) = server.get(key) else {
+            return Ok(Vec::new());
+        };
+        let list = value
+            .as_array()
+            .ok_or_else(|| self.wrong(&format!("{at}/{key}"), "an array of strings"))?;
+        list.iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| self.wrong(&format!("{at}/{key}/{i}"), "a string"))
+            })
+            .collect()
+    }
+
+    fn table(
+        &self,
+        server: &Map<String, Value>,
+        at: &str,
+        key: &str,
+    ) -> Result<BTreeMap<String, String>, Error> {
+        let Some(value) = server.get(key) else {
+            return Ok(BTreeMap::new());
+        };
+        let map = value
+            .as_object()
+            .ok_or_else(|| self.wrong(&format!("{at}/{key}"), "an object of strings"))?;
+        map.iter()
+            .map(|(k, v)| {
+                v.as_str()
+                    .map(|s| (k.clone(), s.to_owned()))
+                    .ok_or_else(|| self.wrong(&format!("{at}/{key}/{}", segment(k)), "a string"))
+            })
+            .collect()
+    }
+
+    fn server(&self, at: &str, value: &Value) -> Result<ServerConfig, Error> {
+        let server = value
+            .as_object()
+            .ok_or_else(|| self.wrong(at, "an object"))?;
+        let command = self.string(server, at, "command")?;
+        let url = self.string(server, at, "url")?;
+        let kind = self.string(server, at, "type")?;
+        let stdio = match (kind.as_deref(), &command, &url) {
+            (Some("stdio"), _, _) | (None, Some(_), None) => true,
+            (Some("http"), _, _) | (None, None, Some(_)) => false,
+            (None, Some(_), Some(_)) => {
+                return Err(self.invalid(at, "has both \"command\" and \"url\"; keep one"));
+            }
+            (None, None, None) => {
+                return Err(self.invalid(
+                    at,
+                    "has neither \"command\" (a stdio server) nor \"url\" (an HTTP server)",
+                ));
+            }
+            (Some(other), _, _) => {
+                return Err(self.invalid(
+                    &format!("{at}/type"),
+                    format!(
+                        "{other:?} is not supported; use \"stdio\" or \"http\" (Streamable HTTP)"
+                    ),
+                ));
+            }
+        };
+        if stdio {
+            let command = command
+                .filter(|c| !c.is_empty())
+                .ok_or_else(|| self.fail(&format!("{at}/command"), FileProblem::Missing))?;
+            Ok(ServerConfig::Stdio {
+                command,
+                args: self.strings(server, at, "args")?,
+                env: self.table(server, at, "env")?,
+                cwd: self.string(server, at, "cwd")?.map(PathBuf::from),
+            })
+        } else {
+            let url = url
+                .filter(|u| !u.is_empty())
+                .ok_or_else(|| self.fail(&format!("{at}/url"), FileProblem::Missing))?;
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(self.invalid(
+                    &format!("{at}/url"),
+                    format!("{url:?} is not an http:// or https:// URL"),
+                ));
+            }
+            let headers = self.table(server, at, "headers")?;
+            #[cfg(feature = "mcp")]
+            for (name, value) in &headers {
+                let field = format!("{at}/headers/{}", segment(name));
+                if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                    return Err(self.invalid(&field, "is not a valid HTTP header name"));
+                }
+                if http::HeaderValue::from_str(value).is_err() {
+                    return Err(self.invalid(&field, "is not a valid HTTP header value"));
+                }
+            }
+            Ok(ServerConfig::Http { url, headers })
+        }
+    }
+}
+
+impl McpConfig {
+    /// Reads and checks the configuration file at `path`.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if it cannot be read; [`Error::InvalidConfigFile`] naming the field for
+    /// anything refused.
+    pub fn read(path: impl AsRef<Path>) -> Result<McpConfig, Error> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            op: "read the config file",
+            path: path.to_owned(),
+            source,
+        })?;
+        McpConfig::parse(path, &text)
+    }
+
+    /// Checks `text`, the contents of the configuration file at `path` (named in errors).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfigFile`] naming the field for anything refused.
+    pub fn parse(path: impl AsRef<Path>, text: &str) -> Result<McpConfig, Error> {
+        let path = path.as_ref();
+        let r = Reader { path };
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            r.fail(
+                "",
+                FileProblem::Syntax {
+                    message: e.to_string(),
+                },
+            )
+        })?;
+        let top = value
+            .as_object()
+            .ok_or_else(|| r.wrong("", "a JSON object"))?;
+        let mut servers = BTreeMap::new();
+        let mut found = false;
+        for key in ["mcpServers", "servers"] {
+            let Some(block) = top.get(key) else { continue };
+            found = true;
+            let at = format!("/{key}");
+            let block = block
+                .as_object()
+                .ok_or_else(|| r.wrong(&at, "an object of servers by name"))?;
+            for (name, server) in block {
+                let at = format!("{at}/{}", segment(name));
+                let origin = Origin::new(name.clone())
+                    .map_err(|e| r.invalid(&at, format!("the name is not a usable origin: {e}")))?;
+                let config = r.server(&at, server)?;
+                if servers.insert(origin, config).is_some() {
+                    return Err(r.invalid(
+                        &at,
+                        "this name is configured in both \"mcpServers\" and \"servers\"",
+                    ));
+                }
+            }
+        }
+        if !found {
+            return Err(r.fail("/mcpServers", FileProblem::Missing));
+        }
+        Ok(McpConfig {
+            path: path.to_owned(),
+            servers,
+        })
+    }
+
+    /// The file it was read from.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every configured origin, sorted.
+    pub fn origins(&self) -> impl Iterator<Item = &Origin> {
+        self.servers.keys()
+    }
+
+    /// Every configured server by origin, sorted.
+    pub fn servers(&self) -> impl Iterator<Item = (&Origin, &ServerConfig)> {
+        self.servers.iter()
+    }
+
+    /// The server configured under `name`, if any.
+    #[must_use]
+    pub fn server(&self, name: &str) -> Option<&ServerConfig> {
+        self.servers
+            .iter()
+            .find(|(o, _)| o.as_str() == name)
+            .map(|(_, s)| s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{McpConfig, ServerConfig};
+    use crate::error::{Error, FileProblem};
+
+    fn refused(text: &str) -> (String, FileProblem) {
+        match McpConfig::parse("/etc/mcp.json", text) {
+            Err(Error::InvalidConfigFile {
+                path,
+                field,
+                problem,
+            }) => {
+                assert_eq!(path, std::path::Path::new("/etc/mcp.json"));
+                (field, problem)
+            }
+            other => panic!("expected a refusal for {text}, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn claude_and_vscode_shapes_are_read_with_the_key_as_origin() {
+        let claude = McpConfig::parse(
+            "c.json",
+            r#"{"mcpServers": {"docs": {"command": "node", "args": ["s.js"], "env": {"K": "v"}}},
+                "other": 1}"#,
+        )
+        .expect("claude shape");
+        assert_eq!(
+            claude.server("docs"),
+            Some(&ServerConfig::Stdio {
+                command: "node".into(),
+                args: vec!["s.js".into()],
+                env: [("K".to_owned(), "v".to_owned())].into(),
+                cwd: None,
+            })
+        );
+        let vscode = McpConfig::parse(
+            "v.json",
+            r#"{"servers": {"a": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"X-T": "1"}},
+                            "b": {"type": "stdio", "command": "srv"}}, "inputs": []}"#,
+        )
+        .expect("vscode shape");
+        assert_eq!(
+            vscode
+                .origins()
+                .map(crate::origin::Origin::as_str)
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert!(
+            matches!(vscode.server("a"), Some(ServerConfig::Http { headers, .. }) if headers["X-T"] == "1")
+        );
+    }
+
+    #[test]
+    fn each_bad_field_is_named_by_its_json_pointer() {
+        let cases: &[(&str, &str)] = &[
+            (
+                r#"{"mcpServers": {"d": {"command": "x", "args": ["ok", 3]}}}"#,
+                "/mcpServers/d/args/1",
+            ),
+            (
+                r#"{"mcpServers": {"d": {"command": "x", "env": {"K": true}}}}"#,
+                "/mcpServers/d/env/K",
+            ),
+            (
+                r#"{"mcpServers": {"a/b": {"url": 5}}}"#,
+                "/mcpServers/a~1b/url",
+            ),
+            (
+                r#"{"servers": {"d": {"type": "sse", "url": "http://x"}}}"#,
+                "/servers/d/type",
+            ),
+            (r#"{"servers": {"d": {}}}"#, "/servers/d"),
+            (
+                r#"{"mcpServers": {"d": {"command": "x", "url": "http://x"}}}"#,
+                "/mcpServers/d",
+            ),
+            (
+                r#"{"mcpServers": {"d": {"url": "ftp://x"}}}"#,
+                "/mcpServers/d/url",
+            ),
+            (
+                r#"{"mcpServers": {"d": {"url": "http://x", "headers": {"bad name": "v"}}}}"#,
+                "/mcpServers/d/headers/bad name",
+            ),
+            (r#"{"mcpServers": {"": {"command": "x"}}}"#, "/mcpServers/"),
+            (r#"{"mcpServers": []}"#, "/mcpServers"),
+            (r#"{"other": {}}"#, "/mcpServers"),
+            ("[1]", ""),
+            (r#"{"mcpServers": {"#, ""),
+        ];
+        for (text, pointer) in cases {
+            let (field, problem) = refused(text);
+            assert_eq!(&field, pointer, "{text}: {problem}");
+        }
+        let (_, problem) = refused(r#"{"mcpServers": {"#);
+        assert!(matches!(problem, FileProblem::Syntax { .. }), "{problem:?}");
+    }
+
+    #[test]
+    fn the_message_names_the_path_and_the_field() {
+        let e = McpConfig::parse(
+            "/home/u/mcp.json",
+            r#"{"mcpServers": {"d": {"command": 1}}}"#,
+        )
+        .expect_err("refused");
+        assert_eq!(
+            e.to_string(),
+            "config file /home/u/mcp.json: /mcpServers/d/command: must be a string"
+        );
+        assert_eq!(e.class(), crate::error::ErrorClass::Config);
+    }
+}

@@ -1,0 +1,586 @@
+//! The `skillcache` binary with MCP host configuration files, lock files and offline mode
+//! (issue 13, items 2–4), end to end against `skillcache serve` children named in a config file.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
+const HOUR_MS: &str = "3600000";
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A skill `name` in the served folder `folder`, with `files` (relative path, text) besides
+    /// its SKILL.md.
+    fn skill(&self, folder: &str, name: &str, files: &[(&str, &str)]) -> PathBuf {
+        let skill = self.path(folder).join(name);
+        std::fs::create_dir_all(&skill).expect("mkdir");
+        std::fs::write(
+            skill.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: The {name} skill.\n---\n# {name}\n"),
+        )
+        .expect("write");
+        for (rel, text) in files {
+            let path = skill.join(rel);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        }
+        skill
+    }
+
+    /// A config file with `servers` (name → server object) under `mcpServers`.
+    fn config(&self, servers: &Value) -> PathBuf {
+        let path = self.path("mcp.json");
+        std::fs::write(&path, json!({"mcpServers": servers}).to_string()).expect("write");
+        path
+    }
+
+    /// A configured `skillcache serve FOLDER` with `ttl_ms`.
+    fn serve(&self, folder: &str, ttl_ms: &str) -> Value {
+        json!({"command": BIN, "args": ["serve", "--ttl-ms", ttl_ms, self.path(folder)]})
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .arg("--root")
+            .arg(self.path("root"))
+            .arg("--key-file")
+            .arg(self.path("host.key"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .expect("run skillcache")
+    }
+
+    /// `run` with `--config` first.
+    fn with_config(&self, config: &Path, args: &[&str]) -> Output {
+        let config = config.display().to_string();
+        let mut all = vec!["--config", config.as_str()];
+        all.extend_from_slice(args);
+        self.run(&all)
+    }
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json_of(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is JSON ({e}): {}\n{}", stdout(o), stderr(o)))
+}
+
+fn names(listing: &Value) -> Vec<String> {
+    listing["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .map(|s| s["name"].as_str().expect("name").to_owned())
+        .collect()
+}
+
+#[test]
+fn cli_config_selects_a_server_by_origin_and_labels_it_with_the_key() {
+    let env = Env::new();
+    env.skill("team-skills", "notes", &[("refs/a.md", "alpha")]);
+    let config = env.config(&json!({"team": env.serve("team-skills", HOUR_MS)}));
+    let list = env.with_config(&config, &["--json", "list", "--origin", "team"]);
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    let listing = json_of(&list);
+    assert_eq!(listing["origin"], "team");
+    assert_eq!(names(&listing), ["notes"]);
+    let read = env.with_config(
+        &config,
+        &[
+            "read",
+            "--origin",
+            "team",
+            "skill://notes/SKILL.md",
+            "refs/a.md",
+        ],
+    );
+    assert_eq!(code(&read), 0, "{}", stderr(&read));
+    assert_eq!(stdout(&read), "alpha");
+    let entries = env.run(&["--json", "entries"]);
+    assert_eq!(
+        json_of(&entries)[0]["origin"],
+        "team",
+        "cached under the config key"
+    );
+}
+
+#[test]
+fn cli_vscode_servers_shape_is_read_too() {
+    let env = Env::new();
+    env.skill("served", "notes", &[]);
+    let path = env.path("vscode-mcp.json");
+    let server = env.serve("served", HOUR_MS);
+    std::fs::write(
+        &path,
+        json!({"servers": {"local": {"type": "stdio", "command": server["command"], "args": server["args"]}},
+               "inputs": []})
+        .to_string(),
+    )
+    .expect("write");
+    let list = env.with_config(&path, &["--json", "list", "--origin", "local"]);
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    assert_eq!(names(&json_of(&list)), ["notes"]);
+}
+
+#[test]
+fn cli_list_all_lists_every_configured_server_and_reports_the_one_that_fails() {
+    let env = Env::new();
+    env.skill("a", "alpha", &[]);
+    env.skill("b", "beta", &[]);
+    env.skill("b", "gamma", &[]);
+    let config = env.config(&json!({
+        "one": env.serve("a", HOUR_MS),
+        "two": env.serve("b", HOUR_MS),
+        "broken": {"command": env.path("no-such-server")},
+    }));
+    let out = env.with_config(&config, &["--json", "list", "--all"]);
+    assert_eq!(code(&out), 4, "the failed server decides the exit code");
+    let v = json_of(&out);
+    let origins = v["origins"].as_array().expect("origins");
+    let by = |name: &str| {
+        origins
+            .iter()
+            .find(|o| o["origin"] == name)
+            .unwrap_or_else(|| panic!("{name} in {v}"))
+    };
+    assert_eq!(names(by("one")), ["alpha"]);
+    assert_eq!(names(by("two")), ["beta", "gamma"]);
+    assert!(
+        by("broken")["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("connect")),
+        "{v}"
+    );
+    assert!(stderr(&out).contains("no-such-server"), "{}", stderr(&out));
+    // Not a terminal: no progress bar in the output.
+    assert!(!stderr(&out).contains("servers"), "{}", stderr(&out));
+
+    let human = env.with_config(&config, &["list", "--all"]);
+    let text = stdout(&human);
+    for needle in [
+        "origin one",
+        "origin two",
+        "origin broken",
+        "alpha",
+        "gamma",
+        "failed:",
+    ] {
+        assert!(text.contains(needle), "{needle} in\n{text}");
+    }
+}
+
+#[test]
+fn cli_bad_config_files_name_the_path_and_the_field_and_exit_2() {
+    let env = Env::new();
+    let path = env.path("mcp.json");
+    for (text, field) in [
+        (
+            r#"{"mcpServers": {"x": {"command": "s", "args": "--flag"}}}"#,
+            "/mcpServers/x/args",
+        ),
+        (
+            r#"{"mcpServers": {"x": {"url": "http://127.0.0.1:9/mcp", "headers": {"A": 1}}}}"#,
+            "/mcpServers/x/headers/A",
+        ),
+        (
+            r#"{"servers": {"x": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}}"#,
+            "/servers/x/type",
+        ),
+        (r#"{"mcpServers": "#, "the whole file"),
+    ] {
+        std::fs::write(&path, text).expect("write");
+        let out = env.with_config(&path, &["list", "--origin", "x"]);
+        assert_eq!(code(&out), 2, "{text}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&path.display().to_string()) && err.contains(field),
+            "{field} in {err}"
+        );
+    }
+    let out = env.run(&["--config", "/nonexistent/mcp.json", "list", "--origin", "x"]);
+    assert_eq!(code(&out), 1, "an unreadable file is a local failure");
+    assert!(
+        stderr(&out).contains("/nonexistent/mcp.json"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn cli_an_origin_the_config_does_not_name_is_a_usage_error() {
+    let env = Env::new();
+    env.skill("a", "alpha", &[]);
+    let config = env.config(&json!({"one": env.serve("a", HOUR_MS)}));
+    let out = env.with_config(&config, &["list", "--origin", "two"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("no server named \"two\"") && stderr(&out).contains("one"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.run(&["list", "--all"]);
+    assert_eq!(code(&out), 2, "--all needs --config: {}", stderr(&out));
+}
+
+/// A loopback HTTP endpoint that records each request's headers and answers 401.
+fn recording_endpoint() -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut out = stream;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                log.lock().expect("lock").push(line.trim_end().to_owned());
+            }
+            let _ = out.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    (url, seen)
+}
+
+#[test]
+fn cli_configured_http_headers_are_sent_with_the_requests() {
+    let env = Env::new();
+    let (url, seen) = recording_endpoint();
+    let config = env.config(&json!({
+        "remote": {"url": url, "headers": {"Authorization": "Bearer s3cret", "X-Team": "docs"}}
+    }));
+    let out = env.with_config(&config, &["--timeout", "10", "list", "--origin", "remote"]);
+    assert_eq!(code(&out), 4, "the endpoint refuses: {}", stderr(&out));
+    let headers = seen.lock().expect("lock").join("\n").to_ascii_lowercase();
+    assert!(
+        headers.contains("authorization: bearer s3cret") && headers.contains("x-team: docs"),
+        "the configured headers reached the server:\n{headers}"
+    );
+}
+
+#[test]
+fn cli_lock_then_locked_load_refuses_drift_with_exit_5_naming_every_file() {
+    let env = Env::new();
+    let notes = env.skill(
+        "served",
+        "notes",
+        &[("refs/a.md", "alpha"), ("refs/b.md", "beta")],
+    );
+    env.skill("served", "stable", &[]);
+    // ttlMs 0: every command asks the server again, so drift is seen at once.
+    let config = env.config(&json!({"team": env.serve("served", "0")}));
+    let lock = env.with_config(&config, &["--json", "lock", "--all"]);
+    assert_eq!(code(&lock), 0, "{}", stderr(&lock));
+    assert_eq!(
+        json_of(&lock)["locked"].as_array().expect("locked").len(),
+        2
+    );
+    let text = std::fs::read_to_string(env.path("skills.lock")).expect("skills.lock written");
+    for needle in [
+        "origin = \"team\"",
+        "uri = \"skill://notes/refs/a.md\"",
+        "binding = ",
+        "size = 5",
+    ] {
+        assert!(text.contains(needle), "{needle} in\n{text}");
+    }
+    let load = |skill: &str| {
+        env.with_config(
+            &config,
+            &["load", "--origin", "team", "--locked", "skills.lock", skill],
+        )
+    };
+    assert_eq!(code(&load("skill://notes/SKILL.md")), 0, "unchanged: loads");
+
+    std::fs::write(notes.join("refs/a.md"), "ALPHA").expect("change");
+    std::fs::remove_file(notes.join("refs/b.md")).expect("remove");
+    std::fs::write(notes.join("refs/c.md"), "gamma").expect("add");
+    let out = load("skill://notes/SKILL.md");
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    let err = stderr(&out);
+    for needle in [
+        "added skill://notes/refs/c.md",
+        "removed skill://notes/refs/b.md",
+        "changed skill://notes/refs/a.md",
+    ] {
+        assert!(err.contains(needle), "{needle} in {err}");
+    }
+    assert!(stdout(&out).is_empty(), "nothing of it was printed");
+    let read = env.with_config(
+        &config,
+        &[
+            "read",
+            "--origin",
+            "team",
+            "--locked",
+            "skills.lock",
+            "skill://notes/SKILL.md",
+            "refs/c.md",
+        ],
+    );
+    assert_eq!(code(&read), 5, "{}", stderr(&read));
+    assert_eq!(
+        code(&load("skill://stable/SKILL.md")),
+        0,
+        "the other skill is untouched"
+    );
+
+    // A skill the lock does not list is refused too; re-locking accepts the change.
+    env.skill("served", "newcomer", &[]);
+    let out = load("skill://newcomer/SKILL.md");
+    assert_eq!(code(&out), 5);
+    assert!(
+        stderr(&out).contains("does not list it"),
+        "{}",
+        stderr(&out)
+    );
+    let relock = env.with_config(
+        &config,
+        &["lock", "--origin", "team", "skill://notes/SKILL.md"],
+    );
+    assert_eq!(code(&relock), 0, "{}", stderr(&relock));
+    assert_eq!(code(&load("skill://notes/SKILL.md")), 0, "re-locked");
+}
+
+#[test]
+fn cli_approve_from_lock_approves_exactly_the_locked_bindings() {
+    let env = Env::new();
+    let pinned = env.skill("served", "pinned", &[("x.md", "x")]);
+    env.skill("served", "drifted", &[("y.md", "y")]);
+    env.skill("served", "unlocked", &[]);
+    let config = env.config(&json!({"team": env.serve("served", "0")}));
+    let lock = env.with_config(
+        &config,
+        &[
+            "lock",
+            "--origin",
+            "team",
+            "skill://pinned/SKILL.md",
+            "skill://drifted/SKILL.md",
+        ],
+    );
+    assert_eq!(code(&lock), 0, "{}", stderr(&lock));
+    std::fs::write(env.path("served/drifted/y.md"), "Y").expect("drift");
+
+    let approve = env.with_config(
+        &config,
+        &["--json", "approve", "--from-lock", "skills.lock"],
+    );
+    assert_eq!(
+        code(&approve),
+        5,
+        "the drifted skill is refused: {}",
+        stderr(&approve)
+    );
+    assert!(
+        stderr(&approve).contains("changed skill://drifted/y.md"),
+        "{}",
+        stderr(&approve)
+    );
+    let approve_json = json_of(&approve);
+    let approved: Vec<&str> = approve_json["approved"]
+        .as_array()
+        .expect("approved")
+        .iter()
+        .map(|a| a["uri"].as_str().expect("uri"))
+        .collect();
+    assert_eq!(approved, ["skill://pinned/SKILL.md"]);
+
+    let gated = |skill: &str| {
+        code(&env.with_config(
+            &config,
+            &["load", "--origin", "team", "--require-approval", skill],
+        ))
+    };
+    assert_eq!(gated("skill://pinned/SKILL.md"), 0);
+    assert_eq!(gated("skill://drifted/SKILL.md"), 5);
+    assert_eq!(gated("skill://unlocked/SKILL.md"), 5);
+    // The approval is of the locked binding: a change after it is not approved.
+    std::fs::write(pinned.join("x.md"), "changed").expect("change");
+    assert_eq!(gated("skill://pinned/SKILL.md"), 5);
+}
+
+/// An offline config whose every server is a command that leaves `marker` if started.
+fn trap_config(env: &Env, origins: &[&str]) -> (PathBuf, PathBuf) {
+    let marker = env.path("started");
+    let trap = json!({"command": "sh", "args": ["-c", format!("touch '{}'", marker.display())]});
+    let servers: serde_json::Map<String, Value> = origins
+        .iter()
+        .map(|o| ((*o).to_owned(), trap.clone()))
+        .collect();
+    let path = env.path("offline.json");
+    std::fs::write(&path, json!({"mcpServers": servers}).to_string()).expect("write");
+    (path, marker)
+}
+
+fn offline(env: &Env, config: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["--offline"];
+    all.extend_from_slice(args);
+    env.with_config(config, &all)
+}
+
+#[test]
+fn cli_offline_loads_from_the_cache_without_starting_any_server() {
+    let env = Env::new();
+    env.skill(
+        "served",
+        "fresh",
+        &[("refs/a.md", "alpha"), ("refs/b.md", "never read online")],
+    );
+    let config = env.config(&json!({"team": env.serve("served", HOUR_MS)}));
+    let read = env.with_config(
+        &config,
+        &[
+            "read",
+            "--origin",
+            "team",
+            "skill://fresh/SKILL.md",
+            "refs/a.md",
+        ],
+    );
+    assert_eq!(code(&read), 0, "{}", stderr(&read));
+
+    let (traps, marker) = trap_config(&env, &["team"]);
+    let off = |args: &[&str]| offline(&env, &traps, args);
+    let read = off(&[
+        "read",
+        "--origin",
+        "team",
+        "skill://fresh/SKILL.md",
+        "refs/a.md",
+    ]);
+    assert_eq!(code(&read), 0, "{}", stderr(&read));
+    assert_eq!(stdout(&read), "alpha");
+    let listing = off(&["--json", "list", "--all"]);
+    assert_eq!(code(&listing), 0, "{}", stderr(&listing));
+    assert_eq!(json_of(&listing)["origins"][0]["origin"], "team");
+    assert_eq!(names(&json_of(&listing)["origins"][0]), ["fresh"]);
+
+    // Missing things name the origin and the URI; no server is needed even without a config.
+    let missing = env.run(&[
+        "--offline",
+        "load",
+        "--origin",
+        "team",
+        "skill://absent/SKILL.md",
+    ]);
+    assert_eq!(code(&missing), 5);
+    assert!(
+        stderr(&missing).contains("skill://absent/SKILL.md")
+            && stderr(&missing).contains("origin team"),
+        "{}",
+        stderr(&missing)
+    );
+    // A listed file whose bytes were never fetched.
+    let unread = off(&[
+        "read",
+        "--origin",
+        "team",
+        "skill://fresh/SKILL.md",
+        "refs/b.md",
+    ]);
+    assert_eq!(code(&unread), 5, "{}", stderr(&unread));
+    assert!(
+        stderr(&unread).contains("skill://fresh/refs/b.md")
+            && stderr(&unread).contains("not in the cache"),
+        "{}",
+        stderr(&unread)
+    );
+    assert!(!marker.exists(), "no configured server was started offline");
+}
+
+#[test]
+fn cli_offline_a_stale_entry_needs_allow_stale_and_is_reported_stale() {
+    let env = Env::new();
+    env.skill("quick", "brief", &[]);
+    // ttlMs 0: stale as soon as it is cached.
+    let config = env.config(&json!({"short": env.serve("quick", "0")}));
+    let warm = env.with_config(
+        &config,
+        &["load", "--origin", "short", "skill://brief/SKILL.md"],
+    );
+    assert_eq!(code(&warm), 0, "{}", stderr(&warm));
+
+    let (traps, marker) = trap_config(&env, &["short"]);
+    let off = |args: &[&str]| offline(&env, &traps, args);
+    let stale = off(&["load", "--origin", "short", "skill://brief/SKILL.md"]);
+    assert_eq!(code(&stale), 5, "{}", stderr(&stale));
+    assert!(
+        stderr(&stale).contains("stale") && stderr(&stale).contains("skill://brief/SKILL.md"),
+        "{}",
+        stderr(&stale)
+    );
+    let allowed = off(&[
+        "--allow-stale",
+        "--json",
+        "load",
+        "--origin",
+        "short",
+        "skill://brief/SKILL.md",
+    ]);
+    assert_eq!(code(&allowed), 0, "{}", stderr(&allowed));
+    assert_eq!(json_of(&allowed)["stale"], true);
+    let human = off(&[
+        "--allow-stale",
+        "load",
+        "--origin",
+        "short",
+        "skill://brief/SKILL.md",
+    ]);
+    assert!(
+        stderr(&human).contains("stale"),
+        "said on stderr: {}",
+        stderr(&human)
+    );
+    assert!(
+        stdout(&human).starts_with("---\nname: brief"),
+        "{}",
+        stdout(&human)
+    );
+    let entry = off(&[
+        "--allow-stale",
+        "entry",
+        "--origin",
+        "short",
+        "skill://brief/SKILL.md",
+    ]);
+    assert!(stdout(&entry).contains("STALE"), "{}", stdout(&entry));
+    let listing = off(&["--allow-stale", "--json", "list", "--origin", "short"]);
+    assert_eq!(json_of(&listing)["skills"][0]["fresh"], false);
+    assert!(!marker.exists(), "no configured server was started offline");
+}

@@ -1,0 +1,296 @@
+//! The lock file (issue 13, item 3) through the host API: `LockFile` written and read back as
+//! TOML, and the `Locked` policy (`SkillCacheBuilder::locked`) that declines, before any
+//! `resources/read`, a skill the lock does not list or whose files drifted — naming every file
+//! added, removed or changed.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::double::Double;
+use skillcache::error::{Declined, FileProblem};
+use skillcache::{ApprovalPolicy, Error, LockFile, Origin, SkillCache, SkillEntry};
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    origin: Origin,
+    double: Arc<Double>,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let double = Arc::new(Double::new());
+        Fixture {
+            dir: tempfile::tempdir().expect("tempdir"),
+            origin: Origin::new("docs").expect("origin"),
+            double,
+        }
+    }
+
+    fn cache(&self, lock: Option<LockFile>) -> SkillCache {
+        let mut b = SkillCache::builder()
+            .root(self.dir.path().join("root"))
+            .key_file(self.dir.path().join("host.key"))
+            .approval(ApprovalPolicy::NotRequired);
+        if let Some(lock) = lock {
+            b = b.locked(lock);
+        }
+        let cache = b.open().expect("open");
+        cache.connect(self.origin.clone(), self.double.clone());
+        cache
+    }
+
+    fn lock_path(&self) -> std::path::PathBuf {
+        self.dir.path().join("skills.lock")
+    }
+}
+
+/// `notes` as first published: a template, a checklist and the SKILL.md.
+fn v1() -> (SkillEntry, common::Files) {
+    common::skill(
+        "notes",
+        &[
+            ("templates/a.md", b"template v1"),
+            ("checklist.md", b"check"),
+        ],
+    )
+}
+
+fn declined(r: Result<skillcache::LoadedSkill, Error>) -> (String, String, Declined) {
+    match r {
+        Err(Error::Declined {
+            origin,
+            skill,
+            reason,
+        }) => (origin, skill, reason),
+        other => panic!("expected a decline, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_lock_round_trips_through_toml_and_admits_the_skill_it_pins() {
+    let f = Fixture::new();
+    let (entry, files) = v1();
+    f.double.publish(&entry, &files);
+    let mut lock = LockFile::new();
+    lock.insert(&f.origin, &entry).expect("pinned");
+    lock.write(f.lock_path()).expect("written");
+
+    let text = std::fs::read_to_string(f.lock_path()).expect("read");
+    for needle in [
+        "origin = \"docs\"",
+        "uri = \"skill://notes/SKILL.md\"",
+        "uri = \"skill://notes/templates/a.md\"",
+        "size = 11",
+        &format!("binding = \"{}\"", entry.binding().expect("binding")),
+        &format!("digest = \"{}\"", skillcache::Digest::of(b"template v1")),
+    ] {
+        assert!(text.contains(needle), "{needle} in\n{text}");
+    }
+    let read = LockFile::read(f.lock_path()).expect("reads back");
+    assert_eq!(read, {
+        let mut again = LockFile::parse(f.lock_path(), &text).expect("parses");
+        again.insert(&f.origin, &entry).expect("same pin");
+        again
+    });
+    let pinned = read.skill(&f.origin, entry.uri()).expect("listed");
+    assert_eq!(pinned.files().count(), 3);
+    assert_eq!(Some(pinned.binding()), entry.binding());
+
+    let cache = f.cache(Some(read));
+    let info = cache.entry(&f.origin, entry.uri()).await.expect("entry");
+    let skill = cache.load(&f.origin, &info.entry).await.expect("as pinned");
+    assert_eq!(skill.read_all().await.expect("files").len(), 3);
+}
+
+#[tokio::test]
+async fn a_locked_load_declines_drift_naming_every_file_before_any_read() {
+    let f = Fixture::new();
+    let (entry, files) = v1();
+    f.double.publish(&entry, &files);
+    let mut lock = LockFile::new();
+    lock.insert(&f.origin, &entry).expect("pinned");
+
+    // The server changes the skill: one file changed, one removed, one added.
+    let (v2, v2_files) = common::skill(
+        "notes",
+        &[("templates/a.md", b"template v2!"), ("extra.md", b"new")],
+    );
+    f.double.publish(&v2, &v2_files);
+    let cache = f.cache(Some(lock));
+    let info = cache.refresh(&f.origin, v2.uri()).await.expect("entry");
+    let reads = f.double.reads();
+    let (origin, skill, reason) = declined(cache.load(&f.origin, &info.entry).await);
+    assert_eq!(
+        (origin.as_str(), skill.as_str()),
+        ("docs", "skill://notes/SKILL.md")
+    );
+    let Declined::Drift { changes } = reason else {
+        panic!("expected drift, got {reason:?}");
+    };
+    let names =
+        |v: &[skillcache::FileUri]| v.iter().map(|u| u.as_str().to_owned()).collect::<Vec<_>>();
+    assert_eq!(names(&changes.added), ["skill://notes/extra.md"]);
+    assert_eq!(names(&changes.removed), ["skill://notes/checklist.md"]);
+    assert_eq!(changes.changed.len(), 1);
+    assert_eq!(
+        changes.changed[0].uri.as_str(),
+        "skill://notes/templates/a.md"
+    );
+    assert_eq!(
+        changes.changed[0].old,
+        skillcache::Digest::of(b"template v1")
+    );
+    assert_eq!(
+        changes.changed[0].new,
+        skillcache::Digest::of(b"template v2!")
+    );
+    assert_eq!(
+        f.double.reads(),
+        reads,
+        "declined before any resources/read"
+    );
+    let e = cache
+        .load(&f.origin, &info.entry)
+        .await
+        .expect_err("still declined");
+    let text = e.to_string();
+    for file in ["extra.md", "checklist.md", "templates/a.md"] {
+        assert!(text.contains(file), "{file} named in: {text}");
+    }
+    assert_eq!(e.class(), skillcache::error::ErrorClass::Declined);
+}
+
+#[tokio::test]
+async fn a_locked_load_declines_a_skill_the_lock_does_not_list() {
+    let f = Fixture::new();
+    let (entry, files) = v1();
+    f.double.publish(&entry, &files);
+    let (other, other_files) = common::skill("other", &[]);
+    f.double.publish(&other, &other_files);
+    let mut lock = LockFile::new();
+    lock.insert(&f.origin, &entry).expect("pinned");
+    let cache = f.cache(Some(lock.clone()));
+    let info = cache.entry(&f.origin, other.uri()).await.expect("entry");
+    let (_, skill, reason) = declined(cache.load(&f.origin, &info.entry).await);
+    assert_eq!(
+        (skill.as_str(), reason),
+        ("skill://other/SKILL.md", Declined::NotLocked)
+    );
+    assert_eq!(f.double.reads(), 0);
+    // The same skill pinned under another origin does not count for this one.
+    let elsewhere = Origin::new("elsewhere").expect("origin");
+    assert!(matches!(
+        lock.check(&elsewhere, &entry),
+        Err(Error::Declined {
+            reason: Declined::NotLocked,
+            ..
+        })
+    ));
+    lock.check(&f.origin, &entry)
+        .expect("pinned under its own origin");
+}
+
+#[test]
+fn a_dynamic_skill_cannot_be_locked() {
+    let dynamic = SkillEntry::from_json(
+        &serde_json::json!({
+            "uri": "skill://live/SKILL.md",
+            "frontmatter": {"name": "live", "description": "Changes."},
+            "resources": "dynamic",
+        }),
+        &skillcache::entry::Validation::default(),
+    )
+    .expect("valid dynamic entry");
+    let origin = Origin::new("docs").expect("origin");
+    let e = LockFile::new()
+        .insert(&origin, &dynamic)
+        .expect_err("no digests to pin");
+    assert!(matches!(
+        e,
+        Error::Declined {
+            reason: Declined::Dynamic,
+            ..
+        }
+    ));
+    // And a lock never admits one.
+    let (entry, _) = v1();
+    let mut lock = LockFile::new();
+    lock.insert(&origin, &entry).expect("pinned");
+    let as_dynamic = SkillEntry::from_json(
+        &serde_json::json!({
+            "uri": "skill://notes/SKILL.md",
+            "frontmatter": {"name": "notes", "description": "The notes skill."},
+            "resources": "dynamic",
+        }),
+        &skillcache::entry::Validation::default(),
+    )
+    .expect("valid");
+    let Err(Error::Declined {
+        reason: Declined::Drift { changes },
+        ..
+    }) = lock.check(&origin, &as_dynamic)
+    else {
+        panic!("a skill that turned dynamic drifted");
+    };
+    assert!(changes.dynamic_changed);
+}
+
+#[test]
+fn a_hand_edited_lock_is_refused_naming_the_path_and_the_field() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("skills.lock");
+    let origin = Origin::new("docs").expect("origin");
+    let (entry, _) = v1();
+    let mut lock = LockFile::new();
+    lock.insert(&origin, &entry).expect("pinned");
+    lock.write(&path).expect("written");
+    let text = std::fs::read_to_string(&path).expect("read");
+
+    // A digest that is not one.
+    std::fs::write(
+        &path,
+        text.replacen("digest = \"sha256:", "digest = \"sha1:", 1),
+    )
+    .expect("edit");
+    let Err(Error::InvalidLockFile {
+        path: named,
+        field,
+        problem,
+    }) = LockFile::read(&path)
+    else {
+        panic!("refused");
+    };
+    assert_eq!(named, path);
+    assert_eq!(field, "skill[0].file[0].digest");
+    assert!(
+        matches!(problem, FileProblem::Invalid { .. }),
+        "{problem:?}"
+    );
+
+    // A binding that does not match the pinned files: the pins agree, the binding does not.
+    let binding = entry.binding().expect("binding").to_string();
+    std::fs::write(&path, text.replace(&binding, &"0".repeat(64))).expect("edit");
+    let edited = LockFile::read(&path).expect("well-formed");
+    let e = edited.check(&origin, &entry).expect_err("inconsistent");
+    assert!(
+        matches!(&e, Error::InvalidLockFile { path: p, .. } if *p == path),
+        "{e:?}"
+    );
+
+    // Not TOML at all.
+    std::fs::write(&path, "version = [").expect("edit");
+    let e = LockFile::read(&path).expect_err("refused");
+    assert!(
+        matches!(
+            &e,
+            Error::InvalidLockFile {
+                problem: FileProblem::Syntax { .. },
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains(&path.display().to_string()), "{e}");
+    assert_eq!(e.class(), skillcache::error::ErrorClass::Config);
+}
