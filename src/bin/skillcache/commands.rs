@@ -15,7 +15,7 @@ use skillcache::{
     Error, LockFile, McpConfig, Origin, SkillEntry, SkillFile, SkillUri, Verification,
 };
 
-use crate::{Cli, Command, Outcome, ServerArgs};
+use crate::{Cli, Command, Outcome, ServeArgs, ServerArgs};
 
 /// How a command failed.
 pub(crate) enum Failure {
@@ -170,7 +170,7 @@ fn validate(cli: &Cli) -> Result<()> {
             .as_deref()
             .map_or(Ok(()), |o| origin_usage(o).map(drop)),
         Command::Purge { origin } => origin_usage(origin).map(drop),
-        Command::Inspect { dir, .. } | Command::Serve { dir, .. } => folder(dir),
+        Command::Inspect { dir, .. } | Command::Serve(ServeArgs { dir, .. }) => folder(dir),
         Command::Gc { .. } | Command::Stats | Command::Demo => Ok(()),
     }
 }
@@ -257,37 +257,41 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
         Command::Purge { origin } => purge(&ctx, &origin).await,
         Command::Stats => stats(&ctx).await,
         Command::Inspect { dir, base_uri } => inspect_dir(&dir, base_uri),
-        Command::Serve {
-            dir,
-            ttl_ms,
-            dynamic,
-            http,
-            directory_read,
-            watch_ms,
-        } => {
-            let options = dynamic.into_iter().fold(
-                ServeOptions::new(dir)
-                    .ttl_ms(ttl_ms)
-                    .directory_read(directory_read)
-                    .watch_interval(std::time::Duration::from_millis(watch_ms)),
-                ServeOptions::dynamic,
-            );
-            match http {
-                None => skillcache::serve_stdio(options).await?,
-                Some(addr) => {
-                    let listener = std::net::TcpListener::bind(addr)?;
-                    // The one line a caller waits for (port 0 picks the port).
-                    eprintln!(
-                        "skillcache serve: listening on http://{}/mcp",
-                        listener.local_addr()?
-                    );
-                    skillcache::serve_http(options, listener).await?;
-                }
-            }
-            Ok(Outcome::Ok)
-        }
+        Command::Serve(args) => run_serve(args).await,
         Command::Demo => crate::demo::run(ctx.builder, cli.root, cli.key_file).await,
     }
+}
+
+/// `serve`: a folder of skills on rmcp's server side, over stdio or Streamable HTTP.
+async fn run_serve(args: ServeArgs) -> Result<Outcome> {
+    let ServeArgs {
+        dir,
+        ttl_ms,
+        dynamic,
+        http,
+        directory_read,
+        watch_ms,
+    } = args;
+    let options = dynamic.into_iter().fold(
+        ServeOptions::new(dir)
+            .ttl_ms(ttl_ms)
+            .directory_read(directory_read)
+            .watch_interval(std::time::Duration::from_millis(watch_ms)),
+        ServeOptions::dynamic,
+    );
+    match http {
+        None => skillcache::serve_stdio(options).await?,
+        Some(addr) => {
+            let listener = std::net::TcpListener::bind(addr)?;
+            // The one line a caller waits for (port 0 picks the port).
+            eprintln!(
+                "skillcache serve: listening on http://{}/mcp",
+                listener.local_addr()?
+            );
+            skillcache::serve_http(options, listener).await?;
+        }
+    }
+    Ok(Outcome::Ok)
 }
 
 /// The cache and the origin, bound to the server. Nothing is started yet: the server starts on

@@ -242,29 +242,33 @@ enum Command {
     /// Serve a folder of skill folders as an MCP server with the skills extension, over stdio
     /// (default) or Streamable HTTP (`--http`). Changes to the folder are picked up and announced
     /// to connected peers.
-    Serve {
-        /// The folder.
-        dir: PathBuf,
-        /// The ttlMs hint to send.
-        #[arg(long, default_value_t = 0)]
-        ttl_ms: u64,
-        /// Publish this skill path as "dynamic" (repeatable).
-        #[arg(long)]
-        dynamic: Vec<String>,
-        /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8080; port 0 picks one) instead
-        /// of stdio. The endpoint URL is printed on stderr once the port is bound.
-        #[arg(long, value_name = "ADDR")]
-        http: Option<std::net::SocketAddr>,
-        /// Also serve `resources/directory/read` (declares `directoryRead: true`).
-        #[arg(long)]
-        directory_read: bool,
-        /// How often, in milliseconds, the folder is scanned for changes to announce to
-        /// connected peers (requests always see the folder as it is).
-        #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
-        watch_ms: u64,
-    },
+    Serve(ServeArgs),
     /// A guided tour of the loading path on bundled sample skills.
     Demo,
+}
+
+/// What `serve` takes.
+#[derive(Args, Debug)]
+pub(crate) struct ServeArgs {
+    /// The folder.
+    pub(crate) dir: PathBuf,
+    /// The ttlMs hint to send.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) ttl_ms: u64,
+    /// Publish this skill path as "dynamic" (repeatable).
+    #[arg(long)]
+    pub(crate) dynamic: Vec<String>,
+    /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8080; port 0 picks one) instead
+    /// of stdio. The endpoint URL is printed on stderr once the port is bound.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<std::net::SocketAddr>,
+    /// Also serve `resources/directory/read` (declares `directoryRead: true`).
+    #[arg(long)]
+    pub(crate) directory_read: bool,
+    /// How often, in milliseconds, the folder is scanned for changes to announce to
+    /// connected peers (requests always see the folder as it is).
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) watch_ms: u64,
 }
 
 /// `--timeout`: positive seconds, fractions allowed.
