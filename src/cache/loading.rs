@@ -227,7 +227,7 @@ type RevocationKey = (Origin, String, String);
 /// fetch that timed out leaves its deadline here: the tasks waiting on the same turn get the
 /// same timeout instead of each waiting out its own (R-B1); once they are gone the turn is
 /// forgotten, and the next call tries again.
-type Gate = Arc<tokio::sync::Mutex<Option<(String, Duration)>>>;
+pub(super) type Gate = Arc<tokio::sync::Mutex<Option<(String, Duration)>>>;
 
 /// The most revocations remembered (R-P1); past it the oldest knowledge is dropped and a
 /// revoked skill is then reported as not approved, which declines it all the same.
@@ -888,7 +888,7 @@ impl Inner {
             .is_some_and(|m| m.concerns(entry, fetched_at_ms))
     }
 
-    fn gate(&self, origin: &Origin, digest: Digest) -> Gate {
+    pub(super) fn gate(&self, origin: &Origin, digest: Digest) -> Gate {
         let mut map = self
             .inflight
             .lock()
@@ -896,7 +896,7 @@ impl Inner {
         Arc::clone(map.entry((origin.clone(), digest)).or_default())
     }
 
-    fn release(&self, origin: &Origin, digest: Digest, gate: &Gate) {
+    pub(super) fn release(&self, origin: &Origin, digest: Digest, gate: &Gate) {
         let mut map = self
             .inflight
             .lock()
@@ -953,28 +953,7 @@ impl Inner {
             Ok(hit) => return Ok(hit),
             Err(retried) => retried,
         };
-        let result = self
-            .ask(
-                origin,
-                source,
-                "resources/read",
-                file.uri().as_str(),
-                source.read_resource(file.uri().as_str()),
-            )
-            .await?;
-        let bytes = select_content(&result, file.uri())?;
-        self.counters.fetched(bytes.len());
-        let verified =
-            VerifiedBytes::check(bytes, file.size(), file.digest()).map_err(|mismatch| {
-                Error::Verification {
-                    origin: origin.as_str().to_owned(),
-                    uri: file.uri().as_str().to_owned(),
-                    mismatch,
-                }
-            })?;
-        if let Admit::SkillMd(entry) = admit {
-            check_frontmatter(origin, entry, verified.as_slice())?;
-        }
+        let verified = self.fetch_verified(origin, source, file, admit).await?;
         let (o, f) = (origin.clone(), file.clone());
         let (verified, stored) = blocking(&self.core, move |c| {
             // A cache that cannot store (a full disk) must not fail a verified load: the bytes
@@ -997,5 +976,40 @@ impl Inner {
         let mut out = SkillFile::listed(origin, file, verified, Provenance::Server, retried);
         out.stored = stored;
         Ok(out)
+    }
+
+    /// One `resources/read` of a listed file, its bytes checked against the listing (size, then
+    /// digest) and, for the skill's own `SKILL.md`, its frontmatter (R-H10) — nothing stored.
+    /// Bytes from the server that fail are an error at once.
+    pub(super) async fn fetch_verified(
+        &self,
+        origin: &Origin,
+        source: &dyn SkillSource,
+        file: &ManifestFile,
+        admit: Admit<'_>,
+    ) -> Result<VerifiedBytes, Error> {
+        let result = self
+            .ask(
+                origin,
+                source,
+                "resources/read",
+                file.uri().as_str(),
+                source.read_resource(file.uri().as_str()),
+            )
+            .await?;
+        let bytes = select_content(&result, file.uri())?;
+        self.counters.fetched(bytes.len());
+        let verified =
+            VerifiedBytes::check(bytes, file.size(), file.digest()).map_err(|mismatch| {
+                Error::Verification {
+                    origin: origin.as_str().to_owned(),
+                    uri: file.uri().as_str().to_owned(),
+                    mismatch,
+                }
+            })?;
+        if let Admit::SkillMd(entry) = admit {
+            check_frontmatter(origin, entry, verified.as_slice())?;
+        }
+        Ok(verified)
     }
 }

@@ -152,8 +152,9 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
         Command::Load {
             skill_uri,
             require_approval,
+            all,
             server,
-        } => load(&ctx, &server, &skill_uri, None, require_approval).await,
+        } => load(&ctx, &server, &skill_uri, None, require_approval, all).await,
         Command::Read {
             skill_uri,
             reference,
@@ -166,6 +167,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
                 &skill_uri,
                 Some(&reference),
                 require_approval,
+                false,
             )
             .await
         }
@@ -384,6 +386,7 @@ async fn load(
     uri: &str,
     reference: Option<&str>,
     require: bool,
+    all: bool,
 ) -> Result<Outcome> {
     // The gate is the library's (R-P1): with --require-approval, `load` itself refuses a skill
     // that is not approved as it is now (exit 5) before any file is read.
@@ -395,12 +398,21 @@ async fn load(
     let (cache, origin) = connect(ctx, s, approval)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
     let skill = cache.load(&origin, &info.entry).await?;
+    // `--all`: every file through the verified path, the misses published as one batch.
+    let every = if all {
+        Some(skill.read_all().await?)
+    } else {
+        None
+    };
     let file = match reference {
         Some(r) => skill.read(r).await?,
         None => skill.skill_md().clone(),
     };
     if ctx.json {
         let mut out = file_json(&file, &info.entry);
+        if let Some(every) = &every {
+            out["files"] = every.iter().map(|f| file_json(f, &info.entry)).collect();
+        }
         out["counters"] = counters_json(&cache);
         print_json(&out);
     } else {
