@@ -215,6 +215,8 @@ pub struct VerifiedBytes {
     bytes: bytes::Bytes,
     digest: Digest,
     rehashed: bool,
+    /// A read-only map of the blob rather than a private copy (a large `Guaranteed` hit).
+    mapped: bool,
 }
 
 impl VerifiedBytes {
@@ -242,7 +244,60 @@ impl VerifiedBytes {
             bytes: bytes.into(),
             digest,
             rehashed: true,
+            mapped: false,
         })
+    }
+
+    /// Reads at most `size + 1` bytes of `reader` into one buffer, hashing each chunk as it
+    /// arrives while it is still in the CPU cache, then checks size first, then digest (R-V3).
+    /// One pass over the bytes instead of a read then a hash: what a re-hashed hit of a large
+    /// blob costs is the hash and little more (issue 12). The bound of `size + 1` bytes means a
+    /// file that is too long is known to be, without reading it all.
+    ///
+    /// # Errors
+    /// The reader's errors; a mismatch is the inner `Err`.
+    pub(crate) fn read_checked(
+        reader: impl Read,
+        size: u64,
+        digest: Digest,
+    ) -> io::Result<Result<VerifiedBytes, crate::error::Mismatch>> {
+        use crate::error::Mismatch;
+        /// Small enough to stay in a core's cache between the copy and the hash.
+        const CHUNK: u64 = 128 * 1024;
+        let cap = usize::try_from(size.saturating_add(1))
+            .unwrap_or(usize::MAX)
+            .min(64 << 20);
+        let mut buf = Vec::with_capacity(cap);
+        let mut hasher = Sha256::new();
+        let mut rest = reader.take(size.saturating_add(1));
+        loop {
+            let start = buf.len();
+            // `read_to_end` on a bounded reader: one read into the spare capacity, no zeroing.
+            (&mut rest).take(CHUNK).read_to_end(&mut buf)?;
+            if buf.len() == start {
+                break;
+            }
+            hasher.update(&buf[start..]);
+        }
+        if buf.len() as u64 != size {
+            return Ok(Err(Mismatch::Size {
+                expected: size,
+                actual: buf.len() as u64,
+            }));
+        }
+        let actual = Digest(hasher.finalize().into());
+        if actual != digest {
+            return Ok(Err(Mismatch::Digest {
+                expected: digest,
+                actual,
+            }));
+        }
+        Ok(Ok(VerifiedBytes {
+            bytes: buf.into(),
+            digest,
+            rehashed: true,
+            mapped: false,
+        }))
     }
 
     /// Accepts bytes without hashing, on the host's guarantee of write isolation and the store's
@@ -262,6 +317,29 @@ impl VerifiedBytes {
             bytes: bytes.into(),
             digest,
             rehashed: false,
+            mapped: false,
+        })
+    }
+
+    /// [`VerifiedBytes::by_isolation`] for a read-only map of the blob (zero-copy, issue 12):
+    /// only the store makes one, on a `Guaranteed` hit whose evidence held before and after the
+    /// map was made. The size is still checked.
+    pub(crate) fn mapped(
+        bytes: bytes::Bytes,
+        size: u64,
+        digest: Digest,
+    ) -> Result<VerifiedBytes, crate::error::Mismatch> {
+        if bytes.len() as u64 != size {
+            return Err(crate::error::Mismatch::Size {
+                expected: size,
+                actual: bytes.len() as u64,
+            });
+        }
+        Ok(VerifiedBytes {
+            bytes,
+            digest,
+            rehashed: false,
+            mapped: true,
         })
     }
 
@@ -291,7 +369,14 @@ impl VerifiedBytes {
             bytes: self.bytes.clone(),
             digest: self.digest,
             rehashed: false,
+            mapped: self.mapped,
         }
+    }
+
+    /// Whether the bytes are a read-only map of the blob file, not a private copy. A map is only
+    /// as isolated as the file under it, so the memory tier never keeps one.
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.mapped
     }
 
     /// The digest they matched.
@@ -314,6 +399,7 @@ impl fmt::Debug for VerifiedBytes {
             .field("len", &self.bytes.len())
             .field("digest", &self.digest)
             .field("rehashed", &self.rehashed)
+            .field("mapped", &self.mapped)
             .finish()
     }
 }

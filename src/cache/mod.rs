@@ -18,6 +18,8 @@ mod maintenance;
 mod memory;
 mod root;
 mod stats;
+#[cfg(test)]
+mod zero_copy_tests;
 
 pub use key::default_key_file;
 pub use loaded::{LoadedSkill, Provenance, SkillFile};
@@ -620,7 +622,11 @@ impl Cache {
         if known != Some(now_known) {
             self.remember(origin, digest, now_known);
         }
-        self.memory.insert(origin, &bytes, now_known.touched_ms);
+        // A map is only as isolated as the file under it: the tier keeps private copies only
+        // (and a mapped hit costs about what a tier hit does).
+        if !bytes.is_mapped() {
+            self.memory.insert(origin, &bytes, now_known.touched_ms);
+        }
         Ok(CachedRead::Hit(bytes))
     }
 
