@@ -4,8 +4,9 @@
 //!
 //! Cold, two ways into a fresh root: `cold_per_file` reads the files one by one
 //! (`LoadedSkill::read`: each fetched and published with its own syncs — round 1's path and the
-//! baseline), `cold_read_all` reads them with `read_all` (fetched a few at a time, published as
-//! one batch: syncs together, one per folder).
+//! baseline), `cold_load_all` loads the skill with every file (`SkillCache::load_all`: fetched a
+//! few at a time, the `SKILL.md` included, published as one batch: syncs together, one per
+//! folder).
 
 mod support;
 
@@ -112,7 +113,7 @@ fn skill_load(c: &mut Criterion) {
                 BatchSize::PerIteration,
             );
         });
-        group.bench_function(format!("{label}/cold_read_all"), |b| {
+        group.bench_function(format!("{label}/cold_load_all"), |b| {
             b.iter_batched(
                 || {
                     let dir = tempfile::tempdir().expect("tempdir");
@@ -124,8 +125,8 @@ fn skill_load(c: &mut Criterion) {
                 },
                 |(dir, cache, origin)| {
                     rt.block_on(async {
-                        let loaded = cache.load(&origin, &skill.0).await.expect("load");
-                        black_box(loaded.read_all().await.expect("read all").len());
+                        let (_, all) = cache.load_all(&origin, &skill.0).await.expect("load all");
+                        black_box(all.len());
                     });
                     drop(cache);
                     dir

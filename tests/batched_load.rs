@@ -164,3 +164,57 @@ async fn files_with_the_same_bytes_are_fetched_by_uri_and_stored_once() {
     assert_eq!(all[2].bytes(), same);
     assert_eq!(all[1].digest(), all[2].digest());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn c3_load_all_fetches_and_keeps_a_cold_skill_with_its_skill_md_in_one_step() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (entry, files) = many(5);
+    let double = Arc::new(Double::new());
+    double.publish(&entry, &files);
+    let (cache, origin) = open(&dir.path().join("root"), double.clone());
+    let (skill, all) = cache.load_all(&origin, &entry).await.expect("load all");
+    assert_eq!(all.len(), 6);
+    assert!(
+        all.iter()
+            .all(|f| f.provenance().as_str() == "server" && f.stored() && f.verified())
+    );
+    assert_eq!(skill.skill_md().bytes(), files[0].1.as_slice());
+    assert_eq!(double.reads(), 6, "the SKILL.md and five files, each once");
+    let (_, again) = cache.load_all(&origin, &entry).await.expect("warm");
+    assert!(again.iter().all(|f| f.provenance().as_str() == "cache"));
+    assert_eq!(double.reads(), 6, "a warm load_all sends nothing");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn h10_load_all_with_a_skill_md_whose_frontmatter_differs_keeps_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("root");
+    let (honest, files) = many(3);
+    // The server's entry lists the exact bytes it serves, but declares another description
+    // than the SKILL.md carries: size and digest pass, the frontmatter does not (R-V6).
+    let mut wire = honest.to_json();
+    wire["frontmatter"]["description"] = serde_json::json!("Something else entirely.");
+    let entry = SkillEntry::from_json(&wire, &skillcache::entry::Validation::default())
+        .expect("a well-formed entry");
+    let double = Arc::new(Double::new());
+    double.publish(&entry, &files);
+    let (cache, origin) = open(&root, double.clone());
+    match cache.load_all(&origin, &entry).await {
+        Err(Error::Verification { mismatch, .. }) => assert!(
+            matches!(mismatch, skillcache::error::Mismatch::Frontmatter { .. }),
+            "{mismatch:?}"
+        ),
+        other => panic!("expected a frontmatter mismatch, got {other:?}"),
+    }
+    drop(cache);
+    // Nothing of that batch was kept (R-H10): the honest skill is fetched whole again.
+    let fixed = Arc::new(Double::new());
+    fixed.publish(&honest, &files);
+    let (again, origin) = open(&root, fixed.clone());
+    again.load_all(&origin, &honest).await.expect("honest load");
+    assert_eq!(
+        fixed.reads(),
+        4,
+        "SKILL.md and three files, none of them kept before"
+    );
+}

@@ -368,10 +368,14 @@ impl LoadedSkill {
                     self.origin.clone(),
                 );
                 let file = files[fetch[next].0].clone();
+                // The skill's own SKILL.md is admitted only with the entry's frontmatter, before
+                // anything of the batch is stored (R-V6, R-H10).
+                let own = (file.uri() == self.entry.uri().file()).then(|| self.entry.clone());
                 let slot = next;
                 running.spawn(async move {
+                    let admit = own.as_ref().map_or(Admit::Bytes, Admit::SkillMd);
                     let got = inner
-                        .fetch_verified(&origin, source.as_ref(), &file, Admit::Bytes)
+                        .fetch_verified(&origin, source.as_ref(), &file, admit)
                         .await;
                     (slot, got)
                 });

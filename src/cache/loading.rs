@@ -552,6 +552,52 @@ impl SkillCache {
     /// [`Declined::NotApproved`] or [`Declined::Revoked`] (no request sent);
     /// [`Error::Verification`], invalid responses, transport, I/O and index errors.
     pub async fn load(&self, origin: &Origin, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
+        let loaded = self.admit_load(origin, entry).await?;
+        let skill_md = loaded.read_skill_md().await?;
+        // Bytes from the server were checked before they were stored (R-H10); a cache hit is
+        // checked here, on every load.
+        check_frontmatter(origin, entry, skill_md.bytes())?;
+        Ok(loaded.with_skill_md(skill_md))
+    }
+
+    /// [`SkillCache::load`], then every file of the skill, as one step: on a cold cache the
+    /// `SKILL.md` and every other file are fetched (a few at a time), verified — the `SKILL.md`'s
+    /// frontmatter against the entry too, before anything is kept (R-V6, R-H10) — and published
+    /// as **one batch** (one round of syncs for the whole skill, R-C3). Returns the window and
+    /// the files in manifest order. What a host that preloads whole skills calls.
+    ///
+    /// # Errors
+    /// Those of [`SkillCache::load`] and [`LoadedSkill::read_all`]; a dynamic skill (which has no
+    /// list of files) is loaded, and its only file is its `SKILL.md`.
+    pub async fn load_all(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+    ) -> Result<(LoadedSkill, Vec<SkillFile>), Error> {
+        let loaded = self.admit_load(origin, entry).await?;
+        if entry.manifest().is_none() {
+            let skill_md = loaded.read_skill_md().await?;
+            check_frontmatter(origin, entry, skill_md.bytes())?;
+            return Ok((loaded.with_skill_md(skill_md.clone()), vec![skill_md]));
+        }
+        let files = loaded.read_all().await?;
+        let own = entry.uri().file();
+        let skill_md = files
+            .iter()
+            .find(|f| f.uri() == own)
+            .cloned()
+            .ok_or_else(|| Error::Verification {
+                origin: origin.as_str().to_owned(),
+                uri: own.as_str().to_owned(),
+                mismatch: Mismatch::Unlisted,
+            })?;
+        // A fetched SKILL.md was checked before the batch was stored; a hit is checked here.
+        check_frontmatter(origin, entry, skill_md.bytes())?;
+        Ok((loaded.with_skill_md(skill_md), files))
+    }
+
+    /// The checks `load` makes before any request (R-W7, R-V7, R-P1), and the window.
+    async fn admit_load(&self, origin: &Origin, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
         let limits = self.inner.validation.current_limits();
         let declined = |limit, declared, max| Error::LimitExceeded {
             skill: entry.uri().as_str().to_owned(),
@@ -590,11 +636,7 @@ impl SkillCache {
             entry.clone(),
             granted,
         );
-        let skill_md = loaded.read_skill_md().await?;
-        // Bytes from the server were checked before they were stored (R-H10); a cache hit is
-        // checked here, on every load.
-        check_frontmatter(origin, entry, skill_md.bytes())?;
-        Ok(loaded.with_skill_md(skill_md))
+        Ok(loaded)
     }
 }
 

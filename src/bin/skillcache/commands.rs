@@ -397,12 +397,13 @@ async fn load(
     };
     let (cache, origin) = connect(ctx, s, approval)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
-    let skill = cache.load(&origin, &info.entry).await?;
-    // `--all`: every file through the verified path, the misses published as one batch.
-    let every = if all {
-        Some(skill.read_all().await?)
+    // `--all`: every file through the verified path; on a cold cache the whole skill (its
+    // SKILL.md included) is published as one batch.
+    let (skill, every) = if all {
+        let (skill, every) = cache.load_all(&origin, &info.entry).await?;
+        (skill, Some(every))
     } else {
-        None
+        (cache.load(&origin, &info.entry).await?, None)
     };
     let file = match reference {
         Some(r) => skill.read(r).await?,

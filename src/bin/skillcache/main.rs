@@ -145,8 +145,8 @@ enum Command {
         /// Refuse (exit 5) unless the skill is approved as it is now.
         #[arg(long)]
         require_approval: bool,
-        /// Also read every file of the skill (verified; the misses fetched and stored as one
-        /// batch), so that later reads are cache hits.
+        /// Also read every file of the skill (verified; on a cold cache the whole skill is
+        /// fetched and stored as one batch), so that later reads are cache hits.
         #[arg(long)]
         all: bool,
         #[command(flatten)]
