@@ -70,16 +70,21 @@ async fn main() {
     let root = arg(1);
     let origin = Origin::new("corpus").expect("label");
     match arg(0) {
-        "populate-corpus" => populate(root, &support::corpus_skills(), false).await,
+        "populate-corpus" => {
+            let skills = support::corpus_skills();
+            populate(root, &skills, false).await;
+            // The URIs a host would remember, so the warm start does not read the corpus.
+            let uris: Vec<&str> = skills.iter().map(|(e, _)| e.uri().as_str()).collect();
+            std::fs::write(format!("{root}.uris"), uris.join("\n")).expect("write the URI list");
+        }
         "populate-16" => populate(root, &[big_skill()], true).await,
         "warm-start" => {
             let tier: u64 = arg(2).parse().expect("tier bytes");
-            let uris: Vec<SkillUri> = support::corpus_skills()
-                .iter()
-                .map(|(e, _)| e.uri().clone())
+            let uris: Vec<SkillUri> = std::fs::read_to_string(format!("{root}.uris"))
+                .expect("populate-corpus wrote the URI list")
+                .lines()
+                .map(|l| SkillUri::parse(l).expect("a skill URI"))
                 .collect();
-            // The corpus was read to know the URIs a host would have remembered: not timed, but
-            // it is in this process's peak; `baseline` below prints what that costs alone.
             let start = Instant::now();
             let cache = open(root, Isolation::Rehash, tier);
             let server = Arc::new(support::NoServer::default());
@@ -92,15 +97,6 @@ async fn main() {
             let total = start.elapsed();
             assert_eq!(server.asked.load(Ordering::SeqCst), 0, "no server contact");
             report(&format!("warm-start tier={tier}"), total, uris.len());
-        }
-        "baseline" => {
-            // The same process doing nothing but reading the corpus: the floor under warm-start.
-            let n = support::corpus_skills().len();
-            report(
-                "baseline (corpus read, no cache)",
-                std::time::Duration::ZERO,
-                n,
-            );
         }
         "hit-16" => {
             let isolation = match arg(2) {
