@@ -257,39 +257,33 @@ impl VerifiedBytes {
     /// # Errors
     /// The reader's errors; a mismatch is the inner `Err`.
     pub(crate) fn read_checked(
-        mut reader: impl Read,
+        reader: impl Read,
         size: u64,
         digest: Digest,
     ) -> io::Result<Result<VerifiedBytes, crate::error::Mismatch>> {
         use crate::error::Mismatch;
         /// Small enough to stay in a core's cache between the copy and the hash.
-        const CHUNK: usize = 128 * 1024;
-        let bound = usize::try_from(size.saturating_add(1)).unwrap_or(usize::MAX);
-        // Zeroed, but a large zeroed allocation is fresh pages from the kernel: no pass over
-        // the bytes before the read fills them. Grown only for a file past 64 MiB.
-        let mut buf = vec![0u8; bound.min(64 << 20)];
+        const CHUNK: u64 = 256 * 1024;
+        let cap = usize::try_from(size.saturating_add(1))
+            .unwrap_or(usize::MAX)
+            .min(64 << 20);
+        // Not zeroed: `read_to_end` fills the spare capacity directly (a zeroed buffer would
+        // cost a pass over 16 MiB whenever the allocator recycles memory instead of mapping it).
+        let mut buf = Vec::with_capacity(cap);
         let mut hasher = Sha256::new();
-        let mut len = 0;
-        while len < bound {
-            if len == buf.len() {
-                buf.resize(bound.min(buf.len().saturating_mul(2)), 0);
+        let mut rest = reader.take(size.saturating_add(1));
+        loop {
+            let start = buf.len();
+            (&mut rest).take(CHUNK).read_to_end(&mut buf)?;
+            if buf.len() == start {
+                break;
             }
-            let end = buf.len().min(len + CHUNK);
-            match reader.read(&mut buf[len..end]) {
-                Ok(0) => break,
-                Ok(n) => {
-                    hasher.update(&buf[len..len + n]);
-                    len += n;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+            hasher.update(&buf[start..]);
         }
-        buf.truncate(len);
-        if len as u64 != size {
+        if buf.len() as u64 != size {
             return Ok(Err(Mismatch::Size {
                 expected: size,
-                actual: len as u64,
+                actual: buf.len() as u64,
             }));
         }
         let actual = Digest(hasher.finalize().into());
