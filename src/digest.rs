@@ -412,6 +412,67 @@ mod tests {
     const EMPTY: &str = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
     const ABC: &str = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
+    /// A reader that hands out at most `step` bytes per call and counts what it gave: proves the
+    /// one-pass read stops at `size + 1` bytes however long the source is (R-V3).
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        step: usize,
+        given: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.step).min(self.bytes.len() - self.given);
+            buf[..n].copy_from_slice(&self.bytes[self.given..self.given + n]);
+            self.given += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn v3_read_checked_accepts_exact_bytes_read_in_any_pieces() {
+        let bytes: Vec<u8> = (0..700_000u32).map(|i| (i % 253) as u8).collect();
+        let digest = Digest::of(&bytes);
+        let mut r = Trickle {
+            bytes: &bytes,
+            step: 4099,
+            given: 0,
+        };
+        let v = VerifiedBytes::read_checked(&mut r, bytes.len() as u64, digest)
+            .expect("no i/o error")
+            .expect("verified");
+        assert_eq!(v.as_slice(), bytes.as_slice());
+        assert!(v.rehashed() && !v.is_mapped());
+    }
+
+    #[test]
+    fn v3_read_checked_stops_one_byte_past_the_size_and_says_so() {
+        let long = vec![1u8; 1 << 20];
+        let mut r = Trickle {
+            bytes: &long,
+            step: 1 << 16,
+            given: 0,
+        };
+        let got = VerifiedBytes::read_checked(&mut r, 1000, Digest::of(&long[..1000])).expect("io");
+        assert_eq!(
+            got.err(),
+            Some(crate::error::Mismatch::Size {
+                expected: 1000,
+                actual: 1001
+            })
+        );
+        assert_eq!(r.given, 1001, "never more than size + 1 bytes are read");
+    }
+
+    #[test]
+    fn v2_read_checked_refuses_bytes_of_the_right_size_and_the_wrong_digest() {
+        let bytes = vec![7u8; 300_000];
+        let mut wrong = bytes.clone();
+        wrong[299_999] = 8;
+        let got = VerifiedBytes::read_checked(&wrong[..], 300_000, Digest::of(&bytes)).expect("io");
+        assert!(matches!(got, Err(crate::error::Mismatch::Digest { .. })));
+    }
+
     #[test]
     fn w1_known_vectors() {
         assert_eq!(Digest::of(b"").to_string(), EMPTY);
