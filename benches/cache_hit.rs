@@ -115,9 +115,66 @@ fn cache_hit(c: &mut Criterion) {
     group.finish();
 }
 
+/// Where a read-only map starts to beat a private copy (`store::MAP_ABOVE`): the raw floor of
+/// each (open + fstat + read into a buffer, against open + fstat + map + fstat), alone (`*_hit`)
+/// and with a consumer that reads every byte once (`*_consume`, which pays the map's page
+/// faults) — at sizes around the crossover.
+#[allow(unsafe_code)]
+fn map_crossover(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut group = c.benchmark_group("map_crossover");
+    group.sample_size(20);
+    // Reads every byte once (a host passing a file on), as cheaply as the compiler can.
+    let consume = |b: &[u8]| b.iter().fold(0u8, |a, &x| a ^ x);
+    for (size, label) in [
+        (256 << 10, "256KiB"),
+        (1 << 20, "1MiB"),
+        (2 << 20, "2MiB"),
+        (4 << 20, "4MiB"),
+        (16 << 20, "16MiB"),
+    ] {
+        let path = dir.path().join(label);
+        std::fs::write(&path, support::bytes(size, 3)).expect("write");
+        let copy = || {
+            let mut f = std::fs::File::open(&path).expect("open");
+            let len = f.metadata().expect("fstat").len();
+            let mut buf = Vec::with_capacity(usize::try_from(len).expect("len") + 1);
+            f.read_to_end(&mut buf).expect("read");
+            buf
+        };
+        let map = || {
+            let f = std::fs::File::open(&path).expect("open");
+            let len = f.metadata().expect("fstat").len();
+            // SAFETY: a file this bench wrote and never changes while the map lives.
+            let m = unsafe {
+                memmap2::MmapOptions::new()
+                    .len(usize::try_from(len).expect("len"))
+                    .map(&f)
+            }
+            .expect("map");
+            black_box(f.metadata().expect("fstat").len());
+            m
+        };
+        group.throughput(Throughput::Bytes(size as u64));
+        group.bench_function(BenchmarkId::new("copy_hit", label), |b| {
+            b.iter(|| black_box(copy().len()));
+        });
+        group.bench_function(BenchmarkId::new("map_hit", label), |b| {
+            b.iter(|| black_box(map().len()));
+        });
+        group.bench_function(BenchmarkId::new("copy_consume", label), |b| {
+            b.iter(|| black_box(consume(&copy())));
+        });
+        group.bench_function(BenchmarkId::new("map_consume", label), |b| {
+            b.iter(|| black_box(consume(&map())));
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(std::time::Duration::from_millis(500)).measurement_time(std::time::Duration::from_secs(2));
-    targets = cache_hit
+    targets = cache_hit, map_crossover
 }
 criterion_main!(benches);

@@ -2,9 +2,11 @@
 //! real skill from the corpus; cold (fetch from an in-process source, verify, publish) and warm
 //! (every file a verified cache hit), warm both file by file and with `read_all` (parallel).
 //!
-//! `cold_store_per_file` / `cold_store_batched`: the publishing half of a cold load alone, on the
-//! core, into a fresh root — every file with its own syncs (`Cache::store_file`, today's path and
-//! the baseline) against one batch (`Cache::store_files`: syncs together, one per folder).
+//! Cold, two ways into a fresh root: `cold_per_file` reads the files one by one
+//! (`LoadedSkill::read`: each fetched and published with its own syncs — round 1's path and the
+//! baseline), `cold_load_all` loads the skill with every file (`SkillCache::load_all`: fetched a
+//! few at a time, the `SKILL.md` included, published as one batch: syncs together, one per
+//! folder).
 
 mod support;
 
@@ -68,77 +70,6 @@ fn open(dir: &std::path::Path, skill: &Skill) -> (SkillCache, Origin) {
     (cache, origin)
 }
 
-/// The publishing half of a cold load on the core: today's per-file path beside the batch.
-fn cold_store(
-    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
-    label: &str,
-    skill: &Skill,
-) {
-    let listed: Vec<(skillcache::entry::ManifestFile, &[u8])> = skill
-        .0
-        .manifest()
-        .expect("manifest")
-        .files()
-        .iter()
-        .map(|f| {
-            let bytes = skill
-                .1
-                .iter()
-                .find(|(u, _)| u == f.uri().as_str())
-                .expect("fixture file")
-                .1
-                .as_slice();
-            (f.clone(), bytes)
-        })
-        .collect();
-    let core = |dir: &std::path::Path| {
-        skillcache::cache::Cache::builder()
-            .root(dir.join("root"))
-            .open()
-            .expect("open")
-    };
-    let origin = Origin::new("bench").expect("label");
-    group.bench_function(format!("{label}/cold_store_per_file"), |b| {
-        b.iter_batched(
-            || {
-                let dir = tempfile::tempdir().expect("tempdir");
-                let cache = core(dir.path());
-                // Opening a root writes its marker, index and reserve: flush them now, so the
-                // first sync of the timed publish does not pay for the setup's writes.
-                rustix::fs::sync();
-                (dir, cache)
-            },
-            |(dir, cache)| {
-                for (f, bytes) in &listed {
-                    cache.store_file(&origin, f, bytes).expect("store");
-                }
-                // Returned, so closing the index (a checkpoint) is not timed.
-                (dir, cache)
-            },
-            BatchSize::PerIteration,
-        );
-    });
-    group.bench_function(format!("{label}/cold_store_batched"), |b| {
-        b.iter_batched(
-            || {
-                let dir = tempfile::tempdir().expect("tempdir");
-                let cache = core(dir.path());
-                // Opening a root writes its marker, index and reserve: flush them now, so the
-                // first sync of the timed publish does not pay for the setup's writes.
-                rustix::fs::sync();
-                (dir, cache)
-            },
-            |(dir, cache)| {
-                let batch: Vec<_> = listed.iter().map(|(f, b)| (f, *b)).collect();
-                cache.store_files(&origin, &batch).expect("store");
-                // Returned, so closing the index (a checkpoint) is not timed.
-                (dir, cache)
-            },
-            BatchSize::PerIteration,
-        );
-    });
-}
-
 fn skill_load(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -152,17 +83,29 @@ fn skill_load(c: &mut Criterion) {
     ] {
         let bytes = skill.0.manifest().expect("manifest").total_bytes();
         group.throughput(Throughput::Bytes(bytes));
-        group.bench_function(format!("{label}/cold"), |b| {
+        group.bench_function(format!("{label}/cold_per_file"), |b| {
             b.iter_batched(
                 || {
                     let dir = tempfile::tempdir().expect("tempdir");
                     let (cache, origin) = open(dir.path(), &skill);
+                    // Opening a root writes its marker, index and reserve: flush them now, so
+                    // the first sync of the timed load does not pay for the setup's writes.
+                    rustix::fs::sync();
                     (dir, cache, origin)
                 },
                 |(dir, cache, origin)| {
                     rt.block_on(async {
                         let loaded = cache.load(&origin, &skill.0).await.expect("load");
-                        black_box(loaded.read_all().await.expect("read all").len());
+                        for f in loaded.files() {
+                            black_box(
+                                loaded
+                                    .read(f.uri().as_str())
+                                    .await
+                                    .expect("read")
+                                    .bytes()
+                                    .len(),
+                            );
+                        }
                     });
                     drop(cache);
                     dir
@@ -170,7 +113,27 @@ fn skill_load(c: &mut Criterion) {
                 BatchSize::PerIteration,
             );
         });
-        cold_store(&mut group, label, &skill);
+        group.bench_function(format!("{label}/cold_load_all"), |b| {
+            b.iter_batched(
+                || {
+                    let dir = tempfile::tempdir().expect("tempdir");
+                    let (cache, origin) = open(dir.path(), &skill);
+                    // Opening a root writes its marker, index and reserve: flush them now, so
+                    // the first sync of the timed load does not pay for the setup's writes.
+                    rustix::fs::sync();
+                    (dir, cache, origin)
+                },
+                |(dir, cache, origin)| {
+                    rt.block_on(async {
+                        let (_, all) = cache.load_all(&origin, &skill.0).await.expect("load all");
+                        black_box(all.len());
+                    });
+                    drop(cache);
+                    dir
+                },
+                BatchSize::PerIteration,
+            );
+        });
         let dir = tempfile::tempdir().expect("tempdir");
         let (cache, origin) = open(dir.path(), &skill);
         rt.block_on(async {

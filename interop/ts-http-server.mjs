@@ -1,14 +1,14 @@
-// The official TypeScript SDK's skills server (@modelcontextprotocol/server 2.4.0) over Streamable
-// HTTP on loopback, serving every skill folder under the directory given as the first argument.
-// It listens on an ephemeral port and prints `listening http://127.0.0.1:PORT/mcp` once ready.
+// The official TypeScript SDK's skills server (@modelcontextprotocol/server 2.4.0) over
+// Streamable HTTP, serving every skill folder under SKILLS_DIR on 127.0.0.1:PORT (0: any free
+// port). Prints `listening http://127.0.0.1:<port>/mcp` once it accepts connections.
+// Usage: node ts-http-server.mjs SKILLS_DIR [PORT]
 import http from 'node:http';
-import { Readable } from 'node:stream';
 import { McpServer, createMcpHandler } from '@modelcontextprotocol/server';
 import { loadSkills } from '@modelcontextprotocol/server/ext/skills/node';
 
-const root = process.argv[2];
+const [root, port = '0'] = process.argv.slice(2);
 if (!root) {
-  console.error('usage: node ts-http-server.mjs SKILLS_DIR');
+  console.error('usage: node ts-http-server.mjs SKILLS_DIR [PORT]');
   process.exit(2);
 }
 const catalog = await loadSkills(root);
@@ -18,32 +18,31 @@ const handler = createMcpHandler(() => {
   return server;
 });
 
-// node:http to the handler's web-standard fetch(Request) -> Response, and back.
-const listener = http.createServer(async (req, res) => {
+// Node's request/response in, web-standard Request/Response to the SDK's handler.
+const server = http.createServer(async (req, res) => {
   try {
     const chunks = [];
-    for await (const chunk of req) chunks.push(chunk);
-    const body = Buffer.concat(chunks);
+    for await (const c of req) chunks.push(c);
     const headers = new Headers();
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (Array.isArray(value)) value.forEach((v) => headers.append(name, v));
-      else if (value !== undefined) headers.set(name, value);
+    for (const [k, v] of Object.entries(req.headers)) {
+      for (const one of Array.isArray(v) ? v : [v]) headers.append(k, one);
     }
+    const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
     const request = new Request(`http://${req.headers.host}${req.url}`, {
       method: req.method,
       headers,
-      body: req.method === 'GET' || req.method === 'HEAD' || body.length === 0 ? undefined : body,
+      body: hasBody ? Buffer.concat(chunks) : undefined,
     });
     const response = await handler.fetch(request);
     res.writeHead(response.status, Object.fromEntries(response.headers));
-    if (response.body) Readable.fromWeb(response.body).pipe(res);
-    else res.end();
-  } catch (error) {
-    console.error(error);
-    if (!res.headersSent) res.writeHead(500);
+    if (response.body) {
+      for await (const c of response.body) res.write(c);
+    }
     res.end();
+  } catch (e) {
+    res.writeHead(500).end(String(e));
   }
 });
-listener.listen(0, '127.0.0.1', () => {
-  console.log(`listening http://127.0.0.1:${listener.address().port}/mcp`);
+server.listen(Number(port), '127.0.0.1', () => {
+  console.log(`listening http://127.0.0.1:${server.address().port}/mcp`);
 });

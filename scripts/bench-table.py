@@ -65,19 +65,40 @@ def main():
         if mem is not None:
             print(f"| {s} | {fmt(floor)} | {fmt(disk)} | {fmt(mem)} | {ratio(floor, mem)} |")
 
-    print("\ncold store (publishing a whole skill into a fresh root, on the core)\n")
-    print("| skill | per file (store_file) | batched (store_files) | batched / per file |")
+    print("\ncold load (a whole skill into a fresh root: load + every file, in-process source)\n")
+    print("| skill | per file (`read` each: round 1's path) | `load_all` (one batch) | batch / per file |")
     print("|---|---|---|---|")
     for skill in ["cap_512x32KiB", "median_iterate-pr"]:
-        per = median("skill_load", f"{skill}_cold_store_per_file")
-        bat = median("skill_load", f"{skill}_cold_store_batched")
+        per = median("skill_load", f"{skill}_cold_per_file")
+        bat = median("skill_load", f"{skill}_cold_load_all")
         print(f"| {skill} | {fmt(per)} | {fmt(bat)} | {ratio(bat, per)} |")
+
+    print("\nzero-copy (16 MiB hit; `Guaranteed` above the crossover is a read-only map)\n")
+    print("| 16 MiB | hash only | floor: open+read+sha2 | rehash | rehash / hash only | guaranteed | memory tier |")
+    print("|---|---|---|---|---|---|---|")
+    m = {b: median("cache_hit", b, "16MiB") for b in ["hash_only_sha2", "floor_open_read_sha2", "skillcache_rehash", "skillcache_guaranteed", "skillcache_memory"]}
+    print(f"| median | {fmt(m['hash_only_sha2'])} | {fmt(m['floor_open_read_sha2'])} | {fmt(m['skillcache_rehash'])} | "
+          f"{ratio(m['skillcache_rehash'], m['hash_only_sha2'])} | {fmt(m['skillcache_guaranteed'])} | {fmt(m['skillcache_memory'])} |")
+
+    print("\nmap crossover (raw floor: open+fstat+read vs open+fstat+mmap+fstat)\n")
+    print("| size | copy | map | copy + read every byte | map + read every byte | map/copy, consumed |")
+    print("|---|---|---|---|---|---|")
+    for s_ in ["256KiB", "1MiB", "2MiB", "4MiB", "16MiB"]:
+        m = {b: median("map_crossover", b, s_) for b in ["copy_hit", "map_hit", "copy_consume", "map_consume"]}
+        if m["copy_hit"] is not None:
+            print(f"| {s_} | {fmt(m['copy_hit'])} | {fmt(m['map_hit'])} | {fmt(m['copy_consume'])} | {fmt(m['map_consume'])} | {ratio(m['map_consume'], m['copy_consume'])} |")
+
+    print("\nwhole-host warm start (new SkillCache, SKILL.md of every valid corpus skill, no server)\n")
+    print("| memory tier | total | ")
+    print("|---|---|")
+    for t in ["tier_on", "tier_off"]:
+        print(f"| {t} | {fmt(median('warm_start', f'corpus_skill_md_{t}'))} |")
 
     print("\nskill_load (a whole skill: load + every file)\n")
     print("| skill | cold (fetch, verify, publish) | warm, file by file | warm, read_all (parallel) | parallel / file by file |")
     print("|---|---|---|---|---|")
     for skill in ["cap_512x32KiB", "median_iterate-pr"]:
-        cold = median("skill_load", f"{skill}_cold")
+        cold = median("skill_load", f"{skill}_cold_load_all")
         seq = median("skill_load", f"{skill}_warm_file_by_file")
         par = median("skill_load", f"{skill}_warm_read_all_parallel")
         print(f"| {skill} | {fmt(cold)} | {fmt(seq)} | {fmt(par)} | {ratio(par, seq)} |")

@@ -223,6 +223,8 @@ pub struct VerifiedBytes {
     bytes: bytes::Bytes,
     digest: Digest,
     rehashed: bool,
+    /// A read-only map of the blob rather than a private copy (a large `Guaranteed` hit).
+    mapped: bool,
 }
 
 impl VerifiedBytes {
@@ -250,7 +252,61 @@ impl VerifiedBytes {
             bytes: bytes.into(),
             digest,
             rehashed: true,
+            mapped: false,
         })
+    }
+
+    /// Reads at most `size + 1` bytes of `reader` into one buffer, hashing each chunk as it
+    /// arrives while it is still in the CPU cache, then checks size first, then digest (R-V3).
+    /// One pass over the bytes instead of a read then a hash: what a re-hashed hit of a large
+    /// blob costs is the hash and little more (issue 12). The bound of `size + 1` bytes means a
+    /// file that is too long is known to be, without reading it all.
+    ///
+    /// # Errors
+    /// The reader's errors; a mismatch is the inner `Err`.
+    pub(crate) fn read_checked(
+        reader: impl Read,
+        size: u64,
+        digest: Digest,
+    ) -> io::Result<Result<VerifiedBytes, crate::error::Mismatch>> {
+        use crate::error::Mismatch;
+        /// Small enough to stay in a core's cache between the copy and the hash.
+        const CHUNK: u64 = 256 * 1024;
+        let cap = usize::try_from(size.saturating_add(1))
+            .unwrap_or(usize::MAX)
+            .min(64 << 20);
+        // Not zeroed: `read_to_end` fills the spare capacity directly (a zeroed buffer would
+        // cost a pass over 16 MiB whenever the allocator recycles memory instead of mapping it).
+        let mut buf = Vec::with_capacity(cap);
+        let mut hasher = Sha256::new();
+        let mut rest = reader.take(size.saturating_add(1));
+        loop {
+            let start = buf.len();
+            (&mut rest).take(CHUNK).read_to_end(&mut buf)?;
+            if buf.len() == start {
+                break;
+            }
+            hasher.update(&buf[start..]);
+        }
+        if buf.len() as u64 != size {
+            return Ok(Err(Mismatch::Size {
+                expected: size,
+                actual: buf.len() as u64,
+            }));
+        }
+        let actual = Digest(hasher.finalize().into());
+        if actual != digest {
+            return Ok(Err(Mismatch::Digest {
+                expected: digest,
+                actual,
+            }));
+        }
+        Ok(Ok(VerifiedBytes {
+            bytes: buf.into(),
+            digest,
+            rehashed: true,
+            mapped: false,
+        }))
     }
 
     /// Accepts bytes without hashing, on the host's guarantee of write isolation and the store's
@@ -270,6 +326,29 @@ impl VerifiedBytes {
             bytes: bytes.into(),
             digest,
             rehashed: false,
+            mapped: false,
+        })
+    }
+
+    /// [`VerifiedBytes::by_isolation`] for a read-only map of the blob (zero-copy, issue 12):
+    /// only the store makes one, on a `Guaranteed` hit whose evidence held before and after the
+    /// map was made. The size is still checked.
+    pub(crate) fn mapped(
+        bytes: bytes::Bytes,
+        size: u64,
+        digest: Digest,
+    ) -> Result<VerifiedBytes, crate::error::Mismatch> {
+        if bytes.len() as u64 != size {
+            return Err(crate::error::Mismatch::Size {
+                expected: size,
+                actual: bytes.len() as u64,
+            });
+        }
+        Ok(VerifiedBytes {
+            bytes,
+            digest,
+            rehashed: false,
+            mapped: true,
         })
     }
 
@@ -299,7 +378,14 @@ impl VerifiedBytes {
             bytes: self.bytes.clone(),
             digest: self.digest,
             rehashed: false,
+            mapped: self.mapped,
         }
+    }
+
+    /// Whether the bytes are a read-only map of the blob file, not a private copy. A map is only
+    /// as isolated as the file under it, so the memory tier never keeps one.
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.mapped
     }
 
     /// The digest they matched.
@@ -322,6 +408,7 @@ impl fmt::Debug for VerifiedBytes {
             .field("len", &self.bytes.len())
             .field("digest", &self.digest)
             .field("rehashed", &self.rehashed)
+            .field("mapped", &self.mapped)
             .finish()
     }
 }
@@ -332,6 +419,67 @@ mod tests {
 
     const EMPTY: &str = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
     const ABC: &str = "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+
+    /// A reader that hands out at most `step` bytes per call and counts what it gave: proves the
+    /// one-pass read stops at `size + 1` bytes however long the source is (R-V3).
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        step: usize,
+        given: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.step).min(self.bytes.len() - self.given);
+            buf[..n].copy_from_slice(&self.bytes[self.given..self.given + n]);
+            self.given += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn v3_read_checked_accepts_exact_bytes_read_in_any_pieces() {
+        let bytes: Vec<u8> = (0..700_000u32).map(|i| (i % 253) as u8).collect();
+        let digest = Digest::of(&bytes);
+        let mut r = Trickle {
+            bytes: &bytes,
+            step: 4099,
+            given: 0,
+        };
+        let v = VerifiedBytes::read_checked(&mut r, bytes.len() as u64, digest)
+            .expect("no i/o error")
+            .expect("verified");
+        assert_eq!(v.as_slice(), bytes.as_slice());
+        assert!(v.rehashed() && !v.is_mapped());
+    }
+
+    #[test]
+    fn v3_read_checked_stops_one_byte_past_the_size_and_says_so() {
+        let long = vec![1u8; 1 << 20];
+        let mut r = Trickle {
+            bytes: &long,
+            step: 1 << 16,
+            given: 0,
+        };
+        let got = VerifiedBytes::read_checked(&mut r, 1000, Digest::of(&long[..1000])).expect("io");
+        assert_eq!(
+            got.err(),
+            Some(crate::error::Mismatch::Size {
+                expected: 1000,
+                actual: 1001
+            })
+        );
+        assert_eq!(r.given, 1001, "never more than size + 1 bytes are read");
+    }
+
+    #[test]
+    fn v2_read_checked_refuses_bytes_of_the_right_size_and_the_wrong_digest() {
+        let bytes = vec![7u8; 300_000];
+        let mut wrong = bytes.clone();
+        wrong[299_999] = 8;
+        let got = VerifiedBytes::read_checked(&wrong[..], 300_000, Digest::of(&bytes)).expect("io");
+        assert!(matches!(got, Err(crate::error::Mismatch::Digest { .. })));
+    }
 
     #[test]
     fn w1_known_vectors() {

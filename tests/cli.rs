@@ -502,3 +502,49 @@ fn p4_cli_load_reports_the_counters_and_v_says_hits_and_requests() {
     assert_eq!(code(&stats), 0, "{}", stderr(&stats));
     assert_eq!(json(&stats)["counters"]["seal_failures"].as_u64(), Some(0));
 }
+
+/// `load --all`: every file of the skill verified and kept in one step; a later read of one of
+/// them is a cache hit.
+#[test]
+fn cli_load_all_reads_every_file_and_a_later_read_is_a_cache_hit() {
+    let env = Env::new();
+    let served = env.served("served", "notes", "Takes notes.", "the notes");
+    let s = serve_cmd(&served);
+    let all = env.run(&[
+        "--json",
+        "load",
+        "skill://notes/SKILL.md",
+        "--all",
+        "--origin",
+        "local",
+        "--stdio",
+        &s,
+    ]);
+    assert_eq!(code(&all), 0, "{}", stderr(&all));
+    let out = json(&all);
+    let files = out["files"].as_array().expect("--all lists the files");
+    assert_eq!(files.len(), 2, "{out}");
+    for f in files {
+        assert_eq!(f["verified"], true, "{f}");
+        assert_eq!(f["stored"], true, "{f}");
+    }
+    assert_eq!(
+        files[1]["size"].as_u64(),
+        Some("the notes".len() as u64),
+        "{out}"
+    );
+    let read = env.run(&[
+        "--json",
+        "read",
+        "skill://notes/SKILL.md",
+        "refs/notes.md",
+        "--origin",
+        "local",
+        "--stdio",
+        &s,
+    ]);
+    assert_eq!(code(&read), 0, "{}", stderr(&read));
+    let read = json(&read);
+    assert_eq!(read["source"], "cache", "{read}");
+    assert_eq!(read["verified"], true, "{read}");
+}

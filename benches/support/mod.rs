@@ -107,3 +107,89 @@ impl SkillSource for MemorySource {
         })
     }
 }
+
+/// The shared folder (`$SKILLCACHE_SHARED`, else `../shared` beside the crate).
+pub fn shared_dir() -> std::path::PathBuf {
+    std::env::var_os("SKILLCACHE_SHARED").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+        std::path::PathBuf::from,
+    )
+}
+
+/// Every valid skill of the corpus (`corpus/skills/*`), as an entry and its files; the invalid
+/// ones (the corpus keeps a few on purpose) are left out.
+pub fn corpus_skills() -> Vec<(SkillEntry, Files)> {
+    let dir = shared_dir().join("corpus/skills");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .expect("corpus")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("SKILL.md").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .filter_map(|n| {
+            let local = skillcache::local::inspect(
+                &dir.join(n),
+                &format!("skill://{n}"),
+                &Validation::default(),
+            )
+            .ok()?;
+            let files = local
+                .files()
+                .iter()
+                .map(|f| {
+                    (
+                        f.uri.as_str().to_owned(),
+                        std::fs::read(&f.path).expect("read"),
+                    )
+                })
+                .collect();
+            Some((local.entry, files))
+        })
+        .collect()
+}
+
+/// A server that must not be asked: every request fails, and is counted.
+#[derive(Default)]
+pub struct NoServer {
+    pub asked: std::sync::atomic::AtomicUsize,
+}
+
+impl NoServer {
+    fn refuse(&self, method: &str) -> SourceFuture<'_> {
+        self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let method = method.to_owned();
+        Box::pin(async move {
+            Err(skillcache::Error::Transport {
+                method,
+                source: "the warm start must not contact the server".into(),
+            })
+        })
+    }
+}
+
+impl SkillSource for NoServer {
+    fn list_skills<'a>(&'a self, _cursor: Option<&'a str>) -> SourceFuture<'a> {
+        self.refuse("skills/list")
+    }
+    fn get_skill<'a>(&'a self, _uri: &'a str) -> SourceFuture<'a> {
+        self.refuse("skills/get")
+    }
+    fn read_resource<'a>(&'a self, _uri: &'a str) -> SourceFuture<'a> {
+        self.refuse("resources/read")
+    }
+}
+
+/// Peak resident set of this process so far, in KiB (`VmHWM` of `/proc/self/status`).
+pub fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}

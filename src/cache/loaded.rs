@@ -13,6 +13,11 @@ use crate::origin::Origin;
 use crate::source::SkillSource;
 use crate::uri::FileUri;
 
+/// How many files of one skill [`LoadedSkill::read_all`] asks its server for at once: enough to
+/// hide a round trip, few enough not to flood a server (R-B1 bounds each request, not their
+/// number).
+const FETCHES_IN_FLIGHT: usize = 8;
+
 /// Where a file's bytes came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provenance {
@@ -227,40 +232,218 @@ impl LoadedSkill {
     }
 
     /// Every file of the held entry, in manifest order: the cached ones verified in parallel on
-    /// every core (one blocking hop), the rest fetched through the verified path — a cached copy
-    /// that failed is fetched exactly once more (R-V9). A dynamic skill has no list to read.
+    /// every core (one blocking hop); the rest fetched from the server a few at a time, each
+    /// verified as it arrives, then published together as one batch (one round of syncs for the
+    /// whole skill instead of one per file, R-C3). A cached copy that failed is fetched exactly
+    /// once more (R-V9). A dynamic skill has no list to read.
     ///
     /// # Errors
-    /// The first error of any file; no partial result is returned.
+    /// The first error of any file; no partial result is returned (files fetched and verified
+    /// before another one failed are not stored either: the next load fetches them again).
+    ///
+    /// # Panics
+    /// Never: every file is either served from the cache or fetched before the list is made.
     pub async fn read_all(&self) -> Result<Vec<SkillFile>, Error> {
         let files: Vec<ManifestFile> = self.files().to_vec();
-        let (origin, batch) = (self.origin.clone(), files.clone());
-        let cached =
-            super::loading::blocking(&self.inner.core, move |c| Ok(c.read_files(&origin, &batch)))
-                .await?;
-        let mut out = Vec::with_capacity(files.len());
-        for (file, read) in files.iter().zip(cached) {
-            // A miss is looked up (and counted, R-P4) again by `fetch_listed`, so only hits and
-            // quarantines are counted here.
+        let cached = self.read_cached(&files).await?;
+        let mut out: Vec<Option<SkillFile>> = Vec::with_capacity(files.len());
+        let mut wanted: Vec<(usize, bool)> = Vec::new();
+        for (i, (file, read)) in files.iter().zip(cached).enumerate() {
+            // A miss is looked up (and counted, R-P4) again under the fetch gates, so only hits
+            // and quarantines are counted here.
             out.push(match read? {
-                super::CachedRead::Hit(v) => self.inner.serve_hit(&self.origin, file, v),
+                super::CachedRead::Hit(v) => Some(self.inner.serve_hit(&self.origin, file, v)),
                 super::CachedRead::Miss => {
-                    self.inner
-                        .fetch_listed(&self.origin, self.source.as_ref(), file, Admit::Bytes)
-                        .await?
+                    wanted.push((i, false));
+                    None
                 }
                 super::CachedRead::Failed(mismatch) => {
                     self.inner.note_quarantine(&self.origin, file, &mismatch);
-                    let mut f = self
-                        .inner
-                        .fetch_listed(&self.origin, self.source.as_ref(), file, Admit::Bytes)
-                        .await?;
-                    f.retried = true;
-                    f
+                    wanted.push((i, true));
+                    None
                 }
             });
         }
-        Ok(out)
+        if !wanted.is_empty() {
+            self.fetch_batch(&files, &wanted, &mut out).await?;
+        }
+        Ok(out
+            .into_iter()
+            .map(|f| f.expect("every file was served or fetched"))
+            .collect())
+    }
+
+    async fn read_cached(
+        &self,
+        files: &[ManifestFile],
+    ) -> Result<Vec<Result<super::CachedRead, Error>>, Error> {
+        let (origin, batch) = (self.origin.clone(), files.to_vec());
+        super::loading::blocking(&self.inner.core, move |c| Ok(c.read_files(&origin, &batch))).await
+    }
+
+    /// The misses of [`LoadedSkill::read_all`]: under the in-flight gate of each digest (taken
+    /// in digest order, so two batches never wait on each other in a cycle), looked up once
+    /// more (another task may have stored them meanwhile), fetched, then stored as one batch.
+    async fn fetch_batch(
+        &self,
+        files: &[ManifestFile],
+        wanted: &[(usize, bool)],
+        out: &mut [Option<SkillFile>],
+    ) -> Result<(), Error> {
+        let mut digests: Vec<Digest> = wanted.iter().map(|&(i, _)| files[i].digest()).collect();
+        digests.sort_unstable();
+        digests.dedup();
+        let gates: Vec<(Digest, super::loading::Gate)> = digests
+            .iter()
+            .map(|&d| (d, self.inner.gate(&self.origin, d)))
+            .collect();
+        let mut turns = Vec::with_capacity(gates.len());
+        for (_, gate) in &gates {
+            turns.push(Arc::clone(gate).lock_owned().await);
+        }
+        let result = self.fetch_batch_gated(files, wanted, out, &mut turns).await;
+        drop(turns);
+        for (d, gate) in &gates {
+            self.inner.release(&self.origin, *d, gate);
+        }
+        result
+    }
+
+    async fn fetch_batch_gated(
+        &self,
+        files: &[ManifestFile],
+        wanted: &[(usize, bool)],
+        out: &mut [Option<SkillFile>],
+        turns: &mut [tokio::sync::OwnedMutexGuard<Option<(String, std::time::Duration)>>],
+    ) -> Result<(), Error> {
+        // The fetch another task made under one of these gates timed out: the same answer, not
+        // another wait (as `fetch_listed`).
+        if let Some((method, after)) = turns.iter().find_map(|t| t.as_ref()) {
+            return Err(Error::Timeout {
+                origin: self.origin.as_str().to_owned(),
+                method: method.clone(),
+                after: *after,
+            });
+        }
+        let list: Vec<ManifestFile> = wanted.iter().map(|&(i, _)| files[i].clone()).collect();
+        let again = self.read_cached(&list).await?;
+        let mut fetch: Vec<(usize, bool)> = Vec::new();
+        for (&(i, retried), read) in wanted.iter().zip(again) {
+            match self.inner.count_cached(&self.origin, &files[i], read?) {
+                Ok(hit) => out[i] = Some(hit),
+                Err(again) => fetch.push((i, retried || again)),
+            }
+        }
+        let fetched = match self.fetch_concurrently(files, &fetch).await {
+            Ok(v) => v,
+            Err(e) => {
+                if let Error::Timeout { method, after, .. } = &e {
+                    // Every gate of the batch answers the same to the tasks waiting on it.
+                    for t in turns.iter_mut() {
+                        **t = Some((method.clone(), *after));
+                    }
+                }
+                return Err(e);
+            }
+        };
+        let stored = self.store_batch(fetched).await?;
+        for ((i, retried), (file, verified, stored)) in fetch.into_iter().zip(stored) {
+            if !stored {
+                self.inner.counters.store_failed();
+            }
+            self.inner.counters.served(verified.as_slice().len());
+            let mut f =
+                SkillFile::listed(&self.origin, &file, verified, Provenance::Server, retried);
+            f.stored = stored;
+            out[i] = Some(f);
+        }
+        Ok(())
+    }
+
+    /// Fetches and verifies `fetch`'s files from the server, up to [`FETCHES_IN_FLIGHT`] at a
+    /// time; the first failure ends the whole batch (the rest are dropped unanswered).
+    async fn fetch_concurrently(
+        &self,
+        files: &[ManifestFile],
+        fetch: &[(usize, bool)],
+    ) -> Result<Vec<(ManifestFile, VerifiedBytes)>, Error> {
+        let mut slots: Vec<Option<VerifiedBytes>> =
+            std::iter::repeat_with(|| None).take(fetch.len()).collect();
+        let mut running = tokio::task::JoinSet::new();
+        let mut next = 0;
+        loop {
+            while next < fetch.len() && running.len() < FETCHES_IN_FLIGHT {
+                let (inner, source, origin) = (
+                    Arc::clone(&self.inner),
+                    Arc::clone(&self.source),
+                    self.origin.clone(),
+                );
+                let file = files[fetch[next].0].clone();
+                // The skill's own SKILL.md is admitted only with the entry's frontmatter, before
+                // anything of the batch is stored (R-V6, R-H10).
+                let own = (file.uri() == self.entry.uri().file()).then(|| self.entry.clone());
+                let slot = next;
+                running.spawn(async move {
+                    let admit = own.as_ref().map_or(Admit::Bytes, Admit::SkillMd);
+                    let got = inner
+                        .fetch_verified(&origin, source.as_ref(), &file, admit)
+                        .await;
+                    (slot, got)
+                });
+                next += 1;
+            }
+            let Some(done) = running.join_next().await else {
+                break;
+            };
+            let (slot, got) = match done {
+                Ok(r) => r,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(e) => {
+                    return Err(Error::Transport {
+                        method: "resources/read".into(),
+                        source: Box::new(e),
+                    });
+                }
+            };
+            slots[slot] = Some(got?);
+        }
+        Ok(fetch
+            .iter()
+            .zip(slots)
+            .map(|(&(i, _), v)| (files[i].clone(), v.expect("every fetch finished")))
+            .collect())
+    }
+
+    /// Stores fetched, verified files as one batch. A cache that cannot store (a full disk)
+    /// must not fail a verified load: when the batch fails, each file is tried on its own, and
+    /// one that still fails is served with `stored() == false` (logged and counted).
+    async fn store_batch(
+        &self,
+        fetched: Vec<(ManifestFile, VerifiedBytes)>,
+    ) -> Result<Vec<(ManifestFile, VerifiedBytes, bool)>, Error> {
+        let origin = self.origin.clone();
+        super::loading::blocking(&self.inner.core, move |c| {
+            let batch: Vec<(&ManifestFile, &[u8])> =
+                fetched.iter().map(|(f, v)| (f, v.as_slice())).collect();
+            let whole = c.store_files(&origin, &batch);
+            drop(batch);
+            let mut out = Vec::with_capacity(fetched.len());
+            for (f, v) in fetched {
+                let stored = match &whole {
+                    Ok(()) => true,
+                    Err(first) => match c.store_file(&origin, &f, v.as_slice()) {
+                        Ok(()) => true,
+                        Err(e) => {
+                            tracing::warn!(origin = origin.as_str(), uri = f.uri().as_str(), disk_full = crate::index::is_disk_full(&e), error = %e, batch_error = %first, "store failed: served without keeping a copy");
+                            false
+                        }
+                    },
+                };
+                out.push((f, v, stored));
+            }
+            Ok(out)
+        })
+        .await
     }
 
     /// The skill's own `SKILL.md`, admitted only with the frontmatter the entry declares (R-H10).

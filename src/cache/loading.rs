@@ -266,7 +266,7 @@ type RevocationKey = (Origin, String, String);
 /// fetch that timed out leaves its deadline here: the tasks waiting on the same turn get the
 /// same timeout instead of each waiting out its own (R-B1); once they are gone the turn is
 /// forgotten, and the next call tries again.
-type Gate = Arc<tokio::sync::Mutex<Option<(String, Duration)>>>;
+pub(super) type Gate = Arc<tokio::sync::Mutex<Option<(String, Duration)>>>;
 
 /// The most revocations remembered (R-P1); past it the oldest knowledge is dropped and a
 /// revoked skill is then reported as not approved, which declines it all the same.
@@ -640,6 +640,52 @@ impl SkillCache {
     /// (no request sent); offline, [`Error::Offline`] for bytes not in the cache;
     /// [`Error::Verification`], invalid responses, transport, I/O and index errors.
     pub async fn load(&self, origin: &Origin, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
+        let loaded = self.admit_load(origin, entry).await?;
+        let skill_md = loaded.read_skill_md().await?;
+        // Bytes from the server were checked before they were stored (R-H10); a cache hit is
+        // checked here, on every load.
+        check_frontmatter(origin, entry, skill_md.bytes())?;
+        Ok(loaded.with_skill_md(skill_md))
+    }
+
+    /// [`SkillCache::load`], then every file of the skill, as one step: on a cold cache the
+    /// `SKILL.md` and every other file are fetched (a few at a time), verified — the `SKILL.md`'s
+    /// frontmatter against the entry too, before anything is kept (R-V6, R-H10) — and published
+    /// as **one batch** (one round of syncs for the whole skill, R-C3). Returns the window and
+    /// the files in manifest order. What a host that preloads whole skills calls.
+    ///
+    /// # Errors
+    /// Those of [`SkillCache::load`] and [`LoadedSkill::read_all`]; a dynamic skill (which has no
+    /// list of files) is loaded, and its only file is its `SKILL.md`.
+    pub async fn load_all(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+    ) -> Result<(LoadedSkill, Vec<SkillFile>), Error> {
+        let loaded = self.admit_load(origin, entry).await?;
+        if entry.manifest().is_none() {
+            let skill_md = loaded.read_skill_md().await?;
+            check_frontmatter(origin, entry, skill_md.bytes())?;
+            return Ok((loaded.with_skill_md(skill_md.clone()), vec![skill_md]));
+        }
+        let files = loaded.read_all().await?;
+        let own = entry.uri().file();
+        let skill_md = files
+            .iter()
+            .find(|f| f.uri() == own)
+            .cloned()
+            .ok_or_else(|| Error::Verification {
+                origin: origin.as_str().to_owned(),
+                uri: own.as_str().to_owned(),
+                mismatch: Mismatch::Unlisted,
+            })?;
+        // A fetched SKILL.md was checked before the batch was stored; a hit is checked here.
+        check_frontmatter(origin, entry, skill_md.bytes())?;
+        Ok((loaded.with_skill_md(skill_md), files))
+    }
+
+    /// The checks `load` makes before any request (R-W7, R-V7, R-P1), and the window.
+    async fn admit_load(&self, origin: &Origin, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
         let limits = self.inner.validation.current_limits();
         let declined = |limit, declared, max| Error::LimitExceeded {
             skill: entry.uri().as_str().to_owned(),
@@ -682,11 +728,7 @@ impl SkillCache {
             entry.clone(),
             granted,
         );
-        let skill_md = loaded.read_skill_md().await?;
-        // Bytes from the server were checked before they were stored (R-H10); a cache hit is
-        // checked here, on every load.
-        check_frontmatter(origin, entry, skill_md.bytes())?;
-        Ok(loaded.with_skill_md(skill_md))
+        Ok(loaded)
     }
 }
 
@@ -980,7 +1022,7 @@ impl Inner {
             .is_some_and(|m| m.concerns(entry, fetched_at_ms))
     }
 
-    fn gate(&self, origin: &Origin, digest: Digest) -> Gate {
+    pub(super) fn gate(&self, origin: &Origin, digest: Digest) -> Gate {
         let mut map = self
             .inflight
             .lock()
@@ -988,7 +1030,7 @@ impl Inner {
         Arc::clone(map.entry((origin.clone(), digest)).or_default())
     }
 
-    fn release(&self, origin: &Origin, digest: Digest, gate: &Gate) {
+    pub(super) fn release(&self, origin: &Origin, digest: Digest, gate: &Gate) {
         let mut map = self
             .inflight
             .lock()
@@ -1045,28 +1087,7 @@ impl Inner {
             Ok(hit) => return Ok(hit),
             Err(retried) => retried,
         };
-        let result = self
-            .ask(
-                origin,
-                source,
-                "resources/read",
-                file.uri().as_str(),
-                source.read_resource(file.uri().as_str()),
-            )
-            .await?;
-        let bytes = select_content(&result, file.uri())?;
-        self.counters.fetched(bytes.len());
-        let verified =
-            VerifiedBytes::check(bytes, file.size(), file.digest()).map_err(|mismatch| {
-                Error::Verification {
-                    origin: origin.as_str().to_owned(),
-                    uri: file.uri().as_str().to_owned(),
-                    mismatch,
-                }
-            })?;
-        if let Admit::SkillMd(entry) = admit {
-            check_frontmatter(origin, entry, verified.as_slice())?;
-        }
+        let verified = self.fetch_verified(origin, source, file, admit).await?;
         let (o, f) = (origin.clone(), file.clone());
         let (verified, stored) = blocking(&self.core, move |c| {
             // A cache that cannot store (a full disk) must not fail a verified load: the bytes
@@ -1089,5 +1110,40 @@ impl Inner {
         let mut out = SkillFile::listed(origin, file, verified, Provenance::Server, retried);
         out.stored = stored;
         Ok(out)
+    }
+
+    /// One `resources/read` of a listed file, its bytes checked against the listing (size, then
+    /// digest) and, for the skill's own `SKILL.md`, its frontmatter (R-H10) — nothing stored.
+    /// Bytes from the server that fail are an error at once.
+    pub(super) async fn fetch_verified(
+        &self,
+        origin: &Origin,
+        source: &dyn SkillSource,
+        file: &ManifestFile,
+        admit: Admit<'_>,
+    ) -> Result<VerifiedBytes, Error> {
+        let result = self
+            .ask(
+                origin,
+                source,
+                "resources/read",
+                file.uri().as_str(),
+                source.read_resource(file.uri().as_str()),
+            )
+            .await?;
+        let bytes = select_content(&result, file.uri())?;
+        self.counters.fetched(bytes.len());
+        let verified =
+            VerifiedBytes::check(bytes, file.size(), file.digest()).map_err(|mismatch| {
+                Error::Verification {
+                    origin: origin.as_str().to_owned(),
+                    uri: file.uri().as_str().to_owned(),
+                    mismatch,
+                }
+            })?;
+        if let Admit::SkillMd(entry) = admit {
+            check_frontmatter(origin, entry, verified.as_slice())?;
+        }
+        Ok(verified)
     }
 }

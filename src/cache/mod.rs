@@ -20,6 +20,8 @@ mod memory;
 mod offline;
 mod root;
 mod stats;
+#[cfg(test)]
+mod zero_copy_tests;
 
 pub use admin::{CachedEntry, Inventory};
 pub use key::default_key_file;
@@ -623,7 +625,11 @@ impl Cache {
         if known != Some(now_known) {
             self.remember(origin, digest, now_known);
         }
-        self.memory.insert(origin, &bytes, now_known.touched_ms);
+        // A map is only as isolated as the file under it: the tier keeps private copies only
+        // (and a mapped hit costs about what a tier hit does).
+        if !bytes.is_mapped() {
+            self.memory.insert(origin, &bytes, now_known.touched_ms);
+        }
         Ok(CachedRead::Hit(bytes))
     }
 

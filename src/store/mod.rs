@@ -5,6 +5,7 @@
 //! - `handle`: folders opened from the root's descriptor without following links (R-H1).
 //! - `publish`: write a temporary while hashing, fsync, link into place without clobbering (R-C3).
 //! - `read`: the verified read under each isolation policy (R-C2, R-V2, R-H4, R-H7).
+//! - `map`: the one `unsafe` module: a read-only map of a large blob for a `Guaranteed` hit.
 //! - `quarantine`: where bytes that failed verification go, per origin; bounded (R-V8, R-H9).
 //! - `lock`: the advisory lock file that keeps `gc` from racing publishers; bounded waits (R-H11).
 //! - `reserve`: free space kept back for gc and purge on a full disk (R-H5).
@@ -14,6 +15,9 @@ mod disk;
 pub(crate) mod handle;
 mod layout;
 mod lock;
+// The crate's only `unsafe`: mapping a blob read-only (issue 12); see its SAFETY argument.
+#[allow(unsafe_code)]
+mod map;
 mod publish;
 mod quarantine;
 mod read;
@@ -26,7 +30,7 @@ pub use disk::{Fault, FaultyDisk};
 pub use layout::Layout;
 pub(crate) use layout::{CACHEDIR_SIGNATURE, CACHEDIR_TAG};
 pub use lock::{LockGuard, LockMode};
-pub use read::{BlobRead, Evidence, Isolation};
+pub use read::{BlobRead, Evidence, Isolation, MAP_ABOVE};
 pub use reserve::RESERVE_BYTES;
 pub use walk::{BlobCheck, StoredBlob};
 

@@ -29,6 +29,13 @@ pub struct Evidence {
     pub confirmed: bool,
 }
 
+/// From this size up, a [`Isolation::Guaranteed`] hit whose confirmed evidence holds is a
+/// read-only map of the blob instead of a private copy (issue 12): the hit costs the same at any
+/// size. Below it a copy is cheaper, because a map costs a few system calls and a page fault per
+/// page touched while a copy of a small file is one `read` (measured: `cache_hit/map_crossover`
+/// in `benches/cache_hit.rs`; README, Performance).
+pub const MAP_ABOVE: u64 = 2 << 20;
+
 /// How far the wall clock must be past a blob's change time before a hashed read can confirm
 /// its evidence: many timestamp ticks, so no later write can share the recorded change time.
 const SETTLE_NS: i64 = 100_000_000;
@@ -152,50 +159,68 @@ impl BlobStore {
             }
             _ => None,
         };
-        let bytes = match read_at_most(&file, size) {
-            Ok(b) => b,
-            // A folder (EISDIR) or a FIFO with no data (EAGAIN, opened O_NONBLOCK): not a blob.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::IsADirectory | io::ErrorKind::WouldBlock
-                ) =>
-            {
-                return Ok(BlobRead::Failed(Mismatch::NotARegularFile));
-            }
-            Err(e) => return Err(io_err("read", &self.layout.root().join(&rel))(e)),
-        };
-        // R-H4: the evidence was checked before the read; a writer that changed the file while
-        // we read it moves its size, ctime or mtime. Only bytes read from a file that did not
-        // move are taken on evidence; anything else is hashed.
-        let still = before.filter(|(snap, _, _)| {
-            rustix::fs::fstat(&file).is_ok_and(|after| Snapshot::of(&after) == *snap)
-        });
-        if let Some((_, ev, _)) = still
+        if let Some((snap, ev, _)) = before
             && ev.confirmed
+            && size >= MAP_ABOVE
+            && let Some(mapped) = map_if_still(&file, snap, size)
         {
-            // C2(b): the host guarantees write isolation and every piece of confirmed evidence
-            // held before and after the read.
-            return Ok(match VerifiedBytes::by_isolation(bytes, size, *digest) {
+            // C2(b) without a copy: the same evidence, held before and after the map was made.
+            return Ok(match VerifiedBytes::mapped(mapped, size, *digest) {
                 Ok(v) => BlobRead::Verified(v),
                 Err(m) => BlobRead::Failed(m),
             });
         }
-        Ok(match VerifiedBytes::check(bytes, size, *digest) {
-            Ok(v) => match still {
-                // Hashed intact under evidence whose change time had settled: confirmed.
-                Some((snap, ev, wall)) if wall.saturating_sub(snap.ctime_ns) >= SETTLE_NS => {
-                    BlobRead::Confirmed(
-                        v,
-                        Evidence {
-                            confirmed: true,
-                            ..ev
-                        },
-                    )
-                }
-                _ => BlobRead::Verified(v),
-            },
-            Err(m) => BlobRead::Failed(m),
+        let path = || self.layout.root().join(&rel);
+        if !before.is_some_and(|(_, ev, _)| ev.confirmed) {
+            // The bytes will be hashed whatever the metadata says: one pass that hashes each
+            // chunk as it is read (issue 12).
+            let checked = match VerifiedBytes::read_checked(&file, size, *digest) {
+                Ok(c) => c,
+                Err(e) => return not_a_blob(e).map_err(|e| io_err("read", &path())(e)),
+            };
+            // R-H4: evidence is confirmed only by a hashed read of a file that did not move.
+            let still = before.filter(|(snap, _, _)| {
+                rustix::fs::fstat(&file).is_ok_and(|after| Snapshot::of(&after) == *snap)
+            });
+            return Ok(match checked {
+                Ok(v) => match still {
+                    // Hashed intact under evidence whose change time had settled: confirmed.
+                    Some((snap, ev, wall)) if wall.saturating_sub(snap.ctime_ns) >= SETTLE_NS => {
+                        BlobRead::Confirmed(
+                            v,
+                            Evidence {
+                                confirmed: true,
+                                ..ev
+                            },
+                        )
+                    }
+                    _ => BlobRead::Verified(v),
+                },
+                Err(m) => BlobRead::Failed(m),
+            });
+        }
+        let bytes = match read_at_most(&file, size) {
+            Ok(b) => b,
+            Err(e) => return not_a_blob(e).map_err(|e| io_err("read", &path())(e)),
+        };
+        // R-H4: the evidence was checked before the read; a writer that changed the file while
+        // we read it moves its size, ctime or mtime. Only bytes read from a file that did not
+        // move are taken on evidence; anything else is hashed.
+        let still = before.is_some_and(|(snap, _, _)| {
+            rustix::fs::fstat(&file).is_ok_and(|after| Snapshot::of(&after) == snap)
+        });
+        Ok(if still {
+            // C2(b): the host guarantees write isolation and every piece of confirmed evidence
+            // held before and after the read.
+            match VerifiedBytes::by_isolation(bytes, size, *digest) {
+                Ok(v) => BlobRead::Verified(v),
+                Err(m) => BlobRead::Failed(m),
+            }
+        } else {
+            match VerifiedBytes::check(bytes, size, *digest) {
+                Ok(v) => BlobRead::Verified(v),
+                Err(m) => BlobRead::Failed(m),
+            }
         })
     }
 
@@ -205,6 +230,28 @@ impl BlobStore {
             && meta.st_nlink == 1
             && u64::try_from(meta.st_size).is_ok_and(|l| l == size)
             && ev.matches(meta)
+    }
+}
+
+/// A read-only map of `file` if it still matches `snap` once mapped (R-H4: a file that moved
+/// between the check and the map is read and hashed instead); `None` to fall back to a copy.
+fn map_if_still(file: &File, snap: Snapshot, size: u64) -> Option<bytes::Bytes> {
+    let mapped = super::map::map_read_only(file, size).ok()?;
+    rustix::fs::fstat(file)
+        .is_ok_and(|after| Snapshot::of(&after) == snap)
+        .then_some(mapped)
+}
+
+/// What a failed read of an opened blob name means: a folder (`EISDIR`) or a FIFO with no data
+/// (`EAGAIN`, opened `O_NONBLOCK`) is not a blob (R-H7); anything else is an I/O error.
+fn not_a_blob(e: io::Error) -> io::Result<BlobRead> {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::IsADirectory | io::ErrorKind::WouldBlock
+    ) {
+        Ok(BlobRead::Failed(Mismatch::NotARegularFile))
+    } else {
+        Err(e)
     }
 }
 

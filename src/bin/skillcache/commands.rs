@@ -230,13 +230,14 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
             skill_uri,
             require_approval,
             locked,
+            all,
             server,
         } => {
             let gate = Gate {
                 require_approval,
                 locked,
             };
-            load(&ctx, &server, &skill_uri, None, gate).await
+            load(&ctx, &server, &skill_uri, None, gate, all).await
         }
         Command::Read {
             skill_uri,
@@ -249,7 +250,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
                 require_approval,
                 locked,
             };
-            load(&ctx, &server, &skill_uri, Some(&reference), gate).await
+            load(&ctx, &server, &skill_uri, Some(&reference), gate, false).await
         }
         Command::Entries { origin } => entries(&ctx, origin.as_deref()).await,
         Command::Verify { origin } => verify(&ctx, origin.as_deref()).await,
@@ -804,6 +805,7 @@ async fn load(
     uri: &str,
     reference: Option<&str>,
     gate: Gate,
+    all: bool,
 ) -> Result<Outcome> {
     // The gates are the library's (R-P1, the lock): with --require-approval or --locked, `load`
     // itself refuses the skill (exit 5) before any file is read.
@@ -821,7 +823,14 @@ async fn load(
     let cache = open(ctx, s, approval, lock)?;
     let source = bind(ctx, &cache, &origin, s)?;
     let info = cache.entry(&origin, &skill_uri(uri)?).await?;
-    let skill = cache.load(&origin, &info.entry).await?;
+    // `--all`: every file through the verified path; on a cold cache the whole skill (its
+    // SKILL.md included) is published as one batch.
+    let (skill, every) = if all {
+        let (skill, every) = cache.load_all(&origin, &info.entry).await?;
+        (skill, Some(every))
+    } else {
+        (cache.load(&origin, &info.entry).await?, None)
+    };
     let file = match reference {
         Some(r) => skill.read(r).await?,
         None => skill.skill_md().clone(),
@@ -829,6 +838,9 @@ async fn load(
     if ctx.json {
         let mut out = file_json(&file, &info.entry);
         out["stale"] = json!(info.stale);
+        if let Some(every) = &every {
+            out["files"] = every.iter().map(|f| file_json(f, &info.entry)).collect();
+        }
         out["counters"] = counters_json(&cache);
         out["protocol_version"] = revision(source.as_ref());
         print_json(&out);

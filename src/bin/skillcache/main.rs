@@ -187,6 +187,10 @@ enum Command {
         /// Refuse (exit 5) unless the skill is pinned in this lock file exactly as it is now.
         #[arg(long, value_name = "FILE")]
         locked: Option<PathBuf>,
+        /// Also read every file of the skill (verified; on a cold cache the whole skill is
+        /// fetched and stored as one batch), so that later reads are cache hits.
+        #[arg(long)]
+        all: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
