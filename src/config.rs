@@ -262,53 +262,55 @@ impl McpConfig {
         McpConfig::parse(path, &text)
     }
 
-    /// Checks `text`, the contents of the configuration file at `path` (named in errors).
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfigFile`] naming the field for anything refused.
-    pub fn parse(path: impl AsRef<Path>, text: &str) -> Result<McpConfig, Error> {
-        let path = path.as_ref();
-        let r = Reader { path };
-        let value: Value = serde_json::from_str(text).map_err(|e| {
-            r.fail(
-                "",
-                FileProblem::Syntax {
-                    message: e.to_string(),
-                },
-            )
-        })?;
-        let top = value
-            .as_object()
-            .ok_or_else(|| r.wrong("", "a JSON object"))?;
-        let mut servers = BTreeMap::new();
-        let mut found = false;
-        for key in ["mcpServers", "servers"] {
-            let Some(block) = top.get(key) else { continue };
-            found = true;
-            let at = format!("/{key}");
-            let block = block
+    internal_pub! {
+        /// Checks `text`, the contents of the configuration file at `path` (named in errors).
+        ///
+        /// # Errors
+        /// [`Error::InvalidConfigFile`] naming the field for anything refused.
+        fn parse(path: impl AsRef<Path>, text: &str) -> Result<McpConfig, Error> {
+            let path = path.as_ref();
+            let r = Reader { path };
+            let value: Value = serde_json::from_str(text).map_err(|e| {
+                r.fail(
+                    "",
+                    FileProblem::Syntax {
+                        message: e.to_string(),
+                    },
+                )
+            })?;
+            let top = value
                 .as_object()
-                .ok_or_else(|| r.wrong(&at, "an object of servers by name"))?;
-            for (name, server) in block {
-                let at = format!("{at}/{}", segment(name));
-                let origin = Origin::new(name.clone())
-                    .map_err(|e| r.invalid(&at, format!("the name is not a usable origin: {e}")))?;
-                let config = r.server(&at, server)?;
-                if servers.insert(origin, config).is_some() {
-                    return Err(r.invalid(
-                        &at,
-                        "this name is configured in both \"mcpServers\" and \"servers\"",
-                    ));
+                .ok_or_else(|| r.wrong("", "a JSON object"))?;
+            let mut servers = BTreeMap::new();
+            let mut found = false;
+            for key in ["mcpServers", "servers"] {
+                let Some(block) = top.get(key) else { continue };
+                found = true;
+                let at = format!("/{key}");
+                let block = block
+                    .as_object()
+                    .ok_or_else(|| r.wrong(&at, "an object of servers by name"))?;
+                for (name, server) in block {
+                    let at = format!("{at}/{}", segment(name));
+                    let origin = Origin::new(name.clone())
+                        .map_err(|e| r.invalid(&at, format!("the name is not a usable origin: {e}")))?;
+                    let config = r.server(&at, server)?;
+                    if servers.insert(origin, config).is_some() {
+                        return Err(r.invalid(
+                            &at,
+                            "this name is configured in both \"mcpServers\" and \"servers\"",
+                        ));
+                    }
                 }
             }
+            if !found {
+                return Err(r.fail("/mcpServers", FileProblem::Missing));
+            }
+            Ok(McpConfig {
+                path: path.to_owned(),
+                servers,
+            })
         }
-        if !found {
-            return Err(r.fail("/mcpServers", FileProblem::Missing));
-        }
-        Ok(McpConfig {
-            path: path.to_owned(),
-            servers,
-        })
     }
 
     /// The file it was read from.
@@ -317,9 +319,11 @@ impl McpConfig {
         &self.path
     }
 
-    /// Every configured origin, sorted.
-    pub fn origins(&self) -> impl Iterator<Item = &Origin> {
-        self.servers.keys()
+    internal_pub! {
+        /// Every configured origin, sorted.
+        fn origins(&self) -> impl Iterator<Item = &Origin> {
+            self.servers.keys()
+        }
     }
 
     /// Every configured server by origin, sorted.

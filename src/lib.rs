@@ -144,5 +144,5 @@ pub use origin::Origin;
 /// `skillcache serve` for hosts and tools that embed it: a folder of skills on rmcp's server
 /// side, over stdio or Streamable HTTP.
 #[cfg(feature = "serve")]
-pub use server::{ServeOptions, serve_http, serve_stdio};
+pub use server::{serve_http, serve_stdio};
 pub use uri::{FileUri, SkillUri};

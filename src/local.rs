@@ -170,25 +170,27 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
     }
 }
 
-/// Every folder under `root` (itself included) that holds a `SKILL.md`, as path segments relative
-/// to `root`, in sorted order. Nested skills are found too.
-#[must_use]
-pub fn find_skills(root: &Path) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    let mut paths = Vec::new();
-    walk(
-        root,
-        &mut Vec::new(),
-        &mut paths,
-        &mut Vec::new(),
-        usize::MAX,
-    );
-    for (segments, _, _) in paths {
-        if segments.last().map(String::as_str) == Some(SKILL_MD) {
-            out.push(segments[..segments.len() - 1].to_vec());
+internal_pub! {
+    /// Every folder under `root` (itself included) that holds a `SKILL.md`, as path segments relative
+    /// to `root`, in sorted order. Nested skills are found too.
+    #[must_use]
+    fn find_skills(root: &Path) -> Vec<Vec<String>> {
+        let mut out = Vec::new();
+        let mut paths = Vec::new();
+        walk(
+            root,
+            &mut Vec::new(),
+            &mut paths,
+            &mut Vec::new(),
+            usize::MAX,
+        );
+        for (segments, _, _) in paths {
+            if segments.last().map(String::as_str) == Some(SKILL_MD) {
+                out.push(segments[..segments.len() - 1].to_vec());
+            }
         }
+        out
     }
-    out
 }
 
 /// A regular file found by the walk: (percent-encoded segments, path, size from metadata).

@@ -160,96 +160,98 @@ impl LockFile {
         LockFile::parse(path, &text)
     }
 
-    /// Checks `text`, the contents of the lock file at `path` (named in errors).
-    ///
-    /// # Errors
-    /// [`Error::InvalidLockFile`] naming the field: TOML that does not parse, an unknown
-    /// version, an invalid origin, URI or digest, a file outside its skill, a skill twice.
-    pub fn parse(path: impl AsRef<Path>, text: &str) -> Result<LockFile, Error> {
-        let path = path.as_ref();
-        let fail = |field: String, problem| Error::InvalidLockFile {
-            path: path.to_owned(),
-            field,
-            problem,
-        };
-        let invalid = |field: String, why: String| fail(field, FileProblem::Invalid { why });
-        let doc: Doc = toml::from_str(text).map_err(|e| {
-            fail(
-                String::new(),
-                FileProblem::Syntax {
-                    message: e.to_string().trim_end().replace('\n', " "),
-                },
-            )
-        })?;
-        if doc.version != VERSION {
-            return Err(invalid(
-                "version".into(),
-                format!(
-                    "{} is not a version this skillcache reads ({VERSION})",
-                    doc.version
-                ),
-            ));
-        }
-        let mut lock = LockFile {
-            path: Some(path.to_owned()),
-            skills: BTreeMap::new(),
-        };
-        for (i, raw) in doc.skills.into_iter().enumerate() {
-            let at = format!("skill[{i}]");
-            let origin = Origin::new(raw.origin)
-                .map_err(|e| invalid(format!("{at}.origin"), e.to_string()))?;
-            let uri = SkillUri::parse(&raw.uri)
-                .map_err(|e| invalid(format!("{at}.uri"), e.to_string()))?;
-            let binding = format!("sha256:{}", raw.binding)
-                .parse::<Digest>()
-                .map(|d| Binding::from_bytes(*d.as_bytes()))
-                .map_err(|_| {
-                    invalid(
-                        format!("{at}.binding"),
-                        "is not 64 lowercase hex digits".into(),
-                    )
-                })?;
-            let mut files = BTreeMap::new();
-            for (j, f) in raw.files.into_iter().enumerate() {
-                let at = format!("{at}.file[{j}]");
-                let file = FileUri::parse(&f.uri)
+    internal_pub! {
+        /// Checks `text`, the contents of the lock file at `path` (named in errors).
+        ///
+        /// # Errors
+        /// [`Error::InvalidLockFile`] naming the field: TOML that does not parse, an unknown
+        /// version, an invalid origin, URI or digest, a file outside its skill, a skill twice.
+        fn parse(path: impl AsRef<Path>, text: &str) -> Result<LockFile, Error> {
+            let path = path.as_ref();
+            let fail = |field: String, problem| Error::InvalidLockFile {
+                path: path.to_owned(),
+                field,
+                problem,
+            };
+            let invalid = |field: String, why: String| fail(field, FileProblem::Invalid { why });
+            let doc: Doc = toml::from_str(text).map_err(|e| {
+                fail(
+                    String::new(),
+                    FileProblem::Syntax {
+                        message: e.to_string().trim_end().replace('\n', " "),
+                    },
+                )
+            })?;
+            if doc.version != VERSION {
+                return Err(invalid(
+                    "version".into(),
+                    format!(
+                        "{} is not a version this skillcache reads ({VERSION})",
+                        doc.version
+                    ),
+                ));
+            }
+            let mut lock = LockFile {
+                path: Some(path.to_owned()),
+                skills: BTreeMap::new(),
+            };
+            for (i, raw) in doc.skills.into_iter().enumerate() {
+                let at = format!("skill[{i}]");
+                let origin = Origin::new(raw.origin)
+                    .map_err(|e| invalid(format!("{at}.origin"), e.to_string()))?;
+                let uri = SkillUri::parse(&raw.uri)
                     .map_err(|e| invalid(format!("{at}.uri"), e.to_string()))?;
-                if !uri.contains(&file) {
+                let binding = format!("sha256:{}", raw.binding)
+                    .parse::<Digest>()
+                    .map(|d| Binding::from_bytes(*d.as_bytes()))
+                    .map_err(|_| {
+                        invalid(
+                            format!("{at}.binding"),
+                            "is not 64 lowercase hex digits".into(),
+                        )
+                    })?;
+                let mut files = BTreeMap::new();
+                for (j, f) in raw.files.into_iter().enumerate() {
+                    let at = format!("{at}.file[{j}]");
+                    let file = FileUri::parse(&f.uri)
+                        .map_err(|e| invalid(format!("{at}.uri"), e.to_string()))?;
+                    if !uri.contains(&file) {
+                        return Err(invalid(
+                            format!("{at}.uri"),
+                            format!("is not inside the skill {uri}"),
+                        ));
+                    }
+                    let digest = f
+                        .digest
+                        .parse::<Digest>()
+                        .map_err(|e| invalid(format!("{at}.digest"), e.to_string()))?;
+                    let key = file.canonical().to_owned();
+                    if files.insert(key, (file, digest, f.size)).is_some() {
+                        return Err(invalid(format!("{at}.uri"), "is listed twice".into()));
+                    }
+                }
+                if !files.contains_key(uri.file().canonical()) {
                     return Err(invalid(
-                        format!("{at}.uri"),
-                        format!("is not inside the skill {uri}"),
+                        format!("{at}.file"),
+                        format!("does not list {uri}"),
                     ));
                 }
-                let digest = f
-                    .digest
-                    .parse::<Digest>()
-                    .map_err(|e| invalid(format!("{at}.digest"), e.to_string()))?;
-                let key = file.canonical().to_owned();
-                if files.insert(key, (file, digest, f.size)).is_some() {
-                    return Err(invalid(format!("{at}.uri"), "is listed twice".into()));
+                let key = (origin.clone(), uri.canonical().to_owned());
+                let skill = LockedSkill {
+                    origin,
+                    uri,
+                    binding,
+                    files,
+                };
+                if lock.skills.insert(key, skill).is_some() {
+                    return Err(invalid(
+                        at,
+                        "locks a skill of an origin already locked above".into(),
+                    ));
                 }
             }
-            if !files.contains_key(uri.file().canonical()) {
-                return Err(invalid(
-                    format!("{at}.file"),
-                    format!("does not list {uri}"),
-                ));
-            }
-            let key = (origin.clone(), uri.canonical().to_owned());
-            let skill = LockedSkill {
-                origin,
-                uri,
-                binding,
-                files,
-            };
-            if lock.skills.insert(key, skill).is_some() {
-                return Err(invalid(
-                    at,
-                    "locks a skill of an origin already locked above".into(),
-                ));
-            }
+            Ok(lock)
         }
-        Ok(lock)
     }
 
     /// Pins `entry` of `origin` as it is now, replacing an earlier pin of the same skill.
@@ -291,11 +293,13 @@ impl LockFile {
         self.skills.values()
     }
 
-    /// The pin of (`origin`, `uri`), if any.
-    #[must_use]
-    pub fn skill(&self, origin: &Origin, uri: &SkillUri) -> Option<&LockedSkill> {
-        self.skills
-            .get(&(origin.clone(), uri.canonical().to_owned()))
+    internal_pub! {
+        /// The pin of (`origin`, `uri`), if any.
+        #[must_use]
+        fn skill(&self, origin: &Origin, uri: &SkillUri) -> Option<&LockedSkill> {
+            self.skills
+                .get(&(origin.clone(), uri.canonical().to_owned()))
+        }
     }
 
     /// Whether `entry` of `origin` is exactly as pinned. Reads nothing, sends nothing.
@@ -331,32 +335,34 @@ impl LockFile {
         Ok(())
     }
 
-    /// The lock as TOML, in a stable order.
-    #[must_use]
-    pub fn to_toml(&self) -> String {
-        let doc = Doc {
-            version: VERSION,
-            skills: self
-                .skills
-                .values()
-                .map(|s| RawSkill {
-                    origin: s.origin.as_str().to_owned(),
-                    uri: s.uri.as_str().to_owned(),
-                    binding: s.binding.to_string(),
-                    files: s
-                        .files()
-                        .map(|(u, d, size)| RawFile {
-                            uri: u.as_str().to_owned(),
-                            digest: d.to_string(),
-                            size,
-                        })
-                        .collect(),
-                })
-                .collect(),
-        };
-        // Plain strings and integers only: serialising them cannot fail.
-        let body = toml::to_string_pretty(&doc).unwrap_or_default();
-        format!("{HEADER}{body}")
+    internal_pub! {
+        /// The lock as TOML, in a stable order.
+        #[must_use]
+        fn to_toml(&self) -> String {
+            let doc = Doc {
+                version: VERSION,
+                skills: self
+                    .skills
+                    .values()
+                    .map(|s| RawSkill {
+                        origin: s.origin.as_str().to_owned(),
+                        uri: s.uri.as_str().to_owned(),
+                        binding: s.binding.to_string(),
+                        files: s
+                            .files()
+                            .map(|(u, d, size)| RawFile {
+                                uri: u.as_str().to_owned(),
+                                digest: d.to_string(),
+                                size,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            };
+            // Plain strings and integers only: serialising them cannot fail.
+            let body = toml::to_string_pretty(&doc).unwrap_or_default();
+            format!("{HEADER}{body}")
+        }
     }
 
     /// Writes the lock to `path`, replacing it whole (a temporary beside it, then a rename: a

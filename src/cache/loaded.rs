@@ -28,13 +28,21 @@ pub enum Provenance {
 }
 
 impl Provenance {
-    /// `"cache"` or `"server"`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provenance::Cache => "cache",
-            Provenance::Server => "server",
+    internal_pub! {
+        /// `"cache"` or `"server"`.
+        #[must_use]
+        fn as_str(self) -> &'static str {
+            match self {
+                Provenance::Cache => "cache",
+                Provenance::Server => "server",
+            }
         }
+    }
+}
+
+impl std::fmt::Display for Provenance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

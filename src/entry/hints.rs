@@ -18,13 +18,22 @@ pub enum Scope {
     Private,
 }
 
+impl std::fmt::Display for Scope {
+    /// `public` or `private`, as the wire spells it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Scope {
-    /// `"public"` or `"private"`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Public => "public",
-            Scope::Private => "private",
+    internal_pub! {
+        /// `"public"` or `"private"`.
+        #[must_use]
+        fn as_str(self) -> &'static str {
+            match self {
+                Scope::Public => "public",
+                Scope::Private => "private",
+            }
         }
     }
 }

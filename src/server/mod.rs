@@ -31,7 +31,7 @@ use catalog::Catalog;
 use catalog::Changes;
 
 #[cfg(feature = "serve")]
-pub use rmcp_server::{ServeOptions, serve_http, serve_stdio};
+pub use rmcp_server::{serve_http, serve_stdio};
 
 /// JSON-RPC "invalid params", also the spec's code for an unknown skill or resource.
 pub const INVALID_PARAMS: i64 = -32602;
@@ -48,6 +48,8 @@ pub struct SkillServer {
     scope: Scope,
     dynamic: HashSet<String>,
     directory_read: bool,
+    /// How often `serve_stdio`/`serve_http` scan the folder for changes to announce.
+    pub(crate) watch_interval: std::time::Duration,
     catalog: Arc<Mutex<Catalog>>,
 }
 
@@ -64,6 +66,7 @@ impl SkillServer {
             scope: Scope::Public,
             dynamic: HashSet::new(),
             directory_read: false,
+            watch_interval: std::time::Duration::from_secs(1),
             catalog: Arc::default(),
         }
     }
@@ -86,6 +89,15 @@ impl SkillServer {
     #[must_use]
     pub fn directory_read(mut self, on: bool) -> SkillServer {
         self.directory_read = on;
+        self
+    }
+
+    /// How often [`serve_stdio`](crate::serve_stdio) and [`serve_http`](crate::serve_http) scan
+    /// the folder for changes to announce to connected peers (default: every second). Requests
+    /// do not wait for it: each catalog query scans first.
+    #[must_use]
+    pub fn watch_interval(mut self, every: std::time::Duration) -> SkillServer {
+        self.watch_interval = every;
         self
     }
 
@@ -130,108 +142,112 @@ impl SkillServer {
         result
     }
 
-    /// Answers one method call: `initialize`, `ping`, `skills/list`, `skills/get`,
-    /// `resources/list`, `resources/read`, and `resources/directory/read` when enabled.
-    ///
-    /// # Errors
-    /// A JSON-RPC error for unknown methods, skills and resources (`-32602` for an unknown
-    /// skill or resource URI).
-    pub fn call(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
-        let uri_param = || {
-            params
-                .get("uri")
-                .and_then(Value::as_str)
-                .ok_or((INVALID_PARAMS, "params.uri is required".to_owned()))
-        };
-        match method {
-            "initialize" => Ok(json!({
-                "protocolVersion": params.get("protocolVersion").and_then(Value::as_str).unwrap_or("2025-11-25"),
-                // No subscriptions or list changes here: only the rmcp server sends notifications.
-                "capabilities": {"resources": {},
-                                 "extensions": {SKILLS_EXTENSION: self.extension_settings()}},
-                "serverInfo": {"name": "skillcache-serve", "version": env!("CARGO_PKG_VERSION")},
-            })),
-            "ping" => Ok(json!({})),
-            "skills/list" => {
-                let skills = self.with_catalog(|c| {
-                    c.skills()
-                        .map(|(rel, s)| self.entry_json(rel, s))
-                        .collect::<Vec<_>>()
-                })?;
-                Ok(self.hints(json!({"skills": skills})))
+    internal_pub! {
+        /// Answers one method call: `initialize`, `ping`, `skills/list`, `skills/get`,
+        /// `resources/list`, `resources/read`, and `resources/directory/read` when enabled.
+        ///
+        /// # Errors
+        /// A JSON-RPC error for unknown methods, skills and resources (`-32602` for an unknown
+        /// skill or resource URI).
+        fn call(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
+            let uri_param = || {
+                params
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .ok_or((INVALID_PARAMS, "params.uri is required".to_owned()))
+            };
+            match method {
+                "initialize" => Ok(json!({
+                    "protocolVersion": params.get("protocolVersion").and_then(Value::as_str).unwrap_or("2025-11-25"),
+                    // No subscriptions or list changes here: only the rmcp server sends notifications.
+                    "capabilities": {"resources": {},
+                                     "extensions": {SKILLS_EXTENSION: self.extension_settings()}},
+                    "serverInfo": {"name": "skillcache-serve", "version": env!("CARGO_PKG_VERSION")},
+                })),
+                "ping" => Ok(json!({})),
+                "skills/list" => {
+                    let skills = self.with_catalog(|c| {
+                        c.skills()
+                            .map(|(rel, s)| self.entry_json(rel, s))
+                            .collect::<Vec<_>>()
+                    })?;
+                    Ok(self.hints(json!({"skills": skills})))
+                }
+                "skills/get" => {
+                    let uri =
+                        FileUri::parse(uri_param()?).map_err(|e| (INVALID_PARAMS, e.to_string()))?;
+                    // No cursor: a single entry is not a list (SEP-2640).
+                    self.with_catalog(|c| {
+                        c.skills()
+                            .find(|(_, s)| s.entry.uri().file() == &uri)
+                            .map(|(rel, s)| self.hints(json!({"skill": self.entry_json(rel, s)})))
+                    })?
+                    .ok_or((INVALID_PARAMS, format!("no skill is served at {uri}")))
+                }
+                "resources/list" => {
+                    let resources = self.with_catalog(|c| {
+                        c.skills()
+                            .map(|(_, s)| wire::skill_md_resource(s))
+                            .collect::<Vec<_>>()
+                    })?;
+                    Ok(self.hints(json!({"resources": resources})))
+                }
+                "resources/directory/read" if self.directory_read => {
+                    let dir = uri_param()?.trim_end_matches('/');
+                    self.with_catalog(|c| {
+                        c.skills()
+                            .find_map(|(_, s)| wire::directory_children(s, dir))
+                            .map(|children| self.hints(json!({"resources": children})))
+                    })?
+                    .ok_or((
+                        INVALID_PARAMS,
+                        format!("{dir} is not a directory served here"),
+                    ))
+                }
+                "resources/read" => {
+                    let uri =
+                        FileUri::parse(uri_param()?).map_err(|e| (INVALID_PARAMS, e.to_string()))?;
+                    let find = |c: &Catalog| {
+                        c.skills()
+                            .flat_map(|(_, s)| s.files.iter())
+                            .find(|f| f.uri == uri)
+                            .map(|f| f.path.clone())
+                    };
+                    let path = self
+                        .with_catalog(find)?
+                        .ok_or((INVALID_PARAMS, format!("no resource is served at {uri}")))?;
+                    let bytes = std::fs::read(&path).map_err(|e| {
+                        (
+                            INTERNAL_ERROR,
+                            format!("cannot read {}: {e}", path.display()),
+                        )
+                    })?;
+                    let item = wire::content(uri.as_str(), &path, bytes);
+                    Ok(self.hints(json!({"contents": [item]})))
+                }
+                other => Err((METHOD_NOT_FOUND, format!("method not found: {other}"))),
             }
-            "skills/get" => {
-                let uri =
-                    FileUri::parse(uri_param()?).map_err(|e| (INVALID_PARAMS, e.to_string()))?;
-                // No cursor: a single entry is not a list (SEP-2640).
-                self.with_catalog(|c| {
-                    c.skills()
-                        .find(|(_, s)| s.entry.uri().file() == &uri)
-                        .map(|(rel, s)| self.hints(json!({"skill": self.entry_json(rel, s)})))
-                })?
-                .ok_or((INVALID_PARAMS, format!("no skill is served at {uri}")))
-            }
-            "resources/list" => {
-                let resources = self.with_catalog(|c| {
-                    c.skills()
-                        .map(|(_, s)| wire::skill_md_resource(s))
-                        .collect::<Vec<_>>()
-                })?;
-                Ok(self.hints(json!({"resources": resources})))
-            }
-            "resources/directory/read" if self.directory_read => {
-                let dir = uri_param()?.trim_end_matches('/');
-                self.with_catalog(|c| {
-                    c.skills()
-                        .find_map(|(_, s)| wire::directory_children(s, dir))
-                        .map(|children| self.hints(json!({"resources": children})))
-                })?
-                .ok_or((
-                    INVALID_PARAMS,
-                    format!("{dir} is not a directory served here"),
-                ))
-            }
-            "resources/read" => {
-                let uri =
-                    FileUri::parse(uri_param()?).map_err(|e| (INVALID_PARAMS, e.to_string()))?;
-                let find = |c: &Catalog| {
-                    c.skills()
-                        .flat_map(|(_, s)| s.files.iter())
-                        .find(|f| f.uri == uri)
-                        .map(|f| f.path.clone())
-                };
-                let path = self
-                    .with_catalog(find)?
-                    .ok_or((INVALID_PARAMS, format!("no resource is served at {uri}")))?;
-                let bytes = std::fs::read(&path).map_err(|e| {
-                    (
-                        INTERNAL_ERROR,
-                        format!("cannot read {}: {e}", path.display()),
-                    )
-                })?;
-                let item = wire::content(uri.as_str(), &path, bytes);
-                Ok(self.hints(json!({"contents": [item]})))
-            }
-            other => Err((METHOD_NOT_FOUND, format!("method not found: {other}"))),
         }
     }
 
-    /// Answers one JSON-RPC message; `None` for notifications. For in-process peers and test
-    /// doubles; `skillcache serve` speaks through rmcp instead.
-    #[must_use]
-    pub fn handle(&self, message: &Value) -> Option<Value> {
-        let id = message.get("id")?.clone();
-        let method = message
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let params = message.get("params").cloned().unwrap_or(Value::Null);
-        Some(match self.call(method, &params) {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err((code, message)) => {
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-            }
-        })
+    internal_pub! {
+        /// Answers one JSON-RPC message; `None` for notifications. For in-process peers and test
+        /// doubles; `skillcache serve` speaks through rmcp instead.
+        #[must_use]
+        fn handle(&self, message: &Value) -> Option<Value> {
+            let id = message.get("id")?.clone();
+            let method = message
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let params = message.get("params").cloned().unwrap_or(Value::Null);
+            Some(match self.call(method, &params) {
+                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                Err((code, message)) => {
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+                }
+            })
+        }
     }
 }
 

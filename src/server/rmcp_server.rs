@@ -17,7 +17,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -40,83 +39,14 @@ use super::{Changes, RpcError, SkillServer};
 use crate::entry::Limits;
 use crate::source::{SKILLS_EXTENSION, message_bound};
 
-/// How `skillcache serve` serves a folder of skill folders.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct ServeOptions {
-    /// The folder whose skill folders are published as `skill://<path>/SKILL.md`.
-    pub root: PathBuf,
-    /// The `ttlMs` hint on every cacheable result (0: hosts re-check every time).
-    pub ttl_ms: u64,
-    /// Skills (relative paths) published as `resources: "dynamic"`.
-    pub dynamic: Vec<String>,
-    /// Serve `resources/directory/read` and declare `directoryRead: true`.
-    pub directory_read: bool,
-    /// How often the folder is scanned for changes to notify peers about. Requests do not
-    /// wait for it: each catalog query scans first.
-    pub watch_interval: Duration,
-}
-
-impl ServeOptions {
-    /// Serves `root` with the defaults: `ttlMs` 0, nothing dynamic, no directory reads, a
-    /// change scan every second.
-    #[must_use]
-    pub fn new(root: impl Into<PathBuf>) -> ServeOptions {
-        ServeOptions {
-            root: root.into(),
-            ttl_ms: 0,
-            dynamic: Vec::new(),
-            directory_read: false,
-            watch_interval: Duration::from_secs(1),
-        }
-    }
-
-    /// Sets [`ServeOptions::ttl_ms`].
-    #[must_use]
-    pub fn ttl_ms(mut self, ttl_ms: u64) -> ServeOptions {
-        self.ttl_ms = ttl_ms;
-        self
-    }
-
-    /// Adds a skill to [`ServeOptions::dynamic`].
-    #[must_use]
-    pub fn dynamic(mut self, path: impl Into<String>) -> ServeOptions {
-        self.dynamic.push(path.into());
-        self
-    }
-
-    /// Sets [`ServeOptions::directory_read`].
-    #[must_use]
-    pub fn directory_read(mut self, on: bool) -> ServeOptions {
-        self.directory_read = on;
-        self
-    }
-
-    /// Sets [`ServeOptions::watch_interval`].
-    #[must_use]
-    pub fn watch_interval(mut self, every: Duration) -> ServeOptions {
-        self.watch_interval = every;
-        self
-    }
-
-    fn server(&self) -> SkillServer {
-        self.dynamic.iter().fold(
-            SkillServer::new(&self.root)
-                .ttl_ms(self.ttl_ms)
-                .directory_read(self.directory_read),
-            |s, d| s.dynamic(d.clone()),
-        )
-    }
-}
-
 /// Serves the folder over stdio (newline-delimited JSON-RPC) until the peer closes stdin.
 /// A request longer than the message bound of the baseline limits is discarded as it is read
 /// (R-B2).
 ///
 /// # Errors
 /// The root is not a readable folder; the transport failed.
-pub async fn serve_stdio(options: ServeOptions) -> io::Result<()> {
-    let server = options.server();
+pub async fn serve_stdio(server: SkillServer) -> io::Result<()> {
+    let every = server.watch_interval;
     start(&server)?;
     let listeners = Listeners::shared();
     let transport = AsyncRwTransport::new_server(tokio::io::stdin(), tokio::io::stdout())
@@ -128,7 +58,7 @@ pub async fn serve_stdio(options: ServeOptions) -> io::Result<()> {
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => return Err(io::Error::other(e)),
     };
-    let watcher = tokio::spawn(watch(server, listeners, options.watch_interval));
+    let watcher = tokio::spawn(watch(server, listeners, every));
     let quit = running.waiting().await;
     watcher.abort();
     tracing::debug!(?quit, "stdio session ended");
@@ -143,8 +73,8 @@ pub async fn serve_stdio(options: ServeOptions) -> io::Result<()> {
 ///
 /// # Errors
 /// The root is not a readable folder; the listener cannot be used.
-pub async fn serve_http(options: ServeOptions, listener: std::net::TcpListener) -> io::Result<()> {
-    let server = options.server();
+pub async fn serve_http(server: SkillServer, listener: std::net::TcpListener) -> io::Result<()> {
+    let every = server.watch_interval;
     start(&server)?;
     listener.set_nonblocking(true)?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
@@ -161,7 +91,7 @@ pub async fn serve_http(options: ServeOptions, listener: std::net::TcpListener) 
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    tokio::spawn(watch(server, listeners, options.watch_interval));
+    tokio::spawn(watch(server, listeners, every));
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,

@@ -266,11 +266,13 @@ impl McpSource {
         self
     }
 
-    /// Sets the message bound in bytes directly (tests and special hosts).
-    #[must_use]
-    pub fn max_message_bytes(mut self, max: usize) -> McpSource {
-        self.max_message = max;
-        self
+    internal_pub! {
+        /// Sets the message bound in bytes directly (tests and special hosts).
+        #[must_use]
+        fn max_message_bytes(mut self, max: usize) -> McpSource {
+            self.max_message = max;
+            self
+        }
     }
 
     /// Whether the server has been started and initialised.

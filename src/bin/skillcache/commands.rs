@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
-use skillcache::ServeOptions;
-use skillcache::local::inspect;
+use skillcache::local::{SkillServer, inspect};
 use skillcache::source::{McpSource, SkillSource};
 use skillcache::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache};
 use skillcache::{
@@ -274,11 +273,11 @@ async fn run_serve(args: ServeArgs) -> Result<Outcome> {
         watch_ms,
     } = args;
     let options = dynamic.into_iter().fold(
-        ServeOptions::new(dir)
+        SkillServer::new(dir)
             .ttl_ms(ttl_ms)
             .directory_read(directory_read)
             .watch_interval(std::time::Duration::from_millis(watch_ms)),
-        ServeOptions::dynamic,
+        SkillServer::dynamic,
     );
     match http {
         None => skillcache::serve_stdio(options).await?,
@@ -364,8 +363,8 @@ fn bind(
                     origin.as_str(),
                     config.path().display(),
                     config
-                        .origins()
-                        .map(Origin::as_str)
+                        .servers()
+                        .map(|(o, _)| o.as_str())
                         .collect::<Vec<_>>()
                         .join(", ")
                 )));
@@ -454,7 +453,7 @@ fn every_configured(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Vec<Origin
         .as_ref()
         .ok_or_else(|| Failure::Usage("--all needs --config".into()))?;
     let cache = open(ctx, s, ApprovalPolicy::NotRequired, None)?;
-    let origins: Vec<Origin> = config.origins().cloned().collect();
+    let origins: Vec<Origin> = config.servers().map(|(o, _)| o.clone()).collect();
     for origin in &origins {
         bind(ctx, &cache, origin, s)?;
     }
@@ -779,7 +778,7 @@ pub(crate) fn file_json(f: &SkillFile, entry: &SkillEntry) -> Value {
         "origin": f.origin().as_str(),
         "uri": f.uri().as_str(),
         "verified": matches!(f.verification(), Verification::Verified(_)),
-        "source": f.provenance().as_str(),
+        "source": f.provenance().to_string(),
         "digest": match f.verification() {
             Verification::Verified(d) => Some(d.to_string()),
             Verification::Unverified => None,
@@ -889,7 +888,7 @@ async fn entries(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
     let json_rows: Vec<Value> = rows
         .iter()
         .map(|r| {
-            json!({"origin": r.origin.as_str(), "uri": r.uri.as_str(), "scope": r.scope.as_str(), "principal": r.principal,
+            json!({"origin": r.origin.as_str(), "uri": r.uri.as_str(), "scope": r.scope.to_string(), "principal": r.principal,
                    "files": r.files, "bytes": r.bytes, "dynamic": r.dynamic, "fresh": r.fresh})
         })
         .collect();

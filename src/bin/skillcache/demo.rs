@@ -294,7 +294,7 @@ fn describe(f: &skillcache::SkillFile) {
         "{} — {} bytes from the {}, {}, retried: {}",
         f.uri(),
         f.bytes().len(),
-        f.provenance().as_str(),
+        f.provenance(),
         match f.verification() {
             skillcache::Verification::Verified(d) => format!("verified against {d}"),
             skillcache::Verification::Unverified => "unverified (dynamic)".to_owned(),
