@@ -245,6 +245,20 @@ pub enum Error {
         /// Who holds it, when the holder said (an exclusive holder writes its pid and operation).
         holder: Option<String>,
     },
+
+    /// The shared tier (feature `l2`, issue 14) cannot be set up as given: a URL that names no
+    /// supported store, a prefix that is not a valid object path, or a store that refused its
+    /// configuration. Only configuration fails: an unreachable tier at run time never fails a
+    /// load, it falls through to the server.
+    #[error("cannot use {location:?} as the shared tier: {problem}")]
+    L2Config {
+        /// The URL or prefix as given.
+        location: String,
+        /// What is wrong with it, and how to fix it.
+        problem: String,
+        /// The object store's own error, when it refused.
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
 }
 
 fn skill_label(skill: Option<&str>) -> String {
@@ -748,7 +762,7 @@ impl Error {
             Error::LimitExceeded { .. } | Error::Declined { .. } | Error::InvalidUri { .. } => {
                 ErrorClass::Declined
             }
-            Error::InvalidConfig { .. } => ErrorClass::Config,
+            Error::InvalidConfig { .. } | Error::L2Config { .. } => ErrorClass::Config,
             Error::RootRefused { .. }
             | Error::Index { .. }
             | Error::NotConnected { .. }

@@ -84,6 +84,8 @@ pub mod source;
 pub mod store;
 pub mod uri;
 
+#[cfg(feature = "l2")]
+pub use cache::L2;
 pub use cache::{ApprovalPolicy, LoadedSkill, SkillCache, SkillFile};
 pub use digest::{Digest, VerifiedBytes};
 pub use entry::SkillEntry;

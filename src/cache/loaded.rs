@@ -20,15 +20,18 @@ pub enum Provenance {
     Cache,
     /// The server (verified as they arrived).
     Server,
+    /// The shared tier of a fleet (feature `l2`), verified as they arrived, like the server's.
+    L2,
 }
 
 impl Provenance {
-    /// `"cache"` or `"server"`.
+    /// `"cache"`, `"server"` or `"l2"`.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Provenance::Cache => "cache",
             Provenance::Server => "server",
+            Provenance::L2 => "l2",
         }
     }
 }
@@ -92,7 +95,7 @@ impl SkillFile {
     pub fn verified(&self) -> bool {
         self.verified
     }
-    /// Cache or server.
+    /// Cache, server or the shared tier.
     #[must_use]
     pub fn provenance(&self) -> Provenance {
         self.provenance
@@ -122,6 +125,8 @@ pub struct LoadedSkill {
     granted_tools: Option<Value>,
     /// Bytes received for a dynamic skill, against the total-size limit (R-V7).
     received: AtomicU64,
+    /// The shared tier, only for a public entry (issue 14): decided once, at load.
+    shared: Option<super::l2::Shared>,
 }
 
 impl std::fmt::Debug for LoadedSkill {
@@ -140,6 +145,7 @@ impl LoadedSkill {
         source: Arc<dyn SkillSource>,
         entry: SkillEntry,
         granted_tools: Option<Value>,
+        shared: Option<super::l2::Shared>,
     ) -> LoadedSkill {
         LoadedSkill {
             inner,
@@ -149,6 +155,7 @@ impl LoadedSkill {
             skill_md: None,
             granted_tools,
             received: AtomicU64::new(0),
+            shared,
         }
     }
 
@@ -235,14 +242,26 @@ impl LoadedSkill {
                 super::CachedRead::Hit(v) => self.inner.serve_hit(&self.origin, file, v),
                 super::CachedRead::Miss => {
                     self.inner
-                        .fetch_listed(&self.origin, self.source.as_ref(), file, Admit::Bytes)
+                        .fetch_listed(
+                            &self.origin,
+                            self.source.as_ref(),
+                            file,
+                            Admit::Bytes,
+                            self.shared.as_ref(),
+                        )
                         .await?
                 }
                 super::CachedRead::Failed(mismatch) => {
                     self.inner.note_quarantine(&self.origin, file, &mismatch);
                     let mut f = self
                         .inner
-                        .fetch_listed(&self.origin, self.source.as_ref(), file, Admit::Bytes)
+                        .fetch_listed(
+                            &self.origin,
+                            self.source.as_ref(),
+                            file,
+                            Admit::Bytes,
+                            self.shared.as_ref(),
+                        )
                         .await?;
                     f.retried = true;
                     f
@@ -278,7 +297,13 @@ impl LoadedSkill {
                     });
                 };
                 self.inner
-                    .fetch_listed(&self.origin, self.source.as_ref(), file, admit)
+                    .fetch_listed(
+                        &self.origin,
+                        self.source.as_ref(),
+                        file,
+                        admit,
+                        self.shared.as_ref(),
+                    )
                     .await
             }
             None => self.read_dynamic(uri).await,

@@ -76,6 +76,8 @@ pub struct SkillCacheBuilder {
     principal: String,
     deadlines: Deadlines,
     approval: ApprovalPolicy,
+    /// The shared tier (feature `l2`), if the host configured one.
+    l2: super::l2::Setting,
 }
 
 impl SkillCacheBuilder {
@@ -177,6 +179,17 @@ impl SkillCacheBuilder {
         self.deadlines.connect = timeout;
         self
     }
+    /// A shared tier of verified public blobs for a fleet of hosts (feature `l2`): a miss in
+    /// the local store asks it before the server, and bytes verified from the server are
+    /// published to it. Only entries marked `cacheScope: public` use it; its bytes are verified
+    /// like the server's; an unreachable tier costs at most its timeout, then the server serves.
+    /// Default: none.
+    #[cfg(feature = "l2")]
+    #[must_use]
+    pub fn l2(mut self, tier: super::L2) -> Self {
+        self.l2 = Some(tier);
+        self
+    }
     /// Opens the cache.
     ///
     /// # Errors
@@ -195,6 +208,7 @@ impl SkillCacheBuilder {
                 approval: self.approval,
                 revocations: Mutex::default(),
                 counters: Counters::default(),
+                l2: super::l2::open(self.l2),
             }),
         })
     }
@@ -218,6 +232,8 @@ pub(super) struct Inner {
     revocations: Mutex<HashMap<RevocationKey, (Binding, EntryDiff)>>,
     /// What [`SkillCache::stats`] reports (R-P4).
     pub(super) counters: Counters,
+    /// The shared tier (issue 14); reached only through [`Inner::shared_for`].
+    pub(super) l2: Option<Arc<super::l2::Tier>>,
 }
 
 /// (origin, canonical skill URI, principal).
@@ -583,12 +599,14 @@ impl SkillCache {
             ApprovalPolicy::Required => self.inner.admit(origin, entry, &self.principal).await?,
         };
         let source = self.source(origin)?;
+        let shared = self.inner.shared_for(origin, entry, &self.principal).await;
         let loaded = LoadedSkill::new(
             Arc::clone(&self.inner),
             origin.clone(),
             source,
             entry.clone(),
             granted,
+            shared,
         );
         let skill_md = loaded.read_skill_md().await?;
         // Bytes from the server were checked before they were stored (R-H10); a cache hit is
@@ -627,7 +645,11 @@ fn put_or_serve(
     }
 }
 
-fn check_frontmatter(origin: &Origin, entry: &SkillEntry, bytes: &[u8]) -> Result<(), Error> {
+pub(super) fn check_frontmatter(
+    origin: &Origin,
+    entry: &SkillEntry,
+    bytes: &[u8],
+) -> Result<(), Error> {
     let fail = |mismatch| Error::Verification {
         origin: origin.as_str().to_owned(),
         uri: entry.uri().as_str().to_owned(),
@@ -917,6 +939,7 @@ impl Inner {
         source: &dyn SkillSource,
         file: &ManifestFile,
         admit: Admit<'_>,
+        shared: Option<&super::l2::Shared>,
     ) -> Result<SkillFile, Error> {
         let gate = self.gate(origin, file.digest());
         let result = {
@@ -929,7 +952,9 @@ impl Inner {
                     after: *after,
                 })
             } else {
-                let result = self.fetch_listed_locked(origin, source, file, admit).await;
+                let result = self
+                    .fetch_listed_locked(origin, source, file, admit, shared)
+                    .await;
                 if let Err(Error::Timeout { method, after, .. }) = &result {
                     *turn = Some((method.clone(), *after));
                 }
@@ -946,6 +971,7 @@ impl Inner {
         source: &dyn SkillSource,
         file: &ManifestFile,
         admit: Admit<'_>,
+        shared: Option<&super::l2::Shared>,
     ) -> Result<SkillFile, Error> {
         let (o, f) = (origin.clone(), file.clone());
         let read = blocking(&self.core, move |c| c.read_file(&o, &f)).await?;
@@ -953,6 +979,53 @@ impl Inner {
             Ok(hit) => return Ok(hit),
             Err(retried) => retried,
         };
+        // Memory → local store → L2 → server. L2 bytes are verified like the server's before
+        // they are kept; a bad or missing object means one server read, as without the tier, so
+        // the retry budget (R-V9) is unchanged.
+        let (verified, provenance) = match self.read_l2(shared, origin, file, admit).await {
+            Some(verified) => (verified, Provenance::L2),
+            None => (
+                self.fetch_from_server(origin, source, file, admit).await?,
+                Provenance::Server,
+            ),
+        };
+        let (o, f) = (origin.clone(), file.clone());
+        let (verified, stored) = blocking(&self.core, move |c| {
+            // A cache that cannot store (a full disk) must not fail a verified load: the bytes
+            // are still served, and the file says they were not kept. The failure is reported,
+            // never swallowed: counted below, logged here, and `SkillFile::stored` is false.
+            let stored = match c.store_file(&o, &f, verified.as_slice()) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(origin = o.as_str(), uri = f.uri().as_str(), disk_full = crate::index::is_disk_full(&e), error = %e, "store failed: served without keeping a copy");
+                    false
+                }
+            };
+            Ok((verified, stored))
+        })
+        .await?;
+        if !stored {
+            self.counters.store_failed();
+        }
+        if provenance == Provenance::Server {
+            // Only bytes that passed every check reach the shared tier (issue 14, item 4).
+            self.put_l2(shared, origin, file, &verified).await;
+        }
+        self.counters.served(verified.as_slice().len());
+        let mut out = SkillFile::listed(origin, file, verified, provenance, retried);
+        out.stored = stored;
+        Ok(out)
+    }
+
+    /// One `resources/read` of a listed file, checked size then digest, and for the skill's own
+    /// `SKILL.md` frontmatter (R-V3, R-V2, R-H10). Bytes from the server that fail are an error.
+    async fn fetch_from_server(
+        &self,
+        origin: &Origin,
+        source: &dyn SkillSource,
+        file: &ManifestFile,
+        admit: Admit<'_>,
+    ) -> Result<VerifiedBytes, Error> {
         let result = self
             .ask(
                 origin,
@@ -975,27 +1048,6 @@ impl Inner {
         if let Admit::SkillMd(entry) = admit {
             check_frontmatter(origin, entry, verified.as_slice())?;
         }
-        let (o, f) = (origin.clone(), file.clone());
-        let (verified, stored) = blocking(&self.core, move |c| {
-            // A cache that cannot store (a full disk) must not fail a verified load: the bytes
-            // are still served, and the file says they were not kept. The failure is reported,
-            // never swallowed: counted below, logged here, and `SkillFile::stored` is false.
-            let stored = match c.store_file(&o, &f, verified.as_slice()) {
-                Ok(()) => true,
-                Err(e) => {
-                    tracing::warn!(origin = o.as_str(), uri = f.uri().as_str(), disk_full = crate::index::is_disk_full(&e), error = %e, "store failed: served without keeping a copy");
-                    false
-                }
-            };
-            Ok((verified, stored))
-        })
-        .await?;
-        if !stored {
-            self.counters.store_failed();
-        }
-        self.counters.served(verified.as_slice().len());
-        let mut out = SkillFile::listed(origin, file, verified, Provenance::Server, retried);
-        out.stored = stored;
-        Ok(out)
+        Ok(verified)
     }
 }

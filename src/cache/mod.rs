@@ -12,6 +12,7 @@
 #[cfg(test)]
 mod crash_points;
 mod key;
+mod l2;
 mod loaded;
 mod loading;
 mod maintenance;
@@ -20,6 +21,8 @@ mod root;
 mod stats;
 
 pub use key::default_key_file;
+#[cfg(feature = "l2")]
+pub use l2::L2;
 pub use loaded::{LoadedSkill, Provenance, SkillFile};
 pub use loading::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
 pub use maintenance::{GcReport, VerifyReport};

@@ -24,7 +24,7 @@ pub use disk::{Disk, RealDisk};
 #[cfg(any(test, feature = "fault-injection"))]
 pub use disk::{Fault, FaultyDisk};
 pub use layout::Layout;
-pub(crate) use layout::{CACHEDIR_SIGNATURE, CACHEDIR_TAG};
+pub(crate) use layout::{CACHEDIR_SIGNATURE, CACHEDIR_TAG, blob_rel};
 pub use lock::{LockGuard, LockMode};
 pub use read::{BlobRead, Evidence, Isolation};
 pub use reserve::RESERVE_BYTES;
