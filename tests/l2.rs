@@ -38,6 +38,8 @@ struct Counting {
     gets: AtomicUsize,
     puts: AtomicUsize,
     hide_from_gets: std::sync::atomic::AtomicBool,
+    /// Gets per key.
+    gets_of: Mutex<BTreeMap<String, usize>>,
 }
 
 impl fmt::Display for Counting {
@@ -71,6 +73,12 @@ impl ObjectStore for Counting {
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
         self.gets.fetch_add(1, Ordering::SeqCst);
+        *self
+            .gets_of
+            .lock()
+            .expect("lock")
+            .entry(location.to_string())
+            .or_default() += 1;
         if self.hide_from_gets.load(Ordering::SeqCst) {
             return Err(object_store::Error::NotFound {
                 path: location.to_string(),
@@ -110,6 +118,14 @@ impl Counting {
     }
     fn puts(&self) -> usize {
         self.puts.load(Ordering::SeqCst)
+    }
+    fn gets_of(&self, key: &str) -> usize {
+        self.gets_of
+            .lock()
+            .expect("lock")
+            .get(key)
+            .copied()
+            .unwrap_or(0)
     }
     /// Every key and its bytes, read from the inner store (not counted).
     async fn objects(&self) -> BTreeMap<String, Vec<u8>> {
@@ -180,6 +196,12 @@ fn key(prefix: &str, encoded_origin: &str, bytes: &[u8]) -> String {
         &hex[..2],
         &hex[2..]
     )
+}
+
+/// The claim marker of a blob: `<prefix>/claims/` and the blob's key below the prefix.
+fn claim_key(prefix: &str, encoded_origin: &str, bytes: &[u8]) -> String {
+    let k = key(prefix, encoded_origin, bytes);
+    format!("{prefix}/claims/{}", &k[prefix.len() + 1..])
 }
 
 /// Loads `entry` through `cache` from `double` under `o` and reads every file: each as its first
@@ -362,7 +384,8 @@ async fn l2_a_lost_create_race_is_not_an_error() {
         store.plant(&key("fleet", "docs", b), b).await;
     }
     store.hide_from_gets.store(true, Ordering::SeqCst);
-    let h = host(in_memory(&store, "fleet"));
+    // Claims off: only the creates of objects are counted here.
+    let h = host(in_memory(&store, "fleet").claim_wait(Duration::ZERO));
 
     let got = load_all(&h.cache, &origin("docs"), &double, &entry)
         .await
@@ -372,6 +395,87 @@ async fn l2_a_lost_create_race_is_not_an_error() {
     assert_eq!(store.puts(), 3, "each create was tried, and refused");
     let s = h.cache.stats();
     assert_eq!((s.l2_misses, s.l2_puts, s.l2_unavailable), (3, 0, 0));
+}
+
+#[tokio::test]
+async fn l2_a_host_waits_for_a_file_another_host_claimed_instead_of_asking_the_server() {
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let (a_uri, a) = files
+        .iter()
+        .find(|(u, _)| u.ends_with("a.md"))
+        .expect("a.md");
+    // Another host claimed a.md and is fetching it: it publishes the object once this host
+    // has polled for it at least twice (the first get, then a poll after seeing the claim).
+    store
+        .plant(&claim_key("fleet", "docs", a), b"claimed")
+        .await;
+    let publisher = {
+        let (store, k, a) = (Arc::clone(&store), key("fleet", "docs", a), a.clone());
+        tokio::spawn(async move {
+            while store.gets_of(&k) < 2 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            store.plant(&k, &a).await;
+        })
+    };
+    // A wait long enough that only a lost object, never a slow machine, could end it.
+    let h = host(in_memory(&store, "fleet").claim_wait(Duration::from_secs(120)));
+
+    let got = load_all(&h.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("loads");
+    publisher.await.expect("published");
+
+    let a_file = got
+        .iter()
+        .find(|f| f.uri().as_str() == a_uri)
+        .expect("a.md");
+    assert_eq!(
+        (a_file.provenance(), a_file.bytes()),
+        (Provenance::L2, a.as_slice())
+    );
+    let log = double.read_log.lock().expect("lock").clone();
+    assert!(
+        !log.contains(a_uri),
+        "a.md was not read from the server: {log:?}"
+    );
+    assert_eq!(double.reads(), 2);
+    let s = h.cache.stats();
+    assert_eq!((s.l2_misses, s.l2_hits, s.l2_puts), (3, 1, 2));
+}
+
+#[tokio::test]
+async fn l2_a_claim_nobody_honours_costs_one_wait_then_the_server_serves_and_it_is_cleared() {
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let (_, a) = files
+        .iter()
+        .find(|(u, _)| u.ends_with("a.md"))
+        .expect("a.md");
+    // A host claimed a.md and died.
+    store
+        .plant(&claim_key("fleet", "docs", a), b"claimed")
+        .await;
+    let h = host(in_memory(&store, "fleet").claim_wait(Duration::from_millis(200)));
+
+    let got = load_all(&h.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("a dead claim never fails a load");
+
+    assert!(got.iter().all(|f| f.provenance() == Provenance::Server));
+    assert_eq!(double.reads(), 3);
+    let objects = store.objects().await;
+    assert!(
+        objects.keys().all(|k| !k.contains("/claims/")),
+        "every claim is cleared once its object exists: {objects:?}"
+    );
+    assert_eq!(objects.get(&key("fleet", "docs", a)), Some(a));
+    assert_eq!(h.cache.stats().l2_puts, 3);
 }
 
 // ---- 3. L2 bytes are untrusted ----------------------------------------------------------------

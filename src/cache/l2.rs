@@ -109,23 +109,48 @@ impl Inner {
         let shared = shared?;
         #[cfg(feature = "l2")]
         {
-            use enabled::Fetched;
+            use enabled::{Claim, Fetched};
             let uri = file.uri().as_str();
-            let bytes = match shared.get(origin, file).await {
-                Fetched::Bytes(bytes) => bytes,
-                Fetched::Missing => {
-                    tracing::debug!(origin = origin.as_str(), uri, "l2 miss");
-                    self.counters.l2_miss();
-                    return None;
+            // A fleet that starts cold at once would send every host to the server for the same
+            // blob. The first host to miss claims the blob (a conditional create of a marker);
+            // the others wait — bounded by `claim_wait` — for its object instead of asking the
+            // server too. A claim is only a hint: whoever waits it out reads from the server.
+            let deadline = tokio::time::Instant::now() + shared.claim_wait();
+            let mut pause = std::time::Duration::from_millis(20);
+            let mut waiting = false;
+            let bytes = loop {
+                match shared.get(origin, file).await {
+                    Fetched::Bytes(bytes) => break bytes,
+                    Fetched::Missing if !waiting => {
+                        tracing::debug!(origin = origin.as_str(), uri, "l2 miss");
+                        self.counters.l2_miss();
+                        match shared.claim(origin, file).await {
+                            Claim::Taken => waiting = true,
+                            Claim::Won | Claim::Unavailable => return None,
+                        }
+                    }
+                    Fetched::Missing => {
+                        if tokio::time::Instant::now() >= deadline {
+                            tracing::debug!(
+                                origin = origin.as_str(),
+                                uri,
+                                "the host that claimed this file did not publish it in time; asking the server"
+                            );
+                            return None;
+                        }
+                    }
+                    Fetched::Unavailable => {
+                        self.counters.l2_unavailable();
+                        return None;
+                    }
+                    Fetched::Rejected(mismatch) => {
+                        self.l2_reject(shared, origin, file, &mismatch);
+                        return None;
+                    }
                 }
-                Fetched::Unavailable => {
-                    self.counters.l2_unavailable();
-                    return None;
-                }
-                Fetched::Rejected(mismatch) => {
-                    self.l2_reject(shared, origin, file, &mismatch);
-                    return None;
-                }
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                tokio::time::sleep(pause.min(left)).await;
+                pause = (pause * 2).min(std::time::Duration::from_millis(250));
             };
             let checked = VerifiedBytes::check(bytes, file.size(), file.digest())
                 .map_err(|mismatch| crate::error::Error::Verification {
@@ -196,8 +221,14 @@ impl Inner {
             match shared.put(origin, file, bytes).await {
                 Put::Created => self.counters.l2_put(),
                 Put::Exists => {}
-                Put::Unavailable => self.counters.l2_unavailable(),
+                Put::Unavailable => {
+                    self.counters.l2_unavailable();
+                    return;
+                }
             }
+            // The object is there now: a claim on it (this host's, or a stale one it waited out)
+            // has served its purpose.
+            shared.release(origin, file).await;
         }
         #[cfg(not(feature = "l2"))]
         {
@@ -215,7 +246,9 @@ mod enabled {
 
     use futures_util::StreamExt as _;
     use object_store::path::Path;
-    use object_store::{GetOptions, ObjectStore, PutMode, PutOptions, PutPayload};
+    use object_store::{
+        GetOptions, ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload,
+    };
 
     use crate::digest::VerifiedBytes;
     use crate::entry::{ManifestFile, Scope, SkillEntry};
@@ -249,11 +282,14 @@ mod enabled {
         store: Arc<dyn ObjectStore>,
         prefix: String,
         timeout: Duration,
+        claim_wait: Duration,
     }
 
     impl L2 {
         /// The default deadline of one operation on the tier: 2 s.
         pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+        /// The default longest wait for a file another host claimed: 5 s.
+        pub const DEFAULT_CLAIM_WAIT: Duration = Duration::from_secs(5);
 
         /// A tier on `store`, with every key under `prefix` (`""` for the store's root).
         ///
@@ -273,6 +309,7 @@ mod enabled {
                 store,
                 prefix: trimmed.to_owned(),
                 timeout: L2::DEFAULT_TIMEOUT,
+                claim_wait: L2::DEFAULT_CLAIM_WAIT,
             })
         }
 
@@ -366,6 +403,19 @@ mod enabled {
             self
         }
 
+        /// How long a host that misses a file another host has claimed waits for that host's
+        /// object before it asks the server itself. When a fleet starts cold at once, the first
+        /// host to miss a file claims it (a small marker under `<prefix>/claims/`, created
+        /// conditionally) and the others poll for its object, so the server sees each file about
+        /// once instead of once per host. A claim is only a hint: one left by a host that died
+        /// costs the others this wait once, then they read from the server and clear it.
+        /// Default: [`L2::DEFAULT_CLAIM_WAIT`] (5 s); zero turns claims off.
+        #[must_use]
+        pub fn claim_wait(mut self, wait: Duration) -> L2 {
+            self.claim_wait = wait;
+            self
+        }
+
         /// The key prefix, without leading or trailing `/`.
         #[must_use]
         pub fn prefix(&self) -> &str {
@@ -398,6 +448,16 @@ mod enabled {
         /// The object's size is not the entry's (nothing or not all of it was read).
         Rejected(Mismatch),
         /// The tier did not answer in time, failed, or is being left alone.
+        Unavailable,
+    }
+
+    /// What a claim found.
+    pub(crate) enum Claim {
+        /// This host fetches the file from the server and publishes it.
+        Won,
+        /// Another host claimed it: wait for its object.
+        Taken,
+        /// Claims are off, or the tier did not take the claim: ask the server.
         Unavailable,
     }
 
@@ -493,7 +553,7 @@ mod enabled {
                     | object_store::Error::Precondition { .. },
                 )) => Err(Failure::AlreadyExists),
                 Ok(Err(e)) => {
-                    if op == "put" {
+                    if op != "get" {
                         // A refused put says nothing about reads (read-only credentials are a
                         // normal fleet setup): said once, and the tier stays in use.
                         if !self.put_warned.swap(true, Ordering::Relaxed) {
@@ -522,6 +582,60 @@ mod enabled {
             // Every part is path-safe by construction (a checked prefix, the origin's encoding,
             // hex): parse cannot fail, and `from` would only re-encode what it already is.
             Path::parse(&full).unwrap_or_else(|_| Path::from(full.as_str()))
+        }
+
+        /// `<prefix>/claims/origins/…`: the marker of a host fetching `file` from the server.
+        fn claim_key(&self, origin: &Origin, file: &ManifestFile) -> Path {
+            let rel = crate::store::blob_rel(origin, &file.digest());
+            let prefix = &self.tier.config.prefix;
+            let full = if prefix.is_empty() {
+                format!("claims/{rel}")
+            } else {
+                format!("{prefix}/claims/{rel}")
+            };
+            Path::parse(&full).unwrap_or_else(|_| Path::from(full.as_str()))
+        }
+
+        pub(crate) fn claim_wait(&self) -> Duration {
+            self.tier.config.claim_wait
+        }
+
+        /// Claims `file` for this host with a conditional create of its marker.
+        pub(crate) async fn claim(&self, origin: &Origin, file: &ManifestFile) -> Claim {
+            let tier = &self.tier;
+            if tier.config.claim_wait.is_zero() || tier.is_down() {
+                return Claim::Unavailable;
+            }
+            let key = self.claim_key(origin, file);
+            let opts = PutOptions {
+                mode: PutMode::Create,
+                ..PutOptions::default()
+            };
+            let marker = PutPayload::from_static(b"claimed\n");
+            match tier
+                .call(
+                    "claim",
+                    &key,
+                    tier.config.store.put_opts(&key, marker, opts),
+                )
+                .await
+            {
+                Ok(_) => Claim::Won,
+                Err(Failure::AlreadyExists) => Claim::Taken,
+                Err(Failure::NotFound | Failure::Down) => Claim::Unavailable,
+            }
+        }
+
+        /// Removes the claim marker of `file`, if any (best effort).
+        pub(crate) async fn release(&self, origin: &Origin, file: &ManifestFile) {
+            let tier = &self.tier;
+            if tier.config.claim_wait.is_zero() || tier.is_down() {
+                return;
+            }
+            let key = self.claim_key(origin, file);
+            let _ = tier
+                .call("release", &key, tier.config.store.delete(&key))
+                .await;
         }
 
         /// The object for `file`: its listed size is compared first, then at most that many
