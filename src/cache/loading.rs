@@ -989,6 +989,11 @@ impl Inner {
                 Provenance::Server,
             ),
         };
+        if provenance == Provenance::Server {
+            // Only bytes that passed every check reach the shared tier (issue 14, item 4); put
+            // before the local store's syncs, so hosts waiting on this host's claim wait less.
+            self.put_l2(shared, origin, file, &verified).await;
+        }
         let (o, f) = (origin.clone(), file.clone());
         let (verified, stored) = blocking(&self.core, move |c| {
             // A cache that cannot store (a full disk) must not fail a verified load: the bytes
@@ -1006,10 +1011,6 @@ impl Inner {
         .await?;
         if !stored {
             self.counters.store_failed();
-        }
-        if provenance == Provenance::Server {
-            // Only bytes that passed every check reach the shared tier (issue 14, item 4).
-            self.put_l2(shared, origin, file, &verified).await;
         }
         self.counters.served(verified.as_slice().len());
         let mut out = SkillFile::listed(origin, file, verified, provenance, retried);
