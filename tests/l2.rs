@@ -338,7 +338,10 @@ async fn l2_public_blobs_published_by_one_host_serve_a_cold_second_host() {
         got.iter()
             .all(|f| f.provenance() == Provenance::L2 && f.verified())
     );
-    assert!(got.iter().all(|f| f.stored()), "kept in the local store");
+    assert!(
+        got.iter().all(skillcache::SkillFile::stored),
+        "kept in the local store"
+    );
     assert_eq!(double.reads(), 3, "the server was not read again");
     let s = second.cache.stats();
     assert_eq!((s.l2_hits, s.l2_misses, s.l2_puts), (3, 0, 0));
@@ -955,7 +958,6 @@ async fn l2_real_s3_private_entries_leave_the_bucket_empty() {
         eprintln!("skipped: {why}");
         return;
     }
-    use futures_util::StreamExt as _;
     let moto = moto::Moto::start();
     moto.bucket("fleet");
     let double = Arc::new(Double::new());
@@ -981,7 +983,7 @@ async fn l2_real_s3_private_entries_leave_the_bucket_empty() {
         .with_secret_access_key("testing")
         .build()
         .expect("raw client");
-    let listed: Vec<_> = raw.list(None).collect().await;
+    let listed: Vec<_> = futures_util::StreamExt::collect(raw.list(None)).await;
     assert!(listed.is_empty(), "{listed:?}");
     let s = h.cache.stats();
     assert_eq!((s.l2_misses, s.l2_puts), (0, 0));

@@ -36,7 +36,8 @@ pub(crate) use enabled::{Shared, Tier};
 pub(crate) type Setting = Option<L2>;
 /// Without the feature there is nothing to hold.
 #[cfg(not(feature = "l2"))]
-pub(crate) type Setting = ();
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Setting;
 
 /// Without the feature the tier cannot exist: these types have no values, so every L2 step of
 /// the loading path is statically absent.
@@ -55,7 +56,7 @@ pub(crate) fn open(setting: Setting) -> Option<std::sync::Arc<Tier>> {
 }
 /// The tier a builder setting opens: none without the feature.
 #[cfg(not(feature = "l2"))]
-pub(crate) fn open((): Setting) -> Option<std::sync::Arc<Tier>> {
+pub(crate) fn open(_: Setting) -> Option<std::sync::Arc<Tier>> {
     None
 }
 
@@ -553,14 +554,13 @@ mod enabled {
                     | object_store::Error::Precondition { .. },
                 )) => Err(Failure::AlreadyExists),
                 Ok(Err(e)) => {
-                    if op != "get" {
-                        // A refused put says nothing about reads (read-only credentials are a
-                        // normal fleet setup): said once, and the tier stays in use.
-                        if !self.put_warned.swap(true, Ordering::Relaxed) {
-                            tracing::warn!(%key, error = %e, "the shared tier (l2) refused a put; this host will only read from it");
-                        }
-                    } else {
+                    if op == "get" {
                         self.mark_down(op, key, &e);
+                    } else if !self.put_warned.swap(true, Ordering::Relaxed) {
+                        // A refused write (put, claim, release) says nothing about reads
+                        // (read-only credentials are a normal fleet setup): said once, and the
+                        // tier stays in use for reads.
+                        tracing::warn!(op, %key, error = %e, "the shared tier (l2) refused a write; this host will only read from it");
                     }
                     Err(Failure::Down)
                 }

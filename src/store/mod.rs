@@ -24,7 +24,10 @@ pub use disk::{Disk, RealDisk};
 #[cfg(any(test, feature = "fault-injection"))]
 pub use disk::{Fault, FaultyDisk};
 pub use layout::Layout;
-pub(crate) use layout::{CACHEDIR_SIGNATURE, CACHEDIR_TAG, blob_rel};
+pub(crate) use layout::{CACHEDIR_SIGNATURE, CACHEDIR_TAG};
+// The shared tier keys its objects like the store names its blobs (issue 14).
+#[cfg(feature = "l2")]
+pub(crate) use layout::blob_rel;
 pub use lock::{LockGuard, LockMode};
 pub use read::{BlobRead, Evidence, Isolation};
 pub use reserve::RESERVE_BYTES;
