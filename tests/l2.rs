@@ -755,6 +755,42 @@ fn l2_urls_other_than_s3_and_bad_prefixes_are_configuration_errors() {
     );
 }
 
+#[test]
+fn l2_cli_refuses_a_bad_l2_url_as_a_usage_error_and_reports_the_counters() {
+    let home = tempfile::tempdir().expect("home");
+    let cli = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_skillcache"))
+            .arg("--root")
+            .arg(home.path().join("root"))
+            .arg("--key-file")
+            .arg(home.path().join("host.key"))
+            .args(args)
+            .output()
+            .expect("run the CLI")
+    };
+    let bad = cli(&["--l2", "gs://bucket/prefix", "stats"]);
+    assert_eq!(bad.status.code(), Some(2), "exit 2: usage");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("shared tier"), "{stderr}");
+
+    let ok = cli(&["--l2", "s3://bucket/prefix", "--json", "stats"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&ok.stdout).expect("json");
+    for k in [
+        "l2_hits",
+        "l2_misses",
+        "l2_puts",
+        "l2_rejected",
+        "l2_unavailable",
+    ] {
+        assert_eq!(v["counters"][k], 0, "{k}");
+    }
+}
+
 // ---- 5. a real S3-compatible server (moto) ----------------------------------------------------
 
 mod moto {
