@@ -280,6 +280,20 @@ pub enum Error {
         /// What the cache lacks.
         missing: OfflineMiss,
     },
+
+    /// The shared tier (feature `l2`, issue 14) cannot be set up as given: a URL that names no
+    /// supported store, a prefix that is not a valid object path, or a store that refused its
+    /// configuration. Only configuration fails: an unreachable tier at run time never fails a
+    /// load, it falls through to the server.
+    #[error("cannot use {location:?} as the shared tier: {problem}")]
+    L2Config {
+        /// The URL or prefix as given.
+        location: String,
+        /// What is wrong with it, and how to fix it.
+        problem: String,
+        /// The object store's own error, when it refused.
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
 }
 
 fn pointer_label(field: &str) -> &str {
@@ -881,7 +895,8 @@ impl Error {
             | Error::Offline { .. } => ErrorClass::Declined,
             Error::InvalidConfig { .. }
             | Error::InvalidConfigFile { .. }
-            | Error::InvalidLockFile { .. } => ErrorClass::Config,
+            | Error::InvalidLockFile { .. }
+            | Error::L2Config { .. } => ErrorClass::Config,
             Error::RootRefused { .. }
             | Error::Index { .. }
             | Error::NotConnected { .. }

@@ -130,6 +130,8 @@ internal_mod! {
     store;
 }
 
+#[cfg(feature = "l2")]
+pub use cache::L2;
 pub use cache::{
     ApprovalPolicy, CachedEntry, DynamicPolicy, EntryInfo, GcReport, Inventory, LoadedSkill,
     Provenance, SkillCache, SkillCacheBuilder, SkillFile, Stats, Verification, VerifyReport,

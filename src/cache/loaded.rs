@@ -25,16 +25,19 @@ pub enum Provenance {
     Cache,
     /// The server (verified as they arrived).
     Server,
+    /// The shared tier of a fleet (feature `l2`), verified as they arrived, like the server's.
+    L2,
 }
 
 impl Provenance {
     internal_pub! {
-        /// `"cache"` or `"server"`.
+        /// `"cache"`, `"server"` or `"l2"`.
         #[must_use]
         fn as_str(self) -> &'static str {
             match self {
                 Provenance::Cache => "cache",
                 Provenance::Server => "server",
+                Provenance::L2 => "l2",
             }
         }
     }
@@ -116,7 +119,7 @@ impl SkillFile {
     pub fn into_bytes(self) -> bytes::Bytes {
         self.bytes
     }
-    /// Cache or server.
+    /// Cache, server or the shared tier.
     #[must_use]
     pub fn provenance(&self) -> Provenance {
         self.provenance
@@ -146,6 +149,8 @@ pub struct LoadedSkill {
     granted_tools: Option<Value>,
     /// Bytes received for a dynamic skill, against the total-size limit (R-V7).
     received: AtomicU64,
+    /// The shared tier, only for a public entry (issue 14): decided once, at load.
+    shared: Option<super::l2::Shared>,
 }
 
 impl std::fmt::Debug for LoadedSkill {
@@ -164,6 +169,7 @@ impl LoadedSkill {
         source: Arc<dyn SkillSource>,
         entry: SkillEntry,
         granted_tools: Option<Value>,
+        shared: Option<super::l2::Shared>,
     ) -> LoadedSkill {
         LoadedSkill {
             inner,
@@ -173,6 +179,7 @@ impl LoadedSkill {
             skill_md: None,
             granted_tools,
             received: AtomicU64::new(0),
+            shared,
         }
     }
 
@@ -354,28 +361,35 @@ impl LoadedSkill {
                 return Err(e);
             }
         };
+        let (fetched, provenances): (Vec<_>, Vec<_>) = fetched
+            .into_iter()
+            .map(|(file, verified, provenance)| ((file, verified), provenance))
+            .unzip();
         let stored = self.store_batch(fetched).await?;
-        for ((i, retried), (file, verified, stored)) in fetch.into_iter().zip(stored) {
+        for (((i, retried), (file, verified, stored)), provenance) in
+            fetch.into_iter().zip(stored).zip(provenances)
+        {
             if !stored {
                 self.inner.counters.store_failed();
             }
             self.inner.counters.served(verified.as_slice().len());
             let mut f =
-                SkillFile::listed(&self.origin, &file, verified, Provenance::Server, retried);
+                SkillFile::listed(&self.origin, &file, verified, provenance, retried);
             f.stored = stored;
             out[i] = Some(f);
         }
         Ok(())
     }
 
-    /// Fetches and verifies `fetch`'s files from the server, up to [`FETCHES_IN_FLIGHT`] at a
-    /// time; the first failure ends the whole batch (the rest are dropped unanswered).
+    /// Fetches and verifies `fetch`'s files (from the shared tier or the server), up to
+    /// [`FETCHES_IN_FLIGHT`] at a time; the first failure ends the whole batch (the rest are
+    /// dropped unanswered).
     async fn fetch_concurrently(
         &self,
         files: &[ManifestFile],
         fetch: &[(usize, bool)],
-    ) -> Result<Vec<(ManifestFile, VerifiedBytes)>, Error> {
-        let mut slots: Vec<Option<VerifiedBytes>> =
+    ) -> Result<Vec<(ManifestFile, VerifiedBytes, Provenance)>, Error> {
+        let mut slots: Vec<Option<(VerifiedBytes, Provenance)>> =
             std::iter::repeat_with(|| None).take(fetch.len()).collect();
         let mut running = tokio::task::JoinSet::new();
         let mut next = 0;
@@ -390,11 +404,12 @@ impl LoadedSkill {
                 // The skill's own SKILL.md is admitted only with the entry's frontmatter, before
                 // anything of the batch is stored (R-V6, R-H10).
                 let own = (file.uri() == self.entry.uri().file()).then(|| self.entry.clone());
+                let shared = self.shared.clone();
                 let slot = next;
                 running.spawn(async move {
                     let admit = own.as_ref().map_or(Admit::Bytes, Admit::SkillMd);
                     let got = inner
-                        .fetch_verified(&origin, source.as_ref(), &file, admit)
+                        .fetch_verified(&origin, source.as_ref(), &file, admit, shared.as_ref())
                         .await;
                     (slot, got)
                 });
@@ -418,7 +433,10 @@ impl LoadedSkill {
         Ok(fetch
             .iter()
             .zip(slots)
-            .map(|(&(i, _), v)| (files[i].clone(), v.expect("every fetch finished")))
+            .map(|(&(i, _), v)| {
+                let (verified, provenance) = v.expect("every fetch finished");
+                (files[i].clone(), verified, provenance)
+            })
             .collect())
     }
 
@@ -480,7 +498,13 @@ impl LoadedSkill {
                     });
                 };
                 self.inner
-                    .fetch_listed(&self.origin, self.source.as_ref(), file, admit)
+                    .fetch_listed(
+                        &self.origin,
+                        self.source.as_ref(),
+                        file,
+                        admit,
+                        self.shared.as_ref(),
+                    )
                     .await
             }
             None => self.read_dynamic(uri).await,

@@ -80,6 +80,8 @@ pub struct SkillCacheBuilder {
     approval: ApprovalPolicy,
     offline: Offline,
     lock: Option<Arc<LockFile>>,
+    /// The shared tier (feature `l2`), if the host configured one.
+    l2: super::l2::Setting,
 }
 
 impl SkillCacheBuilder {
@@ -211,6 +213,17 @@ impl SkillCacheBuilder {
         self.deadlines.connect = timeout;
         self
     }
+    /// A shared tier of verified public blobs for a fleet of hosts (feature `l2`): a miss in
+    /// the local store asks it before the server, and bytes verified from the server are
+    /// published to it. Only entries marked `cacheScope: public` use it; its bytes are verified
+    /// like the server's; an unreachable tier costs at most its timeout, then the server serves.
+    /// Default: none.
+    #[cfg(feature = "l2")]
+    #[must_use]
+    pub fn l2(mut self, tier: super::L2) -> Self {
+        self.l2 = Some(tier);
+        self
+    }
     /// Opens the cache.
     ///
     /// # Errors
@@ -231,6 +244,7 @@ impl SkillCacheBuilder {
                 lock: self.lock,
                 revocations: Mutex::default(),
                 counters: Counters::default(),
+                l2: super::l2::open(self.l2),
             }),
         })
     }
@@ -257,6 +271,8 @@ pub(super) struct Inner {
     revocations: Mutex<HashMap<RevocationKey, (Binding, EntryDiff)>>,
     /// What [`SkillCache::stats`] reports (R-P4).
     pub(super) counters: Counters,
+    /// The shared tier (issue 14); reached only through [`Inner::shared_for`].
+    pub(super) l2: Option<Arc<super::l2::Tier>>,
 }
 
 /// (origin, canonical skill URI, principal).
@@ -721,12 +737,14 @@ impl SkillCache {
             ApprovalPolicy::Required => self.inner.admit(origin, entry, &self.principal).await?,
         };
         let source = self.source(origin)?;
+        let shared = self.inner.shared_for(origin, entry, &self.principal).await;
         let loaded = LoadedSkill::new(
             Arc::clone(&self.inner),
             origin.clone(),
             source,
             entry.clone(),
             granted,
+            shared,
         );
         Ok(loaded)
     }
@@ -761,7 +779,11 @@ fn put_or_serve(
     }
 }
 
-fn check_frontmatter(origin: &Origin, entry: &SkillEntry, bytes: &[u8]) -> Result<(), Error> {
+pub(super) fn check_frontmatter(
+    origin: &Origin,
+    entry: &SkillEntry,
+    bytes: &[u8],
+) -> Result<(), Error> {
     let fail = |mismatch| Error::Verification {
         origin: origin.as_str().to_owned(),
         uri: entry.uri().as_str().to_owned(),
@@ -1051,6 +1073,7 @@ impl Inner {
         source: &dyn SkillSource,
         file: &ManifestFile,
         admit: Admit<'_>,
+        shared: Option<&super::l2::Shared>,
     ) -> Result<SkillFile, Error> {
         let gate = self.gate(origin, file.digest());
         let result = {
@@ -1063,7 +1086,9 @@ impl Inner {
                     after: *after,
                 })
             } else {
-                let result = self.fetch_listed_locked(origin, source, file, admit).await;
+                let result = self
+                    .fetch_listed_locked(origin, source, file, admit, shared)
+                    .await;
                 if let Err(Error::Timeout { method, after, .. }) = &result {
                     *turn = Some((method.clone(), *after));
                 }
@@ -1080,6 +1105,7 @@ impl Inner {
         source: &dyn SkillSource,
         file: &ManifestFile,
         admit: Admit<'_>,
+        shared: Option<&super::l2::Shared>,
     ) -> Result<SkillFile, Error> {
         let (o, f) = (origin.clone(), file.clone());
         let read = blocking(&self.core, move |c| c.read_file(&o, &f)).await?;
@@ -1087,7 +1113,12 @@ impl Inner {
             Ok(hit) => return Ok(hit),
             Err(retried) => retried,
         };
-        let verified = self.fetch_verified(origin, source, file, admit).await?;
+        // Memory → local store → L2 → server (`fetch_verified`): L2 bytes are verified like the
+        // server's before they are kept; a bad or missing object means one server read, as
+        // without the tier, so the retry budget (R-V9) is unchanged.
+        let (verified, provenance) = self
+            .fetch_verified(origin, source, file, admit, shared)
+            .await?;
         let (o, f) = (origin.clone(), file.clone());
         let (verified, stored) = blocking(&self.core, move |c| {
             // A cache that cannot store (a full disk) must not fail a verified load: the bytes
@@ -1107,15 +1138,35 @@ impl Inner {
             self.counters.store_failed();
         }
         self.counters.served(verified.as_slice().len());
-        let mut out = SkillFile::listed(origin, file, verified, Provenance::Server, retried);
+        let mut out = SkillFile::listed(origin, file, verified, provenance, retried);
         out.stored = stored;
         Ok(out)
+    }
+
+    /// A listed file that is not in the local store, verified and not yet stored: from the
+    /// shared tier when it has a good copy (feature `l2`; only for public entries), else one
+    /// `resources/read`. Bytes that reached us from the server are put to the shared tier before
+    /// the local store's syncs, so hosts waiting on this host's claim wait less (issue 14).
+    pub(super) async fn fetch_verified(
+        &self,
+        origin: &Origin,
+        source: &dyn SkillSource,
+        file: &ManifestFile,
+        admit: Admit<'_>,
+        shared: Option<&super::l2::Shared>,
+    ) -> Result<(VerifiedBytes, Provenance), Error> {
+        if let Some(verified) = self.read_l2(shared, origin, file, admit).await {
+            return Ok((verified, Provenance::L2));
+        }
+        let verified = self.fetch_from_server(origin, source, file, admit).await?;
+        self.put_l2(shared, origin, file, &verified).await;
+        Ok((verified, Provenance::Server))
     }
 
     /// One `resources/read` of a listed file, its bytes checked against the listing (size, then
     /// digest) and, for the skill's own `SKILL.md`, its frontmatter (R-H10) — nothing stored.
     /// Bytes from the server that fail are an error at once.
-    pub(super) async fn fetch_verified(
+    async fn fetch_from_server(
         &self,
         origin: &Origin,
         source: &dyn SkillSource,
@@ -1146,4 +1197,5 @@ impl Inner {
         }
         Ok(verified)
     }
+
 }

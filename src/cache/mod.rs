@@ -13,6 +13,7 @@ mod admin;
 #[cfg(test)]
 mod crash_points;
 mod key;
+mod l2;
 mod loaded;
 mod loading;
 mod maintenance;
@@ -25,6 +26,8 @@ mod zero_copy_tests;
 
 pub use admin::{CachedEntry, Inventory};
 pub use key::default_key_file;
+#[cfg(feature = "l2")]
+pub use l2::L2;
 pub use loaded::{LoadedSkill, Provenance, SkillFile, Verification};
 pub use loading::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
 pub use maintenance::{GcReport, VerifyReport};

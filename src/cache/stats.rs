@@ -36,6 +36,20 @@ pub struct Stats {
     pub seal_failures: u64,
     /// Requests and connection attempts that missed their deadline (R-B1).
     pub timeouts: u64,
+    /// Listed files served from the shared tier (feature `l2`, issue 14) after their bytes
+    /// passed size, digest and, for a `SKILL.md`, frontmatter checks against the held entry.
+    pub l2_hits: u64,
+    /// Public files the shared tier did not hold (then asked of the server).
+    pub l2_misses: u64,
+    /// Verified public files this host wrote to the shared tier (a conditional create; one
+    /// another host created first is not counted).
+    pub l2_puts: u64,
+    /// Objects from the shared tier that failed verification: not used, logged, and the file
+    /// asked of the server instead.
+    pub l2_rejected: u64,
+    /// Shared-tier operations that failed or were skipped because the tier did not answer in
+    /// time or at all; each read fell through to the server.
+    pub l2_unavailable: u64,
 }
 
 impl Stats {
@@ -60,6 +74,11 @@ pub(super) struct Counters {
     retries: AtomicU64,
     store_failures: AtomicU64,
     timeouts: AtomicU64,
+    l2_hits: AtomicU64,
+    l2_misses: AtomicU64,
+    l2_puts: AtomicU64,
+    l2_rejected: AtomicU64,
+    l2_unavailable: AtomicU64,
 }
 
 fn add(counter: &AtomicU64, n: u64) {
@@ -100,6 +119,28 @@ impl Counters {
         add(&self.timeouts, 1);
     }
 
+    // The shared tier's tallies (issue 14); only `l2` calls them.
+    #[cfg_attr(not(feature = "l2"), allow(dead_code))]
+    pub(super) fn l2_hit(&self) {
+        add(&self.l2_hits, 1);
+    }
+    #[cfg_attr(not(feature = "l2"), allow(dead_code))]
+    pub(super) fn l2_miss(&self) {
+        add(&self.l2_misses, 1);
+    }
+    #[cfg_attr(not(feature = "l2"), allow(dead_code))]
+    pub(super) fn l2_put(&self) {
+        add(&self.l2_puts, 1);
+    }
+    #[cfg_attr(not(feature = "l2"), allow(dead_code))]
+    pub(super) fn l2_rejected(&self) {
+        add(&self.l2_rejected, 1);
+    }
+    #[cfg_attr(not(feature = "l2"), allow(dead_code))]
+    pub(super) fn l2_unavailable(&self) {
+        add(&self.l2_unavailable, 1);
+    }
+
     pub(super) fn snapshot(&self, seal_failures: u64) -> Stats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         Stats {
@@ -113,6 +154,11 @@ impl Counters {
             store_failures: get(&self.store_failures),
             seal_failures,
             timeouts: get(&self.timeouts),
+            l2_hits: get(&self.l2_hits),
+            l2_misses: get(&self.l2_misses),
+            l2_puts: get(&self.l2_puts),
+            l2_rejected: get(&self.l2_rejected),
+            l2_unavailable: get(&self.l2_unavailable),
         }
     }
 }

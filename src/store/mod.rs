@@ -29,6 +29,9 @@ pub use disk::{Disk, RealDisk};
 pub use disk::{Fault, FaultyDisk};
 pub use layout::Layout;
 pub(crate) use layout::{CACHEDIR_SIGNATURE, CACHEDIR_TAG};
+// The shared tier keys its objects like the store names its blobs (issue 14).
+#[cfg(feature = "l2")]
+pub(crate) use layout::blob_rel;
 pub use lock::{LockGuard, LockMode};
 pub use read::{BlobRead, Evidence, Isolation, MAP_ABOVE};
 pub use reserve::RESERVE_BYTES;

@@ -193,6 +193,11 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
     if let Some(key) = cli.key_file.as_ref().filter(|k| !k.as_os_str().is_empty()) {
         builder = builder.key_file(key);
     }
+    // A bad URL is a usage error (exit 2); an unreachable tier is not an error at all.
+    #[cfg(feature = "l2")]
+    if let Some(url) = &cli.l2 {
+        builder = builder.l2(skillcache::L2::from_url(url)?);
+    }
     let ctx = Ctx {
         json: cli.json,
         builder,
@@ -1053,6 +1058,8 @@ pub(crate) fn counters_json(cache: &SkillCache) -> Value {
         "bytes_fetched": s.bytes_fetched, "bytes_served": s.bytes_served,
         "quarantines": s.quarantines, "retries": s.retries, "store_failures": s.store_failures,
         "seal_failures": s.seal_failures, "timeouts": s.timeouts,
+        "l2_hits": s.l2_hits, "l2_misses": s.l2_misses, "l2_puts": s.l2_puts,
+        "l2_rejected": s.l2_rejected, "l2_unavailable": s.l2_unavailable,
     })
 }
 

@@ -66,6 +66,12 @@ struct Cli {
     // default (`default_key_file`) reads SKILLCACHE_KEY_FILE and skips it when empty.
     #[arg(long, global = true)]
     key_file: Option<PathBuf>,
+    /// A shared tier of verified public blobs for a fleet of hosts, `s3://bucket/prefix`,
+    /// configured from the standard `AWS_*` environment (`AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`,
+    /// `AWS_REGION`, credentials). Asked after the local cache, before the server.
+    #[cfg(feature = "l2")]
+    #[arg(long, global = true, value_name = "URL")]
+    l2: Option<String>,
     /// How cached files are verified on every access.
     #[arg(long, global = true, value_enum, default_value_t = IsolationArg::Rehash)]
     isolation: IsolationArg,

@@ -1,0 +1,793 @@
+//! The shared tier ("L2", issue 14): verified public blobs shared by a fleet of hosts through an
+//! object store (S3 and S3-compatible stores, or any `object_store` a host builds).
+//!
+//! Lookup order for a listed file: memory tier → local store → **L2** → server. The tier is as
+//! untrusted as the server:
+//!
+//! - **Only public entries touch it.** The only way to reach the store is a [`Shared`] handle,
+//!   and the only constructor of one is [`Tier::for_entry`]: the held entry must be the very
+//!   entry (same binding) this host stored as `cacheScope: public` for the handle's principal.
+//!   Anything else — a private entry, an entry the index does not hold, one it cannot read — gets
+//!   no handle, so not one get or put is sent for it.
+//! - **Its bytes are checked like a server's** before they are used or published locally: the
+//!   object's listed size first (nothing is read when it differs), then a bounded read that never
+//!   buffers more than the entry's size, then the digest, then for the skill's own `SKILL.md` the
+//!   frontmatter (R-V3, R-V2, R-V6). A bad or missing object is not an error: it is counted and
+//!   logged, and the file is asked of the server — one server read, as without the tier, so the
+//!   single-refetch budget of R-V9 is unchanged.
+//! - **It is written only with verified bytes**, after the server's bytes passed every check,
+//!   with a conditional create (`PutMode::Create`): an existing object is never replaced, and
+//!   losing that race to another host is not an error.
+//! - **It never blocks a load.** Every operation has a deadline (default 2 s); a tier that
+//!   misses it or fails is skipped, with one warning, for [`RETRY_AFTER`], and the file comes from
+//!   the server.
+//!
+//! Keys mirror the local store: `<prefix>/origins/<encoded origin>/sha256/<2 hex>/<62 hex>`, so
+//! hosts that share one MCP configuration (the same origin labels) share blobs, and nothing
+//! crosses origins (R-O2).
+
+#[cfg(feature = "l2")]
+pub use enabled::L2;
+#[cfg(feature = "l2")]
+pub(crate) use enabled::{Shared, Tier};
+
+/// What the builder holds for the tier: the host's [`L2`], if any.
+#[cfg(feature = "l2")]
+pub(crate) type Setting = Option<L2>;
+/// Without the feature there is nothing to hold.
+#[cfg(not(feature = "l2"))]
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Setting;
+
+/// Without the feature the tier cannot exist: these types have no values, so every L2 step of
+/// the loading path is statically absent.
+#[cfg(not(feature = "l2"))]
+#[derive(Debug)]
+pub(crate) enum Tier {}
+/// See [`Tier`].
+#[cfg(not(feature = "l2"))]
+#[derive(Debug, Clone)]
+pub(crate) enum Shared {}
+
+/// The tier a builder setting opens.
+#[cfg(feature = "l2")]
+pub(crate) fn open(setting: Setting) -> Option<std::sync::Arc<Tier>> {
+    setting.map(|l2| std::sync::Arc::new(Tier::new(l2)))
+}
+/// The tier a builder setting opens: none without the feature.
+#[cfg(not(feature = "l2"))]
+pub(crate) fn open(_: Setting) -> Option<std::sync::Arc<Tier>> {
+    None
+}
+
+use super::loading::{Admit, Inner};
+use crate::digest::VerifiedBytes;
+use crate::entry::{ManifestFile, SkillEntry};
+use crate::origin::Origin;
+
+impl Inner {
+    /// The shared tier for `entry` as `principal` holds it, or `None`: the one place that decides
+    /// whether a load may touch L2 (issue 14, item 2). Reads the index only.
+    #[cfg_attr(not(feature = "l2"), allow(clippy::unused_async))]
+    pub(super) async fn shared_for(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+        principal: &str,
+    ) -> Option<Shared> {
+        #[cfg(feature = "l2")]
+        {
+            let tier = std::sync::Arc::clone(self.l2.as_ref()?);
+            let (o, u, p) = (origin.clone(), entry.uri().clone(), principal.to_owned());
+            let stored = super::loading::blocking(&self.core, move |c| c.entry(&o, &u, &p)).await;
+            match stored {
+                Ok(stored) => tier.for_entry(stored.as_ref(), entry),
+                Err(e) => {
+                    // Fail closed: an entry whose scope cannot be read is treated as private.
+                    tracing::debug!(origin = origin.as_str(), uri = entry.uri().as_str(), error = %e, "scope unknown: the shared tier is not used");
+                    None
+                }
+            }
+        }
+        #[cfg(not(feature = "l2"))]
+        {
+            let _ = (origin, entry, principal, &self.l2);
+            None
+        }
+    }
+
+    /// The L2 step of a miss: the file's bytes from the shared tier, verified against the held
+    /// entry (size, digest, and the frontmatter of the skill's own `SKILL.md`), or `None` to ask
+    /// the server. Nothing here fails the load.
+    #[cfg_attr(not(feature = "l2"), allow(clippy::unused_async))]
+    pub(super) async fn read_l2(
+        &self,
+        shared: Option<&Shared>,
+        origin: &Origin,
+        file: &ManifestFile,
+        admit: Admit<'_>,
+    ) -> Option<VerifiedBytes> {
+        let shared = shared?;
+        #[cfg(feature = "l2")]
+        {
+            use enabled::{Claim, Fetched};
+            let uri = file.uri().as_str();
+            // A fleet that starts cold at once would send every host to the server for the same
+            // blob. The first host to miss claims the blob (a conditional create of a marker);
+            // the others wait — bounded by `claim_wait` — for its object instead of asking the
+            // server too. A claim is only a hint: whoever waits it out reads from the server.
+            let deadline = tokio::time::Instant::now() + shared.claim_wait();
+            let mut pause = std::time::Duration::from_millis(20);
+            let mut waiting = false;
+            let bytes = loop {
+                match shared.get(origin, file).await {
+                    Fetched::Bytes(bytes) => break bytes,
+                    Fetched::Missing if !waiting => {
+                        tracing::debug!(origin = origin.as_str(), uri, "l2 miss");
+                        self.counters.l2_miss();
+                        match shared.claim(origin, file).await {
+                            Claim::Taken => waiting = true,
+                            Claim::Won | Claim::Unavailable => return None,
+                        }
+                    }
+                    Fetched::Missing => {
+                        if tokio::time::Instant::now() >= deadline {
+                            tracing::debug!(
+                                origin = origin.as_str(),
+                                uri,
+                                "the host that claimed this file did not publish it in time; asking the server"
+                            );
+                            return None;
+                        }
+                    }
+                    Fetched::Unavailable => {
+                        self.counters.l2_unavailable();
+                        return None;
+                    }
+                    Fetched::Rejected(mismatch) => {
+                        self.l2_reject(shared, origin, file, &mismatch);
+                        return None;
+                    }
+                }
+                let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                tokio::time::sleep(pause.min(left)).await;
+                pause = (pause * 2).min(std::time::Duration::from_millis(250));
+            };
+            let checked = VerifiedBytes::check(bytes, file.size(), file.digest())
+                .map_err(|mismatch| crate::error::Error::Verification {
+                    origin: origin.as_str().to_owned(),
+                    uri: uri.to_owned(),
+                    mismatch,
+                })
+                .and_then(|v| {
+                    if let Admit::SkillMd(entry) = admit {
+                        super::loading::check_frontmatter(origin, entry, v.as_slice())?;
+                    }
+                    Ok(v)
+                });
+            match checked {
+                Ok(v) => {
+                    tracing::debug!(origin = origin.as_str(), uri, "l2 hit");
+                    self.counters.l2_hit();
+                    Some(v)
+                }
+                Err(crate::error::Error::Verification { mismatch, .. }) => {
+                    self.l2_reject(shared, origin, file, &mismatch);
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(origin = origin.as_str(), uri, error = %e, "an l2 object could not be checked; asking the server");
+                    self.counters.l2_rejected();
+                    None
+                }
+            }
+        }
+        #[cfg(not(feature = "l2"))]
+        {
+            let _ = (origin, file, admit);
+            match *shared {}
+        }
+    }
+
+    #[cfg(feature = "l2")]
+    fn l2_reject(
+        &self,
+        shared: &Shared,
+        origin: &Origin,
+        file: &ManifestFile,
+        mismatch: &crate::error::Mismatch,
+    ) {
+        // Traced with the key so an operator can find and remove the object; it is left in place
+        // (a bad object under a content address cannot fool a reader, only cost it one get).
+        tracing::warn!(origin = origin.as_str(), uri = file.uri().as_str(), key = %shared.key(origin, file), %mismatch, "an l2 object failed verification; asking the server");
+        self.counters.l2_rejected();
+    }
+
+    /// Publishes bytes this host verified from the server to the shared tier (a conditional
+    /// create). Nothing here fails the load.
+    #[cfg_attr(not(feature = "l2"), allow(clippy::unused_async))]
+    pub(super) async fn put_l2(
+        &self,
+        shared: Option<&Shared>,
+        origin: &Origin,
+        file: &ManifestFile,
+        bytes: &VerifiedBytes,
+    ) {
+        let Some(shared) = shared else {
+            return;
+        };
+        #[cfg(feature = "l2")]
+        {
+            use enabled::Put;
+            match shared.put(origin, file, bytes).await {
+                Put::Created => self.counters.l2_put(),
+                Put::Exists => {}
+                Put::Unavailable => {
+                    self.counters.l2_unavailable();
+                    return;
+                }
+            }
+            // The object is there now: a claim on it (this host's, or a stale one it waited out)
+            // has served its purpose.
+            shared.release(origin, file).await;
+        }
+        #[cfg(not(feature = "l2"))]
+        {
+            let _ = (origin, file, bytes);
+            match *shared {}
+        }
+    }
+}
+
+#[cfg(feature = "l2")]
+mod enabled {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use futures_util::StreamExt as _;
+    use object_store::path::Path;
+    use object_store::{
+        GetOptions, ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload,
+    };
+
+    use crate::digest::VerifiedBytes;
+    use crate::entry::{ManifestFile, Scope, SkillEntry};
+    use crate::error::{Error, Mismatch};
+    use crate::index::StoredEntry;
+    use crate::origin::Origin;
+
+    /// How long a tier that missed a deadline or failed is left alone before it is tried again.
+    pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(30);
+
+    /// A shared tier for a fleet of hosts: an object store and a key prefix (feature `l2`).
+    ///
+    /// Give it to [`SkillCacheBuilder::l2`](crate::cache::SkillCacheBuilder::l2). Only files of
+    /// entries the server marked `cacheScope: public` are read from it or written to it; every
+    /// byte read from it is verified against the entry this host holds before it is used; and a
+    /// tier that does not answer within [`L2::timeout`] is skipped, never waited for.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use skillcache::L2;
+    ///
+    /// // Any object store: S3 from a URL and the `AWS_*` environment, or one the host builds.
+    /// let tier = L2::new(Arc::new(object_store::memory::InMemory::new()), "fleet/skills")?
+    ///     .timeout(Duration::from_millis(500));
+    /// assert_eq!(tier.prefix(), "fleet/skills");
+    /// # Ok::<(), skillcache::Error>(())
+    /// ```
+    #[derive(Debug, Clone)]
+    pub struct L2 {
+        store: Arc<dyn ObjectStore>,
+        prefix: String,
+        timeout: Duration,
+        claim_wait: Duration,
+    }
+
+    impl L2 {
+        /// The default deadline of one operation on the tier: 2 s.
+        pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+        /// The default longest wait for a file another host claimed: 5 s.
+        pub const DEFAULT_CLAIM_WAIT: Duration = Duration::from_secs(5);
+
+        /// A tier on `store`, with every key under `prefix` (`""` for the store's root).
+        ///
+        /// # Errors
+        /// [`Error::L2Config`] for a prefix that is not a valid object path (an empty segment,
+        /// `.` or `..`, a control character).
+        pub fn new(store: Arc<dyn ObjectStore>, prefix: &str) -> Result<L2, Error> {
+            let trimmed = prefix.trim_matches('/');
+            if !trimmed.is_empty() {
+                Path::parse(trimmed).map_err(|e| Error::L2Config {
+                    location: prefix.to_owned(),
+                    problem: "the prefix is not a valid object path".into(),
+                    source: Some(Box::new(e)),
+                })?;
+            }
+            Ok(L2 {
+                store,
+                prefix: trimmed.to_owned(),
+                timeout: L2::DEFAULT_TIMEOUT,
+                claim_wait: L2::DEFAULT_CLAIM_WAIT,
+            })
+        }
+
+        /// An S3 (or S3-compatible) tier from `s3://bucket/prefix`, configured from the standard
+        /// `AWS_*` environment: `AWS_ENDPOINT_URL` (or `AWS_ENDPOINT`) for a store other than
+        /// AWS, `AWS_ALLOW_HTTP=true` for a plain-HTTP one, `AWS_REGION` or `AWS_DEFAULT_REGION`,
+        /// and credentials (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, or
+        /// the instance's role).
+        ///
+        /// # Errors
+        /// [`Error::L2Config`] for a URL that is not `s3://` (or `s3a://`) with a bucket, or a
+        /// configuration the S3 client refuses.
+        pub fn from_url(url: &str) -> Result<L2, Error> {
+            L2::from_url_with(url, std::iter::empty::<(&str, &str)>())
+        }
+
+        /// [`L2::from_url`] with explicit settings that take precedence over the environment,
+        /// named like the variables in lower case (`aws_endpoint_url`, `aws_allow_http`,
+        /// `aws_region`, `aws_access_key_id`, …).
+        ///
+        /// # Errors
+        /// As [`L2::from_url`]; also a setting name the S3 client does not know.
+        pub fn from_url_with<'a>(
+            url: &str,
+            settings: impl IntoIterator<Item = (&'a str, &'a str)>,
+        ) -> Result<L2, Error> {
+            use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+            let refused =
+                |problem: &str, source: Option<Box<dyn std::error::Error + Send + Sync>>| {
+                    Error::L2Config {
+                        location: url.to_owned(),
+                        problem: problem.to_owned(),
+                        source,
+                    }
+                };
+            let rest = url
+                .strip_prefix("s3://")
+                .or_else(|| url.strip_prefix("s3a://"))
+                .ok_or_else(|| {
+                    refused(
+                        "only s3:// URLs are read here; build any other object store and pass it to L2::new",
+                        None,
+                    )
+                })?;
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(refused(
+                    "the URL names no bucket (s3://bucket/prefix)",
+                    None,
+                ));
+            }
+            let client = object_store::ClientOptions::new()
+                .with_timeout(L2::DEFAULT_TIMEOUT)
+                .with_connect_timeout(L2::DEFAULT_TIMEOUT);
+            // One quick retry at most: the tier is an optimisation, the server is the fallback.
+            let retry = object_store::RetryConfig {
+                max_retries: 1,
+                retry_timeout: L2::DEFAULT_TIMEOUT,
+                ..object_store::RetryConfig::default()
+            };
+            // Client options first: the environment and the settings then change single fields
+            // of them (`AWS_ALLOW_HTTP`), where replacing them afterwards would drop those.
+            let mut builder = AmazonS3Builder::new()
+                .with_client_options(client)
+                .with_retry(retry);
+            let env = std::env::vars().filter(|(k, _)| k.starts_with("AWS_"));
+            for (name, value) in env {
+                // As `AmazonS3Builder::from_env`: variables it does not know are not its own.
+                if let Ok(key) = name.to_ascii_lowercase().parse::<AmazonS3ConfigKey>() {
+                    builder = builder.with_config(key, value);
+                }
+            }
+            for (name, value) in settings {
+                let key: AmazonS3ConfigKey = name.parse().map_err(|e: object_store::Error| {
+                    refused(&format!("unknown setting {name:?}"), Some(Box::new(e)))
+                })?;
+                builder = builder.with_config(key, value);
+            }
+            let store = builder.with_bucket_name(bucket).build().map_err(|e| {
+                refused("the S3 client refused its configuration", Some(Box::new(e)))
+            })?;
+            L2::new(Arc::new(store), prefix)
+        }
+
+        /// The deadline of one operation on the tier (a get until its answer starts, each chunk
+        /// of its body, a put). A tier that misses it is skipped for 30 s, with one warning, and
+        /// the server serves. Default: [`L2::DEFAULT_TIMEOUT`] (2 s).
+        #[must_use]
+        pub fn timeout(mut self, timeout: Duration) -> L2 {
+            self.timeout = timeout;
+            self
+        }
+
+        /// How long a host that misses a file another host has claimed waits for that host's
+        /// object before it asks the server itself. When a fleet starts cold at once, the first
+        /// host to miss a file claims it (a small marker under `<prefix>/claims/`, created
+        /// conditionally) and the others poll for its object, so the server sees each file about
+        /// once instead of once per host. A claim is only a hint: one left by a host that died
+        /// costs the others this wait once, then they read from the server and clear it.
+        /// Default: [`L2::DEFAULT_CLAIM_WAIT`] (5 s); zero turns claims off.
+        #[must_use]
+        pub fn claim_wait(mut self, wait: Duration) -> L2 {
+            self.claim_wait = wait;
+            self
+        }
+
+        /// The key prefix, without leading or trailing `/`.
+        #[must_use]
+        pub fn prefix(&self) -> &str {
+            &self.prefix
+        }
+    }
+
+    /// The opened tier: the host's [`L2`] and whether it is answering.
+    #[derive(Debug)]
+    pub(crate) struct Tier {
+        config: L2,
+        /// Until when the tier is skipped after it missed a deadline or failed.
+        down_until: Mutex<Option<Instant>>,
+        /// A put the store refused (read-only credentials, no conditional create) is said once.
+        put_warned: AtomicBool,
+    }
+
+    /// The tier for one public entry: the only handle that reaches the store (issue 14, item 2).
+    #[derive(Debug, Clone)]
+    pub(crate) struct Shared {
+        tier: Arc<Tier>,
+    }
+
+    /// What a get found.
+    pub(crate) enum Fetched {
+        /// At most the entry's size in bytes, not yet hashed.
+        Bytes(Vec<u8>),
+        /// No such object.
+        Missing,
+        /// The object's size is not the entry's (nothing or not all of it was read).
+        Rejected(Mismatch),
+        /// The tier did not answer in time, failed, or is being left alone.
+        Unavailable,
+    }
+
+    /// What a claim found.
+    pub(crate) enum Claim {
+        /// This host fetches the file from the server and publishes it.
+        Won,
+        /// Another host claimed it: wait for its object.
+        Taken,
+        /// Claims are off, or the tier did not take the claim: ask the server.
+        Unavailable,
+    }
+
+    /// What a put did.
+    pub(crate) enum Put {
+        Created,
+        /// Another host created it first (or it was there before): not an error.
+        Exists,
+        Unavailable,
+    }
+
+    /// A failed or late operation.
+    enum Failure {
+        NotFound,
+        AlreadyExists,
+        Down,
+    }
+
+    impl Tier {
+        pub(crate) fn new(config: L2) -> Tier {
+            Tier {
+                config,
+                down_until: Mutex::new(None),
+                put_warned: AtomicBool::new(false),
+            }
+        }
+
+        /// A handle for `held` only if it is the entry `stored` — what the index holds for this
+        /// principal, sealed — and that entry is public with the same binding. The one
+        /// enforcement point of "private content never touches L2".
+        pub(crate) fn for_entry(
+            self: Arc<Self>,
+            stored: Option<&StoredEntry>,
+            held: &SkillEntry,
+        ) -> Option<Shared> {
+            let stored = stored?;
+            let binding = held.binding()?;
+            (stored.hints.scope() == Scope::Public
+                && stored.entry.uri() == held.uri()
+                && stored.entry.binding() == Some(binding))
+            .then_some(Shared { tier: self })
+        }
+
+        fn is_down(&self) -> bool {
+            let mut down = self
+                .down_until
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match *down {
+                Some(until) if Instant::now() < until => true,
+                Some(_) => {
+                    *down = None;
+                    false
+                }
+                None => false,
+            }
+        }
+
+        /// Leaves the tier alone for [`RETRY_AFTER`]; the first failure of an outage is a warning.
+        fn mark_down(&self, op: &'static str, key: &Path, why: &dyn std::fmt::Display) {
+            let mut down = self
+                .down_until
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if down.is_none() {
+                tracing::warn!(op, %key, error = %why, retry_after = ?RETRY_AFTER, "the shared tier (l2) is unavailable; loading from the server");
+            } else {
+                tracing::debug!(op, %key, error = %why, "the shared tier (l2) is still unavailable");
+            }
+            *down = Some(Instant::now() + RETRY_AFTER);
+        }
+
+        /// Runs one store call under the deadline; a late or failed call marks the tier down.
+        async fn call<T>(
+            &self,
+            op: &'static str,
+            key: &Path,
+            call: impl Future<Output = object_store::Result<T>>,
+        ) -> Result<T, Failure> {
+            match tokio::time::timeout(self.config.timeout, call).await {
+                Err(_) => {
+                    self.mark_down(
+                        op,
+                        key,
+                        &format_args!("no answer within {:?}", self.config.timeout),
+                    );
+                    Err(Failure::Down)
+                }
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(object_store::Error::NotFound { .. })) => Err(Failure::NotFound),
+                Ok(Err(
+                    object_store::Error::AlreadyExists { .. }
+                    | object_store::Error::Precondition { .. },
+                )) => Err(Failure::AlreadyExists),
+                Ok(Err(e)) => {
+                    if op == "get" {
+                        self.mark_down(op, key, &e);
+                    } else if !self.put_warned.swap(true, Ordering::Relaxed) {
+                        // A refused write (put, claim, release) says nothing about reads
+                        // (read-only credentials are a normal fleet setup): said once, and the
+                        // tier stays in use for reads.
+                        tracing::warn!(op, %key, error = %e, "the shared tier (l2) refused a write; this host will only read from it");
+                    }
+                    Err(Failure::Down)
+                }
+            }
+        }
+    }
+
+    impl Shared {
+        /// `<prefix>/origins/<encoded origin>/sha256/<2 hex>/<62 hex>`: the local store's layout
+        /// under the tier's prefix.
+        pub(crate) fn key(&self, origin: &Origin, file: &ManifestFile) -> Path {
+            let rel = crate::store::blob_rel(origin, &file.digest());
+            let prefix = &self.tier.config.prefix;
+            let full = if prefix.is_empty() {
+                rel
+            } else {
+                format!("{prefix}/{rel}")
+            };
+            // Every part is path-safe by construction (a checked prefix, the origin's encoding,
+            // hex): parse cannot fail, and `from` would only re-encode what it already is.
+            Path::parse(&full).unwrap_or_else(|_| Path::from(full.as_str()))
+        }
+
+        /// `<prefix>/claims/origins/…`: the marker of a host fetching `file` from the server.
+        fn claim_key(&self, origin: &Origin, file: &ManifestFile) -> Path {
+            let rel = crate::store::blob_rel(origin, &file.digest());
+            let prefix = &self.tier.config.prefix;
+            let full = if prefix.is_empty() {
+                format!("claims/{rel}")
+            } else {
+                format!("{prefix}/claims/{rel}")
+            };
+            Path::parse(&full).unwrap_or_else(|_| Path::from(full.as_str()))
+        }
+
+        pub(crate) fn claim_wait(&self) -> Duration {
+            self.tier.config.claim_wait
+        }
+
+        /// Claims `file` for this host with a conditional create of its marker.
+        pub(crate) async fn claim(&self, origin: &Origin, file: &ManifestFile) -> Claim {
+            let tier = &self.tier;
+            if tier.config.claim_wait.is_zero() || tier.is_down() {
+                return Claim::Unavailable;
+            }
+            let key = self.claim_key(origin, file);
+            let opts = PutOptions {
+                mode: PutMode::Create,
+                ..PutOptions::default()
+            };
+            let marker = PutPayload::from_static(b"claimed\n");
+            match tier
+                .call(
+                    "claim",
+                    &key,
+                    tier.config.store.put_opts(&key, marker, opts),
+                )
+                .await
+            {
+                Ok(_) => Claim::Won,
+                Err(Failure::AlreadyExists) => Claim::Taken,
+                Err(Failure::NotFound | Failure::Down) => Claim::Unavailable,
+            }
+        }
+
+        /// Removes the claim marker of `file`, if any (best effort).
+        pub(crate) async fn release(&self, origin: &Origin, file: &ManifestFile) {
+            let tier = &self.tier;
+            if tier.config.claim_wait.is_zero() || tier.is_down() {
+                return;
+            }
+            let key = self.claim_key(origin, file);
+            let _ = tier
+                .call("release", &key, tier.config.store.delete(&key))
+                .await;
+        }
+
+        /// The object for `file`: its listed size is compared first, then at most that many
+        /// bytes are read, each chunk under the deadline.
+        pub(crate) async fn get(&self, origin: &Origin, file: &ManifestFile) -> Fetched {
+            let tier = &self.tier;
+            if tier.is_down() {
+                return Fetched::Unavailable;
+            }
+            let key = self.key(origin, file);
+            let size = file.size();
+            let found = match tier
+                .call(
+                    "get",
+                    &key,
+                    tier.config.store.get_opts(&key, GetOptions::default()),
+                )
+                .await
+            {
+                Ok(found) => found,
+                Err(Failure::NotFound) => return Fetched::Missing,
+                Err(Failure::AlreadyExists | Failure::Down) => return Fetched::Unavailable,
+            };
+            if found.meta.size != size {
+                // R-V3: size first; the body is not read.
+                return Fetched::Rejected(Mismatch::Size {
+                    expected: size,
+                    actual: found.meta.size,
+                });
+            }
+            // The entry's size passed the limits (R-W7) when the entry was validated.
+            let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            let mut body = found.into_stream();
+            loop {
+                match tier
+                    .call("get", &key, async { body.next().await.transpose() })
+                    .await
+                {
+                    Ok(None) => break,
+                    Ok(Some(chunk)) => {
+                        let have = bytes.len() as u64 + chunk.len() as u64;
+                        if have > size {
+                            // A body longer than its own listed size: never buffered past the
+                            // entry's size.
+                            return Fetched::Rejected(Mismatch::Size {
+                                expected: size,
+                                actual: have,
+                            });
+                        }
+                        bytes.extend_from_slice(&chunk);
+                    }
+                    Err(Failure::NotFound) => return Fetched::Missing,
+                    Err(Failure::AlreadyExists | Failure::Down) => return Fetched::Unavailable,
+                }
+            }
+            Fetched::Bytes(bytes)
+        }
+
+        /// Publishes verified bytes with a conditional create: never replaces an object.
+        pub(crate) async fn put(
+            &self,
+            origin: &Origin,
+            file: &ManifestFile,
+            bytes: &VerifiedBytes,
+        ) -> Put {
+            let tier = &self.tier;
+            if tier.is_down() {
+                return Put::Unavailable;
+            }
+            let key = self.key(origin, file);
+            let payload = PutPayload::from(bytes.clone().into_shared());
+            let opts = PutOptions {
+                mode: PutMode::Create,
+                ..PutOptions::default()
+            };
+            match tier
+                .call("put", &key, tier.config.store.put_opts(&key, payload, opts))
+                .await
+            {
+                Ok(_) => {
+                    tracing::debug!(%key, "published to l2");
+                    Put::Created
+                }
+                Err(Failure::AlreadyExists) => Put::Exists,
+                Err(Failure::NotFound | Failure::Down) => Put::Unavailable,
+            }
+        }
+    }
+}
+
+#[cfg(all(test, feature = "l2"))]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::{L2, Tier};
+    use crate::digest::Digest;
+    use crate::entry::{CacheHints, Scope, SkillEntry, Validation};
+    use crate::index::StoredEntry;
+
+    fn entry(body: &[u8]) -> SkillEntry {
+        let md = [
+            b"---\nname: notes\ndescription: Notes.\n---\n".as_slice(),
+            body,
+        ]
+        .concat();
+        SkillEntry::from_json(
+            &json!({
+                "uri": "skill://notes/SKILL.md",
+                "frontmatter": {"name": "notes", "description": "Notes."},
+                "resources": [{"uri": "skill://notes/SKILL.md", "digest": Digest::of(&md).to_string(), "size": md.len()}],
+            }),
+            &Validation::default(),
+        )
+        .expect("valid")
+    }
+
+    fn stored(entry: &SkillEntry, scope: Scope) -> StoredEntry {
+        StoredEntry {
+            entry: entry.clone(),
+            hints: CacheHints::new(0, scope),
+            fetched_at_ms: 0,
+            fresh: true,
+        }
+    }
+
+    fn tier() -> Arc<Tier> {
+        let store = Arc::new(object_store::memory::InMemory::new());
+        Arc::new(Tier::new(L2::new(store, "p").expect("tier")))
+    }
+
+    #[test]
+    fn only_the_stored_public_entry_itself_gets_the_shared_tier() {
+        let held = entry(b"one");
+        assert!(
+            tier()
+                .for_entry(Some(&stored(&held, Scope::Public)), &held)
+                .is_some()
+        );
+        // Private, unknown to the index, or another version of the entry: no handle at all.
+        assert!(
+            tier()
+                .for_entry(Some(&stored(&held, Scope::Private)), &held)
+                .is_none()
+        );
+        assert!(tier().for_entry(None, &held).is_none());
+        let other = entry(b"two");
+        assert!(
+            tier()
+                .for_entry(Some(&stored(&other, Scope::Public)), &held)
+                .is_none()
+        );
+    }
+}

@@ -1,0 +1,1082 @@
+//! The shared tier of a fleet (feature `l2`, issue 14), through the host API only: a counting
+//! object store around `object_store`'s in-memory store for the trust and scope rules, closed and
+//! black-hole ports for an unreachable tier, and a real S3-compatible server (moto, started on
+//! loopback from a pinned virtualenv) for the S3 client, conditional creates and the CLI.
+//!
+//! The moto tests run when `SKILLCACHE_INTEROP=1` (as `.ci/run` sets it); otherwise they say why
+//! they skip.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use common::double::Double;
+use futures_util::stream::BoxStream;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    ObjectStoreExt as _, PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+use serde_json::json;
+use skillcache::cache::Provenance;
+use skillcache::{ApprovalPolicy, Digest, Error, L2, Origin, SkillCache, SkillEntry};
+
+// ---- fixtures -------------------------------------------------------------------------------
+
+/// An object store that counts every get and put, and can hide what it holds from gets (so a
+/// put meets an object a get did not see: a lost create race).
+#[derive(Debug, Default)]
+struct Counting {
+    inner: InMemory,
+    gets: AtomicUsize,
+    puts: AtomicUsize,
+    hide_from_gets: std::sync::atomic::AtomicBool,
+    /// Gets per key.
+    gets_of: Mutex<BTreeMap<String, usize>>,
+}
+
+impl fmt::Display for Counting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Counting({})", self.inner)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for Counting {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        self.puts.fetch_add(1, Ordering::SeqCst);
+        self.inner.put_opts(location, payload, opts).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.puts.fetch_add(1, Ordering::SeqCst);
+        self.inner.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        *self
+            .gets_of
+            .lock()
+            .expect("lock")
+            .entry(location.to_string())
+            .or_default() += 1;
+        if self.hide_from_gets.load(Ordering::SeqCst) {
+            return Err(object_store::Error::NotFound {
+                path: location.to_string(),
+                source: "hidden by the test".into(),
+            });
+        }
+        self.inner.get_opts(location, options).await
+    }
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.inner.list(prefix)
+    }
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.puts.fetch_add(1, Ordering::SeqCst);
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+impl Counting {
+    fn gets(&self) -> usize {
+        self.gets.load(Ordering::SeqCst)
+    }
+    fn puts(&self) -> usize {
+        self.puts.load(Ordering::SeqCst)
+    }
+    fn gets_of(&self, key: &str) -> usize {
+        self.gets_of
+            .lock()
+            .expect("lock")
+            .get(key)
+            .copied()
+            .unwrap_or(0)
+    }
+    /// Every key and its bytes, read from the inner store (not counted).
+    async fn objects(&self) -> BTreeMap<String, Vec<u8>> {
+        use futures_util::StreamExt as _;
+        let metas: Vec<ObjectMeta> = self
+            .inner
+            .list(None)
+            .map(|m| m.expect("list"))
+            .collect()
+            .await;
+        let mut out = BTreeMap::new();
+        for m in metas {
+            let bytes = self
+                .inner
+                .get(&m.location)
+                .await
+                .expect("get")
+                .bytes()
+                .await
+                .expect("bytes");
+            out.insert(m.location.to_string(), bytes.to_vec());
+        }
+        out
+    }
+    /// Puts `bytes` under `key` directly (not counted): what another host, or an attacker, left.
+    async fn plant(&self, key: &str, bytes: &[u8]) {
+        self.inner
+            .put(
+                &Path::parse(key).expect("key"),
+                PutPayload::from(bytes.to_vec()),
+            )
+            .await
+            .expect("plant");
+    }
+}
+
+/// One host of the fleet: its own root and key, the shared double as its server, `tier` as L2.
+struct Host {
+    _dir: tempfile::TempDir,
+    cache: SkillCache,
+}
+
+fn host(tier: L2) -> Host {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = SkillCache::builder()
+        .root(dir.path().join("root"))
+        .key_file(dir.path().join("host.key"))
+        .approval(ApprovalPolicy::NotRequired)
+        .l2(tier)
+        .open()
+        .expect("cache opens");
+    Host { _dir: dir, cache }
+}
+
+fn origin(label: &str) -> Origin {
+    Origin::new(label).expect("a valid label")
+}
+
+fn in_memory(store: &Arc<Counting>, prefix: &str) -> L2 {
+    L2::new(Arc::clone(store) as Arc<dyn ObjectStore>, prefix).expect("tier")
+}
+
+/// The key of a blob under `prefix`, spelled out as issue 14 specifies it.
+fn key(prefix: &str, encoded_origin: &str, bytes: &[u8]) -> String {
+    let hex = Digest::of(bytes).to_string()["sha256:".len()..].to_owned();
+    format!(
+        "{prefix}/origins/{encoded_origin}/sha256/{}/{}",
+        &hex[..2],
+        &hex[2..]
+    )
+}
+
+/// The claim marker of a blob: `<prefix>/claims/` and the blob's key below the prefix.
+fn claim_key(prefix: &str, encoded_origin: &str, bytes: &[u8]) -> String {
+    let k = key(prefix, encoded_origin, bytes);
+    format!("{prefix}/claims/{}", &k[prefix.len() + 1..])
+}
+
+/// Loads `entry` through `cache` from `double` under `o` and reads every file: each as its first
+/// read in this load found it (the `SKILL.md` from `load`, the others from `read_all`).
+async fn load_all(
+    cache: &SkillCache,
+    o: &Origin,
+    double: &Arc<Double>,
+    entry: &SkillEntry,
+) -> Result<Vec<skillcache::SkillFile>, Error> {
+    cache.connect(o.clone(), double.clone());
+    let held = cache.entry(o, entry.uri()).await?.entry;
+    let skill = cache.load(o, &held).await?;
+    let md = skill.skill_md().clone();
+    let mut all = vec![md.clone()];
+    all.extend(
+        skill
+            .read_all()
+            .await?
+            .into_iter()
+            .filter(|f| f.uri() != md.uri()),
+    );
+    Ok(all)
+}
+
+fn notes() -> (SkillEntry, common::Files) {
+    common::skill("notes", &[("a.md", b"alpha"), ("b/c.txt", b"charlie")])
+}
+
+// ---- 1. scope: private content never touches L2 ---------------------------------------------
+
+#[tokio::test]
+async fn l2_private_entry_sends_no_get_and_no_put() {
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    double.set_hints(json!({"ttlMs": 0, "cacheScope": "private"}));
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let h = host(in_memory(&store, "fleet"));
+
+    let got = load_all(&h.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("a private skill loads from the server");
+
+    assert_eq!(got.len(), 3);
+    assert!(got.iter().all(|f| f.provenance() == Provenance::Server));
+    assert_eq!(
+        (store.gets(), store.puts()),
+        (0, 0),
+        "not one request to L2"
+    );
+    assert!(store.objects().await.is_empty());
+    let s = h.cache.stats();
+    assert_eq!(
+        (
+            s.l2_hits,
+            s.l2_misses,
+            s.l2_puts,
+            s.l2_rejected,
+            s.l2_unavailable
+        ),
+        (0, 0, 0, 0, 0)
+    );
+}
+
+#[tokio::test]
+async fn l2_entry_without_cache_scope_is_private_and_never_shared() {
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    // No cacheScope at all: the spec's default is private (R-W8).
+    double.set_hints(json!({"ttlMs": 0}));
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let h = host(in_memory(&store, "fleet"));
+
+    load_all(&h.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("loads");
+
+    assert_eq!((store.gets(), store.puts()), (0, 0));
+}
+
+#[tokio::test]
+async fn l2_an_entry_the_index_does_not_hold_as_public_is_treated_as_private() {
+    // The host hands `load` an entry it built itself (never stored as public): no L2 traffic,
+    // even though the server's hints would say public.
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let h = host(in_memory(&store, "fleet"));
+    let o = origin("docs");
+    h.cache.connect(o.clone(), double.clone());
+
+    let skill = h.cache.load(&o, &entry).await.expect("loads");
+    skill.read_all().await.expect("reads");
+
+    assert_eq!((store.gets(), store.puts()), (0, 0));
+}
+
+// ---- 2. a fleet shares public blobs ---------------------------------------------------------
+
+#[tokio::test]
+async fn l2_public_blobs_published_by_one_host_serve_a_cold_second_host() {
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let o = origin("Docs");
+
+    let first = host(in_memory(&store, "fleet/skills"));
+    let got = load_all(&first.cache, &o, &double, &entry)
+        .await
+        .expect("first host loads");
+    assert!(got.iter().all(|f| f.provenance() == Provenance::Server));
+    assert_eq!(double.reads(), 3);
+    let s = first.cache.stats();
+    assert_eq!((s.l2_misses, s.l2_puts), (3, 3));
+
+    // Keys mirror the local store's layout under the prefix, with the origin's path encoding
+    // (`Docs` → `%44ocs`): nothing crosses origins.
+    let objects = store.objects().await;
+    let expected: BTreeMap<String, Vec<u8>> = files
+        .iter()
+        .map(|(_, b)| (key("fleet/skills", "%44ocs", b), b.clone()))
+        .collect();
+    assert_eq!(objects, expected);
+
+    let second = host(in_memory(&store, "fleet/skills"));
+    let got = load_all(&second.cache, &o, &double, &entry)
+        .await
+        .expect("second host loads");
+    assert!(got.iter().all(|f| f.provenance() == Provenance::L2
+        && f.verification() != skillcache::Verification::Unverified));
+    assert!(
+        got.iter().all(skillcache::SkillFile::stored),
+        "kept in the local store"
+    );
+    assert_eq!(double.reads(), 3, "the server was not read again");
+    let s = second.cache.stats();
+    assert_eq!((s.l2_hits, s.l2_misses, s.l2_puts), (3, 0, 0));
+
+    // And the second host's own store now answers: no L2, no server.
+    let gets = store.gets();
+    let got = load_all(&second.cache, &o, &double, &entry)
+        .await
+        .expect("warm");
+    assert!(got.iter().all(|f| f.provenance() == Provenance::Cache));
+    assert_eq!((store.gets(), double.reads()), (gets, 3));
+}
+
+#[tokio::test]
+async fn l2_blobs_of_one_origin_are_never_read_for_another() {
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+
+    let a = host(in_memory(&store, "fleet"));
+    load_all(&a.cache, &origin("alpha"), &double, &entry)
+        .await
+        .expect("loads");
+    let b = host(in_memory(&store, "fleet"));
+    let got = load_all(&b.cache, &origin("beta"), &double, &entry)
+        .await
+        .expect("loads");
+
+    assert!(got.iter().all(|f| f.provenance() == Provenance::Server));
+    assert_eq!(double.reads(), 6);
+    assert_eq!(b.cache.stats().l2_misses, 3);
+}
+
+#[tokio::test]
+async fn l2_a_lost_create_race_is_not_an_error() {
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    // Another host created every object between this host's get and its put.
+    for (_, b) in &files {
+        store.plant(&key("fleet", "docs", b), b).await;
+    }
+    store.hide_from_gets.store(true, Ordering::SeqCst);
+    // Claims off: only the creates of objects are counted here.
+    let h = host(in_memory(&store, "fleet").claim_wait(Duration::ZERO));
+
+    let got = load_all(&h.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("a create that finds the object is not an error");
+
+    assert_eq!(got.len(), 3);
+    assert_eq!(store.puts(), 3, "each create was tried, and refused");
+    let s = h.cache.stats();
+    assert_eq!((s.l2_misses, s.l2_puts, s.l2_unavailable), (3, 0, 0));
+}
+
+#[tokio::test]
+async fn l2_a_host_waits_for_a_file_another_host_claimed_instead_of_asking_the_server() {
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let (a_uri, a) = files
+        .iter()
+        .find(|(u, _)| u.ends_with("a.md"))
+        .expect("a.md");
+    // Another host claimed a.md and is fetching it: it publishes the object once this host
+    // has polled for it at least twice (the first get, then a poll after seeing the claim).
+    store
+        .plant(&claim_key("fleet", "docs", a), b"claimed")
+        .await;
+    let publisher = {
+        let (store, k, a) = (Arc::clone(&store), key("fleet", "docs", a), a.clone());
+        tokio::spawn(async move {
+            while store.gets_of(&k) < 2 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            store.plant(&k, &a).await;
+        })
+    };
+    // A wait long enough that only a lost object, never a slow machine, could end it.
+    let h = host(in_memory(&store, "fleet").claim_wait(Duration::from_secs(120)));
+
+    let got = load_all(&h.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("loads");
+    publisher.await.expect("published");
+
+    let a_file = got
+        .iter()
+        .find(|f| f.uri().as_str() == a_uri)
+        .expect("a.md");
+    assert_eq!(
+        (a_file.provenance(), a_file.bytes()),
+        (Provenance::L2, a.as_slice())
+    );
+    let log = double.read_log.lock().expect("lock").clone();
+    assert!(
+        !log.contains(a_uri),
+        "a.md was not read from the server: {log:?}"
+    );
+    assert_eq!(double.reads(), 2);
+    let s = h.cache.stats();
+    assert_eq!((s.l2_misses, s.l2_hits, s.l2_puts), (3, 1, 2));
+}
+
+#[tokio::test]
+async fn l2_a_claim_nobody_honours_costs_one_wait_then_the_server_serves_and_it_is_cleared() {
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let (_, a) = files
+        .iter()
+        .find(|(u, _)| u.ends_with("a.md"))
+        .expect("a.md");
+    // A host claimed a.md and died.
+    store
+        .plant(&claim_key("fleet", "docs", a), b"claimed")
+        .await;
+    let h = host(in_memory(&store, "fleet").claim_wait(Duration::from_millis(200)));
+
+    let got = load_all(&h.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("a dead claim never fails a load");
+
+    assert!(got.iter().all(|f| f.provenance() == Provenance::Server));
+    assert_eq!(double.reads(), 3);
+    let objects = store.objects().await;
+    assert!(
+        objects.keys().all(|k| !k.contains("/claims/")),
+        "every claim is cleared once its object exists: {objects:?}"
+    );
+    assert_eq!(objects.get(&key("fleet", "docs", a)), Some(a));
+    assert_eq!(h.cache.stats().l2_puts, 3);
+}
+
+// ---- 3. L2 bytes are untrusted ----------------------------------------------------------------
+
+#[tokio::test]
+async fn l2_tampered_object_is_rejected_and_the_server_serves_it_once() {
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    // Same length, one byte changed: only the digest can tell.
+    let (_, a) = files
+        .iter()
+        .find(|(u, _)| u.ends_with("a.md"))
+        .expect("a.md");
+    store.plant(&key("fleet", "docs", a), b"alphA").await;
+    let h = host(in_memory(&store, "fleet"));
+
+    let got = load_all(&h.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("the server's bytes are served");
+
+    let a_file = got
+        .iter()
+        .find(|f| f.uri().as_str().ends_with("a.md"))
+        .expect("a.md");
+    assert_eq!(
+        (a_file.bytes(), a_file.provenance()),
+        (&b"alpha"[..], Provenance::Server)
+    );
+    assert_eq!(double.reads(), 3, "one server read per file, no more");
+    let s = h.cache.stats();
+    assert_eq!((s.l2_rejected, s.l2_misses), (1, 2));
+    // The bad object was not replaced (never clobber) nor used.
+    assert_eq!(
+        store.objects().await.get(&key("fleet", "docs", a)),
+        Some(&b"alphA".to_vec())
+    );
+}
+
+#[tokio::test]
+async fn l2_object_of_another_size_is_rejected_before_its_body_is_read() {
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let (_, c) = files
+        .iter()
+        .find(|(u, _)| u.ends_with("c.txt"))
+        .expect("c.txt");
+    // 1 MiB under a 7-byte file's key.
+    store
+        .plant(&key("fleet", "docs", c), &vec![b'x'; 1 << 20])
+        .await;
+    let h = host(in_memory(&store, "fleet"));
+
+    let got = load_all(&h.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("loads");
+
+    let c_file = got
+        .iter()
+        .find(|f| f.uri().as_str().ends_with("c.txt"))
+        .expect("c.txt");
+    assert_eq!(c_file.bytes(), b"charlie");
+    assert_eq!(h.cache.stats().l2_rejected, 1);
+    assert_eq!(double.reads(), 3);
+}
+
+#[tokio::test]
+async fn l2_skill_md_whose_frontmatter_differs_from_the_entry_is_rejected_and_never_kept() {
+    // The entry lists a SKILL.md (digest and all) whose frontmatter disagrees with the entry's:
+    // the L2 copy has the right digest, so only the frontmatter check can refuse it (R-V6).
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    let md = common::skill_md("name: notes\ndescription: Something else.");
+    let wire = json!({
+        "uri": "skill://notes/SKILL.md",
+        "frontmatter": {"name": "notes", "description": "The notes skill."},
+        "resources": [{"uri": "skill://notes/SKILL.md", "digest": Digest::of(&md).to_string(), "size": md.len()}],
+    });
+    let entry = SkillEntry::from_json(&wire, &skillcache::entry::Validation::default())
+        .expect("valid entry");
+    double.publish(
+        &entry,
+        &vec![("skill://notes/SKILL.md".to_owned(), md.clone())],
+    );
+    store.plant(&key("fleet", "docs", &md), &md).await;
+    let h = host(in_memory(&store, "fleet"));
+    let o = origin("docs");
+    h.cache.connect(o.clone(), double.clone());
+    let held = h.cache.entry(&o, entry.uri()).await.expect("entry").entry;
+
+    let err = h.cache.load(&o, &held).await.expect_err("refused");
+
+    assert!(
+        matches!(err, Error::Verification { .. }),
+        "the server's copy fails the same check: {err}"
+    );
+    let s = h.cache.stats();
+    assert_eq!((s.l2_rejected, s.l2_hits, s.l2_puts), (1, 0, 0));
+    assert_eq!(
+        double.reads(),
+        1,
+        "one server read after the rejected object"
+    );
+}
+
+#[tokio::test]
+async fn l2_a_failed_local_copy_then_a_bad_object_costs_one_server_read() {
+    // R-V9 with the tier: the local copy fails (quarantined), L2's is bad too, and the server
+    // is asked once — the same budget as without L2.
+    let store = Arc::new(Counting::default());
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let open = || {
+        SkillCache::builder()
+            .root(dir.path().join("root"))
+            .key_file(dir.path().join("host.key"))
+            .approval(ApprovalPolicy::NotRequired)
+            .memory_tier(0)
+            .l2(in_memory(&store, "fleet"))
+            .open()
+            .expect("opens")
+    };
+    let o = origin("docs");
+    load_all(&open(), &o, &double, &entry)
+        .await
+        .expect("warm up");
+    let (_, a) = files
+        .iter()
+        .find(|(u, _)| u.ends_with("a.md"))
+        .expect("a.md");
+    let k = key("fleet", "docs", a);
+    // Tamper both copies: the local blob (as root or owner, whatever the modes) and L2's.
+    let local = dir.path().join("root").join(k.trim_start_matches("fleet/"));
+    tamper(&local);
+    store
+        .inner
+        .delete(&Path::parse(&k).expect("key"))
+        .await
+        .expect("delete");
+    store.plant(&k, b"alphA").await;
+    let reads = double.reads();
+
+    let cache = open();
+    let got = load_all(&cache, &o, &double, &entry).await.expect("served");
+
+    let a_file = got
+        .iter()
+        .find(|f| f.uri().as_str().ends_with("a.md"))
+        .expect("a.md");
+    assert_eq!(a_file.bytes(), b"alpha");
+    assert!(a_file.retried());
+    assert_eq!(double.reads() - reads, 1, "exactly one extra server read");
+    let s = cache.stats();
+    assert_eq!((s.quarantines, s.l2_rejected), (1, 1));
+}
+
+/// Flips the first byte of a read-only blob in place (its folder and itself made writable
+/// first, so this works as a normal user too).
+fn tamper(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let folder = path.parent().expect("a folder");
+    std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let mut bytes = std::fs::read(path).expect("read blob");
+    bytes[0] ^= 0x20;
+    std::fs::write(path, bytes).expect("write blob");
+}
+
+// ---- 4. an unreachable tier degrades to the server -----------------------------------------
+
+/// An S3 tier at `endpoint` with dummy credentials, and a short deadline for the tests.
+fn s3(endpoint: &str, url: &str, timeout: Duration) -> L2 {
+    L2::from_url_with(
+        url,
+        [
+            ("aws_endpoint_url", endpoint),
+            ("aws_allow_http", "true"),
+            ("aws_region", "us-east-1"),
+            ("aws_access_key_id", "testing"),
+            ("aws_secret_access_key", "testing"),
+        ],
+    )
+    .expect("an S3 tier")
+    .timeout(timeout)
+}
+
+#[tokio::test]
+async fn l2_on_a_port_nobody_listens_on_falls_through_to_the_server() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let h = host(s3(
+        &format!("http://127.0.0.1:{port}"),
+        "s3://fleet/skills",
+        Duration::from_secs(2),
+    ));
+
+    let got = load_all(&h.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("an unreachable tier never fails a load");
+
+    assert!(got.iter().all(|f| f.provenance() == Provenance::Server));
+    assert_eq!(double.reads(), 3);
+    // The first get fails and the tier is left alone: every later get and put is skipped.
+    let s = h.cache.stats();
+    assert_eq!((s.l2_unavailable, s.l2_hits, s.l2_puts), (6, 0, 0));
+}
+
+#[tokio::test]
+async fn l2_a_black_hole_listener_costs_one_deadline_then_is_skipped() {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    // Accepts connections and never answers.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let held: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+    {
+        let (accepted, held) = (Arc::clone(&accepted), Arc::clone(&held));
+        std::thread::spawn(move || {
+            for s in listener.incoming().flatten() {
+                accepted.fetch_add(1, Ordering::SeqCst);
+                held.lock().expect("lock").push(s);
+            }
+        });
+    }
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let h = host(s3(
+        &format!("http://127.0.0.1:{port}"),
+        "s3://fleet/skills",
+        Duration::from_millis(300),
+    ));
+
+    let got = load_all(&h.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("a silent tier never fails a load");
+
+    assert!(got.iter().all(|f| f.provenance() == Provenance::Server));
+    assert_eq!(double.reads(), 3);
+    let s = h.cache.stats();
+    assert_eq!((s.l2_unavailable, s.l2_hits, s.l2_puts), (6, 0, 0));
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "one connection: the first get waited out its deadline, the rest were skipped"
+    );
+}
+
+#[test]
+fn l2_urls_other_than_s3_and_bad_prefixes_are_configuration_errors() {
+    for bad in ["gs://bucket/p", "s3://", "s3:///prefix", "bucket/prefix"] {
+        let err = L2::from_url(bad).expect_err(bad);
+        assert!(matches!(err, Error::L2Config { .. }), "{bad}: {err}");
+        assert_eq!(err.class(), skillcache::error::ErrorClass::Config);
+    }
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    for bad in ["a//b", "a/../b", "a/./b"] {
+        let err = L2::new(Arc::clone(&store), bad).expect_err(bad);
+        assert!(matches!(err, Error::L2Config { .. }), "{bad}: {err}");
+    }
+    assert_eq!(
+        L2::new(store, "/fleet/skills/").expect("ok").prefix(),
+        "fleet/skills"
+    );
+}
+
+#[test]
+fn l2_cli_refuses_a_bad_l2_url_as_a_usage_error_and_reports_the_counters() {
+    let home = tempfile::tempdir().expect("home");
+    let cli = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_skillcache"))
+            .arg("--root")
+            .arg(home.path().join("root"))
+            .arg("--key-file")
+            .arg(home.path().join("host.key"))
+            .args(args)
+            .output()
+            .expect("run the CLI")
+    };
+    let bad = cli(&["--l2", "gs://bucket/prefix", "stats"]);
+    assert_eq!(bad.status.code(), Some(2), "exit 2: usage");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("shared tier"), "{stderr}");
+
+    let ok = cli(&["--l2", "s3://bucket/prefix", "--json", "stats"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&ok.stdout).expect("json");
+    for k in [
+        "l2_hits",
+        "l2_misses",
+        "l2_puts",
+        "l2_rejected",
+        "l2_unavailable",
+    ] {
+        assert_eq!(v["counters"][k], 0, "{k}");
+    }
+}
+
+// ---- 5. a real S3-compatible server (moto) ----------------------------------------------------
+
+mod moto {
+    //! moto's server mode on a free loopback port, from a pinned virtualenv that is created
+    //! when absent (`target/venv-moto`, git-ignored), and always stopped.
+
+    use std::io::{Read as _, Write as _};
+    use std::net::TcpStream;
+    use std::path::PathBuf;
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    /// Why the moto tests skip, or `None` when they run.
+    pub fn skip_reason() -> Option<&'static str> {
+        (std::env::var("SKILLCACHE_INTEROP").as_deref() != Ok("1")).then_some(
+            "set SKILLCACHE_INTEROP=1 to run the tests against a real S3-compatible server \
+             (moto, installed pinned from scripts/moto-requirements.txt into target/venv-moto)",
+        )
+    }
+
+    pub struct Moto {
+        child: Child,
+        pub endpoint: String,
+    }
+
+    fn venv() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/venv-moto")
+    }
+
+    /// Creates the virtualenv and installs the pinned moto, once; fails loudly if it cannot.
+    fn ensure_installed() -> PathBuf {
+        let venv = venv();
+        let server = venv.join("bin/moto_server");
+        if server.exists() {
+            return server;
+        }
+        let requirements =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/moto-requirements.txt");
+        let ok = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .is_ok_and(|s| s.success())
+            && Command::new(venv.join("bin/pip"))
+                .args(["install", "-q", "-r"])
+                .arg(&requirements)
+                .status()
+                .is_ok_and(|s| s.success());
+        assert!(
+            ok && server.exists(),
+            "could not install moto into {}",
+            venv.display()
+        );
+        server
+    }
+
+    impl Moto {
+        /// Starts moto on a free port and waits until it answers (at most 60 s).
+        pub fn start() -> Moto {
+            let server = ensure_installed();
+            let port = {
+                let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+                l.local_addr().expect("addr").port()
+            };
+            let mut command = if std::path::Path::new("/usr/bin/setpriv").exists() {
+                // Killed with the test thread that started it, even if the test process dies.
+                let mut c = Command::new("setpriv");
+                c.args(["--pdeathsig", "KILL", "--"]).arg(&server);
+                c
+            } else {
+                Command::new(&server)
+            };
+            let child = command
+                .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start moto_server");
+            let moto = Moto {
+                child,
+                endpoint: format!("http://127.0.0.1:{port}"),
+            };
+            let started = Instant::now();
+            while request(port, "GET", "/").is_none() {
+                assert!(
+                    started.elapsed() < Duration::from_secs(60),
+                    "moto did not answer on port {port}"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            moto
+        }
+
+        fn port(&self) -> u16 {
+            self.endpoint
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .expect("a port")
+        }
+
+        /// Creates a bucket (moto takes unsigned requests).
+        pub fn bucket(&self, name: &str) {
+            let status = request(self.port(), "PUT", &format!("/{name}")).expect("moto answers");
+            assert!(
+                status.starts_with("HTTP/1.1 200"),
+                "create bucket: {status}"
+            );
+        }
+    }
+
+    impl Drop for Moto {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// One HTTP/1.1 request; the status line, or `None` if nothing answers.
+    fn request(port: u16, verb: &str, path: &str) -> Option<String> {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+        write!(
+            s,
+            "{verb} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        out.lines().next().map(str::to_owned)
+    }
+}
+
+#[tokio::test]
+async fn l2_real_s3_two_hosts_share_public_blobs_and_creates_never_clobber() {
+    if let Some(why) = moto::skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let moto = moto::Moto::start();
+    moto.bucket("fleet");
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let o = origin("docs");
+    let tier = || s3(&moto.endpoint, "s3://fleet/skills", Duration::from_secs(5));
+
+    let first = host(tier());
+    load_all(&first.cache, &o, &double, &entry)
+        .await
+        .expect("first host");
+    let s = first.cache.stats();
+    assert_eq!((s.l2_misses, s.l2_puts, s.l2_unavailable), (3, 3, 0));
+
+    let second = host(tier());
+    let got = load_all(&second.cache, &o, &double, &entry)
+        .await
+        .expect("second host");
+    assert!(got.iter().all(|f| f.provenance() == Provenance::L2));
+    assert_eq!(double.reads(), 3, "the server served each blob once");
+
+    // PutMode::Create on real S3: an existing object is never replaced, so what the first host
+    // verified is what a third host reads.
+    let raw = object_store::aws::AmazonS3Builder::new()
+        .with_bucket_name("fleet")
+        .with_endpoint(&moto.endpoint)
+        .with_allow_http(true)
+        .with_region("us-east-1")
+        .with_access_key_id("testing")
+        .with_secret_access_key("testing")
+        .build()
+        .expect("raw client");
+    let k = Path::parse(key("skills", "docs", &files[0].1)).expect("key");
+    let err = raw
+        .put_opts(
+            &k,
+            PutPayload::from(b"clobber".to_vec()),
+            PutOptions {
+                mode: object_store::PutMode::Create,
+                ..PutOptions::default()
+            },
+        )
+        .await
+        .expect_err("moto refuses to create over an existing object");
+    assert!(
+        matches!(err, object_store::Error::AlreadyExists { .. }),
+        "{err}"
+    );
+    let third = host(tier());
+    let got = load_all(&third.cache, &o, &double, &entry)
+        .await
+        .expect("third host");
+    assert!(got.iter().all(|f| f.provenance() == Provenance::L2));
+    assert_eq!(got[0].bytes(), files[0].1.as_slice());
+    assert_eq!(double.reads(), 3);
+}
+
+#[tokio::test]
+async fn l2_real_s3_private_entries_leave_the_bucket_empty() {
+    if let Some(why) = moto::skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let moto = moto::Moto::start();
+    moto.bucket("fleet");
+    let double = Arc::new(Double::new());
+    double.set_hints(json!({"ttlMs": 0, "cacheScope": "private"}));
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    let h = host(s3(
+        &moto.endpoint,
+        "s3://fleet/skills",
+        Duration::from_secs(5),
+    ));
+
+    load_all(&h.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("loads");
+
+    let raw = object_store::aws::AmazonS3Builder::new()
+        .with_bucket_name("fleet")
+        .with_endpoint(&moto.endpoint)
+        .with_allow_http(true)
+        .with_region("us-east-1")
+        .with_access_key_id("testing")
+        .with_secret_access_key("testing")
+        .build()
+        .expect("raw client");
+    let listed: Vec<_> = futures_util::StreamExt::collect(raw.list(None)).await;
+    assert!(listed.is_empty(), "{listed:?}");
+    let s = h.cache.stats();
+    assert_eq!((s.l2_misses, s.l2_puts), (0, 0));
+}
+
+#[test]
+fn l2_cli_hosts_share_blobs_through_real_s3_with_the_l2_option() {
+    if let Some(why) = moto::skip_reason() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let moto = moto::Moto::start();
+    moto.bucket("fleet");
+    let corpus = tempfile::tempdir().expect("corpus");
+    let skill = corpus.path().join("notes");
+    std::fs::create_dir(&skill).expect("mkdir");
+    std::fs::write(
+        skill.join("SKILL.md"),
+        common::skill_md("name: notes\ndescription: The notes skill."),
+    )
+    .expect("write");
+    let bin = env!("CARGO_BIN_EXE_skillcache");
+    let serve = format!("{bin} serve {}", corpus.path().display());
+    let run = |home: &std::path::Path| {
+        let out = std::process::Command::new(bin)
+            .arg("--root")
+            .arg(home.join("root"))
+            .arg("--key-file")
+            .arg(home.join("host.key"))
+            .args([
+                "--l2",
+                "s3://fleet/cli",
+                "--json",
+                "load",
+                "skill://notes/SKILL.md",
+            ])
+            .args(["--origin", "docs", "--stdio", &serve])
+            .env("AWS_ENDPOINT_URL", &moto.endpoint)
+            .env("AWS_ALLOW_HTTP", "true")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .output()
+            .expect("run the CLI");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("json")
+    };
+    let (a, b) = (
+        tempfile::tempdir().expect("a"),
+        tempfile::tempdir().expect("b"),
+    );
+    let first = run(a.path());
+    assert_eq!(first["source"], "server");
+    assert_eq!(first["counters"]["l2_puts"], 1);
+    let second = run(b.path());
+    assert_eq!(second["source"], "l2");
+    assert_eq!(second["counters"]["l2_hits"], 1);
+}
