@@ -11,7 +11,7 @@ use crate::error::Error;
 /// characters, so an encoded label always fits one 255-byte path component.
 pub const MAX_LABEL_BYTES: usize = 80;
 
-/// A host-assigned origin label: 1 to [`MAX_LABEL_BYTES`] bytes of UTF-8 without control
+/// A host-assigned origin label: 1 to 80 bytes of UTF-8 without control
 /// characters.
 ///
 /// ```

@@ -127,7 +127,7 @@ impl SkillCacheBuilder {
         self
     }
     /// The host key file that seals index rows (R-H3). Default:
-    /// [`default_key_file`](super::default_key_file).
+    /// `~/.config/skillcache/host.key` (or `$SKILLCACHE_KEY_FILE`, `$XDG_CONFIG_HOME`).
     #[must_use]
     pub fn key_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.core = self.core.key_file(path);
@@ -183,7 +183,7 @@ impl SkillCacheBuilder {
         self.core = self.core.lock_timeout(timeout);
         self
     }
-    /// Bytes of verified files kept in memory ([`CacheBuilder::memory_tier`]). Default: 64 MiB.
+    /// Bytes of verified files kept in memory (the memory tier). Default: 64 MiB.
     #[must_use]
     pub fn memory_tier(mut self, bytes: u64) -> Self {
         self.core = self.core.memory_tier(bytes);
@@ -198,7 +198,7 @@ impl SkillCacheBuilder {
         self
     }
     /// The deadline for each request to a server (`skills/list`, `skills/get`,
-    /// `resources/read`), from sending it to its whole answer. Default: [`Self::DEFAULT_TIMEOUT`], 30 s
+    /// `resources/read`), from sending it to its whole answer. Default: 30 s
     /// (R-B1). A request that misses it fails with [`Error::Timeout`] naming the origin and the
     /// method; nothing of it is kept, and the next call asks again.
     #[must_use]
@@ -207,7 +207,7 @@ impl SkillCacheBuilder {
         self
     }
     /// The deadline for connecting to a server (starting it and `initialize`), separate from the
-    /// request's. Default: [`Self::DEFAULT_TIMEOUT`], 30 s (R-B1).
+    /// request's. Default: 30 s (R-B1).
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.deadlines.connect = timeout;
@@ -227,7 +227,7 @@ impl SkillCacheBuilder {
     /// Opens the cache.
     ///
     /// # Errors
-    /// As [`CacheBuilder::open`].
+    /// Opens (or creates) the cache root and its index.
     pub fn open(self) -> Result<SkillCache, Error> {
         Ok(SkillCache {
             principal: Arc::from(self.principal),
@@ -449,7 +449,7 @@ impl SkillCache {
             .insert(origin, source);
     }
 
-    /// Unbinds `origin`. Its cached content stays (use [`Cache::purge`] to remove it).
+    /// Unbinds `origin`. Its cached content stays (use [`SkillCache::purge`] to remove it).
     pub fn disconnect(&self, origin: &Origin) {
         self.inner
             .sources

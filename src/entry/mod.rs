@@ -6,9 +6,9 @@
 //!
 //! - `validate`: the rules of R-W1…R-W7.
 //! - [`Limits`]: 512 files / 16 MiB, raised never lowered (R-W7).
-//! - [`CacheHints`]: `ttlMs` and `cacheScope` with our defaults (R-W8).
+//! - `CacheHints`: `ttlMs` and `cacheScope` with our defaults (R-W8).
 //! - [`Binding`] and [`EntryDiff`]: content-bound approval (R-A1, R-A2).
-//! - `wire`: `skills/list` pages, `skills/get` and the [`Listing`] that pages safely (R-W9).
+//! - `wire`: `skills/list` pages, `skills/get` and the `Listing` that pages safely (R-W9).
 //! - `contents`: picking a file's bytes out of a `resources/read` result (R-W9).
 
 mod binding;

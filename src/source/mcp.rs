@@ -94,6 +94,49 @@ struct Connection {
     /// The session we run (none for a host's peer): dropping it ends the session.
     _service: Option<RunningService<RoleClient, Handler>>,
     ended: EndSlot,
+    /// At 2026-07-28, the `subscriptions/listen` stream that carries the server's change
+    /// notifications (R-B5); aborted with the connection.
+    _listen: Option<AbortOnDrop>,
+}
+
+/// A task that ends when its owner drops.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// At 2026-07-28 a server sends change notifications only on a `subscriptions/listen` stream the
+/// client opened (the handshake revision sends them on the session itself, where `Handler`
+/// hears them). Opens one for `resources/list_changed` and forwards what arrives to the cache
+/// (R-B5). Best effort: a server that refuses the stream still serves, and the cache then relies
+/// on `ttlMs` alone — as it does for a server without notifications.
+async fn listen(peer: &Peer<RoleClient>, handler: Handler) -> Option<AbortOnDrop> {
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .resources_list_changed()
+        .build();
+    let mut subscription = match peer.listen(filter).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::debug!(error = %e, "subscriptions/listen refused: change notifications are off");
+            return None;
+        }
+    };
+    Some(AbortOnDrop(tokio::spawn(async move {
+        while let Ok(Some(note)) = subscription.next().await {
+            match note {
+                rmcp::model::ServerNotification::ResourceListChangedNotification(_) => {
+                    handler.tell(Change::ListChanged);
+                }
+                rmcp::model::ServerNotification::ResourceUpdatedNotification(n) => {
+                    handler.tell(Change::Updated { uri: n.params.uri });
+                }
+                _ => {}
+            }
+        }
+    })))
 }
 
 /// An MCP server, connected on the first request that needs it (R-B4).
@@ -258,7 +301,7 @@ impl McpSource {
         }
     }
 
-    /// Sets the message bound from the host's limits ([`message_bound`]); the default follows
+    /// Sets the message bound from the host's limits (twice `max_total_bytes` plus room for the envelope); the default follows
     /// [`Limits::BASELINE`]. A host that raises its limits must raise this with them.
     #[must_use]
     pub fn limits(mut self, limits: &Limits) -> McpSource {
@@ -303,6 +346,10 @@ impl McpSource {
     async fn open(&self) -> Result<Connection, Error> {
         let ended = EndSlot::default();
         let handler = Handler {
+            info: client_info(),
+            on_change: Arc::clone(&self.on_change),
+        };
+        let listener = Handler {
             info: client_info(),
             on_change: Arc::clone(&self.on_change),
         };
@@ -360,6 +407,9 @@ impl McpSource {
                     revision,
                     _service: None,
                     ended,
+                    // The host's session: its notifications reach the host's own handler, which
+                    // forwards them with `notify`.
+                    _listen: None,
                 });
             }
         };
@@ -368,11 +418,21 @@ impl McpSource {
             None => transport_err("initialize")(Box::new(e)),
         })?;
         let revision = checked(service.peer())?;
+        let modern = service
+            .peer()
+            .peer_info()
+            .is_some_and(|i| !i.protocol_version.has_initialize());
+        let listen = if modern {
+            listen(service.peer(), listener).await
+        } else {
+            None
+        };
         Ok(Connection {
             peer: service.peer().clone(),
             revision,
             _service: Some(service),
             ended,
+            _listen: listen,
         })
     }
 

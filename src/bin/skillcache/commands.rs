@@ -14,31 +14,8 @@ use skillcache::{
     Error, LockFile, McpConfig, Origin, SkillEntry, SkillFile, SkillUri, Verification,
 };
 
+use crate::failure::Failure;
 use crate::{Cli, Command, Outcome, ServeArgs, ServerArgs};
-
-/// How a command failed.
-pub(crate) enum Failure {
-    /// One skillcache error (its kind picks the exit code).
-    Skill(Box<Error>),
-    /// Several reasons, with the exit code they share.
-    Many(u8, Vec<Error>),
-    /// A bad argument, found before any server was started (exit 2).
-    Usage(String),
-    /// Anything else (exit 1).
-    Other(Box<dyn std::error::Error + Send + Sync>),
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Failure {
-        Failure::Skill(Box::new(e))
-    }
-}
-
-impl From<std::io::Error> for Failure {
-    fn from(e: std::io::Error) -> Failure {
-        Failure::Other(Box::new(e))
-    }
-}
 
 type Result<T> = std::result::Result<T, Failure>;
 

@@ -13,7 +13,7 @@ use skillcache::{EntryInfo, LoadedSkill, SkillCache, SkillCacheBuilder};
 use skillcache::{Error, Origin, SkillUri};
 
 use crate::Outcome;
-use crate::commands::Failure;
+use crate::failure::Failure;
 
 /// The bundled samples: (path under the served folder, contents).
 const SAMPLES: &[(&str, &str)] = &[

@@ -25,6 +25,7 @@ macro_rules! outln {
 mod cmdline;
 mod commands;
 mod demo;
+mod failure;
 
 /// Stdout is gone: a reader that stopped reading (broken pipe) is not an error.
 pub(crate) fn stdout_failed(e: &std::io::Error) -> ! {
@@ -359,21 +360,21 @@ fn main() -> ExitCode {
     match runtime.block_on(commands::run(cli)) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Code(c)) => ExitCode::from(c),
-        Err(commands::Failure::Skill(e)) => {
+        Err(failure::Failure::Skill(e)) => {
             report(e.as_ref());
             ExitCode::from(exit_code(&e))
         }
-        Err(commands::Failure::Many(code, errors)) => {
+        Err(failure::Failure::Many(code, errors)) => {
             for e in &errors {
                 report(e);
             }
             ExitCode::from(code)
         }
-        Err(commands::Failure::Usage(message)) => {
+        Err(failure::Failure::Usage(message)) => {
             eprintln!("skillcache: error: {message}");
             ExitCode::from(2)
         }
-        Err(commands::Failure::Other(e)) => {
+        Err(failure::Failure::Other(e)) => {
             report(e.as_ref());
             ExitCode::from(1)
         }
