@@ -221,9 +221,11 @@ impl SkillEntry {
         json!({"uri": self.uri.as_str(), "frontmatter": self.frontmatter, "resources": resources})
     }
 
-    /// What changed from `self` to `newer` (R-A2), for a person to read.
-    #[must_use]
-    pub fn diff(&self, newer: &SkillEntry) -> EntryDiff {
-        binding::diff(self, newer)
+    internal_pub! {
+        /// What changed from `self` to `newer` (R-A2), for a person to read.
+        #[must_use]
+        fn diff(&self, newer: &SkillEntry) -> EntryDiff {
+            binding::diff(self, newer)
+        }
     }
 }

@@ -12,8 +12,10 @@ mod stdio;
 #[cfg(feature = "mcp")]
 pub use mcp::McpSource;
 
-/// The Skills extension's identifier, declared by servers (and by our client) in `extensions`.
-pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
+internal_pub! {
+    /// The Skills extension's identifier, declared by servers (and by our client) in `extensions`.
+    const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
+}
 
 use std::future::Future;
 use std::pin::Pin;

@@ -178,10 +178,12 @@ impl SkillUri {
         &self.file
     }
 
-    /// The canonical skill root: the `SKILL.md` URI without `/SKILL.md`, no trailing slash.
-    #[must_use]
-    pub fn root(&self) -> &str {
-        &self.file.canonical[..self.root_len]
+    internal_pub! {
+        /// The canonical skill root: the `SKILL.md` URI without `/SKILL.md`, no trailing slash.
+        #[must_use]
+        fn root(&self) -> &str {
+            &self.file.canonical[..self.root_len]
+        }
     }
 
     internal_pub! {
