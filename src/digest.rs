@@ -114,10 +114,10 @@ impl FromStr for Digest {
 
     /// Strict parse (R-W1): exactly `sha256:` and 64 lowercase hex digits.
     fn from_str(text: &str) -> Result<Digest, Error> {
-        let fail = |rule| Error::InvalidDigest {
+        let fail = |rule| Error::Entry(crate::error::EntryError::Digest {
             text: text.to_owned(),
             rule,
-        };
+        });
         let hex = text
             .strip_prefix(PREFIX)
             .ok_or_else(|| fail(Rule::DigestPrefix))?;
@@ -515,7 +515,7 @@ mod tests {
         ];
         for c in cases {
             assert!(
-                matches!(c.parse::<Digest>(), Err(Error::InvalidDigest { .. })),
+                matches!(c.parse::<Digest>(), Err(Error::Entry(crate::error::EntryError::Digest { .. }))),
                 "{c:?}"
             );
         }

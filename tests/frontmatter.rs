@@ -10,7 +10,7 @@ use skillcache::frontmatter::{self, DiffKind, Frontmatter, compare, json_equal};
 fn parse(fm: &str) -> Result<Frontmatter, FrontmatterProblem> {
     match frontmatter::parse(&common::skill_md(fm)) {
         Ok(map) => Ok(map),
-        Err(Error::Frontmatter { problem }) => Err(problem),
+        Err(Error::Entry(skillcache::error::EntryError::Frontmatter { problem })) => Err(problem),
         Err(other) => panic!("unexpected error {other}"),
     }
 }
@@ -206,7 +206,7 @@ fn v6_crlf_parses_and_block_scalars_use_lf() {
 #[test]
 fn v6_shapes_that_are_not_frontmatter() {
     let p = |b: &[u8]| match frontmatter::parse(b) {
-        Err(Error::Frontmatter { problem }) => problem,
+        Err(Error::Entry(skillcache::error::EntryError::Frontmatter { problem })) => problem,
         other => panic!("expected a frontmatter error, got {other:?}"),
     };
     assert_eq!(p(b"# Title\nname: x\n"), FrontmatterProblem::NoOpening);
@@ -230,9 +230,9 @@ fn v6_oversized_frontmatter_is_refused_without_parsing() {
     md.extend(b"---\n");
     assert!(matches!(
         frontmatter::parse(&md),
-        Err(Error::Frontmatter {
+        Err(Error::Entry(skillcache::error::EntryError::Frontmatter {
             problem: FrontmatterProblem::TooLarge { .. }
-        })
+        }))
     ));
 }
 

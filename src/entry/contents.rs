@@ -26,12 +26,12 @@ const METHOD: &str = "resources/read";
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidResponse`] naming the rule.
+/// [`EntryError::Response`](crate::error::EntryError::Response) naming the rule.
 pub fn select_content(result: &Value, requested: &FileUri) -> Result<Vec<u8>, Error> {
-    let fail = |rule| Error::InvalidResponse {
+    let fail = |rule| Error::Entry(crate::error::EntryError::Response {
         method: METHOD,
         rule,
-    };
+    });
     let contents = result
         .get("contents")
         .and_then(Value::as_array)

@@ -13,6 +13,7 @@
 
 mod binding;
 mod contents;
+pub(crate) mod error;
 mod hints;
 mod limits;
 mod validate;
@@ -139,7 +140,7 @@ impl SkillEntry {
     /// Validates one `Skill` object from `skills/list` or `skills/get`.
     ///
     /// # Errors
-    /// [`Error::InvalidEntry`] naming the field and rule, or [`Error::LimitExceeded`] (R-W7).
+    /// [`EntryError::Invalid`](crate::error::EntryError::Invalid) naming the field and rule, or [`EntryError::LimitExceeded`](crate::error::EntryError::LimitExceeded) (R-W7).
     pub fn from_json(value: &Value, validation: &Validation) -> Result<SkillEntry, Error> {
         validate::entry(value, validation)
     }

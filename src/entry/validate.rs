@@ -67,11 +67,11 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, field: impl Into<String>, rule: Rule) -> Error {
-        Error::InvalidEntry {
+        Error::Entry(crate::error::EntryError::Invalid {
             skill: self.skill.map(str::to_owned),
             field: field.into(),
             rule,
-        }
+        })
     }
 }
 
@@ -121,7 +121,7 @@ pub(super) fn entry(value: &Value, v: &Validation) -> Result<SkillEntry, Error> 
 
 fn uri_rule(e: Error) -> Rule {
     match e {
-        Error::InvalidUri { rule, .. } => rule,
+        Error::Uri(crate::error::UriError { rule, .. }) => rule,
         _ => Rule::NotHierarchical,
     }
 }
@@ -239,12 +239,12 @@ fn manifest(
     items: &[Value],
     limits: Limits,
 ) -> Result<Manifest, Error> {
-    let declined = |limit, declared, max| Error::LimitExceeded {
-        skill: skill.as_str().to_owned(),
+    let declined = |limit, declared, max| Error::Entry(crate::error::EntryError::LimitExceeded {
+        skill: skill.clone(),
         limit,
         declared,
         max,
-    };
+    });
     // Counted before anything else is looked at: a hostile listing of a million files costs
     // one comparison (R-W7).
     let count = items.len() as u64;
@@ -296,7 +296,7 @@ fn manifest(
         let digest: Digest = match obj.get("digest") {
             None => return Err(ctx.err(field("digest"), Rule::Missing)),
             Some(Value::String(s)) => s.parse().map_err(|e| match e {
-                Error::InvalidDigest { rule, .. } => ctx.err(field("digest"), rule),
+                Error::Entry(crate::error::EntryError::Digest { rule, .. }) => ctx.err(field("digest"), rule),
                 other => other,
             })?,
             Some(_) => {

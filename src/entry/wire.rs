@@ -27,48 +27,48 @@ fn object<'a>(
     method: &'static str,
     result: &'a Value,
 ) -> Result<&'a serde_json::Map<String, Value>, Error> {
-    result.as_object().ok_or(Error::InvalidResponse {
+    result.as_object().ok_or(Error::Entry(crate::error::EntryError::Response {
         method,
         rule: Rule::WrongType {
             expected: "an object",
         },
-    })
+    }))
 }
 
 /// Parses one `skills/list` result.
 ///
 /// # Errors
-/// [`Error::InvalidResponse`] when the result itself is malformed (not each bad entry).
+/// [`EntryError::Response`](crate::error::EntryError::Response) when the result itself is malformed (not each bad entry).
 pub fn parse_list_result(result: &Value, validation: &Validation) -> Result<ListPage, Error> {
     const METHOD: &str = "skills/list";
     let obj = object(METHOD, result)?;
     let skills = match obj.get("skills") {
         Some(Value::Array(items)) => items,
         Some(_) => {
-            return Err(Error::InvalidResponse {
+            return Err(Error::Entry(crate::error::EntryError::Response {
                 method: METHOD,
                 rule: Rule::WrongType {
                     expected: "skills: an array",
                 },
-            });
+            }));
         }
         None => {
-            return Err(Error::InvalidResponse {
+            return Err(Error::Entry(crate::error::EntryError::Response {
                 method: METHOD,
                 rule: Rule::Missing,
-            });
+            }));
         }
     };
     let next_cursor = match obj.get("nextCursor") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => {
-            return Err(Error::InvalidResponse {
+            return Err(Error::Entry(crate::error::EntryError::Response {
                 method: METHOD,
                 rule: Rule::WrongType {
                     expected: "nextCursor: a string",
                 },
-            });
+            }));
         }
     };
     let hints = CacheHints::from_result(METHOD, obj)?;
@@ -86,7 +86,7 @@ pub fn parse_list_result(result: &Value, validation: &Validation) -> Result<List
 /// Parses a `skills/get` result and checks it answers the skill that was asked for.
 ///
 /// # Errors
-/// [`Error::InvalidResponse`] for a malformed result or an answer about another skill;
+/// [`EntryError::Response`](crate::error::EntryError::Response) for a malformed result or an answer about another skill;
 /// the entry's own validation errors otherwise.
 pub fn parse_get_result(
     result: &Value,
@@ -95,22 +95,22 @@ pub fn parse_get_result(
 ) -> Result<(SkillEntry, CacheHints), Error> {
     const METHOD: &str = "skills/get";
     let obj = object(METHOD, result)?;
-    let skill = obj.get("skill").ok_or(Error::InvalidResponse {
+    let skill = obj.get("skill").ok_or(Error::Entry(crate::error::EntryError::Response {
         method: METHOD,
         rule: Rule::Missing,
-    })?;
+    }))?;
     // Which skill the answer is about is checked before anything else, so an answer about B is
     // reported as such even when B's entry is also invalid.
     if let Some(returned) = skill.get("uri").and_then(Value::as_str)
         && FileUri::parse(returned).map_or(true, |u| &u != requested.file())
     {
-        return Err(Error::InvalidResponse {
+        return Err(Error::Entry(crate::error::EntryError::Response {
             method: METHOD,
             rule: Rule::WrongSkill {
                 requested: requested.as_str().to_owned(),
                 returned: returned.to_owned(),
             },
-        });
+        }));
     }
     let hints = CacheHints::from_result(METHOD, obj)?;
     Ok((SkillEntry::from_json(skill, validation)?, hints))
@@ -147,17 +147,17 @@ impl Listing {
     /// Adds a page; returns the cursor to ask for next, or `None` when the listing is complete.
     ///
     /// # Errors
-    /// [`Error::InvalidResponse`] on a repeated cursor or more than [`MAX_PAGES`] pages.
+    /// [`EntryError::Response`](crate::error::EntryError::Response) on a repeated cursor or more than [`MAX_PAGES`] pages.
     pub fn add_page(&mut self, page: ListPage) -> Result<Option<String>, Error> {
         const METHOD: &str = "skills/list";
         self.pages += 1;
         if self.pages > MAX_PAGES {
-            return Err(Error::InvalidResponse {
+            return Err(Error::Entry(crate::error::EntryError::Response {
                 method: METHOD,
                 rule: Rule::Value {
                     allowed: "at most 10000 pages",
                 },
-            });
+            }));
         }
         // The hints of a listing are the most conservative of its pages'.
         self.hints = Some(match self.hints {
@@ -174,11 +174,11 @@ impl Listing {
         for skill in page.skills {
             let key = match &skill {
                 Ok(e) => Some(e.uri().canonical().to_owned()),
-                Err(Error::InvalidEntry { skill: Some(u), .. }) => {
+                Err(Error::Entry(crate::error::EntryError::Invalid { skill: Some(u), .. })) => {
                     Some(FileUri::parse(u).map_or_else(|_| u.clone(), |f| f.canonical().to_owned()))
                 }
-                Err(Error::LimitExceeded { skill: u, .. }) => {
-                    Some(FileUri::parse(u).map_or_else(|_| u.clone(), |f| f.canonical().to_owned()))
+                Err(Error::Entry(crate::error::EntryError::LimitExceeded { skill: u, .. })) => {
+                    Some(u.file().canonical().to_owned())
                 }
                 Err(_) => None,
             };
@@ -188,10 +188,10 @@ impl Listing {
             self.skills.push(skill);
         }
         match page.next_cursor {
-            Some(c) if !self.cursors.insert(c.clone()) => Err(Error::InvalidResponse {
+            Some(c) if !self.cursors.insert(c.clone()) => Err(Error::Entry(crate::error::EntryError::Response {
                 method: METHOD,
                 rule: Rule::RepeatedCursor { cursor: c },
-            }),
+            })),
             next => Ok(next),
         }
     }
@@ -203,17 +203,19 @@ impl Listing {
             for &i in indices {
                 let uri = match &self.skills[i] {
                     Ok(e) => e.uri().as_str().to_owned(),
-                    Err(
-                        Error::InvalidEntry { skill: Some(u), .. }
-                        | Error::LimitExceeded { skill: u, .. },
-                    ) => u.clone(),
+                    Err(Error::Entry(crate::error::EntryError::Invalid { skill: Some(u), .. })) => {
+                        u.clone()
+                    }
+                    Err(Error::Entry(crate::error::EntryError::LimitExceeded { skill: u, .. })) => {
+                        u.as_str().to_owned()
+                    }
                     Err(_) => String::new(),
                 };
-                self.skills[i] = Err(Error::InvalidEntry {
+                self.skills[i] = Err(Error::Entry(crate::error::EntryError::Invalid {
                     skill: Some(uri.clone()),
                     field: "uri".into(),
                     rule: Rule::RepeatedSkill { uri },
-                });
+                }));
             }
         }
         (self.skills, self.hints.unwrap_or_default())
@@ -232,21 +234,21 @@ impl Listing {
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidResponse`] with [`Rule::ResultType`] (or [`Rule::WrongType`] for a
+/// [`EntryError::Response`](crate::error::EntryError::Response) with [`Rule::ResultType`] (or [`Rule::WrongType`] for a
 /// `resultType` that is not a string).
 pub fn check_result_type(method: &'static str, result: &Value) -> Result<(), Error> {
     match result.get("resultType") {
         None | Some(Value::Null) => Ok(()),
         Some(Value::String(s)) if s == "complete" => Ok(()),
-        Some(Value::String(s)) => Err(Error::InvalidResponse {
+        Some(Value::String(s)) => Err(Error::Entry(crate::error::EntryError::Response {
             method,
             rule: Rule::ResultType { actual: s.clone() },
-        }),
-        Some(_) => Err(Error::InvalidResponse {
+        })),
+        Some(_) => Err(Error::Entry(crate::error::EntryError::Response {
             method,
             rule: Rule::WrongType {
                 expected: "resultType: a string",
             },
-        }),
+        })),
     }
 }

@@ -22,12 +22,14 @@
 
 mod compare;
 mod extract;
+mod problem;
 mod yaml;
 
 pub use compare::{DiffKind, FieldDiff, compare, json_equal};
 pub use extract::extract;
+pub use problem::FrontmatterProblem;
 
-use crate::error::{Error, FrontmatterProblem};
+use crate::error::Error;
 
 /// A frontmatter rendered as a JSON object.
 pub type Frontmatter = serde_json::Map<String, serde_json::Value>;
@@ -42,9 +44,9 @@ pub const MAX_NODES: usize = 100_000;
 /// Extracts and parses the frontmatter of a `SKILL.md` into a JSON object.
 ///
 /// # Errors
-/// [`Error::Frontmatter`] saying why it cannot be read; every such case fails closed.
+/// [`EntryError::Frontmatter`](crate::error::EntryError::Frontmatter) saying why it cannot be read; every such case fails closed.
 pub fn parse(skill_md: &[u8]) -> Result<Frontmatter, Error> {
-    parse_problem(skill_md).map_err(|problem| Error::Frontmatter { problem })
+    parse_problem(skill_md).map_err(|problem| Error::Entry(crate::error::EntryError::Frontmatter { problem }))
 }
 
 pub(crate) fn parse_problem(skill_md: &[u8]) -> Result<Frontmatter, FrontmatterProblem> {

@@ -6,7 +6,7 @@
 //!
 //! Waiting is bounded and said (R-H11): a caller that has to wait is told who holds the lock when
 //! it is known (the exclusive holder writes its pid and operation into the file), and gives up
-//! with [`Error::LockTimeout`] after the store's lock timeout instead of blocking forever.
+//! with [`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout) after the store's lock timeout instead of blocking forever.
 
 use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
@@ -60,11 +60,11 @@ impl BlobStore {
     /// note) planted under the name is removed and the file made afresh (R-H1, R-H7).
     fn lock_file(&self) -> Result<Option<File>, Error> {
         let path = self.layout.root().join(LOCK);
-        let err = |e: std::io::Error| Error::Io {
+        let err = |e: std::io::Error| Error::Store(crate::error::StoreError::Io {
             op: "open",
             path: path.clone(),
             source: e,
-        };
+        });
         let rw =
             OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         for _ in 0..3 {
@@ -114,7 +114,7 @@ impl BlobStore {
     /// that others waiting for an exclusive holder can be told who holds it.
     ///
     /// # Errors
-    /// [`Error::LockTimeout`] when the lock is still held after the timeout; [`Error::Io`] if the
+    /// [`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout) when the lock is still held after the timeout; [`StoreError::Io`](crate::error::StoreError::Io) if the
     /// lock file cannot be opened or locked.
     pub fn lock(&self, mode: LockMode, what: &'static str) -> Result<LockGuard, Error> {
         let Some(mut file) = self.lock_file()? else {
@@ -144,21 +144,21 @@ impl BlobStore {
                 Ok(()) => break,
                 Err(std::fs::TryLockError::WouldBlock) => {}
                 Err(std::fs::TryLockError::Error(source)) => {
-                    return Err(Error::Io {
+                    return Err(Error::Store(crate::error::StoreError::Io {
                         op: "lock",
                         path,
                         source,
-                    });
+                    }));
                 }
             }
             let waited = start.elapsed();
             if waited >= budget {
                 self.note_timeout(true);
-                return Err(Error::LockTimeout {
+                return Err(Error::Store(crate::error::StoreError::LockTimeout {
                     path,
                     waited,
                     holder: holder(&mut file),
-                });
+                }));
             }
             if !said && waited >= SAY_AFTER {
                 said = true;
@@ -189,7 +189,7 @@ impl BlobStore {
     /// Takes the exclusive lock if nobody holds any lock now.
     ///
     /// # Errors
-    /// [`Error::Io`] if the lock file cannot be opened.
+    /// [`StoreError::Io`](crate::error::StoreError::Io) if the lock file cannot be opened.
     pub fn try_lock_exclusive(&self) -> Result<Option<LockGuard>, Error> {
         let Some(file) = self.lock_file()? else {
             return Ok(None);

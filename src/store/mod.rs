@@ -12,6 +12,7 @@
 //! - `walk`: enumerating, checking and removing blobs for `verify`, `gc` and `purge` (R-H8).
 
 mod disk;
+pub(crate) mod error;
 pub(crate) mod handle;
 mod layout;
 mod lock;
@@ -64,7 +65,7 @@ impl BlobStore {
     /// Nothing is written: folders are made when the first blob is published (R-H5).
     ///
     /// # Errors
-    /// [`Error::Io`] if the root cannot be examined.
+    /// [`StoreError::Io`](crate::error::StoreError::Io) if the root cannot be examined.
     pub(crate) fn open(
         root: Dir,
         disk: Arc<dyn Disk>,
@@ -72,11 +73,11 @@ impl BlobStore {
     ) -> Result<BlobStore, Error> {
         let path = root.path().to_owned();
         let owner_uid = rustix::fs::fstat(root.fd())
-            .map_err(|e| Error::Io {
+            .map_err(|e| Error::Store(crate::error::StoreError::Io {
                 op: "stat",
                 path: path.clone(),
                 source: e.into(),
-            })?
+            }))?
             .st_uid;
         Ok(BlobStore {
             layout: Layout::new(&path),
@@ -99,7 +100,7 @@ impl BlobStore {
     /// path, never follows a link out of the root (R-H1).
     ///
     /// # Errors
-    /// [`Error::Io`] if one cannot be examined or removed.
+    /// [`StoreError::Io`](crate::error::StoreError::Io) if one cannot be examined or removed.
     pub(crate) fn scrub_index_files(&self) -> Result<(), Error> {
         let db = self.layout.index_db();
         let name = db
@@ -126,9 +127,9 @@ pub(crate) fn io_err<'p>(
     op: &'static str,
     path: &'p Path,
 ) -> impl FnOnce(std::io::Error) -> Error + 'p {
-    move |source| Error::Io {
+    move |source| Error::Store(crate::error::StoreError::Io {
         op,
         path: path.to_owned(),
         source,
-    }
+    })
 }

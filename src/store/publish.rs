@@ -54,7 +54,7 @@ impl BlobStore {
     /// replaced.
     ///
     /// # Errors
-    /// [`Error::BlobMismatch`] if the bytes are not the promised ones; [`Error::Io`] otherwise
+    /// [`StoreError::BlobMismatch`](crate::error::StoreError::BlobMismatch) if the bytes are not the promised ones; [`StoreError::Io`](crate::error::StoreError::Io) otherwise
     /// (a full disk among them). Nothing partial is left under the digest name either way.
     pub fn publish(
         &self,
@@ -191,11 +191,11 @@ impl BlobStore {
         };
         if let Some(mismatch) = mismatch {
             let _ = disk.unlink(tmp.fd(), &name, false);
-            return Err(Error::BlobMismatch {
-                origin: origin.as_str().to_owned(),
-                digest: digest.to_string(),
+            return Err(Error::Store(crate::error::StoreError::BlobMismatch {
+                origin: origin.clone(),
+                digest: *digest,
                 mismatch,
-            });
+            }));
         }
         Ok((name, file))
     }
@@ -234,8 +234,8 @@ impl BlobStore {
     /// is a miss, never wrong bytes; the caller records rows only after this returns.
     ///
     /// # Errors
-    /// As [`publish`]: [`Error::BlobMismatch`] for bytes that are not the promised ones (nothing
-    /// of the batch is linked then), [`Error::Io`] otherwise. Blobs linked before an I/O error
+    /// As [`publish`]: [`StoreError::BlobMismatch`](crate::error::StoreError::BlobMismatch) for bytes that are not the promised ones (nothing
+    /// of the batch is linked then), [`StoreError::Io`](crate::error::StoreError::Io) otherwise. Blobs linked before an I/O error
     /// stay (complete; with no row they are orphans that gc removes).
     ///
     /// [`publish`]: BlobStore::publish
@@ -363,13 +363,13 @@ impl BlobStore {
                         BlobRead::Failed(_) => {
                             // Row first, then the blob (R-C3).
                             if !forget(digest)? {
-                                return Err(Error::Io {
+                                return Err(Error::Store(crate::error::StoreError::Io {
                                     op: "publish",
                                     path: target,
                                     source: io::Error::other(
                                         "a damaged blob is in the way and its record cannot be dropped",
                                     ),
-                                });
+                                }));
                             }
                             self.quarantine(origin, digest)?;
                         }
@@ -378,11 +378,11 @@ impl BlobStore {
                 Err(e) => return Err(io_err("link", &target)(e)),
             }
         }
-        Err(Error::Io {
+        Err(Error::Store(crate::error::StoreError::Io {
             op: "publish",
             path: target,
             source: io::Error::other("the blob kept changing under a concurrent writer"),
-        })
+        }))
     }
 }
 

@@ -20,7 +20,7 @@ impl BlobStore {
     /// folders are removed (R-H1), which also leaves nothing to move.
     ///
     /// # Errors
-    /// [`Error::Io`] if it cannot be moved.
+    /// [`StoreError::Io`](crate::error::StoreError::Io) if it cannot be moved.
     pub fn quarantine(&self, origin: &Origin, digest: &Digest) -> Result<(), Error> {
         let disk = self.disk.as_ref();
         let hex = digest.hex();

@@ -116,7 +116,7 @@ impl BlobStore {
     /// once (R-V9).
     ///
     /// # Errors
-    /// [`Error::Io`] for I/O failures other than "not there" and "not a blob".
+    /// [`StoreError::Io`](crate::error::StoreError::Io) for I/O failures other than "not there" and "not a blob".
     pub fn read(
         &self,
         origin: &Origin,

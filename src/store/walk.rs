@@ -50,7 +50,7 @@ impl BlobStore {
     /// well-formed blob path (a stray file, an unknown origin encoding).
     ///
     /// # Errors
-    /// [`Error::Io`] if a folder cannot be read.
+    /// [`StoreError::Io`](crate::error::StoreError::Io) if a folder cannot be read.
     pub fn blobs(&self, only: Option<&Origin>) -> Result<(Vec<StoredBlob>, Vec<PathBuf>), Error> {
         let disk = self.disk.as_ref();
         let mut blobs = Vec::new();
@@ -89,7 +89,7 @@ impl BlobStore {
     /// `expected` size, a length that differs fails before a single byte is read.
     ///
     /// # Errors
-    /// [`Error::Io`] for I/O failures other than "not there" and "not a blob".
+    /// [`StoreError::Io`](crate::error::StoreError::Io) for I/O failures other than "not there" and "not a blob".
     pub fn check(
         &self,
         origin: &Origin,
@@ -152,7 +152,7 @@ impl BlobStore {
     /// Removes one blob (whatever is under its name). Returns whether something was there.
     ///
     /// # Errors
-    /// [`Error::Io`] if it cannot be removed.
+    /// [`StoreError::Io`](crate::error::StoreError::Io) if it cannot be removed.
     pub fn remove(&self, origin: &Origin, digest: &Digest) -> Result<bool, Error> {
         let disk = self.disk.as_ref();
         let hex = digest.hex();
@@ -180,7 +180,7 @@ impl BlobStore {
     /// Removes an origin's whole store: blobs, staging and quarantine (R-C5, R-H9).
     ///
     /// # Errors
-    /// [`Error::Io`] if it cannot be removed.
+    /// [`StoreError::Io`](crate::error::StoreError::Io) if it cannot be removed.
     pub fn remove_origin(&self, origin: &Origin) -> Result<(), Error> {
         let disk = self.disk.as_ref();
         let dir = self.layout.origin_dir(origin);
@@ -197,7 +197,7 @@ impl BlobStore {
     /// the exclusive lock, so no live publisher owns any of them.
     ///
     /// # Errors
-    /// [`Error::Io`] if a folder cannot be read.
+    /// [`StoreError::Io`](crate::error::StoreError::Io) if a folder cannot be read.
     pub fn sweep_tmp(&self, age: Duration) -> Result<usize, Error> {
         let disk = self.disk.as_ref();
         let now = SystemTime::now()

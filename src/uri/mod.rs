@@ -10,11 +10,14 @@
 //! - `reference`: resolving references found inside a skill against its root (R-V5).
 
 mod parse;
+pub(crate) mod error;
 mod percent;
 mod reference;
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
+
+pub use error::UriError;
 
 use crate::error::{Error, Rule};
 
@@ -38,7 +41,7 @@ impl FileUri {
     /// Parses an absolute hierarchical URI with the segment rules of R-W4.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] naming the rule.
+    /// [`UriError`](crate::error::UriError) naming the rule.
     pub fn parse(uri: &str) -> Result<FileUri, Error> {
         let parts = parse::absolute(uri).map_err(|rule| invalid(uri, rule))?;
         Ok(FileUri {
@@ -132,7 +135,7 @@ impl SkillUri {
     /// Parses a skill URI.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] naming the rule.
+    /// [`UriError`](crate::error::UriError) naming the rule.
     pub fn parse(uri: &str) -> Result<SkillUri, Error> {
         let parts = parse::absolute(uri).map_err(|rule| invalid(uri, rule))?;
         let Some((last, before)) = parts.segments.split_last() else {
@@ -212,7 +215,7 @@ impl SkillUri {
     /// absolute-path (`/x`) references, and absolute URIs outside the root are refused.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] naming the rule.
+    /// [`UriError`](crate::error::UriError) naming the rule.
     pub fn resolve(&self, reference: &str) -> Result<FileUri, Error> {
         reference::resolve(self, reference).map_err(|rule| invalid(reference, rule))
     }
@@ -237,10 +240,10 @@ pub(crate) fn encode_segment(bytes: &[u8]) -> String {
 }
 
 fn invalid(uri: &str, rule: Rule) -> Error {
-    Error::InvalidUri {
+    Error::Uri(crate::error::UriError {
         uri: uri.to_owned(),
         rule,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ fn skill(s: &str) -> SkillUri {
 
 fn rule_of(e: Error) -> Rule {
     match e {
-        Error::InvalidUri { rule, .. } => rule,
+        Error::Uri(crate::error::UriError { rule, .. }) => rule,
         other => panic!("expected InvalidUri, got {other:?}"),
     }
 }
