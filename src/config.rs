@@ -254,11 +254,13 @@ impl McpConfig {
     /// anything refused.
     pub fn read(path: impl AsRef<Path>) -> Result<McpConfig, Error> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Store(crate::error::StoreError::Io {
-            op: "read the config file",
-            path: path.to_owned(),
-            source,
-        }))?;
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            Error::Store(crate::error::StoreError::Io {
+                op: "read the config file",
+                path: path.to_owned(),
+                source,
+            })
+        })?;
         McpConfig::parse(path, &text)
     }
 

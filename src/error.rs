@@ -264,7 +264,6 @@ pub enum ErrorClass {
     Local,
 }
 
-
 impl Error {
     /// This error's [`ErrorClass`].
     ///
@@ -277,8 +276,9 @@ impl Error {
     #[must_use]
     pub fn class(&self) -> ErrorClass {
         match self {
-            Error::Verify(_)
-            | Error::Store(StoreError::BlobMismatch { .. }) => ErrorClass::Verification,
+            Error::Verify(_) | Error::Store(StoreError::BlobMismatch { .. }) => {
+                ErrorClass::Verification
+            }
             Error::Entry(
                 EntryError::Invalid { .. }
                 | EntryError::Response { .. }
@@ -299,7 +299,9 @@ impl Error {
             | Error::Offline { .. } => ErrorClass::Declined,
             Error::Config(_) => ErrorClass::Config,
             Error::Store(
-                StoreError::RootRefused { .. } | StoreError::Io { .. } | StoreError::LockTimeout { .. },
+                StoreError::RootRefused { .. }
+                | StoreError::Io { .. }
+                | StoreError::LockTimeout { .. },
             )
             | Error::Index(_)
             | Error::Source(SourceError::NotConnected { .. }) => ErrorClass::Local,

@@ -77,7 +77,7 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
     let skill_uri = match SkillUri::parse(&skill_uri_text) {
         Ok(u) => Some(u),
         Err(e) => {
-            problems.push(e);
+            problems.push(e.into());
             None
         }
     };
@@ -128,7 +128,7 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
         let (digest, size, bytes) = match hash_file(&path, listed_size, is_skill_md) {
             Ok(read) => read,
             Err(e) => {
-                problems.push(e);
+                problems.push(e.into());
                 continue;
             }
         };
@@ -136,7 +136,7 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
         let uri = match FileUri::parse(&uri_text) {
             Ok(u) => u,
             Err(e) => {
-                problems.push(e);
+                problems.push(e.into());
                 continue;
             }
         };
@@ -145,7 +145,7 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
         {
             match frontmatter::parse(&bytes) {
                 Ok(map) => fm = Some(map),
-                Err(e) => problems.push(e),
+                Err(e) => problems.push(e.into()),
             }
         }
         resources.push(json!({"uri": uri_text, "digest": digest.to_string(), "size": size}));
@@ -173,7 +173,7 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
             files.sort_by(|a, b| a.uri.cmp(&b.uri));
             Ok(LocalSkill { entry, files })
         }
-        Err(e) => Err(vec![e]),
+        Err(e) => Err(vec![e.into()]),
     }
 }
 
@@ -208,11 +208,13 @@ type Found = (Vec<String>, PathBuf, u64);
 fn hash_file(path: &Path, size: u64, keep: bool) -> Result<(Digest, u64, Option<Vec<u8>>), Error> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
-    let io = |op, source| Error::Store(crate::error::StoreError::Io {
-        op,
-        path: path.to_owned(),
-        source,
-    });
+    let io = |op, source| {
+        Error::Store(crate::error::StoreError::Io {
+            op,
+            path: path.to_owned(),
+            source,
+        })
+    };
     // O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO since the walk is refused
     // instead of followed or waited on.
     let file = fs::OpenOptions::new()

@@ -152,11 +152,13 @@ impl LockFile {
     /// [`StoreError::Io`](crate::error::StoreError::Io) if it cannot be read; [`ConfigError::LockFile`](crate::error::ConfigError::LockFile) naming the field.
     pub fn read(path: impl AsRef<Path>) -> Result<LockFile, Error> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Store(crate::error::StoreError::Io {
-            op: "read the lock file",
-            path: path.to_owned(),
-            source,
-        }))?;
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            Error::Store(crate::error::StoreError::Io {
+                op: "read the lock file",
+                path: path.to_owned(),
+                source,
+            })
+        })?;
         LockFile::parse(path, &text)
     }
 
@@ -374,11 +376,13 @@ impl LockFile {
         let path = path.as_ref();
         let io = |op, p: &Path| {
             let p = p.to_owned();
-            move |source| Error::Store(crate::error::StoreError::Io {
-                op,
-                path: p,
-                source,
-            })
+            move |source| {
+                Error::Store(crate::error::StoreError::Io {
+                    op,
+                    path: p,
+                    source,
+                })
+            }
         };
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");

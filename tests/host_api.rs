@@ -597,7 +597,13 @@ async fn p4_b1_a_missed_deadline_is_counted_and_said() {
     cache.connect(o.clone(), silent.clone());
     let e = cache.entry(&o, entry.uri()).await.expect("entry").entry;
     let err = cache.load(&o, &e).await.expect_err("no answer");
-    assert!(matches!(err, Error::Source(skillcache::error::SourceError::Timeout { .. })), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Source(skillcache::error::SourceError::Timeout { .. })
+        ),
+        "{err}"
+    );
     let s = cache.stats();
     assert_eq!(
         (s.timeouts, s.misses, s.bytes_fetched, s.bytes_served),

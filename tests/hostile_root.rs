@@ -200,7 +200,13 @@ fn h2_a_shared_world_writable_folder_is_refused_untouched() {
     fs::create_dir(&shared).expect("mkdir");
     fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).expect("chmod");
     let err = Cache::builder().root(&shared).open().expect_err("refused");
-    assert!(matches!(err, Error::Store(skillcache::error::StoreError::RootRefused { .. })), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Store(skillcache::error::StoreError::RootRefused { .. })
+        ),
+        "{err}"
+    );
     assert!(
         err.to_string().contains("writable by group or others"),
         "{err}"

@@ -453,7 +453,9 @@ async fn v7_dynamic_skills_are_declined_by_default_and_unverified_when_allowed()
     // The 16 MiB budget counts bytes received: SKILL.md plus 16 MiB is over.
     assert!(matches!(
         skill.read("big.bin").await,
-        Err(Error::Entry(skillcache::error::EntryError::LimitExceeded { .. }))
+        Err(Error::Entry(
+            skillcache::error::EntryError::LimitExceeded { .. }
+        ))
     ));
     assert!(
         g.cache
@@ -526,11 +528,12 @@ async fn w7_over_limit_skills_are_declined_from_the_entry_before_any_fetch() {
         other => panic!("{other:?}"),
     }
     let listed = f.cache.list(&f.origin).await.expect("list");
-    assert!(
-        listed
-            .iter()
-            .any(|r| matches!(r, Err(Error::Entry(skillcache::error::EntryError::LimitExceeded { .. }))))
-    );
+    assert!(listed.iter().any(|r| matches!(
+        r,
+        Err(Error::Entry(
+            skillcache::error::EntryError::LimitExceeded { .. }
+        ))
+    )));
     assert_eq!(f.double.reads(), 0, "declined before any file is fetched");
 }
 
@@ -687,7 +690,9 @@ async fn not_connected_origins_are_an_error_not_a_fallback() {
     let stranger = Origin::new("nobody").expect("label");
     assert!(matches!(
         f.cache.entry(&stranger, &uri(&f)).await,
-        Err(Error::Source(skillcache::error::SourceError::NotConnected { .. }))
+        Err(Error::Source(
+            skillcache::error::SourceError::NotConnected { .. }
+        ))
     ));
     assert_eq!(f.double.requests(), 0);
 }

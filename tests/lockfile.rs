@@ -62,7 +62,11 @@ fn declined(r: Result<skillcache::LoadedSkill, Error>) -> (String, String, Decli
             origin,
             skill,
             reason,
-        }) => (origin.as_str().to_owned(), skill.as_str().to_owned(), reason),
+        }) => (
+            origin.as_str().to_owned(),
+            skill.as_str().to_owned(),
+            reason,
+        ),
         other => panic!("expected a decline, got {other:?}"),
     }
 }

@@ -658,7 +658,13 @@ async fn h5_an_index_on_a_read_only_mount_serves_its_entries() {
             now,
         )
         .expect_err("writes fail");
-    assert!(matches!(err, Error::Index(skillcache::error::IndexError::ReadOnly { .. })), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Error::Index(skillcache::error::IndexError::ReadOnly { .. })
+        ),
+        "{err:?}"
+    );
     assert!(
         err.to_string().contains("read-only"),
         "a clear message: {err}"

@@ -127,11 +127,15 @@ fn c1_root_inside_or_around_a_discovery_path_is_refused_also_through_a_symlink()
     let open = |root: &std::path::Path| Cache::builder().root(root).discovery_path(&skills).open();
     assert!(matches!(
         open(&skills.join("cache")),
-        Err(Error::Store(skillcache::error::StoreError::RootRefused { .. }))
+        Err(Error::Store(
+            skillcache::error::StoreError::RootRefused { .. }
+        ))
     ));
     assert!(matches!(
         open(&d.path().join("home")),
-        Err(Error::Store(skillcache::error::StoreError::RootRefused { .. }))
+        Err(Error::Store(
+            skillcache::error::StoreError::RootRefused { .. }
+        ))
     ));
     std::os::unix::fs::symlink(&skills, d.path().join("innocent")).expect("symlink");
     match open(&d.path().join("innocent/cache")) {

@@ -722,7 +722,9 @@ mod library {
         for load in loads {
             match load.await.expect("task") {
                 Err(Error::Source(skillcache::error::SourceError::Timeout {
-                    origin: o, method, ..
+                    origin: o,
+                    method,
+                    ..
                 })) => {
                     assert_eq!(
                         (o.as_str(), method.as_str()),

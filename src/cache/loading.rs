@@ -589,7 +589,7 @@ impl SkillCache {
                         stale: false,
                     })
                 }
-                Err(e) => Err(e),
+                Err(e) => Err(e.into()),
             });
         }
         Ok(out)
@@ -767,7 +767,7 @@ fn check_frontmatter(origin: &Origin, entry: &SkillEntry, bytes: &[u8]) -> Resul
         uri: entry.uri().file().clone(),
         mismatch,
     });
-    match frontmatter::parse_problem(bytes) {
+    match frontmatter::parse(bytes) {
         Err(problem) => Err(fail(Mismatch::FrontmatterUnreadable { problem })),
         Ok(fm) => {
             let diffs = frontmatter::compare(entry.frontmatter(), &fm);

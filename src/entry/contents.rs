@@ -3,7 +3,8 @@
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::error::{Error, Rule};
+use super::error::EntryError;
+use crate::rule::Rule;
 use crate::uri::FileUri;
 
 const METHOD: &str = "resources/read";
@@ -26,12 +27,12 @@ const METHOD: &str = "resources/read";
 /// ```
 ///
 /// # Errors
-/// [`EntryError::Response`](crate::error::EntryError::Response) naming the rule.
-pub fn select_content(result: &Value, requested: &FileUri) -> Result<Vec<u8>, Error> {
-    let fail = |rule| Error::Entry(crate::error::EntryError::Response {
+/// [`EntryError::Response`] naming the rule.
+pub fn select_content(result: &Value, requested: &FileUri) -> Result<Vec<u8>, EntryError> {
+    let fail = |rule| EntryError::Response {
         method: METHOD,
         rule,
-    });
+    };
     let contents = result
         .get("contents")
         .and_then(Value::as_array)

@@ -90,3 +90,15 @@ impl fmt::Display for Limit {
         })
     }
 }
+
+impl From<FrontmatterProblem> for EntryError {
+    fn from(problem: FrontmatterProblem) -> EntryError {
+        EntryError::Frontmatter { problem }
+    }
+}
+
+impl From<FrontmatterProblem> for crate::error::Error {
+    fn from(problem: FrontmatterProblem) -> crate::error::Error {
+        crate::error::Error::Entry(problem.into())
+    }
+}

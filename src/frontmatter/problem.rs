@@ -79,3 +79,5 @@ impl fmt::Display for FrontmatterProblem {
         }
     }
 }
+
+impl std::error::Error for FrontmatterProblem {}

@@ -4,9 +4,9 @@
 //! A source returns each result as the raw JSON object the server sent, so every field reaches
 //! skillcache's own validation (R-W*): the cache never trusts a transport's typing.
 
+pub(crate) mod error;
 #[cfg(feature = "mcp")]
 mod mcp;
-pub(crate) mod error;
 #[cfg(feature = "mcp")]
 mod stdio;
 

@@ -34,6 +34,12 @@ impl From<Error> for Failure {
     }
 }
 
+impl From<skillcache::error::UriError> for Failure {
+    fn from(e: skillcache::error::UriError) -> Failure {
+        Error::from(e).into()
+    }
+}
+
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Failure {
         Failure::Other(Box::new(e))
@@ -56,7 +62,7 @@ fn print_json(v: &Value) {
 }
 
 /// A usage error for an argument: `what` (e.g. `--origin`) and why.
-fn usage(what: &str, e: &Error) -> Failure {
+fn usage(what: &str, e: &dyn std::fmt::Display) -> Failure {
     Failure::Usage(format!("invalid {what}: {e}"))
 }
 

@@ -311,7 +311,9 @@ pub(crate) fn exit_code(e: &Error) -> u8 {
         | Error::Declined { .. }
         | Error::Uri(_)
         | Error::Offline { .. } => 5,
-        Error::Config(ConfigError::Invalid { .. } | ConfigError::File { .. } | ConfigError::LockFile { .. }) => 2,
+        Error::Config(
+            ConfigError::Invalid { .. } | ConfigError::File { .. } | ConfigError::LockFile { .. },
+        ) => 2,
         Error::Store(
             StoreError::RootRefused { .. } | StoreError::Io { .. } | StoreError::LockTimeout { .. },
         )
