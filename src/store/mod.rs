@@ -39,7 +39,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::Error;
+use super::error::StoreError;
 use handle::Dir;
 
 /// How long a caller waits for the cache's lock before it is an error (R-H11).
@@ -65,19 +65,19 @@ impl BlobStore {
     /// Nothing is written: folders are made when the first blob is published (R-H5).
     ///
     /// # Errors
-    /// [`StoreError::Io`](crate::error::StoreError::Io) if the root cannot be examined.
+    /// [`StoreError::Io`](StoreError::Io) if the root cannot be examined.
     pub(crate) fn open(
         root: Dir,
         disk: Arc<dyn Disk>,
         lock_timeout: Duration,
-    ) -> Result<BlobStore, Error> {
+    ) -> Result<BlobStore, StoreError> {
         let path = root.path().to_owned();
         let owner_uid = rustix::fs::fstat(root.fd())
-            .map_err(|e| Error::Store(crate::error::StoreError::Io {
+            .map_err(|e| StoreError::Io {
                 op: "stat",
                 path: path.clone(),
                 source: e.into(),
-            }))?
+            })?
             .st_uid;
         Ok(BlobStore {
             layout: Layout::new(&path),
@@ -100,8 +100,8 @@ impl BlobStore {
     /// path, never follows a link out of the root (R-H1).
     ///
     /// # Errors
-    /// [`StoreError::Io`](crate::error::StoreError::Io) if one cannot be examined or removed.
-    pub(crate) fn scrub_index_files(&self) -> Result<(), Error> {
+    /// [`StoreError::Io`](StoreError::Io) if one cannot be examined or removed.
+    pub(crate) fn scrub_index_files(&self) -> Result<(), StoreError> {
         let db = self.layout.index_db();
         let name = db
             .file_name()
@@ -126,10 +126,10 @@ impl BlobStore {
 pub(crate) fn io_err<'p>(
     op: &'static str,
     path: &'p Path,
-) -> impl FnOnce(std::io::Error) -> Error + 'p {
-    move |source| Error::Store(crate::error::StoreError::Io {
+) -> impl FnOnce(std::io::Error) -> StoreError + 'p {
+    move |source| StoreError::Io {
         op,
         path: path.to_owned(),
         source,
-    })
+    }
 }
