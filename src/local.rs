@@ -128,7 +128,7 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
         let (digest, size, bytes) = match hash_file(&path, listed_size, is_skill_md) {
             Ok(read) => read,
             Err(e) => {
-                problems.push(e.into());
+                problems.push(e);
                 continue;
             }
         };

@@ -101,7 +101,7 @@ async fn v2_a_lying_file_fails_the_batch_and_none_of_it_is_stored() {
     let skill = cache.load(&origin, &entry).await.expect("load");
     match skill.read_all().await {
         Err(Error::Verify(skillcache::error::VerifyError { uri, .. })) => {
-            assert_eq!(uri.as_str(), lied_uri.as_str())
+            assert_eq!(uri.as_str(), lied_uri.as_str());
         }
         other => panic!("expected a verification failure for {lied_uri}, got {other:?}"),
     }

@@ -174,7 +174,7 @@ impl BlobStore {
             Ok(r) => r,
             Err(e) => {
                 let _ = disk.unlink(tmp.fd(), &name, false);
-                return Err(io_err("write", &tmp.join(&name))(e).into());
+                return Err(io_err("write", &tmp.join(&name))(e));
             }
         };
         let mismatch = if len != size {
