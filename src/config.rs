@@ -10,7 +10,7 @@
 //! (Streamable HTTP). NAME becomes the [`Origin`]: the host's label for the server, never the
 //! server's own name (R-O1). Fields a host adds for itself (`disabled`, `inputs`, …) are ignored;
 //! the fields read here are checked, and a bad one is refused with the file's path and a JSON
-//! pointer to the field ([`Error::InvalidConfigFile`]). Variables (`${input:…}`, `${env:…}`) are
+//! pointer to the field ([`ConfigError::File`](crate::error::ConfigError::File)). Variables (`${input:…}`, `${env:…}`) are
 //! not expanded: the value is used as written.
 
 use std::collections::BTreeMap;
@@ -48,7 +48,7 @@ impl ServerConfig {
     /// A source for this server. Nothing is started or contacted until a request needs it (R-B4).
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for a header HTTP does not allow (the file reader refuses those
+    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) for a header HTTP does not allow (the file reader refuses those
     /// first, naming the field).
     #[cfg(feature = "mcp")]
     pub fn source(&self) -> Result<crate::source::McpSource, Error> {
@@ -111,11 +111,11 @@ fn segment(key: &str) -> String {
 
 impl Reader<'_> {
     fn fail(&self, field: &str, problem: FileProblem) -> Error {
-        Error::InvalidConfigFile {
+        Error::Config(crate::error::ConfigError::File {
             path: self.path.to_owned(),
             field: field.to_owned(),
             problem,
-        }
+        })
     }
 
     fn wrong(&self, field: &str, expected: &'static str) -> Error {
@@ -250,14 +250,16 @@ impl McpConfig {
     /// Reads and checks the configuration file at `path`.
     ///
     /// # Errors
-    /// [`Error::Io`] if it cannot be read; [`Error::InvalidConfigFile`] naming the field for
+    /// [`StoreError::Io`](crate::error::StoreError::Io) if it cannot be read; [`ConfigError::File`](crate::error::ConfigError::File) naming the field for
     /// anything refused.
     pub fn read(path: impl AsRef<Path>) -> Result<McpConfig, Error> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            op: "read the config file",
-            path: path.to_owned(),
-            source,
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            Error::Store(crate::error::StoreError::Io {
+                op: "read the config file",
+                path: path.to_owned(),
+                source,
+            })
         })?;
         McpConfig::parse(path, &text)
     }
@@ -266,7 +268,7 @@ impl McpConfig {
         /// Checks `text`, the contents of the configuration file at `path` (named in errors).
         ///
         /// # Errors
-        /// [`Error::InvalidConfigFile`] naming the field for anything refused.
+        /// [`ConfigError::File`](crate::error::ConfigError::File) naming the field for anything refused.
         fn parse(path: impl AsRef<Path>, text: &str) -> Result<McpConfig, Error> {
             let path = path.as_ref();
             let r = Reader { path };
@@ -348,11 +350,11 @@ mod tests {
 
     fn refused(text: &str) -> (String, FileProblem) {
         match McpConfig::parse("/etc/mcp.json", text) {
-            Err(Error::InvalidConfigFile {
+            Err(Error::Config(crate::error::ConfigError::File {
                 path,
                 field,
                 problem,
-            }) => {
+            })) => {
                 assert_eq!(path, std::path::Path::new("/etc/mcp.json"));
                 (field, problem)
             }

@@ -10,7 +10,8 @@ use std::str::FromStr;
 
 use sha2::{Digest as _, Sha256};
 
-use crate::error::{Error, Rule};
+use crate::entry::error::EntryError;
+use crate::rule::Rule;
 
 /// The text prefix of every digest.
 pub const PREFIX: &str = "sha256:";
@@ -110,11 +111,11 @@ impl fmt::Debug for Digest {
 }
 
 impl FromStr for Digest {
-    type Err = Error;
+    type Err = EntryError;
 
     /// Strict parse (R-W1): exactly `sha256:` and 64 lowercase hex digits.
-    fn from_str(text: &str) -> Result<Digest, Error> {
-        let fail = |rule| Error::InvalidDigest {
+    fn from_str(text: &str) -> Result<Digest, EntryError> {
+        let fail = |rule| EntryError::Digest {
             text: text.to_owned(),
             rule,
         };
@@ -233,8 +234,8 @@ impl VerifiedBytes {
         bytes: Vec<u8>,
         size: u64,
         digest: Digest,
-    ) -> Result<VerifiedBytes, crate::error::Mismatch> {
-        use crate::error::Mismatch;
+    ) -> Result<VerifiedBytes, crate::mismatch::Mismatch> {
+        use crate::mismatch::Mismatch;
         if bytes.len() as u64 != size {
             return Err(Mismatch::Size {
                 expected: size,
@@ -268,8 +269,8 @@ impl VerifiedBytes {
         reader: impl Read,
         size: u64,
         digest: Digest,
-    ) -> io::Result<Result<VerifiedBytes, crate::error::Mismatch>> {
-        use crate::error::Mismatch;
+    ) -> io::Result<Result<VerifiedBytes, crate::mismatch::Mismatch>> {
+        use crate::mismatch::Mismatch;
         /// Small enough to stay in a core's cache between the copy and the hash.
         const CHUNK: u64 = 256 * 1024;
         let cap = usize::try_from(size.saturating_add(1))
@@ -315,9 +316,9 @@ impl VerifiedBytes {
         bytes: Vec<u8>,
         size: u64,
         digest: Digest,
-    ) -> Result<VerifiedBytes, crate::error::Mismatch> {
+    ) -> Result<VerifiedBytes, crate::mismatch::Mismatch> {
         if bytes.len() as u64 != size {
-            return Err(crate::error::Mismatch::Size {
+            return Err(crate::mismatch::Mismatch::Size {
                 expected: size,
                 actual: bytes.len() as u64,
             });
@@ -337,9 +338,9 @@ impl VerifiedBytes {
         bytes: bytes::Bytes,
         size: u64,
         digest: Digest,
-    ) -> Result<VerifiedBytes, crate::error::Mismatch> {
+    ) -> Result<VerifiedBytes, crate::mismatch::Mismatch> {
         if bytes.len() as u64 != size {
-            return Err(crate::error::Mismatch::Size {
+            return Err(crate::mismatch::Mismatch::Size {
                 expected: size,
                 actual: bytes.len() as u64,
             });
@@ -464,7 +465,7 @@ mod tests {
         let got = VerifiedBytes::read_checked(&mut r, 1000, Digest::of(&long[..1000])).expect("io");
         assert_eq!(
             got.err(),
-            Some(crate::error::Mismatch::Size {
+            Some(crate::mismatch::Mismatch::Size {
                 expected: 1000,
                 actual: 1001
             })
@@ -478,7 +479,7 @@ mod tests {
         let mut wrong = bytes.clone();
         wrong[299_999] = 8;
         let got = VerifiedBytes::read_checked(&wrong[..], 300_000, Digest::of(&bytes)).expect("io");
-        assert!(matches!(got, Err(crate::error::Mismatch::Digest { .. })));
+        assert!(matches!(got, Err(crate::mismatch::Mismatch::Digest { .. })));
     }
 
     #[test]
@@ -515,7 +516,7 @@ mod tests {
         ];
         for c in cases {
             assert!(
-                matches!(c.parse::<Digest>(), Err(Error::InvalidDigest { .. })),
+                matches!(c.parse::<Digest>(), Err(EntryError::Digest { .. })),
                 "{c:?}"
             );
         }

@@ -30,6 +30,8 @@ pub mod entry;
 pub mod error;
 pub mod local;
 mod lockfile;
+mod mismatch;
+mod rule;
 pub mod source;
 pub mod uri;
 

@@ -77,7 +77,7 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
     let skill_uri = match SkillUri::parse(&skill_uri_text) {
         Ok(u) => Some(u),
         Err(e) => {
-            problems.push(e);
+            problems.push(e.into());
             None
         }
     };
@@ -89,19 +89,26 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
     walk(dir, &mut Vec::new(), &mut paths, &mut problems, budget);
 
     // R-B3: the limits, from metadata, before any file is read.
-    let over = |limit, declared, max| Error::LimitExceeded {
-        skill: skill_uri_text.clone(),
-        limit,
-        declared,
-        max,
+    // Without a valid skill URI (its problem is already reported) the limit is named by the folder.
+    let over = |limit, declared, max| match &skill_uri {
+        Some(skill) => Error::Entry(crate::error::EntryError::LimitExceeded {
+            skill: skill.clone(),
+            limit,
+            declared,
+            max,
+        }),
+        None => Error::Entry(crate::error::EntryError::Folder {
+            path: dir.to_owned(),
+            why: "is larger than the limits allow",
+        }),
     };
     let count = paths.len() as u64;
     if count > limits.max_files() {
         problems.push(over(Limit::Files, count, limits.max_files()));
-        problems.push(Error::InvalidSkillFolder {
+        problems.push(Error::Entry(crate::error::EntryError::Folder {
             path: dir.to_owned(),
             why: "holds more files than the limit allows (counting stopped at the first one over)",
-        });
+        }));
         return Err(problems);
     }
     let total = paths
@@ -129,7 +136,7 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
         let uri = match FileUri::parse(&uri_text) {
             Ok(u) => u,
             Err(e) => {
-                problems.push(e);
+                problems.push(e.into());
                 continue;
             }
         };
@@ -138,7 +145,7 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
         {
             match frontmatter::parse(&bytes) {
                 Ok(map) => fm = Some(map),
-                Err(e) => problems.push(e),
+                Err(e) => problems.push(e.into()),
             }
         }
         resources.push(json!({"uri": uri_text, "digest": digest.to_string(), "size": size}));
@@ -150,10 +157,10 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
         });
     }
     if !dir.join(SKILL_MD).is_file() {
-        problems.push(Error::InvalidSkillFolder {
+        problems.push(Error::Entry(crate::error::EntryError::Folder {
             path: dir.join(SKILL_MD),
             why: "is missing",
-        });
+        }));
     }
     if !problems.is_empty() {
         return Err(problems);
@@ -166,7 +173,7 @@ pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalS
             files.sort_by(|a, b| a.uri.cmp(&b.uri));
             Ok(LocalSkill { entry, files })
         }
-        Err(e) => Err(vec![e]),
+        Err(e) => Err(vec![e.into()]),
     }
 }
 
@@ -201,10 +208,12 @@ type Found = (Vec<String>, PathBuf, u64);
 fn hash_file(path: &Path, size: u64, keep: bool) -> Result<(Digest, u64, Option<Vec<u8>>), Error> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
-    let io = |op, source| Error::Io {
-        op,
-        path: path.to_owned(),
-        source,
+    let io = |op, source| {
+        Error::Store(crate::error::StoreError::Io {
+            op,
+            path: path.to_owned(),
+            source,
+        })
     };
     // O_NOFOLLOW and O_NONBLOCK: a file swapped for a link or a FIFO since the walk is refused
     // instead of followed or waited on.
@@ -215,10 +224,10 @@ fn hash_file(path: &Path, size: u64, keep: bool) -> Result<(Digest, u64, Option<
         .map_err(|e| io("open", e))?;
     let meta = file.metadata().map_err(|e| io("stat", e))?;
     if !meta.is_file() {
-        return Err(Error::InvalidSkillFolder {
+        return Err(Error::Entry(crate::error::EntryError::Folder {
             path: path.to_owned(),
             why: "is not a regular file or folder",
-        });
+        }));
     }
     // At most one byte past the size the limits were checked against: a file that grew since
     // is caught, never read whole.
@@ -232,10 +241,10 @@ fn hash_file(path: &Path, size: u64, keep: bool) -> Result<(Digest, u64, Option<
         (digest, read, None)
     };
     if read != size {
-        return Err(Error::InvalidSkillFolder {
+        return Err(Error::Entry(crate::error::EntryError::Folder {
             path: path.to_owned(),
             why: "changed while it was being read",
-        });
+        }));
     }
     Ok((digest, read, bytes))
 }
@@ -252,11 +261,11 @@ fn walk(
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(source) => {
-            problems.push(Error::Io {
+            problems.push(Error::Store(crate::error::StoreError::Io {
                 op: "read directory",
                 path: dir.to_owned(),
                 source,
-            });
+            }));
             return;
         }
     };
@@ -270,27 +279,27 @@ fn walk(
         let Ok(kind) = e.file_type() else { continue };
         prefix.push(encode_segment(&e.file_name()));
         if kind.is_symlink() {
-            problems.push(Error::InvalidSkillFolder {
+            problems.push(Error::Entry(crate::error::EntryError::Folder {
                 path,
                 why: "is a symbolic link",
-            });
+            }));
         } else if kind.is_dir() {
             walk(&path, prefix, out, problems, budget);
         } else if kind.is_file() {
             // `symlink_metadata`: the entry itself, never what a link points to.
             match fs::symlink_metadata(&path) {
                 Ok(meta) => out.push((prefix.clone(), path, meta.len())),
-                Err(source) => problems.push(Error::Io {
+                Err(source) => problems.push(Error::Store(crate::error::StoreError::Io {
                     op: "stat",
                     path,
                     source,
-                }),
+                })),
             }
         } else {
-            problems.push(Error::InvalidSkillFolder {
+            problems.push(Error::Entry(crate::error::EntryError::Folder {
                 path,
                 why: "is not a regular file or folder",
-            });
+            }));
         }
         prefix.pop();
     }

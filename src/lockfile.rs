@@ -149,13 +149,15 @@ impl LockFile {
     /// Reads and checks the lock file at `path`.
     ///
     /// # Errors
-    /// [`Error::Io`] if it cannot be read; [`Error::InvalidLockFile`] naming the field.
+    /// [`StoreError::Io`](crate::error::StoreError::Io) if it cannot be read; [`ConfigError::LockFile`](crate::error::ConfigError::LockFile) naming the field.
     pub fn read(path: impl AsRef<Path>) -> Result<LockFile, Error> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            op: "read the lock file",
-            path: path.to_owned(),
-            source,
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            Error::Store(crate::error::StoreError::Io {
+                op: "read the lock file",
+                path: path.to_owned(),
+                source,
+            })
         })?;
         LockFile::parse(path, &text)
     }
@@ -164,15 +166,15 @@ impl LockFile {
         /// Checks `text`, the contents of the lock file at `path` (named in errors).
         ///
         /// # Errors
-        /// [`Error::InvalidLockFile`] naming the field: TOML that does not parse, an unknown
+        /// [`ConfigError::LockFile`](crate::error::ConfigError::LockFile) naming the field: TOML that does not parse, an unknown
         /// version, an invalid origin, URI or digest, a file outside its skill, a skill twice.
         fn parse(path: impl AsRef<Path>, text: &str) -> Result<LockFile, Error> {
             let path = path.as_ref();
-            let fail = |field: String, problem| Error::InvalidLockFile {
+            let fail = |field: String, problem| Error::Config(crate::error::ConfigError::LockFile {
                 path: path.to_owned(),
                 field,
                 problem,
-            };
+            });
             let invalid = |field: String, why: String| fail(field, FileProblem::Invalid { why });
             let doc: Doc = toml::from_str(text).map_err(|e| {
                 fail(
@@ -261,8 +263,8 @@ impl LockFile {
     pub fn insert(&mut self, origin: &Origin, entry: &SkillEntry) -> Result<(), Error> {
         let (Some(manifest), Some(binding)) = (entry.manifest(), entry.binding()) else {
             return Err(Error::Declined {
-                origin: origin.as_str().to_owned(),
-                skill: entry.uri().as_str().to_owned(),
+                origin: origin.clone(),
+                skill: entry.uri().clone(),
                 reason: Declined::Dynamic,
             });
         };
@@ -306,12 +308,12 @@ impl LockFile {
     ///
     /// # Errors
     /// [`Error::Declined`] with [`Declined::NotLocked`] for a skill the lock does not list,
-    /// [`Declined::Drift`] naming every file added, removed or changed; [`Error::InvalidLockFile`]
+    /// [`Declined::Drift`] naming every file added, removed or changed; [`ConfigError::LockFile`](crate::error::ConfigError::LockFile)
     /// for a pin whose binding does not match its own files (an edited lock).
     pub fn check(&self, origin: &Origin, entry: &SkillEntry) -> Result<(), Error> {
         let declined = |reason| Error::Declined {
-            origin: origin.as_str().to_owned(),
-            skill: entry.uri().as_str().to_owned(),
+            origin: origin.clone(),
+            skill: entry.uri().clone(),
             reason,
         };
         let Some(locked) = self.skill(origin, entry.uri()) else {
@@ -324,13 +326,13 @@ impl LockFile {
             }));
         }
         if entry.binding() != Some(locked.binding) {
-            return Err(Error::InvalidLockFile {
+            return Err(Error::Config(crate::error::ConfigError::LockFile {
                 path: self.path.clone().unwrap_or_default(),
                 field: format!("binding of {} (origin {origin})", entry.uri()),
                 problem: FileProblem::Invalid {
                     why: "does not match the skill's pinned files; lock the skill again".into(),
                 },
-            });
+            }));
         }
         Ok(())
     }
@@ -369,15 +371,17 @@ impl LockFile {
     /// reader never sees half a lock).
     ///
     /// # Errors
-    /// [`Error::Io`].
+    /// [`StoreError::Io`](crate::error::StoreError::Io).
     pub fn write(&self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();
         let io = |op, p: &Path| {
             let p = p.to_owned();
-            move |source| Error::Io {
-                op,
-                path: p,
-                source,
+            move |source| {
+                Error::Store(crate::error::StoreError::Io {
+                    op,
+                    path: p,
+                    source,
+                })
             }
         };
         let mut tmp = path.as_os_str().to_owned();
@@ -395,7 +399,7 @@ mod tests {
 
     fn field_of(text: &str) -> String {
         match LockFile::parse("/p/skills.lock", text) {
-            Err(Error::InvalidLockFile { field, problem, .. }) => {
+            Err(Error::Config(crate::error::ConfigError::LockFile { field, problem, .. })) => {
                 assert!(!matches!(problem, FileProblem::Missing), "{problem}");
                 field
             }

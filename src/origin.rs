@@ -36,7 +36,7 @@ impl Origin {
     /// Validates a label.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for an empty or over-long label or one with control characters.
+    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) for an empty or over-long label or one with control characters.
     pub fn new(label: impl Into<String>) -> Result<Origin, Error> {
         let label = label.into();
         let what = if label.is_empty() {
@@ -49,9 +49,9 @@ impl Origin {
             let component = encode(&label);
             return Ok(Origin { label, component });
         };
-        Err(Error::InvalidConfig {
+        Err(Error::Config(crate::error::ConfigError::Invalid {
             what: format!("{what} (got {label:?})"),
-        })
+        }))
     }
 
     /// The label.

@@ -96,7 +96,12 @@ fn h2_a_foreign_cachedir_tag_does_not_make_a_folder_ours_and_nothing_in_it_is_de
         "opening a foreign cache folder as a root deleted a file in it"
     );
     assert!(
-        matches!(opened, Err(Error::RootRefused { .. })),
+        matches!(
+            opened,
+            Err(Error::Store(
+                skillcache::error::StoreError::RootRefused { .. }
+            ))
+        ),
         "a folder marked by another tool's CACHEDIR.TAG was adopted: {opened:?}"
     );
 }
@@ -119,7 +124,12 @@ fn h2_a_folder_holding_only_a_users_tmp_is_not_adopted_and_nothing_is_deleted() 
         "opening a user's folder as a root deleted a file in it"
     );
     assert!(
-        matches!(opened, Err(Error::RootRefused { .. })),
+        matches!(
+            opened,
+            Err(Error::Store(
+                skillcache::error::StoreError::RootRefused { .. }
+            ))
+        ),
         "a user's folder holding only tmp/ was adopted: {opened:?}"
     );
 }

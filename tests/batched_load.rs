@@ -100,7 +100,9 @@ async fn v2_a_lying_file_fails_the_batch_and_none_of_it_is_stored() {
     let (cache, origin) = open(&root, liar.clone());
     let skill = cache.load(&origin, &entry).await.expect("load");
     match skill.read_all().await {
-        Err(Error::Verification { uri, .. }) => assert_eq!(&uri, lied_uri),
+        Err(Error::Verify(skillcache::error::VerifyError { uri, .. })) => {
+            assert_eq!(uri.as_str(), lied_uri.as_str());
+        }
         other => panic!("expected a verification failure for {lied_uri}, got {other:?}"),
     }
     drop((skill, cache));
@@ -202,7 +204,7 @@ async fn h10_load_all_with_a_skill_md_whose_frontmatter_differs_keeps_nothing() 
     double.publish(&entry, &files);
     let (cache, origin) = open(&root, double.clone());
     match cache.load_all(&origin, &entry).await {
-        Err(Error::Verification { mismatch, .. }) => assert!(
+        Err(Error::Verify(skillcache::error::VerifyError { mismatch, .. })) => assert!(
             matches!(mismatch, skillcache::error::Mismatch::Frontmatter { .. }),
             "{mismatch:?}"
         ),

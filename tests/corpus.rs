@@ -45,30 +45,30 @@ fn known(path: &str) -> Option<Known> {
 
 fn classify(errors: &[Error]) -> Known {
     match errors.first() {
-        Some(Error::InvalidEntry {
+        Some(Error::Entry(skillcache::error::EntryError::Invalid {
             rule: Rule::NameMismatch { .. },
             ..
-        }) => Known::NameMismatch,
-        Some(Error::InvalidEntry {
+        })) => Known::NameMismatch,
+        Some(Error::Entry(skillcache::error::EntryError::Invalid {
             rule: Rule::DescriptionLength { .. },
             ..
-        }) => Known::DescriptionTooLong,
-        Some(Error::InvalidEntry {
+        })) => Known::DescriptionTooLong,
+        Some(Error::Entry(skillcache::error::EntryError::Invalid {
             rule: Rule::Missing,
             ..
-        }) => Known::MissingField,
-        Some(Error::InvalidEntry {
+        })) => Known::MissingField,
+        Some(Error::Entry(skillcache::error::EntryError::Invalid {
             rule: Rule::Name { .. },
             ..
-        }) => Known::BadName,
-        Some(Error::Frontmatter {
+        })) => Known::BadName,
+        Some(Error::Entry(skillcache::error::EntryError::Frontmatter {
             problem: FrontmatterProblem::Syntax { .. },
-        }) => Known::YamlSyntax,
-        Some(Error::InvalidEntry {
+        })) => Known::YamlSyntax,
+        Some(Error::Entry(skillcache::error::EntryError::Invalid {
             rule: Rule::Strict { .. },
             ..
-        }) => Known::StrictMetadata,
-        Some(Error::InvalidSkillFolder { .. }) => Known::MaybeSymlink,
+        })) => Known::StrictMetadata,
+        Some(Error::Entry(skillcache::error::EntryError::Folder { .. })) => Known::MaybeSymlink,
         other => panic!("unexpected failure {other:?}"),
     }
 }

@@ -162,7 +162,7 @@ fn c3_a_full_disk_fails_cleanly_and_leaves_no_partial_state() {
         .expect("file")
         .clone();
     match cache.store_file(&o, &f, &big) {
-        Err(err @ Error::Io { .. }) => {
+        Err(err @ Error::Store(skillcache::error::StoreError::Io { .. })) => {
             let text = format!(
                 "{err}: {}",
                 std::error::Error::source(&err)

@@ -8,8 +8,8 @@ use skillcache::entry::{
     CacheHints, Limits, Listing, Scope, Validation, parse_get_result, parse_list_result,
     select_content,
 };
-use skillcache::error::{Limit, Rule};
-use skillcache::{Digest, Error, FileUri, SkillEntry, SkillUri};
+use skillcache::error::{EntryError, Limit, Rule};
+use skillcache::{Digest, FileUri, SkillEntry, SkillUri};
 
 const D: &str = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
@@ -32,14 +32,14 @@ fn base() -> Value {
     ]))
 }
 
-fn validate(v: &Value) -> Result<SkillEntry, Error> {
+fn validate(v: &Value) -> Result<SkillEntry, EntryError> {
     SkillEntry::from_json(v, &Validation::default())
 }
 
 /// The (field, rule) of an invalid entry; panics on anything else.
 fn refusal(v: &Value) -> (String, Rule) {
     match validate(v) {
-        Err(Error::InvalidEntry { field, rule, .. }) => (field, rule),
+        Err(skillcache::error::EntryError::Invalid { field, rule, .. }) => (field, rule),
         other => panic!("expected InvalidEntry, got {other:?}"),
     }
 }
@@ -130,7 +130,7 @@ fn w2_sizes_that_would_overflow_a_u64_sum_are_declined_not_wrapped() {
     let v = Validation::default().limits(Limits::new(4096, u64::MAX - 1).expect("raised"));
     assert!(matches!(
         SkillEntry::from_json(&entry_with(json!(files)), &v),
-        Err(Error::LimitExceeded {
+        Err(skillcache::error::EntryError::LimitExceeded {
             limit: Limit::TotalBytes,
             ..
         })
@@ -284,14 +284,14 @@ fn w6_other_agent_skills_fields_pass_by_default_and_fail_when_strict() {
     let strict = Validation::default().strict(true);
     assert!(matches!(
         SkillEntry::from_json(&v, &strict),
-        Err(Error::InvalidEntry {
+        Err(skillcache::error::EntryError::Invalid {
             rule: Rule::Strict { .. },
             ..
         })
     ));
     v["frontmatter"]["metadata"] = json!({"version": "2"});
     assert!(
-        matches!(SkillEntry::from_json(&v, &strict), Err(Error::InvalidEntry { field, .. }) if field == "frontmatter.allowed-tools")
+        matches!(SkillEntry::from_json(&v, &strict), Err(skillcache::error::EntryError::Invalid { field, .. }) if field == "frontmatter.allowed-tools")
     );
     v["frontmatter"]["allowed-tools"] = json!("Bash Read");
     assert!(SkillEntry::from_json(&v, &strict).is_ok());
@@ -317,7 +317,7 @@ fn w7_baseline_limits_are_accepted_exactly() {
 fn w7_over_the_limits_is_declined_from_the_entry_naming_the_limit() {
     match validate(&many(513, 1, 1)) {
         Err(
-            e @ Error::LimitExceeded {
+            e @ skillcache::error::EntryError::LimitExceeded {
                 limit: Limit::Files,
                 declared: 513,
                 max: 512,
@@ -330,7 +330,7 @@ fn w7_over_the_limits_is_declined_from_the_entry_naming_the_limit() {
     }
     match validate(&many(512, 32_768, 32_769)) {
         Err(
-            e @ Error::LimitExceeded {
+            e @ skillcache::error::EntryError::LimitExceeded {
                 limit: Limit::TotalBytes,
                 declared: 16_777_217,
                 ..
@@ -342,7 +342,7 @@ fn w7_over_the_limits_is_declined_from_the_entry_naming_the_limit() {
     }
     assert!(matches!(
         validate(&many(1, 0, 16_777_217)),
-        Err(Error::LimitExceeded { .. })
+        Err(skillcache::error::EntryError::LimitExceeded { .. })
     ));
     let raised = Validation::default().limits(Limits::new(1024, 64 << 20).expect("raised"));
     assert!(SkillEntry::from_json(&many(513, 1, 1), &raised).is_ok());
@@ -371,7 +371,10 @@ fn w8_cache_hint_defaults_and_clamping() {
         json!({"cacheScope": 1}),
     ] {
         assert!(
-            matches!(hints(bad.clone()), Err(Error::InvalidResponse { .. })),
+            matches!(
+                hints(bad.clone()),
+                Err(skillcache::error::EntryError::Response { .. })
+            ),
             "{bad}"
         );
     }
@@ -383,7 +386,7 @@ fn w9_get_answered_for_another_skill_is_an_error() {
     let result = json!({"skill": base(), "ttlMs": 1});
     assert!(matches!(
         parse_get_result(&result, &requested, &Validation::default()),
-        Err(Error::InvalidResponse {
+        Err(skillcache::error::EntryError::Response {
             rule: Rule::WrongSkill { .. },
             ..
         })
@@ -416,7 +419,7 @@ fn w9_a_listing_that_repeats_a_skill_refuses_every_copy() {
     assert_eq!(skills.len(), 3);
     assert!(matches!(
         &skills[0],
-        Err(Error::InvalidEntry {
+        Err(skillcache::error::EntryError::Invalid {
             rule: Rule::RepeatedSkill { .. },
             ..
         })
@@ -424,7 +427,7 @@ fn w9_a_listing_that_repeats_a_skill_refuses_every_copy() {
     assert!(skills[1].is_ok());
     assert!(matches!(
         &skills[2],
-        Err(Error::InvalidEntry {
+        Err(skillcache::error::EntryError::Invalid {
             rule: Rule::RepeatedSkill { .. },
             ..
         })
@@ -446,7 +449,7 @@ fn w9_a_repeated_cursor_ends_paging_with_an_error() {
         } else {
             assert!(matches!(
                 r,
-                Err(Error::InvalidResponse {
+                Err(skillcache::error::EntryError::Response {
                     rule: Rule::RepeatedCursor { .. },
                     ..
                 })
@@ -472,7 +475,7 @@ fn w9_contents_are_matched_by_uri_never_by_position() {
     let r = json!({"contents": [{"uri": "skill://s/b.md", "text": "b"}, {"uri": "skill://s/a.md", "text": "a"}]});
     assert_eq!(select_content(&r, &uri).expect("found"), b"a");
     let fails = |r: Value| match select_content(&r, &uri) {
-        Err(Error::InvalidResponse { rule, .. }) => rule,
+        Err(skillcache::error::EntryError::Response { rule, .. }) => rule,
         other => panic!("expected a failure for {r}, got {other:?}"),
     };
     assert!(matches!(

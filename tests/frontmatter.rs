@@ -3,16 +3,11 @@
 mod common;
 
 use serde_json::{Value, json};
-use skillcache::Error;
 use skillcache::error::FrontmatterProblem;
 use skillcache::frontmatter::{self, DiffKind, Frontmatter, compare, json_equal};
 
 fn parse(fm: &str) -> Result<Frontmatter, FrontmatterProblem> {
-    match frontmatter::parse(&common::skill_md(fm)) {
-        Ok(map) => Ok(map),
-        Err(Error::Frontmatter { problem }) => Err(problem),
-        Err(other) => panic!("unexpected error {other}"),
-    }
+    frontmatter::parse(&common::skill_md(fm))
 }
 
 fn obj(v: Value) -> Frontmatter {
@@ -206,7 +201,7 @@ fn v6_crlf_parses_and_block_scalars_use_lf() {
 #[test]
 fn v6_shapes_that_are_not_frontmatter() {
     let p = |b: &[u8]| match frontmatter::parse(b) {
-        Err(Error::Frontmatter { problem }) => problem,
+        Err(problem) => problem,
         other => panic!("expected a frontmatter error, got {other:?}"),
     };
     assert_eq!(p(b"# Title\nname: x\n"), FrontmatterProblem::NoOpening);
@@ -230,9 +225,7 @@ fn v6_oversized_frontmatter_is_refused_without_parsing() {
     md.extend(b"---\n");
     assert!(matches!(
         frontmatter::parse(&md),
-        Err(Error::Frontmatter {
-            problem: FrontmatterProblem::TooLarge { .. }
-        })
+        Err(FrontmatterProblem::TooLarge { .. })
     ));
 }
 

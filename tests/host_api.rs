@@ -117,7 +117,7 @@ async fn p1_readme_example_without_the_approve_line_fails_to_load() {
         matches!(
             &err,
             Error::Declined { origin: o, skill, reason: Declined::NotApproved }
-                if o == "docs-server" && skill == "skill://release-notes/SKILL.md"
+                if o.as_str() == "docs-server" && skill.as_str() == "skill://release-notes/SKILL.md"
         ),
         "{err}"
     );
@@ -597,7 +597,13 @@ async fn p4_b1_a_missed_deadline_is_counted_and_said() {
     cache.connect(o.clone(), silent.clone());
     let e = cache.entry(&o, entry.uri()).await.expect("entry").entry;
     let err = cache.load(&o, &e).await.expect_err("no answer");
-    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Source(skillcache::error::SourceError::Timeout { .. })
+        ),
+        "{err}"
+    );
     let s = cache.stats();
     assert_eq!(
         (s.timeouts, s.misses, s.bytes_fetched, s.bytes_served),

@@ -200,7 +200,13 @@ fn h2_a_shared_world_writable_folder_is_refused_untouched() {
     fs::create_dir(&shared).expect("mkdir");
     fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).expect("chmod");
     let err = Cache::builder().root(&shared).open().expect_err("refused");
-    assert!(matches!(err, Error::RootRefused { .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Store(skillcache::error::StoreError::RootRefused { .. })
+        ),
+        "{err}"
+    );
     assert!(
         err.to_string().contains("writable by group or others"),
         "{err}"
@@ -432,10 +438,10 @@ async fn h10_a_skill_md_that_fails_the_frontmatter_check_is_never_stored() {
     assert!(
         matches!(
             err,
-            Error::Verification {
+            Error::Verify(skillcache::error::VerifyError {
                 mismatch: Mismatch::Frontmatter { .. },
                 ..
-            }
+            })
         ),
         "{err}"
     );
@@ -470,7 +476,7 @@ fn h11_waiting_for_the_lock_is_bounded_and_names_the_holder() {
         waiter.purge(&o),
     ] {
         match result {
-            Err(Error::LockTimeout { holder, .. }) => {
+            Err(Error::Store(skillcache::error::StoreError::LockTimeout { holder, .. })) => {
                 let holder = holder.expect("the holder said who it is");
                 assert!(holder.contains("a long gc"), "{holder}");
                 assert!(holder.contains(&std::process::id().to_string()), "{holder}");

@@ -573,7 +573,7 @@ async fn l2_skill_md_whose_frontmatter_differs_from_the_entry_is_rejected_and_ne
     let err = h.cache.load(&o, &held).await.expect_err("refused");
 
     assert!(
-        matches!(err, Error::Verification { .. }),
+        matches!(err, Error::Verify(_)),
         "the server's copy fails the same check: {err}"
     );
     let s = h.cache.stats();

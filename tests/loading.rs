@@ -178,11 +178,11 @@ async fn v9_server_serving_tampered_bytes_fails_after_exactly_one_read() {
     let (uri_md, md) = &f.files[0];
     f.double.serve_bytes(uri_md, &same_length_lie(md));
     match f.cache.load(&f.origin, &f.entry).await {
-        Err(Error::Verification {
+        Err(Error::Verify(skillcache::error::VerifyError {
             mismatch: Mismatch::Digest { .. },
             origin,
             ..
-        }) => assert_eq!(origin, "docs-server"),
+        })) => assert_eq!(origin.as_str(), "docs-server"),
         other => panic!("{other:?}"),
     }
     assert_eq!(
@@ -205,7 +205,7 @@ async fn v9_tampered_cache_and_tampered_server_fail_after_exactly_two_reads() {
     f.double.serve_bytes(uri_md, &same_length_lie(md));
     assert!(matches!(
         f.cache.load(&f.origin, &f.entry).await,
-        Err(Error::Verification { .. })
+        Err(Error::Verify(skillcache::error::VerifyError { .. }))
     ));
     assert_eq!(
         f.double.reads(),
@@ -222,10 +222,10 @@ async fn v3_wrong_size_is_a_size_failure() {
         .serve_bytes(uri_md, &[md.as_slice(), b"extra"].concat());
     assert!(matches!(
         f.cache.load(&f.origin, &f.entry).await,
-        Err(Error::Verification {
+        Err(Error::Verify(skillcache::error::VerifyError {
             mismatch: Mismatch::Size { .. },
             ..
-        })
+        }))
     ));
 }
 
@@ -249,10 +249,10 @@ async fn v4_unlisted_file_is_refused_without_a_request_and_a_refresh_reaches_it(
     f.double.publish(&newer, &newer_files);
     let before = f.double.requests();
     match skill.read("templates/credit-note.md").await {
-        Err(Error::Verification {
+        Err(Error::Verify(skillcache::error::VerifyError {
             mismatch: Mismatch::Unlisted,
             ..
-        }) => {}
+        })) => {}
         other => panic!("{other:?}"),
     }
     assert_eq!(
@@ -296,10 +296,10 @@ async fn w9_bad_contents_are_failures_never_empty_files() {
         let f = fixture();
         f.double.set_read_lie(lie);
         match f.cache.load(&f.origin, &f.entry).await {
-            Err(Error::InvalidResponse {
+            Err(Error::Entry(skillcache::error::EntryError::Response {
                 method: "resources/read",
                 ..
-            }) => {}
+            })) => {}
             other => panic!("{lie:?}: {other:?}"),
         }
         assert_eq!(f.double.reads(), 1, "{lie:?}: not retried");
@@ -325,10 +325,10 @@ async fn w9_get_answered_for_another_skill_is_an_error() {
     f.double.answer_get_with(other.to_json());
     assert!(matches!(
         f.cache.entry(&f.origin, &uri(&f)).await,
-        Err(Error::InvalidResponse {
+        Err(Error::Entry(skillcache::error::EntryError::Response {
             method: "skills/get",
             ..
-        })
+        }))
     ));
 }
 
@@ -344,10 +344,10 @@ async fn v6_frontmatter_drift_with_honest_digest_and_size_is_refused() {
         .await
         .expect("entry itself is valid");
     match f.cache.load(&f.origin, &info.entry).await {
-        Err(Error::Verification {
+        Err(Error::Verify(skillcache::error::VerifyError {
             mismatch: Mismatch::Frontmatter { diffs },
             ..
-        }) => assert_eq!(diffs[0].key, "description"),
+        })) => assert_eq!(diffs[0].key, "description"),
         other => panic!("{other:?}"),
     }
 }
@@ -453,7 +453,9 @@ async fn v7_dynamic_skills_are_declined_by_default_and_unverified_when_allowed()
     // The 16 MiB budget counts bytes received: SKILL.md plus 16 MiB is over.
     assert!(matches!(
         skill.read("big.bin").await,
-        Err(Error::LimitExceeded { .. })
+        Err(Error::Entry(
+            skillcache::error::EntryError::LimitExceeded { .. }
+        ))
     ));
     assert!(
         g.cache
@@ -486,10 +488,10 @@ async fn v6_dynamic_skill_md_still_gets_the_frontmatter_check() {
         .entry;
     assert!(matches!(
         g.cache.load(&g.origin, &e).await,
-        Err(Error::Verification {
+        Err(Error::Verify(skillcache::error::VerifyError {
             mismatch: Mismatch::Frontmatter { .. },
             ..
-        })
+        }))
     ));
 }
 
@@ -520,17 +522,18 @@ async fn w7_over_limit_skills_are_declined_from_the_entry_before_any_fetch() {
     };
     f.double.publish(&e, &files);
     match f.cache.load(&f.origin, &e).await {
-        Err(err @ Error::LimitExceeded { .. }) => {
+        Err(err @ Error::Entry(skillcache::error::EntryError::LimitExceeded { .. })) => {
             assert!(err.to_string().contains("number of files"));
         }
         other => panic!("{other:?}"),
     }
     let listed = f.cache.list(&f.origin).await.expect("list");
-    assert!(
-        listed
-            .iter()
-            .any(|r| matches!(r, Err(Error::LimitExceeded { .. })))
-    );
+    assert!(listed.iter().any(|r| matches!(
+        r,
+        Err(Error::Entry(
+            skillcache::error::EntryError::LimitExceeded { .. }
+        ))
+    )));
     assert_eq!(f.double.reads(), 0, "declined before any file is fetched");
 }
 
@@ -687,7 +690,9 @@ async fn not_connected_origins_are_an_error_not_a_fallback() {
     let stranger = Origin::new("nobody").expect("label");
     assert!(matches!(
         f.cache.entry(&stranger, &uri(&f)).await,
-        Err(Error::NotConnected { .. })
+        Err(Error::Source(
+            skillcache::error::SourceError::NotConnected { .. }
+        ))
     ));
     assert_eq!(f.double.requests(), 0);
 }

@@ -62,7 +62,11 @@ fn declined(r: Result<skillcache::LoadedSkill, Error>) -> (String, String, Decli
             origin,
             skill,
             reason,
-        }) => (origin, skill, reason),
+        }) => (
+            origin.as_str().to_owned(),
+            skill.as_str().to_owned(),
+            reason,
+        ),
         other => panic!("expected a decline, got {other:?}"),
     }
 }
@@ -253,11 +257,11 @@ fn a_hand_edited_lock_is_refused_naming_the_path_and_the_field() {
         text.replacen("digest = \"sha256:", "digest = \"sha1:", 1),
     )
     .expect("edit");
-    let Err(Error::InvalidLockFile {
+    let Err(Error::Config(skillcache::error::ConfigError::LockFile {
         path: named,
         field,
         problem,
-    }) = LockFile::read(&path)
+    })) = LockFile::read(&path)
     else {
         panic!("refused");
     };
@@ -274,7 +278,7 @@ fn a_hand_edited_lock_is_refused_naming_the_path_and_the_field() {
     let edited = LockFile::read(&path).expect("well-formed");
     let e = edited.check(&origin, &entry).expect_err("inconsistent");
     assert!(
-        matches!(&e, Error::InvalidLockFile { path: p, .. } if *p == path),
+        matches!(&e, Error::Config(skillcache::error::ConfigError::LockFile { path: p, .. }) if *p == path),
         "{e:?}"
     );
 
@@ -284,10 +288,10 @@ fn a_hand_edited_lock_is_refused_naming_the_path_and_the_field() {
     assert!(
         matches!(
             &e,
-            Error::InvalidLockFile {
+            Error::Config(skillcache::error::ConfigError::LockFile {
                 problem: FileProblem::Syntax { .. },
                 ..
-            }
+            })
         ),
         "{e:?}"
     );

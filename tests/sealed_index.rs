@@ -370,7 +370,7 @@ fn h3_a_group_or_world_readable_key_is_refused_with_the_fix() {
     assert!(
         matches!(
             &err,
-            Error::HostKey { path, problem: KeyProblem::Accessible { mode: 0o644 } } if *path == f.key()
+            Error::Index(skillcache::error::IndexError::HostKey { path, problem: KeyProblem::Accessible { mode: 0o644 } }) if *path == f.key()
         ),
         "{err:?}"
     );
@@ -394,10 +394,10 @@ fn h3_a_key_inside_the_root_is_refused_and_not_created() {
     assert!(
         matches!(
             &err,
-            Error::HostKey {
+            Error::Index(skillcache::error::IndexError::HostKey {
                 problem: KeyProblem::InsideRoot { .. },
                 ..
-            }
+            })
         ),
         "{err:?}"
     );
@@ -409,10 +409,10 @@ fn h3_a_key_inside_the_root_is_refused_and_not_created() {
     assert!(
         matches!(
             &err,
-            Error::HostKey {
+            Error::Index(skillcache::error::IndexError::HostKey {
                 problem: KeyProblem::InsideRoot { .. },
                 ..
-            }
+            })
         ),
         "{err:?}"
     );
@@ -426,28 +426,28 @@ fn h3_a_key_of_the_wrong_length_or_not_a_regular_file_is_refused() {
     std::fs::set_permissions(&short, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     assert!(matches!(
         open_err(&f, &short),
-        Error::HostKey {
+        Error::Index(skillcache::error::IndexError::HostKey {
             problem: KeyProblem::WrongLength { len: 16 },
             ..
-        }
+        })
     ));
     let link = f.dir.path().join("link.key");
     std::os::unix::fs::symlink(&short, &link).expect("symlink");
     assert!(matches!(
         open_err(&f, &link),
-        Error::HostKey {
+        Error::Index(skillcache::error::IndexError::HostKey {
             problem: KeyProblem::NotARegularFile,
             ..
-        }
+        })
     ));
     let folder = f.dir.path().join("folder.key");
     std::fs::create_dir(&folder).expect("mkdir");
     assert!(matches!(
         open_err(&f, &folder),
-        Error::HostKey {
+        Error::Index(skillcache::error::IndexError::HostKey {
             problem: KeyProblem::NotARegularFile,
             ..
-        }
+        })
     ));
 }
 
@@ -542,7 +542,7 @@ fn h6_a_too_new_schema_is_refused_untouched_not_healed() {
         .open()
         .expect_err("too new");
     assert!(
-        matches!(err, Error::IndexTooNew { found: 99, supported } if supported < 99),
+        matches!(err, Error::Index(skillcache::error::IndexError::TooNew { found: 99, supported }) if supported < 99),
         "{err:?}"
     );
     assert_eq!(std::fs::read(f.db()).expect("db"), before, "untouched");
@@ -658,7 +658,13 @@ async fn h5_an_index_on_a_read_only_mount_serves_its_entries() {
             now,
         )
         .expect_err("writes fail");
-    assert!(matches!(err, Error::IndexReadOnly { .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Error::Index(skillcache::error::IndexError::ReadOnly { .. })
+        ),
+        "{err:?}"
+    );
     assert!(
         err.to_string().contains("read-only"),
         "a clear message: {err}"

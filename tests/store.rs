@@ -127,15 +127,19 @@ fn c1_root_inside_or_around_a_discovery_path_is_refused_also_through_a_symlink()
     let open = |root: &std::path::Path| Cache::builder().root(root).discovery_path(&skills).open();
     assert!(matches!(
         open(&skills.join("cache")),
-        Err(Error::RootRefused { .. })
+        Err(Error::Store(
+            skillcache::error::StoreError::RootRefused { .. }
+        ))
     ));
     assert!(matches!(
         open(&d.path().join("home")),
-        Err(Error::RootRefused { .. })
+        Err(Error::Store(
+            skillcache::error::StoreError::RootRefused { .. }
+        ))
     ));
     std::os::unix::fs::symlink(&skills, d.path().join("innocent")).expect("symlink");
     match open(&d.path().join("innocent/cache")) {
-        Err(e @ Error::RootRefused { .. }) => {
+        Err(e @ Error::Store(skillcache::error::StoreError::RootRefused { .. })) => {
             assert!(e.to_string().contains(".claude/skills"), "{e}");
         }
         other => panic!("a root reached through a symlink must be refused: {other:?}"),
@@ -369,17 +373,17 @@ fn c3_publishing_wrong_bytes_is_refused_and_leaves_nothing() {
         .clone();
     assert!(matches!(
         c.store_file(&o, &f, b"alphA"),
-        Err(Error::BlobMismatch {
+        Err(Error::Store(skillcache::error::StoreError::BlobMismatch {
             mismatch: Mismatch::Digest { .. },
             ..
-        })
+        }))
     ));
     assert!(matches!(
         c.store_file(&o, &f, b"alpha!"),
-        Err(Error::BlobMismatch {
+        Err(Error::Store(skillcache::error::StoreError::BlobMismatch {
             mismatch: Mismatch::Size { .. },
             ..
-        })
+        }))
     ));
     assert!(!c.store().layout().blob_path(&o, &f.digest()).exists());
     assert_eq!(
@@ -643,10 +647,10 @@ fn c3_a_batch_with_wrong_bytes_is_refused_and_publishes_nothing() {
         .collect();
     assert!(matches!(
         c.store_files(&o, &batch),
-        Err(Error::BlobMismatch {
+        Err(Error::Store(skillcache::error::StoreError::BlobMismatch {
             mismatch: Mismatch::Digest { .. },
             ..
-        })
+        }))
     ));
     for (f, _) in &batch {
         assert!(

@@ -664,7 +664,7 @@ mod library {
             .await
             .expect("SKILL.md fits");
         match skill.read("refs/notes.md").await {
-            Err(Error::MessageTooLarge { method, max }) => {
+            Err(Error::Source(skillcache::error::SourceError::MessageTooLarge { method, max })) => {
                 assert_eq!((method.as_str(), max), ("resources/read", 4096));
             }
             other => panic!("expected MessageTooLarge, got {other:?}"),
@@ -721,9 +721,11 @@ mod library {
             .collect();
         for load in loads {
             match load.await.expect("task") {
-                Err(Error::Timeout {
-                    origin: o, method, ..
-                }) => {
+                Err(Error::Source(skillcache::error::SourceError::Timeout {
+                    origin: o,
+                    method,
+                    ..
+                })) => {
                     assert_eq!(
                         (o.as_str(), method.as_str()),
                         ("stalling", "resources/read")

@@ -162,10 +162,12 @@ impl NoServer {
         self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let method = method.to_owned();
         Box::pin(async move {
-            Err(skillcache::Error::Transport {
-                method,
-                source: "the warm start must not contact the server".into(),
-            })
+            Err(skillcache::Error::Source(
+                skillcache::error::SourceError::Transport {
+                    method,
+                    source: "the warm start must not contact the server".into(),
+                },
+            ))
         })
     }
 }

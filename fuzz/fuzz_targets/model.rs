@@ -143,11 +143,11 @@ struct Server {
 }
 
 fn not_found(method: &str, uri: &str) -> Error {
-    Error::Server {
+    Error::Source(skillcache::error::SourceError::Server {
         method: method.to_owned(),
         code: -32602,
         message: format!("nothing at {uri}"),
-    }
+    })
 }
 
 impl Server {

@@ -111,7 +111,7 @@ impl SkillCache {
     /// fetches it again (R-V8). `progress(done, total)` is called as blobs are checked.
     ///
     /// # Errors
-    /// Index and I/O errors, the cache lock ([`Error::LockTimeout`]).
+    /// Index and I/O errors, the cache lock ([`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout)).
     pub async fn verify(
         &self,
         origin: Option<&Origin>,
@@ -128,7 +128,7 @@ impl SkillCache {
     /// then evicts least-recently-used blobs of stale entries until the store fits (R-C7).
     ///
     /// # Errors
-    /// Index and I/O errors, the cache lock ([`Error::LockTimeout`]).
+    /// Index and I/O errors, the cache lock ([`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout)).
     pub async fn gc(&self, max_bytes: Option<u64>) -> Result<GcReport, Error> {
         blocking(self.core_arc(), move |core| core.gc(max_bytes)).await
     }
@@ -136,7 +136,7 @@ impl SkillCache {
     /// Removes everything of `origin`: entries, approvals, blobs, quarantine (R-C5).
     ///
     /// # Errors
-    /// Index and I/O errors, the cache lock ([`Error::LockTimeout`]).
+    /// Index and I/O errors, the cache lock ([`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout)).
     pub async fn purge(&self, origin: &Origin) -> Result<(), Error> {
         let origin = origin.clone();
         blocking(self.core_arc(), move |core| core.purge(&origin)).await

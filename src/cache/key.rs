@@ -37,16 +37,16 @@ pub fn default_key_file() -> PathBuf {
 /// Reads the key at `path`, creating it on first use, after refusing a path inside `root`
 /// (already resolved).
 pub(crate) fn load_or_create(path: &Path, root: &Path) -> Result<SealKey, Error> {
-    let refused = |problem| Error::HostKey {
+    let refused = |problem| Error::Index(crate::error::IndexError::HostKey {
         path: path.to_owned(),
         problem,
-    };
+    });
     let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
     if super::root::resolve(path).starts_with(&root) {
         return Err(refused(KeyProblem::InsideRoot { root }));
     }
     match read(path) {
-        Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+        Err(Error::Store(crate::error::StoreError::Io { source, .. })) if source.kind() == io::ErrorKind::NotFound => {
             create(path)?;
             read(path)
         }
@@ -55,19 +55,19 @@ pub(crate) fn load_or_create(path: &Path, root: &Path) -> Result<SealKey, Error>
 }
 
 fn io_err(op: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Error {
-    move |source| Error::Io {
+    move |source| Error::Store(crate::error::StoreError::Io {
         op,
         path: path.to_owned(),
         source,
-    }
+    })
 }
 
 /// Opens without following a link and without blocking on a FIFO, then checks what it opened.
 fn read(path: &Path) -> Result<SealKey, Error> {
-    let refused = |problem| Error::HostKey {
+    let refused = |problem| Error::Index(crate::error::IndexError::HostKey {
         path: path.to_owned(),
         problem,
-    };
+    });
     let mut file = match OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)

@@ -154,10 +154,12 @@ impl Inner {
                 pause = (pause * 2).min(std::time::Duration::from_millis(250));
             };
             let checked = VerifiedBytes::check(bytes, file.size(), file.digest())
-                .map_err(|mismatch| crate::error::Error::Verification {
-                    origin: origin.as_str().to_owned(),
-                    uri: uri.to_owned(),
-                    mismatch,
+                .map_err(|mismatch| {
+                    crate::error::Error::Verify(crate::error::VerifyError {
+                        origin: origin.clone(),
+                        uri: file.uri().clone(),
+                        mismatch,
+                    })
                 })
                 .and_then(|v| {
                     if let Admit::SkillMd(entry) = admit {
@@ -171,7 +173,7 @@ impl Inner {
                     self.counters.l2_hit();
                     Some(v)
                 }
-                Err(crate::error::Error::Verification { mismatch, .. }) => {
+                Err(crate::error::Error::Verify(crate::error::VerifyError { mismatch, .. })) => {
                     self.l2_reject(shared, origin, file, &mismatch);
                     None
                 }

@@ -239,7 +239,7 @@ impl LoadedSkill {
     /// through the verified path.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] for a reference that leaves the skill, [`Error::Verification`], and
+    /// [`UriError`](crate::error::UriError) for a reference that leaves the skill, [`VerifyError`](crate::error::VerifyError), and
     /// the errors of the verified path.
     pub async fn read(&self, reference: &str) -> Result<SkillFile, Error> {
         let uri = self.entry.uri().resolve(reference)?;
@@ -334,11 +334,11 @@ impl LoadedSkill {
         // The fetch another task made under one of these gates timed out: the same answer, not
         // another wait (as `fetch_listed`).
         if let Some((method, after)) = turns.iter().find_map(|t| t.as_ref()) {
-            return Err(Error::Timeout {
-                origin: self.origin.as_str().to_owned(),
+            return Err(Error::Source(crate::error::SourceError::Timeout {
+                origin: self.origin.clone(),
                 method: method.clone(),
                 after: *after,
-            });
+            }));
         }
         let list: Vec<ManifestFile> = wanted.iter().map(|&(i, _)| files[i].clone()).collect();
         let again = self.read_cached(&list).await?;
@@ -352,7 +352,7 @@ impl LoadedSkill {
         let fetched = match self.fetch_concurrently(files, &fetch).await {
             Ok(v) => v,
             Err(e) => {
-                if let Error::Timeout { method, after, .. } = &e {
+                if let Error::Source(crate::error::SourceError::Timeout { method, after, .. }) = &e {
                     // Every gate of the batch answers the same to the tasks waiting on it.
                     for t in turns.iter_mut() {
                         **t = Some((method.clone(), *after));
@@ -422,10 +422,10 @@ impl LoadedSkill {
                 Ok(r) => r,
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 Err(e) => {
-                    return Err(Error::Transport {
+                    return Err(Error::Source(crate::error::SourceError::Transport {
                         method: "resources/read".into(),
                         source: Box::new(e),
-                    });
+                    }));
                 }
             };
             slots[slot] = Some(got?);
@@ -491,11 +491,11 @@ impl LoadedSkill {
         match self.entry.manifest() {
             Some(m) => {
                 let Some(file) = m.file(uri) else {
-                    return Err(Error::Verification {
-                        origin: self.origin.as_str().to_owned(),
-                        uri: uri.as_str().to_owned(),
+                    return Err(Error::Verify(crate::error::VerifyError {
+                        origin: self.origin.clone(),
+                        uri: uri.clone(),
                         mismatch: Mismatch::Unlisted,
-                    });
+                    }));
                 };
                 self.inner
                     .fetch_listed(
@@ -515,12 +515,12 @@ impl LoadedSkill {
     /// against the total-size limit (R-V7).
     async fn read_dynamic(&self, uri: &FileUri) -> Result<SkillFile, Error> {
         let max = self.inner.validation.current_limits().max_total_bytes();
-        let over = |declared| Error::LimitExceeded {
-            skill: self.entry.uri().as_str().to_owned(),
+        let over = |declared| Error::Entry(crate::error::EntryError::LimitExceeded {
+            skill: self.entry.uri().clone(),
             limit: Limit::TotalBytes,
             declared,
             max,
-        };
+        });
         if self.received.load(Ordering::Relaxed) >= max {
             return Err(over(self.received.load(Ordering::Relaxed)));
         }

@@ -199,7 +199,7 @@ impl SkillCacheBuilder {
     }
     /// The deadline for each request to a server (`skills/list`, `skills/get`,
     /// `resources/read`), from sending it to its whole answer. Default: 30 s
-    /// (R-B1). A request that misses it fails with [`Error::Timeout`] naming the origin and the
+    /// (R-B1). A request that misses it fails with [`SourceError::Timeout`](crate::error::SourceError::Timeout) naming the origin and the
     /// method; nothing of it is kept, and the next call asks again.
     #[must_use]
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
@@ -364,10 +364,10 @@ pub(crate) async fn blocking<T: Send + 'static>(
     match tokio::task::spawn_blocking(move || f(&core)).await {
         Ok(r) => r,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(e) => Err(Error::Transport {
+        Err(e) => Err(Error::Source(crate::error::SourceError::Transport {
             method: "blocking task".into(),
             source: Box::new(e),
-        }),
+        })),
     }
 }
 
@@ -471,9 +471,9 @@ impl SkillCache {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(origin)
             .cloned()
-            .ok_or_else(|| Error::NotConnected {
-                origin: origin.as_str().to_owned(),
-            })
+            .ok_or_else(|| Error::Source(crate::error::SourceError::NotConnected {
+                origin: origin.clone(),
+            }))
     }
 
     /// The entry for `uri`: from the index while fresh (no request), else from `skills/get`,
@@ -605,7 +605,7 @@ impl SkillCache {
                         stale: false,
                     })
                 }
-                Err(e) => Err(e),
+                Err(e) => Err(e.into()),
             });
         }
         Ok(out)
@@ -650,11 +650,11 @@ impl SkillCache {
     /// with its own URI: the outer skill's approval neither admits it nor grants it anything.
     ///
     /// # Errors
-    /// [`Error::LimitExceeded`]; [`Error::Declined`] with [`Declined::Dynamic`],
+    /// [`EntryError::LimitExceeded`](crate::error::EntryError::LimitExceeded); [`Error::Declined`] with [`Declined::Dynamic`],
     /// [`Declined::NotApproved`] or [`Declined::Revoked`] (no request sent); with a lock in
     /// force ([`SkillCacheBuilder::locked`]), [`Declined::NotLocked`] or [`Declined::Drift`]
     /// (no request sent); offline, [`Error::Offline`] for bytes not in the cache;
-    /// [`Error::Verification`], invalid responses, transport, I/O and index errors.
+    /// [`VerifyError`](crate::error::VerifyError), invalid responses, transport, I/O and index errors.
     pub async fn load(&self, origin: &Origin, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
         let loaded = self.admit_load(origin, entry).await?;
         let skill_md = loaded.read_skill_md().await?;
@@ -690,11 +690,11 @@ impl SkillCache {
             .iter()
             .find(|f| f.uri() == own)
             .cloned()
-            .ok_or_else(|| Error::Verification {
-                origin: origin.as_str().to_owned(),
-                uri: own.as_str().to_owned(),
+            .ok_or_else(|| Error::Verify(crate::error::VerifyError {
+                origin: origin.clone(),
+                uri: own.clone(),
                 mismatch: Mismatch::Unlisted,
-            })?;
+            }))?;
         // A fetched SKILL.md was checked before the batch was stored; a hit is checked here.
         check_frontmatter(origin, entry, skill_md.bytes())?;
         Ok((loaded.with_skill_md(skill_md), files))
@@ -703,12 +703,12 @@ impl SkillCache {
     /// The checks `load` makes before any request (R-W7, R-V7, R-P1), and the window.
     async fn admit_load(&self, origin: &Origin, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
         let limits = self.inner.validation.current_limits();
-        let declined = |limit, declared, max| Error::LimitExceeded {
-            skill: entry.uri().as_str().to_owned(),
+        let declined = |limit, declared, max| Error::Entry(crate::error::EntryError::LimitExceeded {
+            skill: entry.uri().clone(),
             limit,
             declared,
             max,
-        };
+        });
         if let Some(m) = entry.manifest() {
             let files = m.files().len() as u64;
             if files > limits.max_files() {
@@ -723,8 +723,8 @@ impl SkillCache {
             }
         } else if self.inner.dynamic == DynamicPolicy::Decline {
             return Err(Error::Declined {
-                origin: origin.as_str().to_owned(),
-                skill: entry.uri().as_str().to_owned(),
+                origin: origin.clone(),
+                skill: entry.uri().clone(),
                 reason: Declined::Dynamic,
             });
         }
@@ -771,7 +771,7 @@ fn put_or_serve(
     hints: crate::entry::CacheHints,
 ) -> Result<crate::index::PutOutcome, Error> {
     match c.put_entry(origin, principal, entry, hints) {
-        Err(e) if matches!(e, Error::IndexReadOnly { .. }) || crate::index::is_disk_full(&e) => {
+        Err(e) if matches!(e, Error::Index(crate::error::IndexError::ReadOnly { .. })) || crate::index::is_disk_full(&e) => {
             tracing::debug!(origin = origin.as_str(), uri = entry.uri().as_str(), error = %e, "entry served without being kept");
             Ok(crate::index::PutOutcome::default())
         }
@@ -784,12 +784,12 @@ pub(super) fn check_frontmatter(
     entry: &SkillEntry,
     bytes: &[u8],
 ) -> Result<(), Error> {
-    let fail = |mismatch| Error::Verification {
-        origin: origin.as_str().to_owned(),
-        uri: entry.uri().as_str().to_owned(),
+    let fail = |mismatch| Error::Verify(crate::error::VerifyError {
+        origin: origin.clone(),
+        uri: entry.uri().file().clone(),
         mismatch,
-    };
-    match frontmatter::parse_problem(bytes) {
+    });
+    match frontmatter::parse(bytes) {
         Err(problem) => Err(fail(Mismatch::FrontmatterUnreadable { problem })),
         Ok(fm) => {
             let diffs = frontmatter::compare(entry.frontmatter(), &fm);
@@ -824,11 +824,11 @@ impl Inner {
                 ?after,
                 "the server did not answer in time"
             );
-            Error::Timeout {
-                origin: origin.as_str().to_owned(),
+            Error::Source(crate::error::SourceError::Timeout {
+                origin: origin.clone(),
                 method: method.to_owned(),
                 after,
-            }
+            })
         };
         let Deadlines {
             connect,
@@ -861,8 +861,8 @@ impl Inner {
         principal: &str,
     ) -> Result<Option<Value>, Error> {
         let declined = |reason| Error::Declined {
-            origin: origin.as_str().to_owned(),
-            skill: entry.uri().as_str().to_owned(),
+            origin: origin.clone(),
+            skill: entry.uri().clone(),
             reason,
         };
         // R-A3: a dynamic skill has no binding, so no approval can hold for it.
@@ -1080,16 +1080,16 @@ impl Inner {
             let mut turn = gate.lock().await;
             if let Some((method, after)) = turn.as_ref() {
                 // The fetch this task waited for timed out: the same answer, not another wait.
-                Err(Error::Timeout {
-                    origin: origin.as_str().to_owned(),
+                Err(Error::Source(crate::error::SourceError::Timeout {
+                    origin: origin.clone(),
                     method: method.clone(),
                     after: *after,
-                })
+                }))
             } else {
                 let result = self
                     .fetch_listed_locked(origin, source, file, admit, shared)
                     .await;
-                if let Err(Error::Timeout { method, after, .. }) = &result {
+                if let Err(Error::Source(crate::error::SourceError::Timeout { method, after, .. })) = &result {
                     *turn = Some((method.clone(), *after));
                 }
                 result
@@ -1186,11 +1186,11 @@ impl Inner {
         self.counters.fetched(bytes.len());
         let verified =
             VerifiedBytes::check(bytes, file.size(), file.digest()).map_err(|mismatch| {
-                Error::Verification {
-                    origin: origin.as_str().to_owned(),
-                    uri: file.uri().as_str().to_owned(),
+                Error::Verify(crate::error::VerifyError {
+                    origin: origin.clone(),
+                    uri: file.uri().clone(),
                     mismatch,
-                }
+                })
             })?;
         if let Admit::SkillMd(entry) = admit {
             check_frontmatter(origin, entry, verified.as_slice())?;

@@ -12,6 +12,7 @@
 mod admin;
 #[cfg(test)]
 mod crash_points;
+pub(crate) mod error;
 mod key;
 mod l2;
 mod loaded;
@@ -128,7 +129,7 @@ impl CacheBuilder {
     }
 
     /// How long an operation waits for the cache's lock (another process's gc or purge, or for
-    /// gc, the other processes' publishes) before it fails with [`Error::LockTimeout`] (R-H11).
+    /// gc, the other processes' publishes) before it fails with [`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout) (R-H11).
     /// Default: [`DEFAULT_LOCK_TIMEOUT`] (30 s).
     #[must_use]
     pub fn lock_timeout(mut self, timeout: Duration) -> CacheBuilder {
@@ -178,8 +179,8 @@ impl CacheBuilder {
     /// no other process is using the root.
     ///
     /// # Errors
-    /// [`Error::RootRefused`] for a root inside or around a discovery path, or one that is not
-    /// ours to fill; [`Error::HostKey`] for a key file that is refused; I/O and index errors.
+    /// [`StoreError::RootRefused`](crate::error::StoreError::RootRefused) for a root inside or around a discovery path, or one that is not
+    /// ours to fill; [`IndexError::HostKey`](crate::error::IndexError::HostKey) for a key file that is refused; I/O and index errors.
     pub fn open(self) -> Result<Cache, Error> {
         let mut discovery = default_discovery_paths();
         discovery.extend(self.discovery_paths);
@@ -299,7 +300,7 @@ impl Cache {
     /// Stores a validated entry (R-C6); revokes a stale approval and says what changed (R-A2).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn put_entry(
         &self,
         origin: &Origin,
@@ -314,7 +315,7 @@ impl Cache {
     /// The entry for (`origin`, `uri`) visible to `principal`, with its freshness.
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn entry(
         &self,
         origin: &Origin,
@@ -328,7 +329,7 @@ impl Cache {
     /// never one from another origin.
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn entries_named(
         &self,
         origin: &Origin,
@@ -341,7 +342,7 @@ impl Cache {
     /// Every stored entry (of one origin, or all).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn entries(&self, origin: Option<&Origin>) -> Result<Vec<EntrySummary>, Error> {
         self.index.entries(origin)
     }
@@ -365,7 +366,7 @@ impl Cache {
     /// `principal`'s approval of (`origin`, `uri`), if any and sealed (R-H3, R-H11).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn approval(
         &self,
         origin: &Origin,
@@ -378,7 +379,7 @@ impl Cache {
     /// Whether `entry`, as it is now, is approved by `principal` (R-H11).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn is_approved(
         &self,
         origin: &Origin,
@@ -391,7 +392,7 @@ impl Cache {
     /// Withdraws `principal`'s approval of (`origin`, `uri`); returns whether there was one.
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn revoke(&self, origin: &Origin, uri: &SkillUri, principal: &str) -> Result<bool, Error> {
         self.index.revoke(origin, uri, principal)
     }
@@ -400,7 +401,7 @@ impl Cache {
     /// the listed bytes), then recorded (R-C3, R-C4).
     ///
     /// # Errors
-    /// [`Error::BlobMismatch`], I/O and index errors.
+    /// [`StoreError::BlobMismatch`](crate::error::StoreError::BlobMismatch), I/O and index errors.
     pub fn store_file(
         &self,
         origin: &Origin,
@@ -444,7 +445,7 @@ impl Cache {
     /// of the waits on the disk: what a cold load of a whole skill uses.
     ///
     /// # Errors
-    /// [`Error::BlobMismatch`] if any bytes are not the listed ones (then nothing of the batch is
+    /// [`StoreError::BlobMismatch`](crate::error::StoreError::BlobMismatch) if any bytes are not the listed ones (then nothing of the batch is
     /// published); I/O and index errors. Files recorded before an index error stay recorded.
     pub fn store_files(
         &self,
@@ -669,7 +670,7 @@ impl Cache {
         match self.index.remove_blob(origin, digest) {
             Ok(()) => Ok(true),
             Err(e)
-                if matches!(e, Error::IndexReadOnly { .. }) || crate::index::is_disk_full(&e) =>
+                if matches!(e, Error::Index(crate::error::IndexError::ReadOnly { .. })) || crate::index::is_disk_full(&e) =>
             {
                 tracing::debug!(origin = origin.as_str(), %digest, error = %e, "blob record kept");
                 Ok(false)
@@ -761,10 +762,10 @@ impl Cache {
         self.store
             .disk()
             .commit_point(what)
-            .map_err(|source| Error::Io {
+            .map_err(|source| Error::Store(crate::error::StoreError::Io {
                 op: what,
                 path: self.store.layout().index_db(),
                 source,
-            })
+            }))
     }
 }

@@ -117,22 +117,22 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
         } else {
             continue;
         };
-        return Err(Error::RootRefused {
+        return Err(Error::Store(crate::error::StoreError::RootRefused {
             root: root.to_owned(),
             why,
             path: d.clone(),
-        });
+        }));
     }
-    let refuse = |why| Error::RootRefused {
+    let refuse = |why| Error::Store(crate::error::StoreError::RootRefused {
         root: root.to_owned(),
         why,
         path: resolved.clone(),
-    };
-    let io = |op, source| Error::Io {
+    });
+    let io = |op, source| Error::Store(crate::error::StoreError::Io {
         op,
         path: resolved.clone(),
         source,
-    };
+    });
     let created = match fs::symlink_metadata(&resolved) {
         Ok(_) => false,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {

@@ -3,7 +3,8 @@
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::error::{Error, Rule};
+use super::error::EntryError;
+use crate::rule::Rule;
 use crate::uri::FileUri;
 
 const METHOD: &str = "resources/read";
@@ -26,9 +27,9 @@ const METHOD: &str = "resources/read";
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidResponse`] naming the rule.
-pub fn select_content(result: &Value, requested: &FileUri) -> Result<Vec<u8>, Error> {
-    let fail = |rule| Error::InvalidResponse {
+/// [`EntryError::Response`] naming the rule.
+pub fn select_content(result: &Value, requested: &FileUri) -> Result<Vec<u8>, EntryError> {
+    let fail = |rule| EntryError::Response {
         method: METHOD,
         rule,
     };

@@ -2,7 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Rule};
+use super::error::EntryError;
+use crate::rule::Rule;
 
 internal_pub! {
     /// The longest freshness honoured: 24 hours (R-W8).
@@ -66,13 +67,13 @@ impl CacheHints {
         /// Reads `ttlMs` and `cacheScope` from a result object.
         ///
         /// # Errors
-        /// [`Error::InvalidResponse`] if `ttlMs` is not a non-negative integer or `cacheScope` is
+        /// [`EntryError::Response`] if `ttlMs` is not a non-negative integer or `cacheScope` is
         /// neither `"public"` nor `"private"`.
         fn from_result(
             method: &'static str,
             result: &Map<String, Value>,
-        ) -> Result<CacheHints, Error> {
-            let fail = |rule| Error::InvalidResponse { method, rule };
+        ) -> Result<CacheHints, EntryError> {
+            let fail = |rule| EntryError::Response { method, rule };
             let ttl_ms = match result.get("ttlMs") {
                 None | Some(Value::Null) => 0,
                 Some(v) => v.as_u64().ok_or_else(|| {

@@ -29,17 +29,17 @@ impl Limits {
     /// Raised limits.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] if either is below the baseline.
+    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) if either is below the baseline.
     pub fn new(max_files: u64, max_total_bytes: u64) -> Result<Limits, Error> {
         if max_files < Self::BASELINE.max_files || max_total_bytes < Self::BASELINE.max_total_bytes
         {
-            return Err(Error::InvalidConfig {
+            return Err(Error::Config(crate::error::ConfigError::Invalid {
                 what: format!(
                     "limits may be raised but never below the baseline of {} files and {} bytes",
                     Self::BASELINE.max_files,
                     Self::BASELINE.max_total_bytes
                 ),
-            });
+            }));
         }
         Ok(Limits {
             max_files,

@@ -13,6 +13,7 @@
 
 mod binding;
 mod contents;
+pub(crate) mod error;
 mod hints;
 mod limits;
 mod validate;
@@ -33,9 +34,9 @@ internal_pub! {
 use serde_json::{Value, json};
 
 use crate::digest::Digest;
-use crate::error::Error;
 use crate::frontmatter::Frontmatter;
 use crate::uri::{FileUri, SkillUri};
+use error::EntryError;
 
 /// One file of a skill's manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,8 +140,8 @@ impl SkillEntry {
     /// Validates one `Skill` object from `skills/list` or `skills/get`.
     ///
     /// # Errors
-    /// [`Error::InvalidEntry`] naming the field and rule, or [`Error::LimitExceeded`] (R-W7).
-    pub fn from_json(value: &Value, validation: &Validation) -> Result<SkillEntry, Error> {
+    /// [`EntryError::Invalid`] naming the field and rule, or [`EntryError::LimitExceeded`] (R-W7).
+    pub fn from_json(value: &Value, validation: &Validation) -> Result<SkillEntry, EntryError> {
         validate::entry(value, validation)
     }
 

@@ -5,9 +5,10 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::binding::Binding;
+use super::error::{EntryError, Limit};
 use super::{Limits, Manifest, ManifestFile, Resources, SkillEntry};
 use crate::digest::Digest;
-use crate::error::{Error, Limit, Rule};
+use crate::rule::Rule;
 use crate::uri::{FileUri, SkillUri};
 
 /// The largest size a server may declare: 2^53 - 1, the largest integer every JSON peer holds
@@ -66,8 +67,8 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn err(&self, field: impl Into<String>, rule: Rule) -> Error {
-        Error::InvalidEntry {
+    fn err(&self, field: impl Into<String>, rule: Rule) -> EntryError {
+        EntryError::Invalid {
             skill: self.skill.map(str::to_owned),
             field: field.into(),
             rule,
@@ -75,7 +76,7 @@ impl Ctx<'_> {
     }
 }
 
-pub(super) fn entry(value: &Value, v: &Validation) -> Result<SkillEntry, Error> {
+pub(super) fn entry(value: &Value, v: &Validation) -> Result<SkillEntry, EntryError> {
     let mut ctx = Ctx { skill: None };
     let obj = value.as_object().ok_or_else(|| {
         ctx.err(
@@ -88,7 +89,7 @@ pub(super) fn entry(value: &Value, v: &Validation) -> Result<SkillEntry, Error> 
 
     let uri_text = string_field(&ctx, obj, "uri")?;
     ctx.skill = Some(uri_text);
-    let uri = SkillUri::parse(uri_text).map_err(|e| ctx.err("uri", uri_rule(e)))?;
+    let uri = SkillUri::parse(uri_text).map_err(|e| ctx.err("uri", e.rule))?;
 
     let frontmatter = match obj.get("frontmatter") {
         None => return Err(ctx.err("frontmatter", Rule::Missing)),
@@ -119,18 +120,11 @@ pub(super) fn entry(value: &Value, v: &Validation) -> Result<SkillEntry, Error> 
     })
 }
 
-fn uri_rule(e: Error) -> Rule {
-    match e {
-        Error::InvalidUri { rule, .. } => rule,
-        _ => Rule::NotHierarchical,
-    }
-}
-
 fn string_field<'a>(
     ctx: &Ctx<'_>,
     obj: &'a Map<String, Value>,
     key: &str,
-) -> Result<&'a str, Error> {
+) -> Result<&'a str, EntryError> {
     match obj.get(key) {
         None => Err(ctx.err(key, Rule::Missing)),
         Some(Value::String(s)) => Ok(s),
@@ -148,7 +142,7 @@ fn check_frontmatter(
     uri: &SkillUri,
     fm: &Map<String, Value>,
     v: &Validation,
-) -> Result<(), Error> {
+) -> Result<(), EntryError> {
     let name = match fm.get("name") {
         None => return Err(ctx.err("frontmatter.name", Rule::Missing)),
         Some(Value::String(s)) => s,
@@ -238,9 +232,9 @@ fn manifest(
     skill: &SkillUri,
     items: &[Value],
     limits: Limits,
-) -> Result<Manifest, Error> {
-    let declined = |limit, declared, max| Error::LimitExceeded {
-        skill: skill.as_str().to_owned(),
+) -> Result<Manifest, EntryError> {
+    let declined = |limit, declared, max| EntryError::LimitExceeded {
+        skill: skill.clone(),
         limit,
         declared,
         max,
@@ -276,7 +270,7 @@ fn manifest(
                 ));
             }
         };
-        let uri = FileUri::parse(uri_text).map_err(|e| ctx.err(field("uri"), uri_rule(e)))?;
+        let uri = FileUri::parse(uri_text).map_err(|e| ctx.err(field("uri"), e.rule))?;
         if &uri != skill.file() && !skill.contains(&uri) {
             return Err(ctx.err(
                 field("uri"),
@@ -296,7 +290,7 @@ fn manifest(
         let digest: Digest = match obj.get("digest") {
             None => return Err(ctx.err(field("digest"), Rule::Missing)),
             Some(Value::String(s)) => s.parse().map_err(|e| match e {
-                Error::InvalidDigest { rule, .. } => ctx.err(field("digest"), rule),
+                EntryError::Digest { rule, .. } => ctx.err(field("digest"), rule),
                 other => other,
             })?,
             Some(_) => {

@@ -4,8 +4,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::error::EntryError;
 use super::{CacheHints, SkillEntry, Validation};
-use crate::error::{Error, Rule};
+use crate::rule::Rule;
 use crate::uri::{FileUri, SkillUri};
 
 /// The most pages one listing may take; a server that keeps inventing cursors is cut off.
@@ -16,7 +17,7 @@ pub const MAX_PAGES: usize = 10_000;
 #[derive(Debug)]
 pub struct ListPage {
     /// Each entry, or why it was refused.
-    pub skills: Vec<Result<SkillEntry, Error>>,
+    pub skills: Vec<Result<SkillEntry, EntryError>>,
     /// The cursor for the next page, if any.
     pub next_cursor: Option<String>,
     /// The page's cache hints.
@@ -26,8 +27,8 @@ pub struct ListPage {
 fn object<'a>(
     method: &'static str,
     result: &'a Value,
-) -> Result<&'a serde_json::Map<String, Value>, Error> {
-    result.as_object().ok_or(Error::InvalidResponse {
+) -> Result<&'a serde_json::Map<String, Value>, EntryError> {
+    result.as_object().ok_or(EntryError::Response {
         method,
         rule: Rule::WrongType {
             expected: "an object",
@@ -38,14 +39,14 @@ fn object<'a>(
 /// Parses one `skills/list` result.
 ///
 /// # Errors
-/// [`Error::InvalidResponse`] when the result itself is malformed (not each bad entry).
-pub fn parse_list_result(result: &Value, validation: &Validation) -> Result<ListPage, Error> {
+/// [`EntryError::Response`] when the result itself is malformed (not each bad entry).
+pub fn parse_list_result(result: &Value, validation: &Validation) -> Result<ListPage, EntryError> {
     const METHOD: &str = "skills/list";
     let obj = object(METHOD, result)?;
     let skills = match obj.get("skills") {
         Some(Value::Array(items)) => items,
         Some(_) => {
-            return Err(Error::InvalidResponse {
+            return Err(EntryError::Response {
                 method: METHOD,
                 rule: Rule::WrongType {
                     expected: "skills: an array",
@@ -53,7 +54,7 @@ pub fn parse_list_result(result: &Value, validation: &Validation) -> Result<List
             });
         }
         None => {
-            return Err(Error::InvalidResponse {
+            return Err(EntryError::Response {
                 method: METHOD,
                 rule: Rule::Missing,
             });
@@ -63,7 +64,7 @@ pub fn parse_list_result(result: &Value, validation: &Validation) -> Result<List
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => {
-            return Err(Error::InvalidResponse {
+            return Err(EntryError::Response {
                 method: METHOD,
                 rule: Rule::WrongType {
                     expected: "nextCursor: a string",
@@ -86,16 +87,16 @@ pub fn parse_list_result(result: &Value, validation: &Validation) -> Result<List
 /// Parses a `skills/get` result and checks it answers the skill that was asked for.
 ///
 /// # Errors
-/// [`Error::InvalidResponse`] for a malformed result or an answer about another skill;
+/// [`EntryError::Response`] for a malformed result or an answer about another skill;
 /// the entry's own validation errors otherwise.
 pub fn parse_get_result(
     result: &Value,
     requested: &SkillUri,
     validation: &Validation,
-) -> Result<(SkillEntry, CacheHints), Error> {
+) -> Result<(SkillEntry, CacheHints), EntryError> {
     const METHOD: &str = "skills/get";
     let obj = object(METHOD, result)?;
-    let skill = obj.get("skill").ok_or(Error::InvalidResponse {
+    let skill = obj.get("skill").ok_or(EntryError::Response {
         method: METHOD,
         rule: Rule::Missing,
     })?;
@@ -104,7 +105,7 @@ pub fn parse_get_result(
     if let Some(returned) = skill.get("uri").and_then(Value::as_str)
         && FileUri::parse(returned).map_or(true, |u| &u != requested.file())
     {
-        return Err(Error::InvalidResponse {
+        return Err(EntryError::Response {
             method: METHOD,
             rule: Rule::WrongSkill {
                 requested: requested.as_str().to_owned(),
@@ -131,7 +132,7 @@ pub fn parse_get_result(
 pub struct Listing {
     cursors: HashSet<String>,
     pages: usize,
-    skills: Vec<Result<SkillEntry, Error>>,
+    skills: Vec<Result<SkillEntry, EntryError>>,
     /// Canonical URI → indices into `skills`.
     by_uri: HashMap<String, Vec<usize>>,
     hints: Option<CacheHints>,
@@ -147,12 +148,12 @@ impl Listing {
     /// Adds a page; returns the cursor to ask for next, or `None` when the listing is complete.
     ///
     /// # Errors
-    /// [`Error::InvalidResponse`] on a repeated cursor or more than [`MAX_PAGES`] pages.
-    pub fn add_page(&mut self, page: ListPage) -> Result<Option<String>, Error> {
+    /// [`EntryError::Response`] on a repeated cursor or more than [`MAX_PAGES`] pages.
+    pub fn add_page(&mut self, page: ListPage) -> Result<Option<String>, EntryError> {
         const METHOD: &str = "skills/list";
         self.pages += 1;
         if self.pages > MAX_PAGES {
-            return Err(Error::InvalidResponse {
+            return Err(EntryError::Response {
                 method: METHOD,
                 rule: Rule::Value {
                     allowed: "at most 10000 pages",
@@ -174,11 +175,11 @@ impl Listing {
         for skill in page.skills {
             let key = match &skill {
                 Ok(e) => Some(e.uri().canonical().to_owned()),
-                Err(Error::InvalidEntry { skill: Some(u), .. }) => {
+                Err(EntryError::Invalid { skill: Some(u), .. }) => {
                     Some(FileUri::parse(u).map_or_else(|_| u.clone(), |f| f.canonical().to_owned()))
                 }
-                Err(Error::LimitExceeded { skill: u, .. }) => {
-                    Some(FileUri::parse(u).map_or_else(|_| u.clone(), |f| f.canonical().to_owned()))
+                Err(EntryError::LimitExceeded { skill: u, .. }) => {
+                    Some(u.file().canonical().to_owned())
                 }
                 Err(_) => None,
             };
@@ -188,7 +189,7 @@ impl Listing {
             self.skills.push(skill);
         }
         match page.next_cursor {
-            Some(c) if !self.cursors.insert(c.clone()) => Err(Error::InvalidResponse {
+            Some(c) if !self.cursors.insert(c.clone()) => Err(EntryError::Response {
                 method: METHOD,
                 rule: Rule::RepeatedCursor { cursor: c },
             }),
@@ -198,18 +199,16 @@ impl Listing {
 
     /// The listing's entries in server order; every copy of a repeated URI is refused.
     #[must_use]
-    pub fn finish(mut self) -> (Vec<Result<SkillEntry, Error>>, CacheHints) {
+    pub fn finish(mut self) -> (Vec<Result<SkillEntry, EntryError>>, CacheHints) {
         for indices in self.by_uri.values().filter(|v| v.len() > 1) {
             for &i in indices {
                 let uri = match &self.skills[i] {
                     Ok(e) => e.uri().as_str().to_owned(),
-                    Err(
-                        Error::InvalidEntry { skill: Some(u), .. }
-                        | Error::LimitExceeded { skill: u, .. },
-                    ) => u.clone(),
+                    Err(EntryError::Invalid { skill: Some(u), .. }) => u.clone(),
+                    Err(EntryError::LimitExceeded { skill: u, .. }) => u.as_str().to_owned(),
                     Err(_) => String::new(),
                 };
-                self.skills[i] = Err(Error::InvalidEntry {
+                self.skills[i] = Err(EntryError::Invalid {
                     skill: Some(uri.clone()),
                     field: "uri".into(),
                     rule: Rule::RepeatedSkill { uri },
@@ -232,17 +231,17 @@ impl Listing {
 /// ```
 ///
 /// # Errors
-/// [`Error::InvalidResponse`] with [`Rule::ResultType`] (or [`Rule::WrongType`] for a
+/// [`EntryError::Response`] with [`Rule::ResultType`] (or [`Rule::WrongType`] for a
 /// `resultType` that is not a string).
-pub fn check_result_type(method: &'static str, result: &Value) -> Result<(), Error> {
+pub fn check_result_type(method: &'static str, result: &Value) -> Result<(), EntryError> {
     match result.get("resultType") {
         None | Some(Value::Null) => Ok(()),
         Some(Value::String(s)) if s == "complete" => Ok(()),
-        Some(Value::String(s)) => Err(Error::InvalidResponse {
+        Some(Value::String(s)) => Err(EntryError::Response {
             method,
             rule: Rule::ResultType { actual: s.clone() },
         }),
-        Some(_) => Err(Error::InvalidResponse {
+        Some(_) => Err(EntryError::Response {
             method,
             rule: Rule::WrongType {
                 expected: "resultType: a string",

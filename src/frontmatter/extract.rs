@@ -1,7 +1,7 @@
 //! Finding the frontmatter block of a `SKILL.md`.
 
 use super::MAX_BYTES;
-use crate::error::FrontmatterProblem;
+use super::FrontmatterProblem;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 

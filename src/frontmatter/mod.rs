@@ -22,12 +22,13 @@
 
 mod compare;
 mod extract;
+mod problem;
 mod yaml;
 
 pub use compare::{DiffKind, FieldDiff, compare, json_equal};
 pub use extract::extract;
+pub use problem::FrontmatterProblem;
 
-use crate::error::{Error, FrontmatterProblem};
 
 /// A frontmatter rendered as a JSON object.
 pub type Frontmatter = serde_json::Map<String, serde_json::Value>;
@@ -42,12 +43,10 @@ pub const MAX_NODES: usize = 100_000;
 /// Extracts and parses the frontmatter of a `SKILL.md` into a JSON object.
 ///
 /// # Errors
-/// [`Error::Frontmatter`] saying why it cannot be read; every such case fails closed.
-pub fn parse(skill_md: &[u8]) -> Result<Frontmatter, Error> {
-    parse_problem(skill_md).map_err(|problem| Error::Frontmatter { problem })
-}
-
-pub(crate) fn parse_problem(skill_md: &[u8]) -> Result<Frontmatter, FrontmatterProblem> {
+/// A [`FrontmatterProblem`] saying why it cannot be read; every such case fails closed. It
+/// converts into [`EntryError::Frontmatter`](crate::error::EntryError::Frontmatter) (and so into
+/// [`Error`](crate::Error)) with `?`.
+pub fn parse(skill_md: &[u8]) -> Result<Frontmatter, FrontmatterProblem> {
     let text = extract(skill_md)?;
     yaml::to_json(text)
 }

@@ -5,7 +5,7 @@ use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::scanner::TScalarStyle;
 
 use super::{Frontmatter, MAX_DEPTH, MAX_NODES};
-use crate::error::FrontmatterProblem as P;
+use super::FrontmatterProblem as P;
 
 /// A collection being built.
 enum Open {

@@ -38,8 +38,8 @@ impl Index {
     /// are per principal (R-H11) and sealed (R-H3).
     ///
     /// # Errors
-    /// [`Error::InvalidEntry`] for a dynamic skill, which cannot hold an approval (R-A3);
-    /// [`Error::Index`] on a database failure.
+    /// [`EntryError::Invalid`](crate::error::EntryError::Invalid) for a dynamic skill, which cannot hold an approval (R-A3);
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn grant(
         &self,
         origin: &Origin,
@@ -49,13 +49,13 @@ impl Index {
         now_ms: u64,
     ) -> Result<(), Error> {
         let Some(binding) = entry.binding() else {
-            return Err(Error::InvalidEntry {
+            return Err(Error::Entry(crate::error::EntryError::Invalid {
                 skill: Some(entry.uri().as_str().to_owned()),
                 field: "resources".into(),
                 rule: Rule::Value {
                     allowed: "a manifest: a dynamic skill cannot be approved",
                 },
-            });
+            }));
         };
         let uri = entry.uri().canonical();
         let json = entry.to_json().to_string();
@@ -135,7 +135,7 @@ impl Index {
     /// fails is void: `None` (R-H3).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn approval(
         &self,
         origin: &Origin,
@@ -162,7 +162,7 @@ impl Index {
     /// its binding is this entry's binding. Always false for a dynamic skill (R-A3).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn is_approved(
         &self,
         origin: &Origin,
@@ -180,7 +180,7 @@ impl Index {
     /// Withdraws `principal`'s approval; other principals' approvals stay (R-H11).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn revoke(&self, origin: &Origin, uri: &SkillUri, principal: &str) -> Result<bool, Error> {
         self.write("revoke approval", |tx| {
             let Some(oid) = find_origin_id(tx, origin)? else {

@@ -90,7 +90,7 @@ impl Index {
     /// Records a blob just published (after it is on disk: R-C3), sealed (R-H3).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure; [`Error::IndexReadOnly`] on a read-only index.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure; [`IndexError::ReadOnly`](crate::error::IndexError::ReadOnly) on a read-only index.
     pub fn put_blob(
         &self,
         origin: &Origin,
@@ -123,7 +123,7 @@ impl Index {
     /// The record of a blob, if any. A record whose seal fails is no evidence: `None` (R-H3).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn blob(&self, origin: &Origin, digest: &Digest) -> Result<Option<BlobRecord>, Error> {
         let row = {
             let conn = self.conn();
@@ -196,7 +196,7 @@ impl Index {
     /// Forgets a blob (before its file is deleted: a row never points at a missing blob).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn remove_blob(&self, origin: &Origin, digest: &Digest) -> Result<(), Error> {
         self.write("forget blob", |tx| {
             let Some(oid) = find_origin_id(tx, origin)? else {
@@ -215,7 +215,7 @@ impl Index {
     /// first. A record that fails its seal is left out and counted (R-H3).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn blobs(&self) -> Result<Vec<(Origin, Digest, BlobRecord)>, Error> {
         let rows: Vec<(String, Row)> = {
             let conn = self.conn();

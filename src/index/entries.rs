@@ -138,7 +138,7 @@ impl Index {
     /// Every row written is sealed (R-H3).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure; [`Error::IndexReadOnly`] on a read-only index.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure; [`IndexError::ReadOnly`](crate::error::IndexError::ReadOnly) on a read-only index.
     pub fn put_entry(
         &self,
         origin: &Origin,
@@ -244,7 +244,7 @@ impl Index {
     /// (R-H3): the caller fetches the entry again and the new row replaces it.
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn entry(
         &self,
         origin: &Origin,
@@ -283,10 +283,10 @@ impl Index {
             return Ok(None);
         };
         let value: serde_json::Value =
-            serde_json::from_str(&row.entry_json).map_err(|e| Error::Index {
+            serde_json::from_str(&row.entry_json).map_err(|e| Error::Index(crate::error::IndexError::Database {
                 what: "read entry",
                 source: Box::new(e),
-            })?;
+            }))?;
         let entry = SkillEntry::from_json(&value, &unlimited())?;
         let scope = if row.scope == "public" {
             Scope::Public
@@ -307,7 +307,7 @@ impl Index {
     /// (and counted, R-H3); counts and sizes come from the sealed entry itself.
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn entries(&self, only: Option<&Origin>) -> Result<Vec<EntrySummary>, Error> {
         let rows: Vec<(String, String, Row)> = {
             let conn = self.conn();
@@ -364,7 +364,7 @@ impl Index {
     /// file rows count (R-H3).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn is_referenced(&self, origin: &Origin, digest: &Digest) -> Result<bool, Error> {
         type FileCols = (String, String, String, String, i64, Option<Vec<u8>>);
         let rows: Vec<FileCols> = {
@@ -421,7 +421,7 @@ impl Index {
     /// a fresh entry references is never given up.
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn release_blob(
         &self,
         origin: &Origin,
@@ -460,7 +460,7 @@ impl Index {
     /// by their URIs, and nothing from another origin ever is. Sorted by URI.
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn entries_named(
         &self,
         origin: &Origin,

@@ -38,11 +38,11 @@ pub(super) fn move_aside(path: &Path) -> Result<PathBuf, Error> {
         n += 1;
         dest = with_suffix(&base, &format!(".{n}"));
     }
-    fs::rename(path, &dest).map_err(|source| Error::Io {
+    fs::rename(path, &dest).map_err(|source| Error::Store(crate::error::StoreError::Io {
         op: "move the damaged index aside",
         path: path.to_owned(),
         source,
-    })?;
+    }))?;
     // The old WAL must not be replayed into the fresh database, so it goes too.
     for suffix in ["-wal", "-shm"] {
         let from = with_suffix(path, suffix);
@@ -50,11 +50,11 @@ pub(super) fn move_aside(path: &Path) -> Result<PathBuf, Error> {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(source) => {
-                return Err(Error::Io {
+                return Err(Error::Store(crate::error::StoreError::Io {
                     op: "move the damaged index aside",
                     path: from,
                     source,
-                });
+                }));
             }
         }
     }

@@ -20,6 +20,7 @@
 
 mod approvals;
 mod blobs;
+pub(crate) mod error;
 mod entries;
 mod heal;
 mod open;
@@ -55,10 +56,10 @@ pub struct Index {
 }
 
 pub(crate) fn db_err(what: &'static str) -> impl FnOnce(rusqlite::Error) -> Error {
-    move |e| Error::Index {
+    move |e| Error::Index(crate::error::IndexError::Database {
         what,
         source: Box::new(e),
-    }
+    })
 }
 
 fn lock(m: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
@@ -73,12 +74,12 @@ impl Index {
     ///
     /// Nothing is written when nothing needs writing (R-H5). A database that cannot be written
     /// (read-only mount, full disk) is opened read-only: reads work, writes fail with
-    /// [`Error::IndexReadOnly`]. A file that is not a database, or whose header or schema is
+    /// [`IndexError::ReadOnly`](crate::error::IndexError::ReadOnly). A file that is not a database, or whose header or schema is
     /// corrupt, is moved aside and replaced by a fresh index ([`Index::healed`], R-H6).
     ///
     /// # Errors
-    /// [`Error::IndexTooNew`] for a schema from a newer skillcache (left untouched);
-    /// [`Error::Index`] if the database cannot be opened or migrated; [`Error::Io`] if a damaged
+    /// [`IndexError::TooNew`](crate::error::IndexError::TooNew) for a schema from a newer skillcache (left untouched);
+    /// [`IndexError::Database`](crate::error::IndexError::Database) if the database cannot be opened or migrated; [`StoreError::Io`](crate::error::StoreError::Io) if a damaged
     /// database cannot be moved aside.
     pub fn open(path: &Path, key: SealKey) -> Result<Index, Error> {
         let mut healed = None;
@@ -136,10 +137,10 @@ impl Index {
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let Some(writer) = &self.writer else {
-            return Err(Error::IndexReadOnly {
+            return Err(Error::Index(crate::error::IndexError::ReadOnly {
                 path: self.path.clone(),
                 what,
-            });
+            }));
         };
         let mut conn = lock(writer);
         let tx = conn
@@ -183,7 +184,7 @@ impl Index {
     /// The schema version (the number of migrations applied).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn schema_version(&self) -> Result<u32, Error> {
         self.conn()
             .pragma_query_value(None, "user_version", |r| r.get(0))
@@ -193,7 +194,7 @@ impl Index {
     /// Every origin the index knows.
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn origins(&self) -> Result<Vec<Origin>, Error> {
         let conn = self.conn();
         let mut stmt = conn
@@ -213,7 +214,7 @@ impl Index {
     /// Removes everything of `origin`: entries, files, approvals, blob records (R-C5).
     ///
     /// # Errors
-    /// [`Error::Index`] on a database failure.
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn purge(&self, origin: &Origin) -> Result<(), Error> {
         self.write("purge", |tx| {
             // Child tables cascade from `origins`.

@@ -5,7 +5,7 @@
 //! write lock only when the schema is behind; switch to WAL only when it is not WAL already. If
 //! the file cannot be written (a read-only mount, no room for the `-shm`), open it read-only,
 //! and as a last resort `immutable=1`, which needs no `-shm` at all: a pre-populated cache on a
-//! read-only mount then serves warm hits, and writes fail with [`Error::IndexReadOnly`].
+//! read-only mount then serves warm hits, and writes fail with [`IndexError::ReadOnly`](crate::error::IndexError::ReadOnly).
 
 use std::path::Path;
 use std::time::Duration;
@@ -31,7 +31,7 @@ pub(super) enum Failure {
 pub(super) enum Mode {
     /// Read-write: the normal case.
     ReadWrite,
-    /// Read-only: writes fail with [`Error::IndexReadOnly`].
+    /// Read-only: writes fail with [`IndexError::ReadOnly`](crate::error::IndexError::ReadOnly).
     ReadOnly,
     /// Read-only without shared memory: the WAL is ignored (`immutable=1`).
     Immutable,
@@ -215,10 +215,10 @@ fn read_only(path: &Path, mode: Mode) -> Result<Connection, Attempt> {
     let version = probe(&conn)?;
     if version < schema::LATEST {
         return Err(Attempt::Failed(Failure::Fatal(Box::new(
-            Error::IndexReadOnly {
+            Error::Index(crate::error::IndexError::ReadOnly {
                 path: path.to_owned(),
                 what: "upgrade its schema",
-            },
+            }),
         ))));
     }
     check_ours(&conn)?;
@@ -243,7 +243,7 @@ fn uri_path(path: &Path) -> String {
 
 /// Whether an index error is `SQLITE_BUSY` (another connection holds a lock we need).
 fn is_busy(e: &Error) -> bool {
-    let Error::Index { source, .. } = e else {
+    let Error::Index(crate::error::IndexError::Database { source, .. }) = e else {
         return false;
     };
     source
@@ -255,7 +255,7 @@ fn is_busy(e: &Error) -> bool {
 /// Whether an index error means the disk is full, so that maintenance that frees space (gc,
 /// purge) can carry on past it (R-H5).
 pub(crate) fn is_disk_full(e: &Error) -> bool {
-    let Error::Index { source, .. } = e else {
+    let Error::Index(crate::error::IndexError::Database { source, .. }) = e else {
         return false;
     };
     source
@@ -292,6 +292,6 @@ mod tests {
             None,
         ));
         assert!(!is_disk_full(&busy));
-        assert!(!is_disk_full(&Error::InvalidConfig { what: "x".into() }));
+        assert!(!is_disk_full(&Error::Config(crate::error::ConfigError::Invalid { what: "x".into() })));
     }
 }

@@ -97,10 +97,10 @@ pub(super) fn version(conn: &Connection) -> rusqlite::Result<u32> {
 /// A newer schema is refused, untouched: it is not damage (R-H6).
 pub(super) fn check_not_newer(found: u32) -> Result<(), Error> {
     if found > LATEST {
-        return Err(Error::IndexTooNew {
+        return Err(Error::Index(crate::error::IndexError::TooNew {
             found,
             supported: LATEST,
-        });
+        }));
     }
     Ok(())
 }
@@ -209,7 +209,7 @@ mod tests {
         conn.pragma_update(None, "user_version", 99).expect("set");
         assert!(matches!(
             migrate(&mut conn),
-            Err(Error::IndexTooNew { found: 99, .. })
+            Err(Error::Index(crate::error::IndexError::TooNew { found: 99, .. }))
         ));
     }
 }

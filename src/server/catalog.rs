@@ -82,16 +82,16 @@ impl Catalog {
     /// # Errors
     /// `root` cannot be read as a folder.
     pub(crate) fn refresh(&mut self, root: &Path) -> Result<bool, Error> {
-        let meta = fs::metadata(root).map_err(|source| Error::Io {
+        let meta = fs::metadata(root).map_err(|source| Error::Store(crate::error::StoreError::Io {
             op: "stat",
             path: root.to_owned(),
             source,
-        })?;
+        }))?;
         if !meta.is_dir() {
-            return Err(Error::InvalidSkillFolder {
+            return Err(Error::Entry(crate::error::EntryError::Folder {
                 path: root.to_owned(),
                 why: "is not a folder",
-            });
+            }));
         }
         let mut scan = Scan::new();
         scan_dir(root, Path::new(""), &mut scan);

@@ -273,11 +273,11 @@ impl SkillSource for SkillServer {
 }
 
 fn server_err(method: &str, (code, message): RpcError) -> Error {
-    Error::Server {
+    Error::Source(crate::error::SourceError::Server {
         method: method.to_owned(),
         code,
         message,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -224,9 +224,11 @@ fn client_info() -> ClientConfig {
 fn transport_err(
     method: &str,
 ) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> Error + '_ {
-    move |source| Error::Transport {
-        method: method.to_owned(),
-        source,
+    move |source| {
+        Error::Source(crate::error::SourceError::Transport {
+            method: method.to_owned(),
+            source,
+        })
     }
 }
 
@@ -441,11 +443,13 @@ impl McpSource {
         let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
         match connection.peer.send_request(request).await {
             Ok(result) => Ok(result_json(result)),
-            Err(ServiceError::McpError(e)) => Err(Error::Server {
-                method: method.to_owned(),
-                code: i64::from(e.code.0),
-                message: e.message.into_owned(),
-            }),
+            Err(ServiceError::McpError(e)) => {
+                Err(Error::Source(crate::error::SourceError::Server {
+                    method: method.to_owned(),
+                    code: i64::from(e.code.0),
+                    message: e.message.into_owned(),
+                }))
+            }
             Err(e) => Err(match ended_reason(&connection.ended) {
                 Some(why) => ended_error(method, why),
                 None => transport_err(method)(Box::new(e)),
@@ -459,12 +463,14 @@ impl McpSource {
     /// the message bound follows [`McpSource::limits`].
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for a header name or value HTTP does not allow.
+    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) for a header name or value HTTP does not allow.
     pub fn http_with_headers(url: &str, headers: &[(String, String)]) -> Result<McpSource, Error> {
         let mut map = http::HeaderMap::new();
         for (name, value) in headers {
-            let bad = |what: &str| Error::InvalidConfig {
-                what: format!("HTTP header {name:?}: not a valid header {what}"),
+            let bad = |what: &str| {
+                Error::Config(crate::error::ConfigError::Invalid {
+                    what: format!("HTTP header {name:?}: not a valid header {what}"),
+                })
             };
             map.insert(
                 http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?,
@@ -483,10 +489,12 @@ fn ended_reason(slot: &EndSlot) -> Option<super::stdio::Ended> {
 
 fn ended_error(method: &str, why: super::stdio::Ended) -> Error {
     match why {
-        super::stdio::Ended::TooLarge { max } => Error::MessageTooLarge {
-            method: method.to_owned(),
-            max: max as u64,
-        },
+        super::stdio::Ended::TooLarge { max } => {
+            Error::Source(crate::error::SourceError::MessageTooLarge {
+                method: method.to_owned(),
+                max: max as u64,
+            })
+        }
         super::stdio::Ended::MidMessage { .. } | super::stdio::Ended::TooManyValues { .. } => {
             transport_err(method)(Box::new(why))
         }
@@ -518,10 +526,10 @@ fn checked(peer: &Peer<RoleClient>) -> Result<String, Error> {
         "server/discover"
     };
     let fail = |missing| {
-        Err(Error::InvalidResponse {
+        Err(Error::Entry(crate::error::EntryError::Response {
             method,
             rule: Rule::Capability { missing },
-        })
+        }))
     };
     if !caps.is_some_and(rmcp::model::ServerCapabilities::supports_skills) {
         return fail("the io.modelcontextprotocol/skills extension");

@@ -4,6 +4,7 @@
 //! A source returns each result as the raw JSON object the server sent, so every field reaches
 //! skillcache's own validation (R-W*): the cache never trusts a transport's typing.
 
+pub(crate) mod error;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "mcp")]
@@ -46,7 +47,7 @@ internal_pub! {
     /// them doubles. The bound covers the larger of the two — twice the file — plus
     /// [`MESSAGE_OVERHEAD`]: every file inside the limits arrives whole, whichever way a server encodes
     /// it, unless its text is mostly other control characters (`\u00XX`, six bytes each). Such a file
-    /// is refused with [`Error::MessageTooLarge`]; a server should send it as a `blob`, which
+    /// is refused with [`SourceError::MessageTooLarge`](crate::error::SourceError::MessageTooLarge); a server should send it as a `blob`, which
     /// `skillcache serve` does whenever that is the shorter encoding. Hosts that raise the limits raise
     /// the bound with them.
     ///
@@ -83,7 +84,7 @@ pub type OnChange = Arc<dyn Fn(Change) + Send + Sync>;
 /// source (R-O6); the cache never talks to a transport directly.
 ///
 /// Implementations return the `result` object of each call verbatim; JSON-RPC errors become
-/// [`Error::Server`], transport failures [`Error::Transport`].
+/// [`SourceError::Server`](crate::error::SourceError::Server), transport failures [`SourceError::Transport`](crate::error::SourceError::Transport).
 pub trait SkillSource: Send + Sync {
     /// `skills/list`: one page, from `cursor`.
     fn list_skills<'a>(&'a self, cursor: Option<&'a str>) -> SourceFuture<'a>;
@@ -97,7 +98,7 @@ pub trait SkillSource: Send + Sync {
     /// `initialize` is reported as such. The default: always ready.
     ///
     /// # Errors
-    /// [`Error::Transport`] and [`Error::InvalidResponse`] (a server without the extension or
+    /// [`SourceError::Transport`](crate::error::SourceError::Transport) and [`EntryError::Response`](crate::error::EntryError::Response) (a server without the extension or
     /// `resources`).
     fn ready(&self) -> ReadyFuture<'_> {
         Box::pin(std::future::ready(Ok(())))

@@ -6,7 +6,7 @@
 //!
 //! Waiting is bounded and said (R-H11): a caller that has to wait is told who holds the lock when
 //! it is known (the exclusive holder writes its pid and operation into the file), and gives up
-//! with [`Error::LockTimeout`] after the store's lock timeout instead of blocking forever.
+//! with [`StoreError::LockTimeout`](StoreError::LockTimeout) after the store's lock timeout instead of blocking forever.
 
 use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::{Mode, OFlags};
 
 use super::BlobStore;
-use crate::error::Error;
+use super::error::StoreError;
 
 /// The lock file's name under the root.
 const LOCK: &str = "lock";
@@ -58,9 +58,9 @@ impl BlobStore {
     /// Only a regular file with one link is the lock file: a link, a folder, a socket, a FIFO or a
     /// hard link to a file elsewhere (whose content the exclusive holder would overwrite with its
     /// note) planted under the name is removed and the file made afresh (R-H1, R-H7).
-    fn lock_file(&self) -> Result<Option<File>, Error> {
+    fn lock_file(&self) -> Result<Option<File>, StoreError> {
         let path = self.layout.root().join(LOCK);
-        let err = |e: std::io::Error| Error::Io {
+        let err = |e: std::io::Error| StoreError::Io {
             op: "open",
             path: path.clone(),
             source: e,
@@ -114,9 +114,9 @@ impl BlobStore {
     /// that others waiting for an exclusive holder can be told who holds it.
     ///
     /// # Errors
-    /// [`Error::LockTimeout`] when the lock is still held after the timeout; [`Error::Io`] if the
+    /// [`StoreError::LockTimeout`](StoreError::LockTimeout) when the lock is still held after the timeout; [`StoreError::Io`](StoreError::Io) if the
     /// lock file cannot be opened or locked.
-    pub fn lock(&self, mode: LockMode, what: &'static str) -> Result<LockGuard, Error> {
+    pub fn lock(&self, mode: LockMode, what: &'static str) -> Result<LockGuard, StoreError> {
         let Some(mut file) = self.lock_file()? else {
             return Ok(LockGuard {
                 file: None,
@@ -144,7 +144,7 @@ impl BlobStore {
                 Ok(()) => break,
                 Err(std::fs::TryLockError::WouldBlock) => {}
                 Err(std::fs::TryLockError::Error(source)) => {
-                    return Err(Error::Io {
+                    return Err(StoreError::Io {
                         op: "lock",
                         path,
                         source,
@@ -154,7 +154,7 @@ impl BlobStore {
             let waited = start.elapsed();
             if waited >= budget {
                 self.note_timeout(true);
-                return Err(Error::LockTimeout {
+                return Err(StoreError::LockTimeout {
                     path,
                     waited,
                     holder: holder(&mut file),
@@ -189,8 +189,8 @@ impl BlobStore {
     /// Takes the exclusive lock if nobody holds any lock now.
     ///
     /// # Errors
-    /// [`Error::Io`] if the lock file cannot be opened.
-    pub fn try_lock_exclusive(&self) -> Result<Option<LockGuard>, Error> {
+    /// [`StoreError::Io`](StoreError::Io) if the lock file cannot be opened.
+    pub fn try_lock_exclusive(&self) -> Result<Option<LockGuard>, StoreError> {
         let Some(file) = self.lock_file()? else {
             return Ok(None);
         };

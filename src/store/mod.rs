@@ -12,6 +12,7 @@
 //! - `walk`: enumerating, checking and removing blobs for `verify`, `gc` and `purge` (R-H8).
 
 mod disk;
+pub(crate) mod error;
 pub(crate) mod handle;
 mod layout;
 mod lock;
@@ -41,7 +42,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::Error;
+use super::error::StoreError;
 use handle::Dir;
 
 /// How long a caller waits for the cache's lock before it is an error (R-H11).
@@ -67,15 +68,15 @@ impl BlobStore {
     /// Nothing is written: folders are made when the first blob is published (R-H5).
     ///
     /// # Errors
-    /// [`Error::Io`] if the root cannot be examined.
+    /// [`StoreError::Io`](StoreError::Io) if the root cannot be examined.
     pub(crate) fn open(
         root: Dir,
         disk: Arc<dyn Disk>,
         lock_timeout: Duration,
-    ) -> Result<BlobStore, Error> {
+    ) -> Result<BlobStore, StoreError> {
         let path = root.path().to_owned();
         let owner_uid = rustix::fs::fstat(root.fd())
-            .map_err(|e| Error::Io {
+            .map_err(|e| StoreError::Io {
                 op: "stat",
                 path: path.clone(),
                 source: e.into(),
@@ -102,8 +103,8 @@ impl BlobStore {
     /// path, never follows a link out of the root (R-H1).
     ///
     /// # Errors
-    /// [`Error::Io`] if one cannot be examined or removed.
-    pub(crate) fn scrub_index_files(&self) -> Result<(), Error> {
+    /// [`StoreError::Io`](StoreError::Io) if one cannot be examined or removed.
+    pub(crate) fn scrub_index_files(&self) -> Result<(), StoreError> {
         let db = self.layout.index_db();
         let name = db
             .file_name()
@@ -128,8 +129,8 @@ impl BlobStore {
 pub(crate) fn io_err<'p>(
     op: &'static str,
     path: &'p Path,
-) -> impl FnOnce(std::io::Error) -> Error + 'p {
-    move |source| Error::Io {
+) -> impl FnOnce(std::io::Error) -> StoreError + 'p {
+    move |source| StoreError::Io {
         op,
         path: path.to_owned(),
         source,

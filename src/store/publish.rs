@@ -9,13 +9,14 @@ use super::layout::{ORIGINS, SHA256, TMP};
 use super::read::Evidence;
 use super::{BlobRead, BlobStore, Isolation, io_err};
 use crate::digest::{Digest, Hasher};
-use crate::error::{Error, Mismatch};
+use super::error::StoreError;
+use crate::mismatch::Mismatch;
 use crate::origin::Origin;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Drops the caller's record of a blob before a damaged copy is quarantined; false: it could not.
-pub(crate) type Forget<'a> = &'a dyn Fn(&Digest) -> Result<bool, Error>;
+pub(crate) type Forget<'a> = &'a dyn Fn(&Digest) -> Result<bool, crate::error::Error>;
 
 /// The folders one publish writes into, each opened from the root without following links.
 struct Chain {
@@ -54,7 +55,7 @@ impl BlobStore {
     /// replaced.
     ///
     /// # Errors
-    /// [`Error::BlobMismatch`] if the bytes are not the promised ones; [`Error::Io`] otherwise
+    /// [`StoreError::BlobMismatch`](StoreError::BlobMismatch) if the bytes are not the promised ones; [`StoreError::Io`](StoreError::Io) otherwise
     /// (a full disk among them). Nothing partial is left under the digest name either way.
     pub fn publish(
         &self,
@@ -62,7 +63,7 @@ impl BlobStore {
         digest: &Digest,
         size: u64,
         bytes: &[u8],
-    ) -> Result<Evidence, Error> {
+    ) -> Result<Evidence, crate::error::Error> {
         self.publish_recorded(origin, digest, size, bytes, &|_| Ok(true))
     }
 
@@ -78,13 +79,13 @@ impl BlobStore {
         size: u64,
         bytes: &[u8],
         forget: Forget<'_>,
-    ) -> Result<Evidence, Error> {
+    ) -> Result<Evidence, crate::error::Error> {
         let chain = self.chain(origin, digest)?;
         let (name, file) = self.write_tmp(&chain, origin, digest, size, bytes)?;
         let tmp = chain.dir(TMP_AT);
         if let Err(e) = self.seal_tmp(&file) {
             let _ = self.disk.unlink(tmp.fd(), &name, false);
-            return Err(io_err("write", &tmp.join(&name))(e));
+            return Err(io_err("write", &tmp.join(&name))(e).into());
         }
         let result = self
             .link_into_place(&chain, origin, digest, size, &name, forget)
@@ -114,7 +115,7 @@ impl BlobStore {
 
     /// Opens (making where missing, repairing where something else is there) the folders a
     /// publish writes into, and makes each new folder's name durable in its parent.
-    fn chain(&self, origin: &Origin, digest: &Digest) -> Result<Chain, Error> {
+    fn chain(&self, origin: &Origin, digest: &Digest) -> Result<Chain, StoreError> {
         let disk = self.disk.as_ref();
         let hex = digest.hex();
         let steps: [(Option<usize>, &str, Parent, u32); 5] = [
@@ -150,7 +151,7 @@ impl BlobStore {
         digest: &Digest,
         size: u64,
         bytes: &[u8],
-    ) -> Result<(String, File), Error> {
+    ) -> Result<(String, File), StoreError> {
         let tmp = chain.dir(TMP_AT);
         let name = format!(
             "{}-{}-{}.tmp",
@@ -191,9 +192,9 @@ impl BlobStore {
         };
         if let Some(mismatch) = mismatch {
             let _ = disk.unlink(tmp.fd(), &name, false);
-            return Err(Error::BlobMismatch {
-                origin: origin.as_str().to_owned(),
-                digest: digest.to_string(),
+            return Err(StoreError::BlobMismatch {
+                origin: origin.clone(),
+                digest: *digest,
                 mismatch,
             });
         }
@@ -234,8 +235,8 @@ impl BlobStore {
     /// is a miss, never wrong bytes; the caller records rows only after this returns.
     ///
     /// # Errors
-    /// As [`publish`]: [`Error::BlobMismatch`] for bytes that are not the promised ones (nothing
-    /// of the batch is linked then), [`Error::Io`] otherwise. Blobs linked before an I/O error
+    /// As [`publish`]: [`StoreError::BlobMismatch`](StoreError::BlobMismatch) for bytes that are not the promised ones (nothing
+    /// of the batch is linked then), [`StoreError::Io`](StoreError::Io) otherwise. Blobs linked before an I/O error
     /// stay (complete; with no row they are orphans that gc removes).
     ///
     /// [`publish`]: BlobStore::publish
@@ -243,7 +244,7 @@ impl BlobStore {
         &self,
         origin: &Origin,
         items: &[(Digest, u64, &[u8])],
-    ) -> Result<Vec<Evidence>, Error> {
+    ) -> Result<Vec<Evidence>, crate::error::Error> {
         self.publish_batch_recorded(origin, items, &|_| Ok(true))
     }
 
@@ -254,7 +255,7 @@ impl BlobStore {
         origin: &Origin,
         items: &[(Digest, u64, &[u8])],
         forget: Forget<'_>,
-    ) -> Result<Vec<Evidence>, Error> {
+    ) -> Result<Vec<Evidence>, crate::error::Error> {
         let mut unique: Vec<usize> = Vec::with_capacity(items.len());
         for (i, (d, _, _)) in items.iter().enumerate() {
             if !unique.iter().any(|&j| items[j].0 == *d) {
@@ -298,7 +299,7 @@ impl BlobStore {
         unique: &[usize],
         staged: &mut Vec<(Chain, String, File)>,
         forget: Forget<'_>,
-    ) -> Result<Vec<Option<Evidence>>, Error> {
+    ) -> Result<Vec<Option<Evidence>>, crate::error::Error> {
         for &i in unique {
             let (digest, size, bytes) = items[i];
             let chain = self.chain(origin, &digest)?;
@@ -308,7 +309,7 @@ impl BlobStore {
         let files: Vec<&File> = staged.iter().map(|(_, _, f)| f).collect();
         let tmp_path = |k: usize| staged[k].0.dir(TMP_AT).join(&staged[k].1);
         if let Some((k, e)) = for_each_concurrently(&files, |f| self.seal_tmp(f)) {
-            return Err(io_err("write", &tmp_path(k))(e));
+            return Err(io_err("write", &tmp_path(k))(e).into());
         }
         let mut kept = Vec::with_capacity(staged.len());
         let mut touched: Vec<&Dir> = Vec::new();
@@ -338,7 +339,7 @@ impl BlobStore {
         size: u64,
         tmp_name: &str,
         forget: Forget<'_>,
-    ) -> Result<Option<Evidence>, Error> {
+    ) -> Result<Option<Evidence>, crate::error::Error> {
         let disk = self.disk.as_ref();
         let (tmp, aa) = (chain.dir(TMP_AT), chain.dir(AA_AT));
         let hex = digest.hex();
@@ -357,37 +358,39 @@ impl BlobStore {
                             let f = aa.open_file_here(rest).map_err(io_err("open", &target))?;
                             return Evidence::of_fd(&f)
                                 .map(Some)
-                                .map_err(io_err("stat", &target));
+                                .map_err(|e| io_err("stat", &target)(e).into());
                         }
                         BlobRead::Missing => {}
                         BlobRead::Failed(_) => {
                             // Row first, then the blob (R-C3).
                             if !forget(digest)? {
-                                return Err(Error::Io {
+                                return Err(StoreError::Io {
                                     op: "publish",
                                     path: target,
                                     source: io::Error::other(
                                         "a damaged blob is in the way and its record cannot be dropped",
                                     ),
-                                });
+                                }
+                                .into());
                             }
                             self.quarantine(origin, digest)?;
                         }
                     }
                 }
-                Err(e) => return Err(io_err("link", &target)(e)),
+                Err(e) => return Err(io_err("link", &target)(e).into()),
             }
         }
-        Err(Error::Io {
+        Err(StoreError::Io {
             op: "publish",
             path: target,
             source: io::Error::other("the blob kept changing under a concurrent writer"),
-        })
+        }
+        .into())
     }
 }
 
 /// Syncs every folder in `dirs` (concurrently when there are several).
-fn sync_dirs(disk: &dyn super::Disk, dirs: &[&Dir]) -> Result<(), Error> {
+fn sync_dirs(disk: &dyn super::Disk, dirs: &[&Dir]) -> Result<(), StoreError> {
     match for_each_concurrently(dirs, |d| disk.sync(d.fd())) {
         Some((k, e)) => Err(io_err("sync", dirs[k].path())(e)),
         None => Ok(()),

@@ -8,7 +8,7 @@ use super::handle::{Dir, PRIVATE_DIR, Parent, ensure_dir, find_path, remove_tree
 use super::layout::{ORIGINS, QUARANTINE, SHA256};
 use super::{BlobStore, io_err};
 use crate::digest::Digest;
-use crate::error::Error;
+use super::error::StoreError;
 use crate::origin::Origin;
 
 /// The most items kept in one origin's `quarantine/`; the oldest go first.
@@ -20,8 +20,8 @@ impl BlobStore {
     /// folders are removed (R-H1), which also leaves nothing to move.
     ///
     /// # Errors
-    /// [`Error::Io`] if it cannot be moved.
-    pub fn quarantine(&self, origin: &Origin, digest: &Digest) -> Result<(), Error> {
+    /// [`StoreError::Io`](StoreError::Io) if it cannot be moved.
+    pub fn quarantine(&self, origin: &Origin, digest: &Digest) -> Result<(), StoreError> {
         let disk = self.disk.as_ref();
         let hex = digest.hex();
         let origin_path = self.layout.origin_dir(origin);

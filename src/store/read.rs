@@ -6,7 +6,8 @@ use std::io::{self, Read};
 use super::layout::blob_rel;
 use super::{BlobStore, io_err};
 use crate::digest::{Digest, VerifiedBytes};
-use crate::error::{Error, Mismatch};
+use super::error::StoreError;
+use crate::mismatch::Mismatch;
 pub use crate::isolation::Isolation;
 use crate::origin::Origin;
 
@@ -116,7 +117,7 @@ impl BlobStore {
     /// once (R-V9).
     ///
     /// # Errors
-    /// [`Error::Io`] for I/O failures other than "not there" and "not a blob".
+    /// [`StoreError::Io`](StoreError::Io) for I/O failures other than "not there" and "not a blob".
     pub fn read(
         &self,
         origin: &Origin,
@@ -124,7 +125,7 @@ impl BlobStore {
         size: u64,
         isolation: Isolation,
         evidence: Option<Evidence>,
-    ) -> Result<BlobRead, Error> {
+    ) -> Result<BlobRead, StoreError> {
         let rel = blob_rel(origin, digest);
         let file = match self.root.open_file_beneath(&rel) {
             Ok(f) => f,

@@ -13,7 +13,8 @@ use super::layout::{ORIGINS, QUARANTINE, SHA256, TMP, blob_rel};
 use super::read::open_failure;
 use super::{BlobRead, BlobStore, io_err};
 use crate::digest::{Digest, Hasher};
-use crate::error::{Error, Mismatch};
+use super::error::StoreError;
+use crate::mismatch::Mismatch;
 use crate::origin::Origin;
 
 /// The buffer a streaming check hashes through: memory stays flat whatever a file's size.
@@ -50,8 +51,8 @@ impl BlobStore {
     /// well-formed blob path (a stray file, an unknown origin encoding).
     ///
     /// # Errors
-    /// [`Error::Io`] if a folder cannot be read.
-    pub fn blobs(&self, only: Option<&Origin>) -> Result<(Vec<StoredBlob>, Vec<PathBuf>), Error> {
+    /// [`StoreError::Io`](StoreError::Io) if a folder cannot be read.
+    pub fn blobs(&self, only: Option<&Origin>) -> Result<(Vec<StoredBlob>, Vec<PathBuf>), StoreError> {
         let disk = self.disk.as_ref();
         let mut blobs = Vec::new();
         let mut strays = Vec::new();
@@ -89,13 +90,13 @@ impl BlobStore {
     /// `expected` size, a length that differs fails before a single byte is read.
     ///
     /// # Errors
-    /// [`Error::Io`] for I/O failures other than "not there" and "not a blob".
+    /// [`StoreError::Io`](StoreError::Io) for I/O failures other than "not there" and "not a blob".
     pub fn check(
         &self,
         origin: &Origin,
         digest: &Digest,
         expected: Option<u64>,
-    ) -> Result<BlobCheck, Error> {
+    ) -> Result<BlobCheck, StoreError> {
         let rel = blob_rel(origin, digest);
         let path = self.layout.root().join(&rel);
         let file = match self.root.open_file_beneath(&rel) {
@@ -152,8 +153,8 @@ impl BlobStore {
     /// Removes one blob (whatever is under its name). Returns whether something was there.
     ///
     /// # Errors
-    /// [`Error::Io`] if it cannot be removed.
-    pub fn remove(&self, origin: &Origin, digest: &Digest) -> Result<bool, Error> {
+    /// [`StoreError::Io`](StoreError::Io) if it cannot be removed.
+    pub fn remove(&self, origin: &Origin, digest: &Digest) -> Result<bool, StoreError> {
         let disk = self.disk.as_ref();
         let hex = digest.hex();
         let path = self.layout.blob_path(origin, digest);
@@ -180,8 +181,8 @@ impl BlobStore {
     /// Removes an origin's whole store: blobs, staging and quarantine (R-C5, R-H9).
     ///
     /// # Errors
-    /// [`Error::Io`] if it cannot be removed.
-    pub fn remove_origin(&self, origin: &Origin) -> Result<(), Error> {
+    /// [`StoreError::Io`](StoreError::Io) if it cannot be removed.
+    pub fn remove_origin(&self, origin: &Origin) -> Result<(), StoreError> {
         let disk = self.disk.as_ref();
         let dir = self.layout.origin_dir(origin);
         let Some(origins) =
@@ -197,8 +198,8 @@ impl BlobStore {
     /// the exclusive lock, so no live publisher owns any of them.
     ///
     /// # Errors
-    /// [`Error::Io`] if a folder cannot be read.
-    pub fn sweep_tmp(&self, age: Duration) -> Result<usize, Error> {
+    /// [`StoreError::Io`](StoreError::Io) if a folder cannot be read.
+    pub fn sweep_tmp(&self, age: Duration) -> Result<usize, StoreError> {
         let disk = self.disk.as_ref();
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -258,7 +259,7 @@ fn walk_origin(
     odir: &Dir,
     blobs: &mut Vec<StoredBlob>,
     strays: &mut Vec<PathBuf>,
-) -> Result<(), Error> {
+) -> Result<(), StoreError> {
     for (name, _) in odir
         .names()
         .map_err(io_err("read directory", odir.path()))?

@@ -9,6 +9,7 @@
 //! - `parse`: an absolute hierarchical URI into checked components.
 //! - `reference`: resolving references found inside a skill against its root (R-V5).
 
+pub(crate) mod error;
 mod parse;
 mod percent;
 mod reference;
@@ -16,7 +17,9 @@ mod reference;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
-use crate::error::{Error, Rule};
+pub use error::UriError;
+
+use crate::rule::Rule;
 
 /// The URI of one file: the server's spelling and the canonical form it compares by.
 ///
@@ -38,8 +41,8 @@ impl FileUri {
     /// Parses an absolute hierarchical URI with the segment rules of R-W4.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] naming the rule.
-    pub fn parse(uri: &str) -> Result<FileUri, Error> {
+    /// [`UriError`] naming the rule.
+    pub fn parse(uri: &str) -> Result<FileUri, UriError> {
         let parts = parse::absolute(uri).map_err(|rule| invalid(uri, rule))?;
         Ok(FileUri {
             raw: uri.to_owned(),
@@ -132,8 +135,8 @@ impl SkillUri {
     /// Parses a skill URI.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] naming the rule.
-    pub fn parse(uri: &str) -> Result<SkillUri, Error> {
+    /// [`UriError`] naming the rule.
+    pub fn parse(uri: &str) -> Result<SkillUri, UriError> {
         let parts = parse::absolute(uri).map_err(|rule| invalid(uri, rule))?;
         let Some((last, before)) = parts.segments.split_last() else {
             return Err(invalid(uri, Rule::NotSkillMd));
@@ -214,8 +217,8 @@ impl SkillUri {
     /// absolute-path (`/x`) references, and absolute URIs outside the root are refused.
     ///
     /// # Errors
-    /// [`Error::InvalidUri`] naming the rule.
-    pub fn resolve(&self, reference: &str) -> Result<FileUri, Error> {
+    /// [`UriError`] naming the rule.
+    pub fn resolve(&self, reference: &str) -> Result<FileUri, UriError> {
         reference::resolve(self, reference).map_err(|rule| invalid(reference, rule))
     }
 }
@@ -238,8 +241,8 @@ pub(crate) fn encode_segment(bytes: &[u8]) -> String {
     out
 }
 
-fn invalid(uri: &str, rule: Rule) -> Error {
-    Error::InvalidUri {
+fn invalid(uri: &str, rule: Rule) -> UriError {
+    UriError {
         uri: uri.to_owned(),
         rule,
     }

@@ -1,7 +1,7 @@
 //! An absolute hierarchical URI (`scheme://authority/seg/seg`) into checked components.
 
 use super::percent::{decode_once, encode_canonical};
-use crate::error::Rule;
+use crate::rule::Rule;
 
 /// The checked pieces of a URI.
 pub(super) struct Parts {

@@ -4,7 +4,7 @@
 //! sub-delimiters, `:` and `@` as themselves and every other byte as `%XX` (upper-case hex). It is
 //! injective on decoded bytes, so canonical equality is exactly decoded equality (R-W4).
 
-use crate::error::Rule;
+use crate::rule::Rule;
 
 fn hex_value(c: u8) -> Option<u8> {
     match c {

@@ -3,7 +3,7 @@
 use super::parse::{check_segment, scheme_len};
 use super::percent::{decode_once, encode_canonical};
 use super::{FileUri, SkillUri};
-use crate::error::Rule;
+use crate::rule::Rule;
 
 pub(super) fn resolve(skill: &SkillUri, reference: &str) -> Result<FileUri, Rule> {
     // The fragment names a place in the file, not a different file: dropped.

@@ -4,11 +4,8 @@ fn skill(s: &str) -> SkillUri {
     SkillUri::parse(s).expect("valid skill uri")
 }
 
-fn rule_of(e: Error) -> Rule {
-    match e {
-        Error::InvalidUri { rule, .. } => rule,
-        other => panic!("expected InvalidUri, got {other:?}"),
-    }
+fn rule_of(e: UriError) -> Rule {
+    e.rule
 }
 
 #[test]

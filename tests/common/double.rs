@@ -118,11 +118,11 @@ impl Double {
 }
 
 fn not_found(method: &str, uri: &str) -> Error {
-    Error::Server {
+    Error::Source(skillcache::error::SourceError::Server {
         method: method.to_owned(),
         code: -32602,
         message: format!("nothing at {uri}"),
-    }
+    })
 }
 
 impl SkillSource for Double {

@@ -33,7 +33,7 @@ fn print_json(v: &Value) {
 }
 
 /// A usage error for an argument: `what` (e.g. `--origin`) and why.
-fn usage(what: &str, e: &Error) -> Failure {
+fn usage(what: &str, e: &dyn std::fmt::Display) -> Failure {
     Failure::Usage(format!("invalid {what}: {e}"))
 }
 

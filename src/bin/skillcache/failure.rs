@@ -20,6 +20,12 @@ impl From<Error> for Failure {
     }
 }
 
+impl From<skillcache::error::UriError> for Failure {
+    fn from(e: skillcache::error::UriError) -> Failure {
+        Error::from(e).into()
+    }
+}
+
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Failure {
         Failure::Other(Box::new(e))

@@ -43,7 +43,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use skillcache::Error;
 use skillcache::Isolation;
-use skillcache::error::ErrorClass;
+use skillcache::error::{ConfigError, EntryError, IndexError, SourceError, StoreError};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -297,12 +297,41 @@ fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
 /// The exit code for an error (the public contract above). Exhaustive on purpose, with no
 /// catch-all: a new class of error cannot silently become 1.
 pub(crate) fn exit_code(e: &Error) -> u8 {
-    match e.class() {
-        ErrorClass::Verification => 3,
-        ErrorClass::Server => 4,
-        ErrorClass::Declined => 5,
-        ErrorClass::Config => 2,
-        ErrorClass::Local => 1,
+    // Exhaustive, no catch-all: a new error cannot ship without its exit code (the contract in
+    // this file's doc comment).
+    match e {
+        Error::Verify(_) | Error::Store(StoreError::BlobMismatch { .. }) => 3,
+        Error::Entry(
+            EntryError::Invalid { .. }
+            | EntryError::Response { .. }
+            | EntryError::Digest { .. }
+            | EntryError::Frontmatter { .. }
+            | EntryError::Folder { .. },
+        )
+        | Error::Source(
+            SourceError::Server { .. }
+            | SourceError::Transport { .. }
+            | SourceError::Timeout { .. }
+            | SourceError::MessageTooLarge { .. },
+        ) => 4,
+        Error::Entry(EntryError::LimitExceeded { .. })
+        | Error::Declined { .. }
+        | Error::Uri(_)
+        | Error::Offline { .. } => 5,
+        Error::Config(
+            ConfigError::Invalid { .. } | ConfigError::File { .. } | ConfigError::LockFile { .. },
+        )
+        | Error::L2Config { .. } => 2,
+        Error::Store(
+            StoreError::RootRefused { .. } | StoreError::Io { .. } | StoreError::LockTimeout { .. },
+        )
+        | Error::Index(
+            IndexError::Database { .. }
+            | IndexError::TooNew { .. }
+            | IndexError::ReadOnly { .. }
+            | IndexError::HostKey { .. },
+        )
+        | Error::Source(SourceError::NotConnected { .. }) => 1,
     }
 }
 

@@ -1,0 +1,104 @@
+//! The entry layer's errors: digests, entries, wire responses, frontmatter, skill folders.
+
+use std::fmt;
+
+use crate::frontmatter::FrontmatterProblem;
+use crate::rule::Rule;
+use crate::uri::SkillUri;
+
+/// Untrusted input (an entry, a digest, a response, a frontmatter, a skill folder) broke a rule.
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    /// A digest string is not `sha256:` followed by 64 lowercase hex digits (R-W1).
+    #[error("invalid digest {text:?}: {rule}")]
+    Digest {
+        /// The text that was offered as a digest.
+        text: String,
+        /// The rule it broke.
+        rule: Rule,
+    },
+
+    /// A skill entry from a server breaks a rule; nothing from it is cached or loaded (R-W*).
+    #[error("invalid skill entry{}: {field}: {rule}", skill_label(skill.as_deref()))]
+    Invalid {
+        /// The entry's `uri`, when it could be read.
+        skill: Option<String>,
+        /// Where in the entry the problem is, e.g. `resources[3].digest`.
+        field: String,
+        /// The rule it broke.
+        rule: Rule,
+    },
+
+    /// A skill is larger than the configured limits; declined from its entry alone (R-W7).
+    #[error("skill {skill} declined: {limit} is {declared}, above the limit of {max}")]
+    LimitExceeded {
+        /// The skill's URI.
+        skill: SkillUri,
+        /// Which limit.
+        limit: Limit,
+        /// What the entry declares (or, for a dynamic skill, what was received).
+        declared: u64,
+        /// The limit in force.
+        max: u64,
+    },
+
+    /// A server's response broke the protocol (R-W9).
+    #[error("invalid {method} response: {rule}")]
+    Response {
+        /// The method whose response was wrong.
+        method: &'static str,
+        /// The rule it broke.
+        rule: Rule,
+    },
+
+    /// The frontmatter of a `SKILL.md` could not be read (R-V6).
+    #[error("unreadable frontmatter: {problem}")]
+    Frontmatter {
+        /// What is wrong with it.
+        problem: FrontmatterProblem,
+    },
+
+    /// A local skill folder holds something a published skill cannot.
+    #[error("{}: {why}", path.display())]
+    Folder {
+        /// The offending path.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+}
+
+fn skill_label(skill: Option<&str>) -> String {
+    skill.map_or_else(String::new, |s| format!(" {s}"))
+}
+
+/// A limit of R-W7.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// The number of entries in `resources`.
+    Files,
+    /// The sum of the declared sizes (or, for dynamic skills, the bytes received).
+    TotalBytes,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Limit::Files => "the number of files",
+            Limit::TotalBytes => "the total size in bytes",
+        })
+    }
+}
+
+impl From<FrontmatterProblem> for EntryError {
+    fn from(problem: FrontmatterProblem) -> EntryError {
+        EntryError::Frontmatter { problem }
+    }
+}
+
+impl From<FrontmatterProblem> for crate::error::Error {
+    fn from(problem: FrontmatterProblem) -> crate::error::Error {
+        crate::error::Error::Entry(problem.into())
+    }
+}

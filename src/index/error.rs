@@ -1,0 +1,101 @@
+//! The index layer's errors.
+
+use std::fmt;
+
+/// The index database failed or refused.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// The index database failed.
+    #[error("index error: {what}")]
+    Database {
+        /// What was being done.
+        what: &'static str,
+        /// The cause (`SQLite`'s own error, kept out of the public API).
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    /// The index was written by a newer skillcache; it is left untouched (R-H6: not damage).
+    #[error(
+        "the index has schema version {found}, newer than this skillcache supports ({supported}); upgrade skillcache"
+    )]
+    TooNew {
+        /// The version found in the database.
+        found: u32,
+        /// The newest version this build knows.
+        supported: u32,
+    },
+
+    /// The index could only be opened read-only (a read-only mount, no room for its shared
+    /// memory file), so nothing can be recorded; cached entries are still served (R-H5).
+    #[error("the index {} is open read-only (read-only mount or disk full): cannot {what}", path.display())]
+    ReadOnly {
+        /// The database file.
+        path: std::path::PathBuf,
+        /// What could not be done.
+        what: &'static str,
+    },
+
+    /// The host key that seals index rows is refused or unreadable (R-H3).
+    #[error("host key {} refused: {problem}", path.display())]
+    HostKey {
+        /// The key file.
+        path: std::path::PathBuf,
+        /// What is wrong with it, and how to fix it.
+        problem: KeyProblem,
+    },
+}
+
+/// What is wrong with a host key file (R-H3). Each message says how to fix it.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyProblem {
+    /// A symlink, folder, device or other non-regular file is where the key should be.
+    NotARegularFile,
+    /// The file does not hold exactly 32 bytes.
+    WrongLength {
+        /// Its length.
+        len: u64,
+    },
+    /// Group or others may read or write it.
+    Accessible {
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// It belongs to another user.
+    NotOwned {
+        /// Its owner.
+        owner: u32,
+    },
+    /// It lies inside the cache root, which anyone who may write the root could read or replace.
+    InsideRoot {
+        /// The cache root.
+        root: std::path::PathBuf,
+    },
+}
+
+impl fmt::Display for KeyProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyProblem::NotARegularFile => f.write_str(
+                "it is not a regular file; remove it (a new key is created on next use) or point --key-file at the key",
+            ),
+            KeyProblem::WrongLength { len } => write!(
+                f,
+                "it holds {len} bytes, a host key holds 32; remove it to start with a new key (cached entries are then fetched again)"
+            ),
+            KeyProblem::Accessible { mode } => write!(
+                f,
+                "its mode is {mode:04o}: group or others may access it; run chmod 600 on it"
+            ),
+            KeyProblem::NotOwned { owner } => write!(
+                f,
+                "it belongs to user {owner}, not to the user running skillcache; use a key of your own"
+            ),
+            KeyProblem::InsideRoot { root } => write!(
+                f,
+                "it lies inside the cache root {}; keep it outside the root (the default is ~/.config/skillcache/host.key)",
+                root.display()
+            ),
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The rules untrusted input can break (URIs, entries, wire messages). A leaf: it imports nothing
+//! of the crate, so every layer may name a rule without importing another layer.
+
+use std::fmt;
+
+/// A rule that untrusted input broke. Each variant's message names the rule.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rule {
+    /// A required field is absent.
+    Missing,
+    /// A field has the wrong JSON type.
+    WrongType {
+        /// The type the field must have.
+        expected: &'static str,
+    },
+    /// A digest does not start with `sha256:`.
+    DigestPrefix,
+    /// A digest's hex part is not 64 characters.
+    DigestLength {
+        /// The number of characters after the prefix.
+        actual: usize,
+    },
+    /// A digest's hex part has a character that is not lowercase hex.
+    DigestCharacter,
+    /// A size is not an integer in `0 ..= 2^53-1`.
+    SizeRange,
+    /// `resources` is neither a non-empty array nor the string `"dynamic"`.
+    ResourcesShape,
+    /// The manifest does not list the skill's own `SKILL.md`.
+    MissingSkillMd,
+    /// A URI appears twice (after percent-normalisation).
+    DuplicateUri {
+        /// The second spelling seen.
+        uri: String,
+    },
+    /// A file URI is not inside the skill's root.
+    OutsideRoot {
+        /// The skill root it had to be inside.
+        root: String,
+    },
+    /// A skill name breaks the Agent Skills naming rules.
+    Name {
+        /// Which part of the rule.
+        why: &'static str,
+    },
+    /// The skill URI's last path segment is not `frontmatter.name`.
+    NameMismatch {
+        /// The last segment of the skill path.
+        segment: String,
+        /// `frontmatter.name`.
+        name: String,
+    },
+    /// A description is empty or longer than 1024 characters.
+    DescriptionLength {
+        /// Its length in Unicode scalar values.
+        chars: usize,
+    },
+    /// A strict Agent Skills rule (R-W6, strict mode).
+    Strict {
+        /// Which rule.
+        why: &'static str,
+    },
+    /// A URI is not an absolute hierarchical URI (`scheme://authority/path`).
+    NotHierarchical,
+    /// A URI has a scheme that is not `ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`.
+    Scheme,
+    /// A URI has a query component.
+    Query,
+    /// A URI (not a reference) has a fragment.
+    Fragment,
+    /// A `skill://` URI has userinfo or a port, or an empty authority.
+    Authority {
+        /// Which part of the rule.
+        why: &'static str,
+    },
+    /// A path segment is empty, `.`, `..`, or contains `/`, `\` or NUL after decoding once.
+    Segment {
+        /// The offending segment as written.
+        segment: String,
+        /// Which part of the rule.
+        why: &'static str,
+    },
+    /// A `%` not followed by two hex digits.
+    PercentEncoding,
+    /// A control character in a URI.
+    ControlCharacter,
+    /// A skill URI that does not end in `/SKILL.md` or has no skill path before it.
+    NotSkillMd,
+    /// A reference that would leave the skill root (`../x`, `//host/x`, `/x`, another URI).
+    EscapesRoot,
+    /// A value that is not allowed (for example `cacheScope: "shared"`).
+    Value {
+        /// What is allowed.
+        allowed: &'static str,
+    },
+    /// A response answered a different skill than the one asked for.
+    WrongSkill {
+        /// The URI that was requested.
+        requested: String,
+        /// The URI that came back.
+        returned: String,
+    },
+    /// A listing repeated a skill URI; every copy is refused.
+    RepeatedSkill {
+        /// The repeated URI.
+        uri: String,
+    },
+    /// A listing repeated a `nextCursor`; paging stops.
+    RepeatedCursor {
+        /// The cursor.
+        cursor: String,
+    },
+    /// `resources/read` returned no item for the requested URI.
+    NoContent {
+        /// The requested URI.
+        uri: String,
+    },
+    /// `resources/read` returned two different items for the requested URI.
+    ConflictingContent {
+        /// The requested URI.
+        uri: String,
+    },
+    /// A content item has neither `text` nor `blob`, or both.
+    ContentShape,
+    /// A `blob` is not valid base64.
+    Base64,
+    /// A result's `resultType` is not `complete` (for example `input_required`): skillcache
+    /// only accepts complete results.
+    ResultType {
+        /// The `resultType` the server sent.
+        actual: String,
+    },
+    /// The server declared a capability set without this extension or without `resources`.
+    Capability {
+        /// What is missing.
+        missing: &'static str,
+    },
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rule::Missing => f.write_str("required field is missing"),
+            Rule::WrongType { expected } => write!(f, "must be {expected}"),
+            Rule::DigestPrefix => f.write_str("must start with \"sha256:\""),
+            Rule::DigestLength { actual } => {
+                write!(f, "must have 64 hex digits after \"sha256:\", not {actual}")
+            }
+            Rule::DigestCharacter => f.write_str("hex digits must be 0-9 or lowercase a-f"),
+            Rule::SizeRange => f.write_str("must be an integer from 0 to 2^53-1"),
+            Rule::ResourcesShape => {
+                f.write_str("must be a non-empty array of {uri, digest, size} or \"dynamic\"")
+            }
+            Rule::MissingSkillMd => f.write_str("must list the skill's own SKILL.md"),
+            Rule::DuplicateUri { uri } => write!(f, "lists {uri} more than once"),
+            Rule::OutsideRoot { root } => write!(f, "must be inside the skill root {root}/"),
+            Rule::Name { why } => write!(f, "invalid skill name: {why}"),
+            Rule::NameMismatch { segment, name } => write!(
+                f,
+                "the skill path ends in {segment:?} but frontmatter.name is {name:?}"
+            ),
+            Rule::DescriptionLength { chars } => {
+                write!(f, "must be 1 to 1024 characters, not {chars}")
+            }
+            Rule::Strict { why } => write!(f, "strict Agent Skills rule: {why}"),
+            Rule::NotHierarchical => {
+                f.write_str("must be an absolute URI of the form scheme://authority/path")
+            }
+            Rule::Scheme => f.write_str("has an invalid scheme"),
+            Rule::Query => f.write_str("must not have a query"),
+            Rule::Fragment => f.write_str("must not have a fragment"),
+            Rule::Authority { why } => write!(f, "invalid authority: {why}"),
+            Rule::Segment { segment, why } => write!(f, "path segment {segment:?} {why}"),
+            Rule::PercentEncoding => f.write_str("has a '%' not followed by two hex digits"),
+            Rule::ControlCharacter => f.write_str("contains a control character"),
+            Rule::NotSkillMd => {
+                f.write_str("must end in /SKILL.md with at least one skill path segment before it")
+            }
+            Rule::EscapesRoot => f.write_str("leaves the skill root"),
+            Rule::Value { allowed } => write!(f, "must be {allowed}"),
+            Rule::WrongSkill {
+                requested,
+                returned,
+            } => {
+                write!(f, "asked for {requested} but got {returned}")
+            }
+            Rule::RepeatedSkill { uri } => {
+                write!(f, "{uri} is listed more than once; every copy is refused")
+            }
+            Rule::RepeatedCursor { cursor } => {
+                write!(f, "nextCursor {cursor:?} was already seen; paging stopped")
+            }
+            Rule::NoContent { uri } => write!(f, "no content item for {uri}"),
+            Rule::ConflictingContent { uri } => write!(f, "two different content items for {uri}"),
+            Rule::ContentShape => {
+                f.write_str("a content item must have exactly one of text or blob")
+            }
+            Rule::Base64 => f.write_str("blob is not valid base64"),
+            Rule::ResultType { actual } => {
+                write!(f, "resultType is {actual:?}; only \"complete\" is accepted")
+            }
+            Rule::Capability { missing } => write!(f, "the server did not declare {missing}"),
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! The source layer's errors: what talking to a server can fail with.
+
+use crate::origin::Origin;
+
+/// A request to a server failed: the server refused it, the connection failed, no answer came in
+/// time, or the answer was too large.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The server answered a request with a JSON-RPC error.
+    #[error("{method} failed on the server: {message} (code {code})")]
+    Server {
+        /// The method.
+        method: String,
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The server's message.
+        message: String,
+    },
+
+    /// The connection to the server failed.
+    #[error("{method}: the connection to the server failed")]
+    Transport {
+        /// The method (or `connect`).
+        method: String,
+        /// The cause.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    /// A server did not answer in time (R-B1). The request was abandoned whole: nothing of it
+    /// was stored, and the next call asks again.
+    #[error("{method} to origin {origin} got no answer within {} s", after.as_secs_f64())]
+    Timeout {
+        /// The origin the request went to.
+        origin: Origin,
+        /// The method (`initialize` for the connection itself).
+        method: String,
+        /// The deadline that passed.
+        after: std::time::Duration,
+    },
+
+    /// A message from the server is larger than the bound that follows from the limits (R-B2).
+    /// It was refused while being read, never buffered whole.
+    #[error("{method}: the server sent a message larger than the bound of {max} bytes")]
+    MessageTooLarge {
+        /// The method whose answer was too large (or `connect` before any request).
+        method: String,
+        /// The bound in bytes.
+        max: u64,
+    },
+
+    /// No source is connected for this origin.
+    #[error("origin {origin} is not connected to a server")]
+    NotConnected {
+        /// The origin.
+        origin: Origin,
+    },
+}
