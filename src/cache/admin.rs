@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use super::loading::{SkillCache, blocking};
+use super::fetch::blocking;
+use super::loading::SkillCache;
 use super::maintenance::{GcReport, VerifyReport};
 use super::now_ms;
 use crate::entry::Scope;

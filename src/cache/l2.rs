@@ -60,7 +60,7 @@ pub(crate) fn open(_: Setting) -> Option<std::sync::Arc<Tier>> {
     None
 }
 
-use super::loading::{Admit, Inner};
+use super::fetch::{Admit, Inner};
 use crate::digest::VerifiedBytes;
 use crate::entry::{ManifestFile, SkillEntry};
 use crate::origin::Origin;
@@ -79,7 +79,7 @@ impl Inner {
         {
             let tier = std::sync::Arc::clone(self.l2.as_ref()?);
             let (o, u, p) = (origin.clone(), entry.uri().clone(), principal.to_owned());
-            let stored = super::loading::blocking(&self.core, move |c| c.entry(&o, &u, &p)).await;
+            let stored = super::fetch::blocking(&self.core, move |c| c.entry(&o, &u, &p)).await;
             match stored {
                 Ok(stored) => tier.for_entry(stored.as_ref(), entry),
                 Err(e) => {
@@ -163,7 +163,7 @@ impl Inner {
                 })
                 .and_then(|v| {
                     if let Admit::SkillMd(entry) = admit {
-                        super::loading::check_frontmatter(origin, entry, v.as_slice())?;
+                        super::fetch::check_frontmatter(origin, entry, v.as_slice())?;
                     }
                     Ok(v)
                 });

@@ -1,11 +1,12 @@
 //! `LoadedSkill`, the acting window (R-V4), and `SkillFile`, what every read returns (R-O4).
 
+use super::file::{Provenance, SkillFile};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-use super::loading::{Admit, Inner};
+use super::fetch::{Admit, Inner};
 use crate::digest::{Digest, VerifiedBytes};
 use crate::entry::{ManifestFile, SkillEntry, select_content};
 use crate::error::{Error, Limit, Mismatch};
@@ -17,124 +18,6 @@ use crate::uri::FileUri;
 /// hide a round trip, few enough not to flood a server (R-B1 bounds each request, not their
 /// number).
 const FETCHES_IN_FLIGHT: usize = 8;
-
-/// Where a file's bytes came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Provenance {
-    /// The local cache (verified on this access).
-    Cache,
-    /// The server (verified as they arrived).
-    Server,
-    /// The shared tier of a fleet (feature `l2`), verified as they arrived, like the server's.
-    L2,
-}
-
-impl Provenance {
-    internal_pub! {
-        /// `"cache"`, `"server"` or `"l2"`.
-        #[must_use]
-        fn as_str(self) -> &'static str {
-            match self {
-                Provenance::Cache => "cache",
-                Provenance::Server => "server",
-                Provenance::L2 => "l2",
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for Provenance {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// What a file's bytes were checked against. A type, not a flag: a host that wants the digest
-/// has to say what it does with a dynamic skill's file, which has none (R-V7).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verification {
-    /// The bytes matched the size and digest the held entry lists — and, for a `SKILL.md`, its
-    /// frontmatter — on this access (R-V2, R-V6).
-    Verified(Digest),
-    /// A dynamic skill's file: its server publishes no digest, so there was nothing to check it
-    /// against. Served only when the host accepts dynamic skills (R-V7); never cached.
-    Unverified,
-}
-
-/// One file's bytes, always with their origin (R-O4) and what they were checked against.
-#[derive(Debug, Clone)]
-pub struct SkillFile {
-    origin: Origin,
-    uri: FileUri,
-    verification: Verification,
-    /// Shared with the memory tier: a hit copies nothing.
-    bytes: bytes::Bytes,
-    provenance: Provenance,
-    pub(super) retried: bool,
-    pub(super) stored: bool,
-}
-
-impl SkillFile {
-    pub(super) fn listed(
-        origin: &Origin,
-        file: &ManifestFile,
-        bytes: VerifiedBytes,
-        provenance: Provenance,
-        retried: bool,
-    ) -> SkillFile {
-        SkillFile {
-            origin: origin.clone(),
-            uri: file.uri().clone(),
-            verification: Verification::Verified(bytes.digest()),
-            bytes: bytes.into_shared(),
-            provenance,
-            retried,
-            stored: provenance == Provenance::Cache,
-        }
-    }
-
-    /// The origin the bytes came from: the host tags model context with it.
-    #[must_use]
-    pub fn origin(&self) -> &Origin {
-        &self.origin
-    }
-    /// The file's URI (the server's spelling from the held entry).
-    #[must_use]
-    pub fn uri(&self) -> &FileUri {
-        &self.uri
-    }
-    /// What the bytes were checked against: the digest they matched, or nothing for a dynamic
-    /// skill's file.
-    #[must_use]
-    pub fn verification(&self) -> Verification {
-        self.verification
-    }
-    /// The bytes.
-    #[must_use]
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-    /// The bytes, without copying them (they may be shared with the cache's memory tier).
-    #[must_use]
-    pub fn into_bytes(self) -> bytes::Bytes {
-        self.bytes
-    }
-    /// Cache, server or the shared tier.
-    #[must_use]
-    pub fn provenance(&self) -> Provenance {
-        self.provenance
-    }
-    /// Whether a cached copy failed and the file was fetched once more (R-V9).
-    #[must_use]
-    pub fn retried(&self) -> bool {
-        self.retried
-    }
-    /// Whether the bytes are kept in the cache (false for dynamic files, and when storing failed).
-    #[must_use]
-    pub fn stored(&self) -> bool {
-        self.stored
-    }
-}
 
 /// A loaded skill: the acting window (R-V4). It holds the entry it was loaded from and its
 /// origin's source; every read through it is restricted to that entry's files and goes to that
@@ -293,7 +176,7 @@ impl LoadedSkill {
         files: &[ManifestFile],
     ) -> Result<Vec<Result<super::CachedRead, Error>>, Error> {
         let (origin, batch) = (self.origin.clone(), files.to_vec());
-        super::loading::blocking(&self.inner.core, move |c| Ok(c.read_files(&origin, &batch))).await
+        super::fetch::blocking(&self.inner.core, move |c| Ok(c.read_files(&origin, &batch))).await
     }
 
     /// The misses of [`LoadedSkill::read_all`]: under the in-flight gate of each digest (taken
@@ -308,7 +191,7 @@ impl LoadedSkill {
         let mut digests: Vec<Digest> = wanted.iter().map(|&(i, _)| files[i].digest()).collect();
         digests.sort_unstable();
         digests.dedup();
-        let gates: Vec<(Digest, super::loading::Gate)> = digests
+        let gates: Vec<(Digest, super::fetch::Gate)> = digests
             .iter()
             .map(|&d| (d, self.inner.gate(&self.origin, d)))
             .collect();
@@ -448,7 +331,7 @@ impl LoadedSkill {
         fetched: Vec<(ManifestFile, VerifiedBytes)>,
     ) -> Result<Vec<(ManifestFile, VerifiedBytes, bool)>, Error> {
         let origin = self.origin.clone();
-        super::loading::blocking(&self.inner.core, move |c| {
+        super::fetch::blocking(&self.inner.core, move |c| {
             let batch: Vec<(&ManifestFile, &[u8])> =
                 fetched.iter().map(|(f, v)| (f, v.as_slice())).collect();
             let whole = c.store_files(&origin, &batch);
@@ -544,14 +427,6 @@ impl LoadedSkill {
             return Err(over(total));
         }
         self.inner.counters.served(bytes.len());
-        Ok(SkillFile {
-            origin: self.origin.clone(),
-            uri: uri.clone(),
-            verification: Verification::Unverified,
-            bytes: bytes.into(),
-            provenance: super::loaded::Provenance::Server,
-            retried: false,
-            stored: false,
-        })
+        Ok(SkillFile::dynamic(&self.origin, uri, bytes))
     }
 }

@@ -12,6 +12,8 @@
 mod admin;
 #[cfg(test)]
 mod crash_points;
+mod fetch;
+mod file;
 pub(crate) mod error;
 mod key;
 mod l2;
@@ -20,6 +22,7 @@ mod loading;
 mod maintenance;
 mod memory;
 mod offline;
+mod policy;
 mod root;
 mod stats;
 #[cfg(test)]
@@ -29,7 +32,8 @@ pub use admin::{CachedEntry, Inventory};
 pub use key::default_key_file;
 #[cfg(feature = "l2")]
 pub use l2::L2;
-pub use loaded::{LoadedSkill, Provenance, SkillFile, Verification};
+pub use file::{Provenance, SkillFile, Verification};
+pub use loaded::LoadedSkill;
 pub use loading::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
 pub use maintenance::{GcReport, VerifyReport};
 pub use memory::DEFAULT_MEMORY_TIER_BYTES;

@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use super::Cache;
-use super::loading::{EntryInfo, blocking};
+use super::fetch::blocking;
+use super::loading::EntryInfo;
 use crate::error::{Error, OfflineMiss};
 use crate::origin::Origin;
 use crate::source::{SkillSource, SourceFuture};

@@ -1,0 +1,53 @@
+//! The host's policies for loading: dynamic skills, approval, deadlines. Leaves of the cache
+//! layer: the fetch path and the host-facing cache both read them.
+
+use std::time::Duration;
+
+/// How long the cache waits for a server to connect and for each answer, unless the host says
+/// otherwise (R-B1).
+pub(super) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the host does with dynamic skills (`resources: "dynamic"`, R-V7).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DynamicPolicy {
+    /// Refuse to load them (the default): they offer no content integrity.
+    #[default]
+    Decline,
+    /// Load them, marked unverified, within the byte budget; never cached, never approvable.
+    AllowUnverified,
+}
+
+/// Whether [`SkillCache::load`](crate::SkillCache::load) requires approval (R-P1).
+///
+/// The gate is checked from the index alone, before any `resources/read` is sent: a skill that
+/// is not approved as it is now never has a byte fetched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ApprovalPolicy {
+    /// `load` succeeds only for a skill the handle's principal approved as it is now (its
+    /// (URI, digest) set equals the approved one); otherwise it fails with
+    /// [`Declined::NotApproved`](crate::error::Declined::NotApproved) or [`Declined::Revoked`](crate::error::Declined::Revoked). Dynamic skills can never be approved,
+    /// so they are declined too. The default: secure unless the host opts out.
+    #[default]
+    Required,
+    /// `load` does not consult approvals: for hosts that gate activation elsewhere. Nothing is
+    /// granted through it ([`LoadedSkill::granted_tools`](crate::LoadedSkill::granted_tools) is `None`).
+    NotRequired,
+}
+
+/// How long the cache waits for a server (R-B1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Deadlines {
+    /// Starting the server and `initialize`.
+    pub(super) connect: Duration,
+    /// One request, from sending it to its whole answer.
+    pub(super) request: Duration,
+}
+
+impl Default for Deadlines {
+    fn default() -> Deadlines {
+        Deadlines {
+            connect: DEFAULT_TIMEOUT,
+            request: DEFAULT_TIMEOUT,
+        }
+    }
+}
