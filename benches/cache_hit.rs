@@ -27,7 +27,7 @@ fn hit(c: &Cache, o: &Origin, f: &skillcache::entry::ManifestFile) -> usize {
 }
 
 fn cache_hit(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = support::scratch();
     let rehash = Cache::builder()
         .root(dir.path().join("rehash"))
         .isolation(Isolation::Rehash)
@@ -121,7 +121,7 @@ fn cache_hit(c: &mut Criterion) {
 /// faults) — at sizes around the crossover.
 #[allow(unsafe_code)]
 fn map_crossover(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = support::scratch();
     let mut group = c.benchmark_group("map_crossover");
     group.sample_size(20);
     // Reads every byte once (a host passing a file on), as cheaply as the compiler can.

@@ -1,6 +1,8 @@
 //! Entry lookup (origin, skill URI, principal) as the index grows: 100, 10k, 100k entries.
 //! Target: the lookup at 100k within 1.5× of the lookup at 100.
 
+mod support;
+
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -23,7 +25,7 @@ fn entry(i: usize) -> SkillEntry {
 }
 
 fn index(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = support::scratch();
     let mut group = c.benchmark_group("index");
     for n in [100usize, 10_000, 100_000] {
         let cache = Cache::builder()

@@ -86,7 +86,7 @@ fn skill_load(c: &mut Criterion) {
         group.bench_function(format!("{label}/cold_per_file"), |b| {
             b.iter_batched(
                 || {
-                    let dir = tempfile::tempdir().expect("tempdir");
+                    let dir = support::scratch();
                     let (cache, origin) = open(dir.path(), &skill);
                     // Opening a root writes its marker, index and reserve: flush them now, so
                     // the first sync of the timed load does not pay for the setup's writes.
@@ -116,7 +116,7 @@ fn skill_load(c: &mut Criterion) {
         group.bench_function(format!("{label}/cold_load_all"), |b| {
             b.iter_batched(
                 || {
-                    let dir = tempfile::tempdir().expect("tempdir");
+                    let dir = support::scratch();
                     let (cache, origin) = open(dir.path(), &skill);
                     // Opening a root writes its marker, index and reserve: flush them now, so
                     // the first sync of the timed load does not pay for the setup's writes.
@@ -134,7 +134,7 @@ fn skill_load(c: &mut Criterion) {
                 BatchSize::PerIteration,
             );
         });
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = support::scratch();
         let (cache, origin) = open(dir.path(), &skill);
         rt.block_on(async {
             cache

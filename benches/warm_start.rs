@@ -19,7 +19,7 @@ fn warm_start(c: &mut Criterion) {
         .build()
         .expect("runtime");
     let skills = support::corpus_skills();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = support::scratch();
     let root = dir.path().join("root");
     let origin = Origin::new("corpus").expect("label");
     let open = |tier: u64| {

@@ -32,6 +32,10 @@ pub mod local;
 mod lockfile;
 mod mismatch;
 mod rule;
+// The unit tests' temporary folders: one file shared with the integration tests and benches.
+#[cfg(test)]
+#[path = "../tests/common/scratch.rs"]
+mod scratch;
 pub mod source;
 pub mod uri;
 

@@ -40,7 +40,7 @@ fn many(n: usize) -> (SkillEntry, common::Files) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn c3_read_all_stores_a_cold_skill_and_a_new_cache_serves_it_without_the_server() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let root = dir.path().join("root");
     let (entry, files) = many(20);
     let honest = Arc::new(Double::new());
@@ -88,7 +88,7 @@ async fn c3_read_all_stores_a_cold_skill_and_a_new_cache_serves_it_without_the_s
 
 #[tokio::test(flavor = "multi_thread")]
 async fn v2_a_lying_file_fails_the_batch_and_none_of_it_is_stored() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let root = dir.path().join("root");
     let (entry, files) = many(6);
     let liar = Arc::new(Double::new());
@@ -128,7 +128,7 @@ async fn v2_a_lying_file_fails_the_batch_and_none_of_it_is_stored() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_windows_reading_all_at_once_fetch_each_file_once() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let (entry, files) = many(12);
     let double = Arc::new(Double::new());
     double.publish(&entry, &files);
@@ -149,7 +149,7 @@ async fn two_windows_reading_all_at_once_fetch_each_file_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn files_with_the_same_bytes_are_fetched_by_uri_and_stored_once() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let same = b"the same bytes under two names\n";
     let (entry, files) = common::skill("twins", &[("a.md", same), ("b/a.md", same)]);
     let double = Arc::new(Double::new());
@@ -172,7 +172,7 @@ async fn files_with_the_same_bytes_are_fetched_by_uri_and_stored_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn c3_load_all_fetches_and_keeps_a_cold_skill_with_its_skill_md_in_one_step() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let (entry, files) = many(5);
     let double = Arc::new(Double::new());
     double.publish(&entry, &files);
@@ -191,7 +191,7 @@ async fn c3_load_all_fetches_and_keeps_a_cold_skill_with_its_skill_md_in_one_ste
 
 #[tokio::test(flavor = "multi_thread")]
 async fn h10_load_all_with_a_skill_md_whose_frontmatter_differs_keeps_nothing() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let root = dir.path().join("root");
     let (honest, files) = many(3);
     // The server's entry lists the exact bytes it serves, but declares another description

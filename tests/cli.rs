@@ -16,13 +16,13 @@ fn hostile_server() -> PathBuf {
 }
 
 struct Env {
-    dir: tempfile::TempDir,
+    dir: common::Scratch,
 }
 
 impl Env {
     fn new() -> Env {
         Env {
-            dir: tempfile::tempdir().expect("tempdir"),
+            dir: common::scratch(),
         }
     }
     fn root(&self) -> PathBuf {

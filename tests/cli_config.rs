@@ -1,6 +1,8 @@
 //! The `skillcache` binary with MCP host configuration files, lock files and offline mode
 //! (issue 13, items 2–4), end to end against `skillcache serve` children named in a config file.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -13,13 +15,13 @@ const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
 const HOUR_MS: &str = "3600000";
 
 struct Env {
-    dir: tempfile::TempDir,
+    dir: common::Scratch,
 }
 
 impl Env {
     fn new() -> Env {
         Env {
-            dir: tempfile::tempdir().expect("tempdir"),
+            dir: common::scratch(),
         }
     }
 

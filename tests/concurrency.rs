@@ -93,7 +93,7 @@ fn concurrency_child_process() {
 
 #[test]
 fn c8_two_processes_times_threads_share_one_root_without_errors() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let root = dir.path().join("root");
     Cache::builder().root(&root).open().expect("create");
     let exe = std::env::current_exe().expect("test binary");

@@ -91,7 +91,7 @@ fn check_consistent(root: &std::path::Path) {
 }
 
 fn crash_loop(kills: usize) {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let root = dir.path().join("root");
     Cache::builder().root(&root).open().expect("create");
     let exe = std::env::current_exe().expect("test binary");
@@ -137,7 +137,7 @@ fn c3_sigkill_at_random_moments_long() {
 
 #[test]
 fn c3_a_full_disk_fails_cleanly_and_leaves_no_partial_state() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let mnt = match common::Tmpfs::mount(dir.path().join("small"), "1m") {
         Ok(m) => m,
         Err(why) => {

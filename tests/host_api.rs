@@ -20,7 +20,7 @@ fn origin(label: &str) -> Origin {
 }
 
 /// A cache under `dir` with every default: approval required.
-fn open(dir: &tempfile::TempDir) -> SkillCache {
+fn open(dir: &common::Scratch) -> SkillCache {
     SkillCache::builder()
         .root(dir.path().join("root"))
         .key_file(dir.path().join("host.key"))
@@ -68,7 +68,7 @@ fn declined(result: Result<skillcache::LoadedSkill, Error>) -> Declined {
 
 #[tokio::test]
 async fn p1_unapproved_skill_is_declined_by_default_before_any_read() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let cache = open(&dir);
     let double = Arc::new(Double::new());
     let (entry, files) = common::skill("notes", &[("a.md", b"A")]);
@@ -90,7 +90,7 @@ async fn p1_unapproved_skill_is_declined_by_default_before_any_read() {
 /// The README's host example with its `approve` line removed: `load` fails.
 #[tokio::test]
 async fn p1_readme_example_without_the_approve_line_fails_to_load() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = common::scratch();
     let skills = tmp.path().join("skills/release-notes");
     std::fs::create_dir_all(skills.join("templates")).expect("mkdir");
     std::fs::write(
@@ -129,7 +129,7 @@ async fn p1_readme_example_without_the_approve_line_fails_to_load() {
 
 #[tokio::test]
 async fn p1_a2_revoked_approval_is_declined_naming_what_changed() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let cache = open(&dir);
     let double = Arc::new(Double::new());
     let (v1, files1) = common::skill("notes", &[("a.md", b"A"), ("b.md", b"B")]);
@@ -173,7 +173,7 @@ async fn p1_a2_revoked_approval_is_declined_naming_what_changed() {
 
 #[tokio::test]
 async fn p1_a3_dynamic_skill_is_declined_under_required_even_when_dynamic_is_allowed() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let cache = SkillCache::builder()
         .root(dir.path().join("root"))
         .key_file(dir.path().join("host.key"))
@@ -201,7 +201,7 @@ async fn p1_a3_dynamic_skill_is_declined_under_required_even_when_dynamic_is_all
 
 #[tokio::test]
 async fn p1_not_required_is_the_explicit_opt_out_and_grants_nothing() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let cache = SkillCache::builder()
         .root(dir.path().join("root"))
         .key_file(dir.path().join("host.key"))
@@ -225,7 +225,7 @@ async fn p1_not_required_is_the_explicit_opt_out_and_grants_nothing() {
 
 #[tokio::test]
 async fn p1_a5_nested_skill_needs_its_own_approval_and_gets_no_grant_through_its_parent() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let cache = open(&dir);
     let double = Arc::new(Double::new());
     // The nested skill's files are also files of the parent (its folder lies inside).
@@ -282,7 +282,7 @@ async fn p1_a5_nested_skill_needs_its_own_approval_and_gets_no_grant_through_its
 
 #[tokio::test]
 async fn c6_private_entry_of_one_handle_is_never_served_to_another() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let cache = open(&dir);
     let double = Arc::new(Double::new());
     double.set_hints(json!({"ttlMs": 600_000, "cacheScope": "private"}));
@@ -319,7 +319,7 @@ async fn c6_private_entry_of_one_handle_is_never_served_to_another() {
 
 #[tokio::test]
 async fn h11_approvals_are_per_handle_and_sources_and_bytes_are_shared() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let cache = open(&dir);
     let double = Arc::new(Double::new());
     let (v1, files1) = common::skill("notes", &[("a.md", b"A")]);
@@ -371,7 +371,7 @@ async fn h11_approvals_are_per_handle_and_sources_and_bytes_are_shared() {
 
 #[tokio::test]
 async fn h11_the_builder_principal_is_the_default_handle() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let cache = SkillCache::builder()
         .root(dir.path().join("root"))
         .key_file(dir.path().join("host.key"))
@@ -487,7 +487,7 @@ fn tamper(blob: &std::path::Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p4_stats_and_events_follow_misses_hits_bytes_and_a_quarantine() {
     events();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     // The disk path is what this test counts: the in-memory tier would serve the tampered file's
     // bytes as verified a moment ago, without a quarantine or a retry.
     let cache = SkillCache::builder()
@@ -582,7 +582,7 @@ impl skillcache::source::SkillSource for Silent {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p4_b1_a_missed_deadline_is_counted_and_said() {
     events();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let cache = SkillCache::builder()
         .root(dir.path().join("root"))
         .key_file(dir.path().join("host.key"))
@@ -626,7 +626,7 @@ async fn p4_b1_a_missed_deadline_is_counted_and_said() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p4_h5_a_failed_store_is_counted_and_reported_never_swallowed() {
     events();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let mnt = match common::Tmpfs::mount(dir.path().join("mnt"), "4m") {
         Ok(m) => m,
         Err(why) => {
@@ -666,7 +666,7 @@ async fn p4_h5_a_failed_store_is_counted_and_reported_never_swallowed() {
 // ---- 4. Sources that fit rmcp hosts (issue 11, item 6) --------------------------------------
 
 /// One skill in a folder, served by `SkillServer` (fresh for an hour).
-fn served_folder(dir: &tempfile::TempDir) -> (std::path::PathBuf, SkillUri) {
+fn served_folder(dir: &common::Scratch) -> (std::path::PathBuf, SkillUri) {
     let skills = dir.path().join("skills");
     std::fs::create_dir_all(skills.join("notes")).expect("mkdir");
     std::fs::write(
@@ -702,7 +702,7 @@ fn serve_pipe(server: SkillServer, end: tokio::io::DuplexStream) -> tokio::task:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b4_mcp_source_over_a_hosts_transport_runs_initialize_on_first_use() {
     use skillcache::source::McpSource;
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let (skills, uri) = served_folder(&dir);
     let (client, server) = tokio::io::duplex(1 << 16);
     let task = serve_pipe(SkillServer::new(skills), server);
@@ -727,7 +727,7 @@ async fn b4_mcp_source_over_a_hosts_transport_runs_initialize_on_first_use() {
 async fn b5_mcp_source_from_a_hosts_peer_reuses_its_session_and_takes_forwarded_changes() {
     use rmcp::ServiceExt as _;
     use skillcache::source::{Change, McpSource};
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let (skills, uri) = served_folder(&dir);
     let (client, server) = tokio::io::duplex(1 << 16);
     let _task = serve_pipe(SkillServer::new(skills).ttl_ms(3_600_000), server);
@@ -767,7 +767,7 @@ async fn b5_mcp_source_from_a_hosts_peer_reuses_its_session_and_takes_forwarded_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn b4_mcp_source_stdio_spawns_the_command_the_host_built_with_its_environment() {
     use skillcache::source::McpSource;
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let (skills, uri) = served_folder(&dir);
     // The program and folder reach the server only through the environment the host set.
     let mut command = tokio::process::Command::new("sh");

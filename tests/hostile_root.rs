@@ -57,8 +57,14 @@ fn mkfifo(p: &Path) {
     assert!(ok.success(), "mkfifo {}", p.display());
 }
 
+/// A socket at `p`. A socket's path must fit in `sun_path` (108 bytes), and a blob's path under a
+/// temporary folder may not (`TMPDIR` set to a longer folder, as `.ci/run`'s normal-user pass
+/// does): the socket is bound under a short name in the same folder, then renamed into place.
 fn socket(p: &Path) -> std::os::unix::net::UnixListener {
-    std::os::unix::net::UnixListener::bind(p).expect("bind a socket")
+    let short = p.with_file_name("s");
+    let listener = std::os::unix::net::UnixListener::bind(&short).expect("bind a socket");
+    fs::rename(&short, p).expect("rename the socket into place");
+    listener
 }
 
 /// Every regular file under `dir`, with its bytes (links are not followed).
@@ -185,7 +191,7 @@ fn h1_a_file_fifo_or_socket_where_a_folder_belongs_is_replaced() {
 
 #[test]
 fn h2_a_missing_root_is_created_0700_and_marked() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let root = dir.path().join("a/b/root");
     Cache::builder().root(&root).open().expect("open");
     assert_eq!(fs::metadata(&root).expect("stat").mode() & 0o777, 0o700);
@@ -195,7 +201,7 @@ fn h2_a_missing_root_is_created_0700_and_marked() {
 
 #[test]
 fn h2_a_shared_world_writable_folder_is_refused_untouched() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let shared = dir.path().join("shared");
     fs::create_dir(&shared).expect("mkdir");
     fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).expect("chmod");
@@ -225,7 +231,7 @@ fn h2_a_shared_world_writable_folder_is_refused_untouched() {
 
 #[test]
 fn h2_a_folder_that_is_not_ours_is_refused_untouched() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let home = dir.path().join("documents");
     fs::create_dir(&home).expect("mkdir");
     fs::set_permissions(&home, fs::Permissions::from_mode(0o750)).expect("chmod");
@@ -242,7 +248,7 @@ fn h2_a_folder_that_is_not_ours_is_refused_untouched() {
 
 #[test]
 fn h2_an_empty_folder_of_ours_is_adopted_marked_and_never_chmodded() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let root = dir.path().join("empty");
     fs::create_dir(&root).expect("mkdir");
     fs::set_permissions(&root, fs::Permissions::from_mode(0o750)).expect("chmod");
@@ -259,7 +265,7 @@ fn h2_a_folder_owned_by_someone_else_is_refused() {
         eprintln!("skipped: giving a folder to another user needs root (chown)");
         return;
     }
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let theirs = dir.path().join("theirs");
     fs::create_dir(&theirs).expect("mkdir");
     std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).expect("chown");
@@ -269,16 +275,8 @@ fn h2_a_folder_owned_by_someone_else_is_refused() {
 }
 
 /// A skill cache over a counting double, for the loading-path tests below.
-fn loading(
-    isolation: Isolation,
-) -> (
-    tempfile::TempDir,
-    SkillCache,
-    Arc<Double>,
-    Origin,
-    SkillEntry,
-) {
-    let dir = tempfile::tempdir().expect("tempdir");
+fn loading(isolation: Isolation) -> (common::Scratch, SkillCache, Arc<Double>, Origin, SkillEntry) {
+    let dir = common::scratch();
     let cache = SkillCache::builder()
         .approval(ApprovalPolicy::NotRequired)
         .root(dir.path().join("root"))
@@ -361,7 +359,7 @@ fn h7_a_quarantine_path_that_is_not_a_folder_is_replaced() {
     let md = &e.manifest().expect("manifest").files()[0];
     let layout = cache.store().layout();
     let q = layout.quarantine(&o);
-    let victim = tempfile::tempdir().expect("victim");
+    let victim = common::scratch();
     replace(&q, |p| {
         std::os::unix::fs::symlink(victim.path(), p).expect("link");
     });
@@ -455,7 +453,7 @@ async fn h10_a_skill_md_that_fails_the_frontmatter_check_is_never_stored() {
 
 #[test]
 fn h11_waiting_for_the_lock_is_bounded_and_names_the_holder() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let root = dir.path().join("root");
     let holder = Cache::builder().root(&root).open().expect("open");
     let _held = holder
@@ -664,7 +662,7 @@ async fn populated_tmpfs(
 
 #[tokio::test]
 async fn h5_a_pre_populated_cache_on_a_read_only_mount_serves_warm_loads() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let Some((mnt, double, o, entry)) = populated_tmpfs(dir.path(), "8m").await else {
         return;
     };
@@ -716,7 +714,7 @@ async fn h5_a_pre_populated_cache_on_a_read_only_mount_serves_warm_loads() {
 
 #[tokio::test]
 async fn h5_gc_and_purge_work_on_a_full_disk_and_free_it() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let Some((mnt, _double, o, entry)) = populated_tmpfs(dir.path(), "4m").await else {
         return;
     };

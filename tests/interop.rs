@@ -68,7 +68,7 @@ async fn interop_ts_server_every_published_corpus_skill_loads_and_verifies_cold_
         dir.join("ts-server.mjs").display(),
         corpus.display()
     );
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = common::scratch();
     let ours = publishable_by_us(&corpus);
     let peer = Peer {
         name: "TS server 2.4.0",
@@ -120,7 +120,7 @@ async fn interop_ts_server_over_streamable_http_negotiates_2026_07_28_and_every_
         .stderr(Stdio::null());
     let mut server = Running::start(server);
     let url = server.announced_url();
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = common::scratch();
     let peer = Peer {
         name: "TS server 2.4.0",
         transport: "Streamable HTTP",
@@ -165,7 +165,7 @@ async fn interop_fastmcp_over_streamable_http_every_corpus_skill_loads_cold_and_
     let mut server = Running::start(server);
     server.await_port(port);
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = common::scratch();
     let peer = Peer {
         name: "FastMCP 4.1.6",
         transport: "Streamable HTTP",
@@ -184,7 +184,7 @@ async fn interop_fastmcp_over_stdio_every_corpus_skill_loads_cold_and_warm_on_20
     let python = install_fastmcp();
     let corpus = common::corpus_skills();
     let script = interop_dir().join("fastmcp-server.py");
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = common::scratch();
     let peer = Peer {
         name: "FastMCP 4.1.6",
         transport: "stdio",

@@ -157,7 +157,7 @@ fn interop_serve_passes_the_conformance_server_scenarios_over_http() {
         return;
     }
     let dir = install_peers();
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = common::scratch();
     let served = tmp.path().join("skills");
     let publishable = valid_corpus(&served);
     assert!(publishable >= 25, "only {publishable} valid corpus skills");
@@ -276,7 +276,7 @@ async fn run_pass(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_our_client_loads_every_skill_serve_publishes_over_stdio_and_http_cold_and_warm() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = common::scratch();
     let served = tmp.path().join("skills");
     let publishable = valid_corpus(&served);
     let http = HttpServe::start(&served, &[]);
@@ -369,7 +369,7 @@ impl rmcp::ClientHandler for Recorder {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_tells_a_subscribed_peer_which_file_changed_and_that_the_list_changed() {
     use rmcp::ServiceExt as _;
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = common::scratch();
     let served = notes_folder(tmp.path(), "first");
     let mut command = tokio::process::Command::new(BIN);
     command.arg("serve").arg(&served).args(["--watch-ms", "20"]);
@@ -413,7 +413,7 @@ async fn serve_tells_a_subscribed_peer_which_file_changed_and_that_the_list_chan
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_w8_an_edit_makes_our_clients_fresh_entry_stale_through_the_notification() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = common::scratch();
     let served = notes_folder(tmp.path(), "first");
     let mut command = tokio::process::Command::new(BIN);
     // Fresh for an hour: only the notification can make the cache ask again.
@@ -457,7 +457,7 @@ async fn serve_w8_an_edit_makes_our_clients_fresh_entry_stale_through_the_notifi
 #[test]
 fn serve_b2_drops_a_request_over_the_bound_as_it_arrives_and_answers_the_next() {
     use std::io::Write as _;
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = common::scratch();
     let served = notes_folder(tmp.path(), "first");
     let mut child = Command::new(BIN)
         .arg("serve")
@@ -542,7 +542,7 @@ fn post_padded(authority: &str, json: &str, length: usize) -> String {
 
 #[test]
 fn serve_b2_http_reads_a_body_up_to_the_bound_and_refuses_a_longer_one_with_413() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = common::scratch();
     let served = notes_folder(tmp.path(), "first");
     let serve = HttpServe::start(&served, &[]);
     let authority = serve
@@ -561,7 +561,7 @@ fn serve_b2_http_reads_a_body_up_to_the_bound_and_refuses_a_longer_one_with_413(
 async fn serve_tells_a_2026_07_28_listener_what_it_asked_for_on_its_stream() {
     use rmcp::model::{ProtocolVersion, ServerNotification, SubscriptionFilter};
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = common::scratch();
     let served = notes_folder(tmp.path(), "first");
     let mut command = tokio::process::Command::new(BIN);
     command.arg("serve").arg(&served).args(["--watch-ms", "20"]);

@@ -164,12 +164,12 @@ impl Counting {
 
 /// One host of the fleet: its own root and key, the shared double as its server, `tier` as L2.
 struct Host {
-    _dir: tempfile::TempDir,
+    _dir: common::Scratch,
     cache: SkillCache,
 }
 
 fn host(tier: L2) -> Host {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let cache = SkillCache::builder()
         .root(dir.path().join("root"))
         .key_file(dir.path().join("host.key"))
@@ -593,7 +593,7 @@ async fn l2_a_failed_local_copy_then_a_bad_object_costs_one_server_read() {
     let double = Arc::new(Double::new());
     let (entry, files) = notes();
     double.publish(&entry, &files);
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let open = || {
         SkillCache::builder()
             .root(dir.path().join("root"))
@@ -755,7 +755,7 @@ fn l2_urls_other_than_s3_and_bad_prefixes_are_configuration_errors() {
 
 #[test]
 fn l2_cli_refuses_a_bad_l2_url_as_a_usage_error_and_reports_the_counters() {
-    let home = tempfile::tempdir().expect("home");
+    let home = common::scratch();
     let cli = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_skillcache"))
             .arg("--root")
@@ -1031,7 +1031,7 @@ fn l2_cli_hosts_share_blobs_through_real_s3_with_the_l2_option() {
     }
     let moto = moto::Moto::start();
     moto.bucket("fleet");
-    let corpus = tempfile::tempdir().expect("corpus");
+    let corpus = common::scratch();
     let skill = corpus.path().join("notes");
     std::fs::create_dir(&skill).expect("mkdir");
     std::fs::write(
@@ -1069,10 +1069,7 @@ fn l2_cli_hosts_share_blobs_through_real_s3_with_the_l2_option() {
         );
         serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("json")
     };
-    let (a, b) = (
-        tempfile::tempdir().expect("a"),
-        tempfile::tempdir().expect("b"),
-    );
+    let (a, b) = (common::scratch(), common::scratch());
     let first = run(a.path());
     assert_eq!(first["source"], "server");
     assert_eq!(first["counters"]["l2_puts"], 1);

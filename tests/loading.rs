@@ -15,7 +15,7 @@ use skillcache::store::Isolation;
 use skillcache::{Digest, Error, Origin, SkillEntry, SkillUri};
 
 struct Fixture {
-    _dir: tempfile::TempDir,
+    _dir: common::Scratch,
     cache: SkillCache,
     double: Arc<Double>,
     origin: Origin,
@@ -33,7 +33,7 @@ fn fixture_with(isolation: Isolation, dynamic: DynamicPolicy) -> Fixture {
 
 /// `memory`: the memory tier's bound; 0 makes every hit read (and verify) the disk copy.
 fn fixture_memory(isolation: Isolation, dynamic: DynamicPolicy, memory: u64) -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let cache = SkillCache::builder()
         .approval(ApprovalPolicy::NotRequired)
         .root(dir.path().join("root"))
@@ -743,7 +743,7 @@ async fn read_all_verifies_every_listed_file_and_retries_a_failed_copy_once() {
 
 /// Two caches on one root, for principals alice and bob, and one counting double.
 struct TwoPrincipals {
-    _dir: tempfile::TempDir,
+    _dir: common::Scratch,
     alice: SkillCache,
     bob: SkillCache,
     double: Arc<Double>,
@@ -752,7 +752,7 @@ struct TwoPrincipals {
 }
 
 fn two_principals(scope: &str) -> TwoPrincipals {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let double = Arc::new(Double::new());
     double.set_hints(json!({"ttlMs": 3_600_000, "cacheScope": scope}));
     let (entry, files) = common::skill("pdf", &[("references/FORMS.md", b"forms")]);

@@ -12,7 +12,7 @@ use skillcache::error::{Declined, FileProblem};
 use skillcache::{ApprovalPolicy, Error, LockFile, Origin, SkillCache, SkillEntry};
 
 struct Fixture {
-    dir: tempfile::TempDir,
+    dir: common::Scratch,
     origin: Origin,
     double: Arc<Double>,
 }
@@ -21,7 +21,7 @@ impl Fixture {
     fn new() -> Fixture {
         let double = Arc::new(Double::new());
         Fixture {
-            dir: tempfile::tempdir().expect("tempdir"),
+            dir: common::scratch(),
             origin: Origin::new("docs").expect("origin"),
             double,
         }
@@ -242,7 +242,7 @@ fn a_dynamic_skill_cannot_be_locked() {
 
 #[test]
 fn a_hand_edited_lock_is_refused_naming_the_path_and_the_field() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = common::scratch();
     let path = dir.path().join("skills.lock");
     let origin = Origin::new("docs").expect("origin");
     let (entry, _) = v1();

@@ -36,7 +36,7 @@ impl SkillSource for Unreachable {
 const HOUR_MS: u64 = 3_600_000;
 
 struct Fixture {
-    dir: tempfile::TempDir,
+    dir: common::Scratch,
     origin: Origin,
     entry: SkillEntry,
     double: Arc<Double>,
@@ -53,7 +53,7 @@ impl Fixture {
         );
         double.publish(&entry, &files);
         Fixture {
-            dir: tempfile::tempdir().expect("tempdir"),
+            dir: common::scratch(),
             origin: Origin::new("docs").expect("origin"),
             entry,
             double,

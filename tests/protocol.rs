@@ -8,6 +8,8 @@
 //! a skills request that lacks the 2026-07-28 per-request metadata once discovery happened, and
 //! in each mode fails the way its name says.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -80,12 +82,12 @@ for line in sys.stdin:
 "#;
 
 struct Place {
-    dir: tempfile::TempDir,
+    dir: common::Scratch,
 }
 
 impl Place {
     fn new() -> Place {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = common::scratch();
         std::fs::write(dir.path().join("server.py"), SCRIPTED_SERVER).expect("write server");
         Place { dir }
     }

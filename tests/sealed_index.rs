@@ -21,7 +21,7 @@ use skillcache::{Digest, Error, Origin, SkillEntry};
 
 /// A root and a key file beside it (never inside it), a counting double publishing `pdf`.
 struct Fixture {
-    dir: tempfile::TempDir,
+    dir: common::Scratch,
     double: Arc<Double>,
     origin: Origin,
     entry: SkillEntry,
@@ -29,7 +29,7 @@ struct Fixture {
 
 impl Fixture {
     fn new() -> Fixture {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = common::scratch();
         let double = Arc::new(Double::new());
         double.set_hints(json!({"ttlMs": 3_600_000, "cacheScope": "public"}));
         let (entry, files) = common::skill("pdf", &[("references/FORMS.md", b"forms")]);

@@ -121,7 +121,7 @@ fn o2_hostile_origin_labels_never_escape_or_collide() {
 
 #[test]
 fn c1_root_inside_or_around_a_discovery_path_is_refused_also_through_a_symlink() {
-    let d = tempfile::tempdir().expect("tempdir");
+    let d = common::scratch();
     let skills = d.path().join("home/.claude/skills");
     fs::create_dir_all(&skills).expect("mkdir");
     let open = |root: &std::path::Path| Cache::builder().root(root).discovery_path(&skills).open();
@@ -461,8 +461,8 @@ fn c2_large_blobs_are_read_and_hashed_at_once_and_tampering_is_still_caught() {
 
 /// A cache with a memory tier of `bytes`; 0 makes every read verify the disk copy, which is
 /// what the tamper tests examine (the tier would answer a repeated read from memory).
-fn cache_with_memory(isolation: Isolation, bytes: u64) -> (tempfile::TempDir, Cache) {
-    let dir = tempfile::tempdir().expect("tempdir");
+fn cache_with_memory(isolation: Isolation, bytes: u64) -> (common::Scratch, Cache) {
+    let dir = common::scratch();
     let cache = Cache::builder()
         .root(dir.path().join("root"))
         .isolation(isolation)

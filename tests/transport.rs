@@ -32,13 +32,13 @@ fn hostile() -> PathBuf {
 }
 
 struct Env {
-    dir: tempfile::TempDir,
+    dir: common::Scratch,
 }
 
 impl Env {
     fn new() -> Env {
         Env {
-            dir: tempfile::tempdir().expect("tempdir"),
+            dir: common::scratch(),
         }
     }
     fn path(&self, p: &str) -> PathBuf {

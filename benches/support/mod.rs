@@ -1,6 +1,12 @@
 //! Fixtures shared by the benches: skills built from bytes, and an in-process source.
 #![allow(dead_code)]
 
+#[path = "../../tests/common/scratch.rs"]
+mod scratch;
+
+#[allow(unused_imports)] // not every bench keeps a folder
+pub use scratch::{Scratch, scratch};
+
 use std::collections::HashMap;
 
 use serde_json::{Value, json};

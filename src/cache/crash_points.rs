@@ -253,8 +253,8 @@ fn prepared(
     s: &Scenario,
     w: &World,
     isolation: Isolation,
-) -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
+) -> (crate::scratch::Scratch, PathBuf, PathBuf) {
+    let dir = crate::scratch::scratch();
     let root = dir.path().join("root");
     let outside = dir.path().join("outside");
     std::fs::create_dir(&outside).expect("outside");

@@ -9,7 +9,7 @@ use crate::origin::Origin;
 use crate::store::{Isolation, MAP_ABOVE};
 
 struct Fixture {
-    _dir: tempfile::TempDir,
+    _dir: crate::scratch::Scratch,
     cache: Cache,
     origin: Origin,
     file: ManifestFile,
@@ -17,7 +17,7 @@ struct Fixture {
 }
 
 fn fixture(isolation: Isolation, len: u64) -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = crate::scratch::scratch();
     let cache = Cache::builder()
         .root(dir.path().join("root"))
         .isolation(isolation)

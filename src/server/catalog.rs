@@ -236,7 +236,7 @@ mod tests {
 
     #[test]
     fn unchanged_folder_is_not_rebuilt_and_reports_no_change() {
-        let tmp = tempfile::tempdir().expect("tempdir");
+        let tmp = crate::scratch::scratch();
         skill(tmp.path(), "alpha", "a");
         let mut catalog = Catalog::default();
         assert!(catalog.refresh(tmp.path()).expect("first scan"));
@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn an_edited_file_changes_only_its_uri_and_keeps_the_other_skill() {
-        let tmp = tempfile::tempdir().expect("tempdir");
+        let tmp = crate::scratch::scratch();
         skill(tmp.path(), "alpha", "a");
         skill(tmp.path(), "beta", "b");
         let mut catalog = Catalog::default();
@@ -268,7 +268,7 @@ mod tests {
 
     #[test]
     fn a_removed_skill_and_a_refused_one_leave_the_listing() {
-        let tmp = tempfile::tempdir().expect("tempdir");
+        let tmp = crate::scratch::scratch();
         skill(tmp.path(), "alpha", "a");
         skill(tmp.path(), "beta", "b");
         let mut catalog = Catalog::default();

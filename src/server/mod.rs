@@ -285,8 +285,8 @@ mod tests {
     use super::*;
 
     /// A folder with one skill `esc` holding `files` besides its SKILL.md.
-    fn folder(files: &[(&str, &[u8])]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().expect("tempdir");
+    fn folder(files: &[(&str, &[u8])]) -> crate::scratch::Scratch {
+        let dir = crate::scratch::scratch();
         let skill = dir.path().join("esc");
         std::fs::create_dir_all(&skill).expect("mkdir");
         std::fs::write(

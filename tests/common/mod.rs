@@ -3,6 +3,9 @@
 
 pub mod double;
 pub mod peers;
+mod scratch;
+
+pub use scratch::{Scratch, scratch};
 
 use std::path::PathBuf;
 
@@ -73,8 +76,8 @@ pub fn skill(name: &str, files: &[(&str, &[u8])]) -> (SkillEntry, Files) {
 }
 
 /// A cache under a fresh temporary folder.
-pub fn cache(isolation: Isolation) -> (tempfile::TempDir, Cache) {
-    let dir = tempfile::tempdir().expect("tempdir");
+pub fn cache(isolation: Isolation) -> (Scratch, Cache) {
+    let dir = scratch();
     let cache = Cache::builder()
         .root(dir.path().join("root"))
         .isolation(isolation)
