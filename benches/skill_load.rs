@@ -40,10 +40,11 @@ fn median_skill() -> Skill {
             PathBuf::from,
         )
         .join("corpus/skills/iterate-pr");
-    let local = skillcache::local::inspect(&dir, "skill://iterate-pr", &Validation::default())
-        .expect("corpus skill is valid");
+    let local =
+        skillcache::local::inspect_folder(&dir, "skill://iterate-pr", &Validation::default())
+            .expect("corpus skill is valid");
     let files = local
-        .files()
+        .files
         .iter()
         .map(|f| {
             (
@@ -59,7 +60,7 @@ fn open(dir: &std::path::Path, skill: &Skill) -> (SkillCache, Origin) {
     let cache = SkillCache::builder()
         .approval(ApprovalPolicy::NotRequired)
         .root(dir)
-        .limits(Limits::new(1024, 1 << 30).expect("raised"))
+        .validation(Validation::default().limits(Limits::new(1024, 1 << 30).expect("raised")))
         .open()
         .expect("open");
     let origin = Origin::new("bench").expect("label");

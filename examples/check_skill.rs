@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     // The entry, as a server would send it, validated from its wire form like any server's.
-    let wire = skill.entry.to_json();
+    let wire = skill.to_json();
     let entry = SkillEntry::from_json(&wire, &Validation::default())?;
     let manifest = entry.manifest().ok_or("a folder always has a manifest")?;
     println!("entry     {}", entry.uri());

@@ -23,7 +23,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use skillcache::server::SkillServer;
 use skillcache::source::McpSource;
-use skillcache::{ApprovalPolicy, L2, Origin, SkillCache};
+use skillcache::{ApprovalPolicy, Counter, L2, Origin, SkillCache};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -157,8 +157,9 @@ async fn host(
         "{}",
         json!({
             "files": files, "failed_skills": failed, "digests": digests,
-            "l2_hits": s.l2_hits, "l2_misses": s.l2_misses, "l2_puts": s.l2_puts,
-            "l2_rejected": s.l2_rejected, "l2_unavailable": s.l2_unavailable,
+            "l2_hits": s[Counter::L2Hits], "l2_misses": s[Counter::L2Misses],
+            "l2_puts": s[Counter::L2Puts], "l2_rejected": s[Counter::L2Rejected],
+            "l2_unavailable": s[Counter::L2Unavailable],
         })
     );
     Ok(())

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use skillcache::entry::Limits;
+use skillcache::entry::{Limits, Validation};
 use skillcache::store::Isolation;
 use skillcache::{ApprovalPolicy, Origin, SkillCache, SkillUri};
 
@@ -26,7 +26,7 @@ fn open(root: &str, isolation: Isolation, tier: u64) -> SkillCache {
         .root(root)
         .isolation(isolation)
         .memory_tier(tier)
-        .limits(Limits::new(1024, 1 << 30).expect("raised"))
+        .validation(Validation::default().limits(Limits::new(1024, 1 << 30).expect("raised")))
         .open()
         .expect("open")
 }

@@ -315,12 +315,6 @@ impl McpConfig {
         }
     }
 
-    /// The file it was read from.
-    #[must_use]
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     internal_pub! {
         /// Every configured origin, sorted.
         fn origins(&self) -> impl Iterator<Item = &Origin> {
@@ -454,6 +448,6 @@ mod tests {
             e.to_string(),
             "config file /home/u/mcp.json: /mcpServers/d/command: must be a string"
         );
-        assert_eq!(e.class(), crate::error::ErrorClass::Config);
+        assert!(matches!(e, Error::Config(_)), "{e:?}");
     }
 }

@@ -71,8 +71,9 @@ internal_mod! {
 #[cfg(feature = "l2")]
 pub use cache::L2;
 pub use cache::{
-    ApprovalPolicy, CachedEntry, DynamicPolicy, EntryInfo, GcReport, Inventory, LoadedSkill,
-    Provenance, SkillCache, SkillCacheBuilder, SkillFile, Stats, Verification, VerifyReport,
+    ApprovalPolicy, CachedEntry, Counter, DynamicPolicy, EntryInfo, GcReport, Inventory,
+    LoadedSkill, Provenance, SkillCache, SkillCacheBuilder, SkillFile, Stats, Verification,
+    VerifyReport,
 };
 pub use config::{McpConfig, ServerConfig};
 pub use digest::Digest;

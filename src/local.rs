@@ -36,22 +36,15 @@ internal_pub! {
     }
 }
 
-/// A validated local skill: its entry and its files.
-#[derive(Debug, Clone)]
-pub struct LocalSkill {
-    /// The entry a server would publish.
-    pub entry: SkillEntry,
-    /// Every file, in canonical URI order.
-    pub(crate) files: Vec<LocalFile>,
-}
-
-impl LocalSkill {
-    internal_pub! {
+internal_pub! {
+    /// A validated local skill: its entry and where its files lie, for the bundled server (and
+    /// the benches, which serve the corpus from memory).
+    #[derive(Debug, Clone)]
+    struct LocalSkill {
+        /// The entry a server would publish.
+        pub entry: SkillEntry,
         /// Every file, in canonical URI order, with where it lies on disk.
-        #[must_use]
-        fn files(&self) -> &[LocalFile] {
-            &self.files
-        }
+        pub files: Vec<LocalFile>,
     }
 }
 
@@ -70,110 +63,131 @@ impl LocalSkill {
 ///
 /// # Errors
 /// Every reason the folder is not a valid skill, not just the first.
-pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<LocalSkill, Vec<Error>> {
-    let limits = validation.current_limits();
-    let mut problems = Vec::new();
-    let skill_uri_text = format!("{root}/{SKILL_MD}");
-    let skill_uri = match SkillUri::parse(&skill_uri_text) {
-        Ok(u) => Some(u),
-        Err(e) => {
-            problems.push(e.into());
-            None
-        }
-    };
-    let mut paths = Vec::new();
-    // One file past the limit is enough to refuse; the walk stops there (`inspect /`).
-    let budget = usize::try_from(limits.max_files())
-        .unwrap_or(usize::MAX)
-        .saturating_add(1);
-    walk(dir, &mut Vec::new(), &mut paths, &mut problems, budget);
+///
+/// ```
+/// use skillcache::entry::Validation;
+/// # let dir = tempfile::tempdir().unwrap();
+/// # std::fs::write(dir.path().join("SKILL.md"),
+/// #     "---\nname: notes\ndescription: Take notes.\n---\n# Notes\n").unwrap();
+/// let entry = skillcache::local::inspect(dir.path(), "skill://notes", &Validation::default())
+///     .expect("a valid skill folder");
+/// assert_eq!(entry.uri().as_str(), "skill://notes/SKILL.md");
+/// ```
+pub fn inspect(dir: &Path, root: &str, validation: &Validation) -> Result<SkillEntry, Vec<Error>> {
+    inspect_folder(dir, root, validation).map(|skill| skill.entry)
+}
 
-    // R-B3: the limits, from metadata, before any file is read.
-    // Without a valid skill URI (its problem is already reported) the limit is named by the folder.
-    let over = |limit, declared, max| match &skill_uri {
-        Some(skill) => Error::Entry(crate::error::EntryError::LimitExceeded {
-            skill: skill.clone(),
-            limit,
-            declared,
-            max,
-        }),
-        None => Error::Entry(crate::error::EntryError::Folder {
-            path: dir.to_owned(),
-            why: "is larger than the limits allow",
-        }),
-    };
-    let count = paths.len() as u64;
-    if count > limits.max_files() {
-        problems.push(over(Limit::Files, count, limits.max_files()));
-        problems.push(Error::Entry(crate::error::EntryError::Folder {
-            path: dir.to_owned(),
-            why: "holds more files than the limit allows (counting stopped at the first one over)",
-        }));
-        return Err(problems);
-    }
-    let total = paths
-        .iter()
-        .map(|(_, _, size)| *size)
-        .fold(0u64, u64::saturating_add);
-    if total > limits.max_total_bytes() {
-        problems.push(over(Limit::TotalBytes, total, limits.max_total_bytes()));
-        return Err(problems);
-    }
-
-    let mut files = Vec::with_capacity(paths.len());
-    let mut resources = Vec::with_capacity(paths.len());
-    let mut fm = None;
-    for (segments, path, listed_size) in paths {
-        let is_skill_md = segments.len() == 1 && segments[0] == SKILL_MD;
-        let (digest, size, bytes) = match hash_file(&path, listed_size, is_skill_md) {
-            Ok(read) => read,
-            Err(e) => {
-                problems.push(e);
-                continue;
-            }
-        };
-        let uri_text = format!("{root}/{}", segments.join("/"));
-        let uri = match FileUri::parse(&uri_text) {
-            Ok(u) => u,
+internal_pub! {
+    /// [`inspect`], keeping where each file lies on disk (the bundled server reads them).
+    fn inspect_folder(
+        dir: &Path,
+        root: &str,
+        validation: &Validation,
+    ) -> Result<LocalSkill, Vec<Error>> {
+        let limits = validation.current_limits();
+        let mut problems = Vec::new();
+        let skill_uri_text = format!("{root}/{SKILL_MD}");
+        let skill_uri = match SkillUri::parse(&skill_uri_text) {
+            Ok(u) => Some(u),
             Err(e) => {
                 problems.push(e.into());
-                continue;
+                None
             }
         };
-        if skill_uri.as_ref().is_some_and(|s| s.file() == &uri)
-            && let Some(bytes) = bytes
-        {
-            match frontmatter::parse(&bytes) {
-                Ok(map) => fm = Some(map),
-                Err(e) => problems.push(e.into()),
+        let mut paths = Vec::new();
+        // One file past the limit is enough to refuse; the walk stops there (`inspect /`).
+        let budget = usize::try_from(limits.max_files())
+            .unwrap_or(usize::MAX)
+            .saturating_add(1);
+        walk(dir, &mut Vec::new(), &mut paths, &mut problems, budget);
+
+        // R-B3: the limits, from metadata, before any file is read.
+        // Without a valid skill URI (its problem is already reported) the limit is named by the folder.
+        let over = |limit, declared, max| match &skill_uri {
+            Some(skill) => Error::Entry(crate::error::EntryError::LimitExceeded {
+                skill: skill.clone(),
+                limit,
+                declared,
+                max,
+            }),
+            None => Error::Entry(crate::error::EntryError::Folder {
+                path: dir.to_owned(),
+                why: "is larger than the limits allow",
+            }),
+        };
+        let count = paths.len() as u64;
+        if count > limits.max_files() {
+            problems.push(over(Limit::Files, count, limits.max_files()));
+            problems.push(Error::Entry(crate::error::EntryError::Folder {
+                path: dir.to_owned(),
+                why: "holds more files than the limit allows (counting stopped at the first one over)",
+            }));
+            return Err(problems);
+        }
+        let total = paths
+            .iter()
+            .map(|(_, _, size)| *size)
+            .fold(0u64, u64::saturating_add);
+        if total > limits.max_total_bytes() {
+            problems.push(over(Limit::TotalBytes, total, limits.max_total_bytes()));
+            return Err(problems);
+        }
+
+        let mut files = Vec::with_capacity(paths.len());
+        let mut resources = Vec::with_capacity(paths.len());
+        let mut fm = None;
+        for (segments, path, listed_size) in paths {
+            let is_skill_md = segments.len() == 1 && segments[0] == SKILL_MD;
+            let (digest, size, bytes) = match hash_file(&path, listed_size, is_skill_md) {
+                Ok(read) => read,
+                Err(e) => {
+                    problems.push(e);
+                    continue;
+                }
+            };
+            let uri_text = format!("{root}/{}", segments.join("/"));
+            let uri = match FileUri::parse(&uri_text) {
+                Ok(u) => u,
+                Err(e) => {
+                    problems.push(e.into());
+                    continue;
+                }
+            };
+            if skill_uri.as_ref().is_some_and(|s| s.file() == &uri)
+                && let Some(bytes) = bytes
+            {
+                match frontmatter::parse(&bytes) {
+                    Ok(map) => fm = Some(map),
+                    Err(e) => problems.push(e.into()),
+                }
             }
+            resources.push(json!({"uri": uri_text, "digest": digest.to_string(), "size": size}));
+            files.push(LocalFile {
+                uri,
+                path,
+                digest,
+                size,
+            });
         }
-        resources.push(json!({"uri": uri_text, "digest": digest.to_string(), "size": size}));
-        files.push(LocalFile {
-            uri,
-            path,
-            digest,
-            size,
-        });
-    }
-    if !dir.join(SKILL_MD).is_file() {
-        problems.push(Error::Entry(crate::error::EntryError::Folder {
-            path: dir.join(SKILL_MD),
-            why: "is missing",
-        }));
-    }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    let Some(fm) = fm else { return Err(problems) };
-    let value =
-        json!({"uri": skill_uri_text, "frontmatter": Value::Object(fm), "resources": resources});
-    match SkillEntry::from_json(&value, validation) {
-        Ok(entry) => {
-            files.sort_by(|a, b| a.uri.cmp(&b.uri));
-            Ok(LocalSkill { entry, files })
+        if !dir.join(SKILL_MD).is_file() {
+            problems.push(Error::Entry(crate::error::EntryError::Folder {
+                path: dir.join(SKILL_MD),
+                why: "is missing",
+            }));
         }
-        Err(e) => Err(vec![e.into()]),
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let Some(fm) = fm else { return Err(problems) };
+        let value =
+            json!({"uri": skill_uri_text, "frontmatter": Value::Object(fm), "resources": resources});
+        match SkillEntry::from_json(&value, validation) {
+            Ok(entry) => {
+                files.sort_by(|a, b| a.uri.cmp(&b.uri));
+                Ok(LocalSkill { entry, files })
+            }
+            Err(e) => Err(vec![e.into()]),
+        }
     }
 }
 

@@ -7,7 +7,7 @@ mod common;
 use skillcache::entry::Validation;
 use skillcache::error::{FrontmatterProblem, Rule};
 use skillcache::frontmatter::{self, compare};
-use skillcache::local::{find_skills, inspect};
+use skillcache::local::{find_skills, inspect, inspect_folder};
 use skillcache::{Digest, Error};
 
 /// Why a corpus skill is not publishable, as documented.
@@ -91,7 +91,7 @@ fn corpus_every_skill_md_parses_or_fails_for_its_documented_reason() {
         // Every SKILL.md's bytes are read and its frontmatter either parses or fails closed.
         let md = std::fs::read(dir.join("SKILL.md")).expect("readable");
         let parsed = frontmatter::parse(&md);
-        match inspect(&dir, &uri_root, &Validation::default()) {
+        match inspect_folder(&dir, &uri_root, &Validation::default()) {
             Ok(skill) => {
                 assert!(
                     matches!(
@@ -103,7 +103,7 @@ fn corpus_every_skill_md_parses_or_fails_for_its_documented_reason() {
                 // The published entry checks against the real file, byte for byte and field by field.
                 let fm = parsed.expect("a valid skill's frontmatter parses");
                 assert!(compare(skill.entry.frontmatter(), &fm).is_empty(), "{rel}");
-                for f in skill.files() {
+                for f in &skill.files {
                     let bytes = std::fs::read(&f.path).expect("readable");
                     assert_eq!((Digest::of(&bytes), bytes.len() as u64), (f.digest, f.size));
                     let listed = skill.entry.file(&f.uri).expect("listed");

@@ -13,7 +13,9 @@ use skillcache::DynamicPolicy;
 use skillcache::entry::Validation;
 use skillcache::error::Declined;
 use skillcache::local::SkillServer;
-use skillcache::{ApprovalPolicy, Digest, Error, Origin, SkillCache, SkillEntry, SkillUri};
+use skillcache::{
+    ApprovalPolicy, Counter, Digest, Error, Origin, SkillCache, SkillEntry, SkillUri,
+};
 
 fn origin(label: &str) -> Origin {
     Origin::new(label).expect("a valid label")
@@ -219,7 +221,7 @@ async fn p1_not_required_is_the_explicit_opt_out_and_grants_nothing() {
         skill.skill_md().verification(),
         skillcache::Verification::Verified(_)
     ));
-    assert_eq!(skill.requested_tools(), Some(&json!("Bash Read")));
+    assert_eq!(skill.entry().requested_tools(), Some(&json!("Bash Read")));
     assert_eq!(skill.granted_tools(), None, "requested is never granted");
 }
 
@@ -269,7 +271,7 @@ async fn p1_a5_nested_skill_needs_its_own_approval_and_gets_no_grant_through_its
     // Its own approval, without a grant: it loads, and nothing of the parent's grant reaches it.
     cache.approve(&o, &n, None).await.expect("approve nested");
     let nested_skill = cache.load(&o, &n).await.expect("nested loads");
-    assert_eq!(nested_skill.requested_tools(), Some(&json!("Bash")));
+    assert_eq!(nested_skill.entry().requested_tools(), Some(&json!("Bash")));
     assert_eq!(nested_skill.granted_tools(), None);
     // And the parent's grant is still the parent's alone.
     assert_eq!(
@@ -510,21 +512,31 @@ async fn p4_stats_and_events_follow_misses_hits_bytes_and_a_quarantine() {
     let skill = cache.load(&o, &e).await.expect("load");
     skill.read("a.md").await.expect("a.md");
     let s = cache.stats();
-    assert_eq!((s.misses, s.hits()), (2, 0));
-    assert_eq!(s.bytes_fetched, md_len + 4);
-    assert_eq!(s.bytes_served, md_len + 4);
+    assert_eq!(
+        (
+            s[Counter::Misses],
+            s[Counter::HitsHashed] + s[Counter::HitsEvidence]
+        ),
+        (2, 0)
+    );
+    assert_eq!(s[Counter::BytesFetched], md_len + 4);
+    assert_eq!(s[Counter::BytesServed], md_len + 4);
 
     // Warm: every file through read_all; b.md is the only miss left.
     let all = skill.read_all().await.expect("read_all");
     assert_eq!(all.len(), 3);
     let s = cache.stats();
     assert_eq!(
-        (s.hits_hashed, s.hits_evidence, s.misses),
+        (
+            s[Counter::HitsHashed],
+            s[Counter::HitsEvidence],
+            s[Counter::Misses]
+        ),
         (2, 0, 3),
         "Rehash hashes every hit"
     );
-    assert_eq!(s.bytes_fetched, md_len + 4 + 6);
-    assert_eq!(s.bytes_served, 2 * (md_len + 4 + 6) - 6);
+    assert_eq!(s[Counter::BytesFetched], md_len + 4 + 6);
+    assert_eq!(s[Counter::BytesServed], 2 * (md_len + 4 + 6) - 6);
 
     // A tampered cached copy: quarantined, one retry, served from the server.
     let blobs = blobs_holding(&dir.path().join("root"), b"AAAA");
@@ -533,9 +545,23 @@ async fn p4_stats_and_events_follow_misses_hits_bytes_and_a_quarantine() {
     let again = skill.read("a.md").await.expect("healed");
     assert!(again.retried());
     let s = cache.stats();
-    assert_eq!((s.quarantines, s.retries, s.misses), (1, 1, 4));
-    assert_eq!(s.bytes_fetched, md_len + 4 + 6 + 4);
-    assert_eq!((s.store_failures, s.timeouts, s.seal_failures), (0, 0, 0));
+    assert_eq!(
+        (
+            s[Counter::Quarantines],
+            s[Counter::Retries],
+            s[Counter::Misses]
+        ),
+        (1, 1, 4)
+    );
+    assert_eq!(s[Counter::BytesFetched], md_len + 4 + 6 + 4);
+    assert_eq!(
+        (
+            s[Counter::StoreFailures],
+            s[Counter::Timeouts],
+            s[Counter::SealFailures]
+        ),
+        (0, 0, 0)
+    );
 
     // Every step was said, with origin and URI.
     let log = lines_of("p4-stats");
@@ -606,7 +632,12 @@ async fn p4_b1_a_missed_deadline_is_counted_and_said() {
     );
     let s = cache.stats();
     assert_eq!(
-        (s.timeouts, s.misses, s.bytes_fetched, s.bytes_served),
+        (
+            s[Counter::Timeouts],
+            s[Counter::Misses],
+            s[Counter::BytesFetched],
+            s[Counter::BytesServed]
+        ),
         (1, 1, 0, 0)
     );
     let log = lines_of("p4-silent");
@@ -651,8 +682,8 @@ async fn p4_h5_a_failed_store_is_counted_and_reported_never_swallowed() {
     let skill = cache.load(&o, &e).await.expect("served all the same");
     assert!(!skill.skill_md().stored());
     let s = cache.stats();
-    assert_eq!((s.store_failures, s.misses), (1, 1));
-    assert_eq!(s.bytes_served, files[0].1.len() as u64);
+    assert_eq!((s[Counter::StoreFailures], s[Counter::Misses]), (1, 1));
+    assert_eq!(s[Counter::BytesServed], files[0].1.len() as u64);
     let log = lines_of("p4-unkept");
     assert!(
         has(
@@ -707,7 +738,10 @@ async fn b4_mcp_source_over_a_hosts_transport_runs_initialize_on_first_use() {
     let (client, server) = tokio::io::duplex(1 << 16);
     let task = serve_pipe(SkillServer::new(skills), server);
     let source = Arc::new(McpSource::from_transport(client));
-    assert!(!source.is_connected(), "nothing runs before a request");
+    assert!(
+        source.protocol_version().is_none(),
+        "nothing runs before a request"
+    );
     let cache = open(&dir);
     let o = origin("piped");
     cache.connect(o.clone(), source.clone());
@@ -716,7 +750,7 @@ async fn b4_mcp_source_over_a_hosts_transport_runs_initialize_on_first_use() {
         .await
         .expect("skills/get over the pipe")
         .entry;
-    assert!(source.is_connected());
+    assert!(source.protocol_version().is_some());
     cache.approve(&o, &e, None).await.expect("approve");
     let skill = cache.load(&o, &e).await.expect("load over the pipe");
     assert!(skill.skill_md().bytes().starts_with(b"---\nname: notes"));

@@ -26,7 +26,7 @@ use object_store::{
 };
 use serde_json::json;
 use skillcache::cache::Provenance;
-use skillcache::{ApprovalPolicy, Digest, Error, L2, Origin, SkillCache, SkillEntry};
+use skillcache::{ApprovalPolicy, Counter, Digest, Error, L2, Origin, SkillCache, SkillEntry};
 
 // ---- fixtures -------------------------------------------------------------------------------
 
@@ -257,11 +257,11 @@ async fn l2_private_entry_sends_no_get_and_no_put() {
     let s = h.cache.stats();
     assert_eq!(
         (
-            s.l2_hits,
-            s.l2_misses,
-            s.l2_puts,
-            s.l2_rejected,
-            s.l2_unavailable
+            s[Counter::L2Hits],
+            s[Counter::L2Misses],
+            s[Counter::L2Puts],
+            s[Counter::L2Rejected],
+            s[Counter::L2Unavailable]
         ),
         (0, 0, 0, 0, 0)
     );
@@ -319,7 +319,7 @@ async fn l2_public_blobs_published_by_one_host_serve_a_cold_second_host() {
     assert!(got.iter().all(|f| f.provenance() == Provenance::Server));
     assert_eq!(double.reads(), 3);
     let s = first.cache.stats();
-    assert_eq!((s.l2_misses, s.l2_puts), (3, 3));
+    assert_eq!((s[Counter::L2Misses], s[Counter::L2Puts]), (3, 3));
 
     // Keys mirror the local store's layout under the prefix, with the origin's path encoding
     // (`Docs` → `%44ocs`): nothing crosses origins.
@@ -342,7 +342,10 @@ async fn l2_public_blobs_published_by_one_host_serve_a_cold_second_host() {
     );
     assert_eq!(double.reads(), 3, "the server was not read again");
     let s = second.cache.stats();
-    assert_eq!((s.l2_hits, s.l2_misses, s.l2_puts), (3, 0, 0));
+    assert_eq!(
+        (s[Counter::L2Hits], s[Counter::L2Misses], s[Counter::L2Puts]),
+        (3, 0, 0)
+    );
 
     // And the second host's own store now answers: no L2, no server.
     let gets = store.gets();
@@ -371,7 +374,7 @@ async fn l2_blobs_of_one_origin_are_never_read_for_another() {
 
     assert!(got.iter().all(|f| f.provenance() == Provenance::Server));
     assert_eq!(double.reads(), 6);
-    assert_eq!(b.cache.stats().l2_misses, 3);
+    assert_eq!(b.cache.stats()[Counter::L2Misses], 3);
 }
 
 #[tokio::test]
@@ -395,7 +398,14 @@ async fn l2_a_lost_create_race_is_not_an_error() {
     assert_eq!(got.len(), 3);
     assert_eq!(store.puts(), 3, "each create was tried, and refused");
     let s = h.cache.stats();
-    assert_eq!((s.l2_misses, s.l2_puts, s.l2_unavailable), (3, 0, 0));
+    assert_eq!(
+        (
+            s[Counter::L2Misses],
+            s[Counter::L2Puts],
+            s[Counter::L2Unavailable]
+        ),
+        (3, 0, 0)
+    );
 }
 
 #[tokio::test]
@@ -445,7 +455,10 @@ async fn l2_a_host_waits_for_a_file_another_host_claimed_instead_of_asking_the_s
     );
     assert_eq!(double.reads(), 2);
     let s = h.cache.stats();
-    assert_eq!((s.l2_misses, s.l2_hits, s.l2_puts), (3, 1, 2));
+    assert_eq!(
+        (s[Counter::L2Misses], s[Counter::L2Hits], s[Counter::L2Puts]),
+        (3, 1, 2)
+    );
 }
 
 #[tokio::test]
@@ -476,7 +489,7 @@ async fn l2_a_claim_nobody_honours_costs_one_wait_then_the_server_serves_and_it_
         "every claim is cleared once its object exists: {objects:?}"
     );
     assert_eq!(objects.get(&key("fleet", "docs", a)), Some(a));
-    assert_eq!(h.cache.stats().l2_puts, 3);
+    assert_eq!(h.cache.stats()[Counter::L2Puts], 3);
 }
 
 // ---- 3. L2 bytes are untrusted ----------------------------------------------------------------
@@ -509,7 +522,7 @@ async fn l2_tampered_object_is_rejected_and_the_server_serves_it_once() {
     );
     assert_eq!(double.reads(), 3, "one server read per file, no more");
     let s = h.cache.stats();
-    assert_eq!((s.l2_rejected, s.l2_misses), (1, 2));
+    assert_eq!((s[Counter::L2Rejected], s[Counter::L2Misses]), (1, 2));
     // The bad object was not replaced (never clobber) nor used.
     assert_eq!(
         store.objects().await.get(&key("fleet", "docs", a)),
@@ -542,7 +555,7 @@ async fn l2_object_of_another_size_is_rejected_before_its_body_is_read() {
         .find(|f| f.uri().as_str().ends_with("c.txt"))
         .expect("c.txt");
     assert_eq!(c_file.bytes(), b"charlie");
-    assert_eq!(h.cache.stats().l2_rejected, 1);
+    assert_eq!(h.cache.stats()[Counter::L2Rejected], 1);
     assert_eq!(double.reads(), 3);
 }
 
@@ -577,7 +590,14 @@ async fn l2_skill_md_whose_frontmatter_differs_from_the_entry_is_rejected_and_ne
         "the server's copy fails the same check: {err}"
     );
     let s = h.cache.stats();
-    assert_eq!((s.l2_rejected, s.l2_hits, s.l2_puts), (1, 0, 0));
+    assert_eq!(
+        (
+            s[Counter::L2Rejected],
+            s[Counter::L2Hits],
+            s[Counter::L2Puts]
+        ),
+        (1, 0, 0)
+    );
     assert_eq!(
         double.reads(),
         1,
@@ -635,7 +655,7 @@ async fn l2_a_failed_local_copy_then_a_bad_object_costs_one_server_read() {
     assert!(a_file.retried());
     assert_eq!(double.reads() - reads, 1, "exactly one extra server read");
     let s = cache.stats();
-    assert_eq!((s.quarantines, s.l2_rejected), (1, 1));
+    assert_eq!((s[Counter::Quarantines], s[Counter::L2Rejected]), (1, 1));
 }
 
 /// Flips the first byte of a read-only blob in place (its folder and itself made writable
@@ -691,7 +711,14 @@ async fn l2_on_a_port_nobody_listens_on_falls_through_to_the_server() {
     assert_eq!(double.reads(), 3);
     // The first get fails and the tier is left alone: every later get and put is skipped.
     let s = h.cache.stats();
-    assert_eq!((s.l2_unavailable, s.l2_hits, s.l2_puts), (6, 0, 0));
+    assert_eq!(
+        (
+            s[Counter::L2Unavailable],
+            s[Counter::L2Hits],
+            s[Counter::L2Puts]
+        ),
+        (6, 0, 0)
+    );
 }
 
 #[tokio::test]
@@ -727,7 +754,14 @@ async fn l2_a_black_hole_listener_costs_one_deadline_then_is_skipped() {
     assert!(got.iter().all(|f| f.provenance() == Provenance::Server));
     assert_eq!(double.reads(), 3);
     let s = h.cache.stats();
-    assert_eq!((s.l2_unavailable, s.l2_hits, s.l2_puts), (6, 0, 0));
+    assert_eq!(
+        (
+            s[Counter::L2Unavailable],
+            s[Counter::L2Hits],
+            s[Counter::L2Puts]
+        ),
+        (6, 0, 0)
+    );
     assert_eq!(
         accepted.load(Ordering::SeqCst),
         1,
@@ -740,7 +774,6 @@ fn l2_urls_other_than_s3_and_bad_prefixes_are_configuration_errors() {
     for bad in ["gs://bucket/p", "s3://", "s3:///prefix", "bucket/prefix"] {
         let err = L2::from_url(bad).expect_err(bad);
         assert!(matches!(err, Error::L2Config { .. }), "{bad}: {err}");
-        assert_eq!(err.class(), skillcache::error::ErrorClass::Config);
     }
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
     for bad in ["a//b", "a/../b", "a/./b"] {
@@ -941,7 +974,14 @@ async fn l2_real_s3_two_hosts_share_public_blobs_and_creates_never_clobber() {
         .await
         .expect("first host");
     let s = first.cache.stats();
-    assert_eq!((s.l2_misses, s.l2_puts, s.l2_unavailable), (3, 3, 0));
+    assert_eq!(
+        (
+            s[Counter::L2Misses],
+            s[Counter::L2Puts],
+            s[Counter::L2Unavailable]
+        ),
+        (3, 3, 0)
+    );
 
     let second = host(tier());
     let got = load_all(&second.cache, &o, &double, &entry)
@@ -1020,7 +1060,7 @@ async fn l2_real_s3_private_entries_leave_the_bucket_empty() {
     let listed: Vec<_> = futures_util::StreamExt::collect(raw.list(None)).await;
     assert!(listed.is_empty(), "{listed:?}");
     let s = h.cache.stats();
-    assert_eq!((s.l2_misses, s.l2_puts), (0, 0));
+    assert_eq!((s[Counter::L2Misses], s[Counter::L2Puts]), (0, 0));
 }
 
 #[test]

@@ -621,7 +621,7 @@ async fn a5_requested_tools_are_reported_never_applied_and_a_grant_is_bound() {
         .expect("entry")
         .entry;
     let skill = f.cache.load(&f.origin, &e).await.expect("load");
-    assert_eq!(skill.requested_tools(), Some(&json!("Bash(rm:*)")));
+    assert_eq!(skill.entry().requested_tools(), Some(&json!("Bash(rm:*)")));
     assert!(
         f.cache
             .core()
@@ -631,7 +631,7 @@ async fn a5_requested_tools_are_reported_never_applied_and_a_grant_is_bound() {
         "nothing granted implicitly"
     );
     f.cache
-        .approve(&f.origin, &e, skill.requested_tools().cloned())
+        .approve(&f.origin, &e, skill.entry().requested_tools().cloned())
         .await
         .expect("explicit grant");
     assert_eq!(

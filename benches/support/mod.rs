@@ -136,14 +136,14 @@ pub fn corpus_skills() -> Vec<(SkillEntry, Files)> {
     names
         .iter()
         .filter_map(|n| {
-            let local = skillcache::local::inspect(
+            let local = skillcache::local::inspect_folder(
                 &dir.join(n),
                 &format!("skill://{n}"),
                 &Validation::default(),
             )
             .ok()?;
             let files = local
-                .files()
+                .files
                 .iter()
                 .map(|f| {
                     (

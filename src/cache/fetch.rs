@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::file::{Provenance, SkillFile};
 use super::offline::Offline;
 use super::policy::{ApprovalPolicy, Deadlines, DynamicPolicy};
-use super::stats::Counters;
+use super::stats::{Counter, Counters};
 use super::{Cache, CachedRead};
 use crate::digest::{Digest, VerifiedBytes};
 use crate::entry::{
@@ -171,7 +171,7 @@ impl Inner {
         request: SourceFuture<'_>,
     ) -> Result<Value, Error> {
         let timeout = |method: &str, after: Duration| {
-            self.counters.timed_out();
+            self.counters.bump(Counter::Timeouts);
             tracing::info!(
                 origin = origin.as_str(),
                 method,
@@ -318,12 +318,12 @@ impl Inner {
             CachedRead::Hit(v) => Ok(self.serve_hit(origin, file, v)),
             CachedRead::Miss => {
                 tracing::debug!(origin = origin.as_str(), uri, "cache miss");
-                self.counters.miss();
+                self.counters.bump(Counter::Misses);
                 Err(false)
             }
             // The copy was quarantined by the core; one fetch from the server, bypassing it.
             CachedRead::Failed(mismatch) => {
-                self.counters.miss();
+                self.counters.bump(Counter::Misses);
                 self.note_quarantine(origin, file, &mismatch);
                 Err(true)
             }
@@ -490,7 +490,7 @@ impl Inner {
         })
         .await?;
         if !stored {
-            self.counters.store_failed();
+            self.counters.bump(Counter::StoreFailures);
         }
         self.counters.served(verified.as_slice().len());
         let mut out = SkillFile::listed(origin, file, verified, provenance, retried);

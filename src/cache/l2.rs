@@ -61,6 +61,7 @@ pub(crate) fn open(_: Setting) -> Option<std::sync::Arc<Tier>> {
 }
 
 use super::fetch::{Admit, Inner};
+use super::stats::Counter;
 use crate::digest::VerifiedBytes;
 use crate::entry::{ManifestFile, SkillEntry};
 use crate::origin::Origin;
@@ -124,7 +125,7 @@ impl Inner {
                     Fetched::Bytes(bytes) => break bytes,
                     Fetched::Missing if !waiting => {
                         tracing::debug!(origin = origin.as_str(), uri, "l2 miss");
-                        self.counters.l2_miss();
+                        self.counters.bump(Counter::L2Misses);
                         match shared.claim(origin, file).await {
                             Claim::Taken => waiting = true,
                             Claim::Won | Claim::Unavailable => return None,
@@ -141,7 +142,7 @@ impl Inner {
                         }
                     }
                     Fetched::Unavailable => {
-                        self.counters.l2_unavailable();
+                        self.counters.bump(Counter::L2Unavailable);
                         return None;
                     }
                     Fetched::Rejected(mismatch) => {
@@ -170,7 +171,7 @@ impl Inner {
             match checked {
                 Ok(v) => {
                     tracing::debug!(origin = origin.as_str(), uri, "l2 hit");
-                    self.counters.l2_hit();
+                    self.counters.bump(Counter::L2Hits);
                     Some(v)
                 }
                 Err(crate::error::Error::Verify(crate::error::VerifyError { mismatch, .. })) => {
@@ -179,7 +180,7 @@ impl Inner {
                 }
                 Err(e) => {
                     tracing::warn!(origin = origin.as_str(), uri, error = %e, "an l2 object could not be checked; asking the server");
-                    self.counters.l2_rejected();
+                    self.counters.bump(Counter::L2Rejected);
                     None
                 }
             }
@@ -202,7 +203,7 @@ impl Inner {
         // Traced with the key so an operator can find and remove the object; it is left in place
         // (a bad object under a content address cannot fool a reader, only cost it one get).
         tracing::warn!(origin = origin.as_str(), uri = file.uri().as_str(), key = %shared.key(origin, file), %mismatch, "an l2 object failed verification; asking the server");
-        self.counters.l2_rejected();
+        self.counters.bump(Counter::L2Rejected);
     }
 
     /// Publishes bytes this host verified from the server to the shared tier (a conditional
@@ -222,10 +223,10 @@ impl Inner {
         {
             use enabled::Put;
             match shared.put(origin, file, bytes).await {
-                Put::Created => self.counters.l2_put(),
+                Put::Created => self.counters.bump(Counter::L2Puts),
                 Put::Exists => {}
                 Put::Unavailable => {
-                    self.counters.l2_unavailable();
+                    self.counters.bump(Counter::L2Unavailable);
                     return;
                 }
             }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 use super::fetch::{Admit, Inner};
+use super::stats::Counter;
 use crate::digest::{Digest, VerifiedBytes};
 use crate::entry::{ManifestFile, SkillEntry, select_content};
 use crate::error::{Error, Limit, Mismatch};
@@ -92,13 +93,6 @@ impl LoadedSkill {
         self.skill_md
             .as_ref()
             .expect("a LoadedSkill is only built with its SKILL.md")
-    }
-
-    /// What the frontmatter's `allowed-tools` *requests* (R-A5). It is never applied by the
-    /// cache; a host may grant it only explicitly, with the approval.
-    #[must_use]
-    pub fn requested_tools(&self) -> Option<&Value> {
-        self.entry.requested_tools()
     }
 
     /// What the principal *granted* of the requested tools when approving this skill as it is
@@ -253,7 +247,7 @@ impl LoadedSkill {
             fetch.into_iter().zip(stored).zip(provenances)
         {
             if !stored {
-                self.inner.counters.store_failed();
+                self.inner.counters.bump(Counter::StoreFailures);
             }
             self.inner.counters.served(verified.as_slice().len());
             let mut f =

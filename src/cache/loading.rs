@@ -15,7 +15,7 @@ use super::offline::{self, Offline, OfflineSource};
 use super::stats::{Counters, Stats};
 use super::{Cache, CacheBuilder};
 use crate::entry::{
-    EntryDiff, Limits, Listing, SkillEntry, Validation,
+    EntryDiff, Listing, SkillEntry, Validation,
     parse_get_result, parse_list_result,
 };
 use crate::error::{Declined, Error, Limit, Mismatch};
@@ -70,16 +70,19 @@ impl SkillCacheBuilder {
         self.dynamic = policy;
         self
     }
-    /// Per-skill limits. Default: [`Limits::BASELINE`], 512 files / 16 MiB (R-W7).
+    /// How entries are validated: the per-skill limits (default [`Limits::default`](crate::entry::Limits), 512 files
+    /// / 16 MiB, R-W7) and whether the strict Agent Skills rules apply (default off, R-W6).
+    ///
+    /// ```
+    /// use skillcache::SkillCache;
+    /// use skillcache::entry::{Limits, Validation};
+    /// let raised = Validation::default().limits(Limits::new(1024, 64 << 20).unwrap()).strict(true);
+    /// let builder = SkillCache::builder().validation(raised);
+    /// # drop(builder);
+    /// ```
     #[must_use]
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.validation = self.validation.limits(limits);
-        self
-    }
-    /// Strict Agent Skills rules for entries. Default: off (R-W6).
-    #[must_use]
-    pub fn strict(mut self, strict: bool) -> Self {
-        self.validation = self.validation.strict(strict);
+    pub fn validation(mut self, validation: Validation) -> Self {
+        self.validation = validation;
         self
     }
     /// The host key file that seals index rows (R-H3). Default:

@@ -40,7 +40,7 @@ pub use memory::DEFAULT_MEMORY_TIER_BYTES;
 pub use root::{
     HOME_DISCOVERY_PATHS, PROJECT_DISCOVERY_PATHS, default_discovery_paths, default_root,
 };
-pub use stats::Stats;
+pub use stats::{Counter, Stats};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,164 +1,205 @@
 //! The cache's counters (R-P4): what a host graphs and alerts on.
+//!
+//! One enum names the counters and one array holds them, live (atomics) and in a snapshot: a
+//! new counter is one variant and one line of doc, and the CLI's `stats`, the fleet example and
+//! a host's exporter all iterate [`Counter::ALL`] instead of naming fields one by one.
 
+use std::fmt;
+use std::ops::Index;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// One of a [`SkillCache`](super::SkillCache)'s counters. Read a snapshot's value with
+/// `stats[counter]`; its `Display` is the snake-case name the CLI prints (`hits_hashed`).
+///
+/// ```
+/// use skillcache::{Counter, Stats};
+/// let stats = Stats::default();
+/// for counter in Counter::ALL {
+///     println!("{counter} {}", stats[counter]);
+/// }
+/// assert_eq!(Counter::L2Hits.to_string(), "l2_hits");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Counter {
+    /// Listed files served from the cache after hashing their bytes on this access.
+    HitsHashed,
+    /// Listed files served from the cache without hashing on this access: on write-isolation
+    /// evidence ([`Isolation::Guaranteed`](crate::Isolation::Guaranteed), R-C2(b)), or from the
+    /// in-memory tier of bytes this process verified before (under either mode).
+    HitsEvidence,
+    /// Listed files not served from the cache: absent, or a cached copy that failed and was
+    /// quarantined; each is then asked of the server.
+    Misses,
+    /// Bytes received in `resources/read` answers (listed and dynamic files, whether they then
+    /// verified or not).
+    BytesFetched,
+    /// Bytes handed to the host in [`SkillFile`](super::SkillFile)s, from the cache or the
+    /// server.
+    BytesServed,
+    /// Cached copies that failed verification and were quarantined (R-V9).
+    Quarantines,
+    /// Files fetched once more because their cached copy failed (R-V9): at most one per
+    /// quarantine.
+    Retries,
+    /// Verified files that could not be kept (a full disk, a read-only root): served all the
+    /// same, [`SkillFile::stored`](super::SkillFile::stored) false, and logged.
+    StoreFailures,
+    /// Index rows that failed their seal check and were treated as absent (R-H3).
+    SealFailures,
+    /// Requests and connection attempts that missed their deadline (R-B1).
+    Timeouts,
+    /// Listed files served from the shared tier (feature `l2`, issue 14) after their bytes
+    /// passed size, digest and, for a `SKILL.md`, frontmatter checks against the held entry.
+    L2Hits,
+    /// Public files the shared tier did not hold (then asked of the server).
+    L2Misses,
+    /// Verified public files this host wrote to the shared tier (a conditional create; one
+    /// another host created first is not counted).
+    L2Puts,
+    /// Objects from the shared tier that failed verification: not used, logged, and the file
+    /// asked of the server instead.
+    L2Rejected,
+    /// Shared-tier operations that failed or were skipped because the tier did not answer in
+    /// time or at all; each read fell through to the server.
+    L2Unavailable,
+}
+
+/// How many counters there are: the length of [`Counter::ALL`].
+const COUNT: usize = 15;
+
+impl Counter {
+    /// Every counter, in the order the CLI prints them.
+    pub const ALL: [Counter; COUNT] = [
+        Counter::HitsHashed,
+        Counter::HitsEvidence,
+        Counter::Misses,
+        Counter::BytesFetched,
+        Counter::BytesServed,
+        Counter::Quarantines,
+        Counter::Retries,
+        Counter::StoreFailures,
+        Counter::SealFailures,
+        Counter::Timeouts,
+        Counter::L2Hits,
+        Counter::L2Misses,
+        Counter::L2Puts,
+        Counter::L2Rejected,
+        Counter::L2Unavailable,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Counter::HitsHashed => "hits_hashed",
+            Counter::HitsEvidence => "hits_evidence",
+            Counter::Misses => "misses",
+            Counter::BytesFetched => "bytes_fetched",
+            Counter::BytesServed => "bytes_served",
+            Counter::Quarantines => "quarantines",
+            Counter::Retries => "retries",
+            Counter::StoreFailures => "store_failures",
+            Counter::SealFailures => "seal_failures",
+            Counter::Timeouts => "timeouts",
+            Counter::L2Hits => "l2_hits",
+            Counter::L2Misses => "l2_misses",
+            Counter::L2Puts => "l2_puts",
+            Counter::L2Rejected => "l2_rejected",
+            Counter::L2Unavailable => "l2_unavailable",
+        }
+    }
+}
+
+impl fmt::Display for Counter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What a [`SkillCache`](super::SkillCache) did since it was opened, summed over every handle
-/// ([`SkillCache::for_principal`](super::SkillCache::for_principal)) of it.
+/// ([`SkillCache::for_principal`](super::SkillCache::for_principal)) of it: read a counter with
+/// `stats[Counter::Misses]`.
 ///
 /// Counts are of this process only; they are not kept in the cache root.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Stats {
-    /// Listed files served from the cache after hashing their bytes on this access.
-    pub hits_hashed: u64,
-    /// Listed files served from the cache without hashing on this access: on write-isolation
-    /// evidence ([`Isolation::Guaranteed`](crate::store::Isolation::Guaranteed), R-C2(b)), or
-    /// from the in-memory tier of bytes this process verified before (under either mode).
-    pub hits_evidence: u64,
-    /// Listed files not served from the cache: absent, or a cached copy that failed and was
-    /// quarantined; each is then asked of the server.
-    pub misses: u64,
-    /// Bytes received in `resources/read` answers (listed and dynamic files, whether they then
-    /// verified or not).
-    pub bytes_fetched: u64,
-    /// Bytes handed to the host in [`SkillFile`](super::SkillFile)s, from the cache or the
-    /// server.
-    pub bytes_served: u64,
-    /// Cached copies that failed verification and were quarantined (R-V9).
-    pub quarantines: u64,
-    /// Files fetched once more because their cached copy failed (R-V9): at most one per
-    /// quarantine.
-    pub retries: u64,
-    /// Verified files that could not be kept (a full disk, a read-only root): served all the
-    /// same, [`SkillFile::stored`](super::SkillFile::stored) false, and logged.
-    pub store_failures: u64,
-    /// Index rows that failed their seal check and were treated as absent (R-H3).
-    pub seal_failures: u64,
-    /// Requests and connection attempts that missed their deadline (R-B1).
-    pub timeouts: u64,
-    /// Listed files served from the shared tier (feature `l2`, issue 14) after their bytes
-    /// passed size, digest and, for a `SKILL.md`, frontmatter checks against the held entry.
-    pub l2_hits: u64,
-    /// Public files the shared tier did not hold (then asked of the server).
-    pub l2_misses: u64,
-    /// Verified public files this host wrote to the shared tier (a conditional create; one
-    /// another host created first is not counted).
-    pub l2_puts: u64,
-    /// Objects from the shared tier that failed verification: not used, logged, and the file
-    /// asked of the server instead.
-    pub l2_rejected: u64,
-    /// Shared-tier operations that failed or were skipped because the tier did not answer in
-    /// time or at all; each read fell through to the server.
-    pub l2_unavailable: u64,
-}
+pub struct Stats([u64; COUNT]);
 
-impl Stats {
-    internal_pub! {
-        /// Every cache hit, whatever verified it.
-        #[must_use]
-        fn hits(&self) -> u64 {
-            self.hits_hashed + self.hits_evidence
-        }
+impl Index<Counter> for Stats {
+    type Output = u64;
+    fn index(&self, counter: Counter) -> &u64 {
+        &self.0[counter as usize]
     }
 }
 
 /// The live counters behind [`Stats`]: relaxed atomics, since each is an independent tally.
 #[derive(Debug, Default)]
-pub(super) struct Counters {
-    hits_hashed: AtomicU64,
-    hits_evidence: AtomicU64,
-    misses: AtomicU64,
-    bytes_fetched: AtomicU64,
-    bytes_served: AtomicU64,
-    quarantines: AtomicU64,
-    retries: AtomicU64,
-    store_failures: AtomicU64,
-    timeouts: AtomicU64,
-    l2_hits: AtomicU64,
-    l2_misses: AtomicU64,
-    l2_puts: AtomicU64,
-    l2_rejected: AtomicU64,
-    l2_unavailable: AtomicU64,
-}
-
-fn add(counter: &AtomicU64, n: u64) {
-    counter.fetch_add(n, Ordering::Relaxed);
-}
+pub(super) struct Counters([AtomicU64; COUNT]);
 
 impl Counters {
+    /// Adds `n` to `counter`.
+    pub(super) fn add(&self, counter: Counter, n: u64) {
+        self.0[counter as usize].fetch_add(n, Ordering::Relaxed);
+    }
+    /// Adds one to `counter`.
+    pub(super) fn bump(&self, counter: Counter) {
+        self.add(counter, 1);
+    }
     /// A cache hit of `bytes`, re-hashed or accepted on evidence.
     pub(super) fn hit(&self, rehashed: bool, bytes: usize) {
-        add(
-            if rehashed {
-                &self.hits_hashed
-            } else {
-                &self.hits_evidence
-            },
-            1,
-        );
+        self.bump(if rehashed {
+            Counter::HitsHashed
+        } else {
+            Counter::HitsEvidence
+        });
         self.served(bytes);
-    }
-    pub(super) fn miss(&self) {
-        add(&self.misses, 1);
     }
     /// A cached copy failed and was quarantined; the one fetch it allows follows (R-V9).
     pub(super) fn quarantined_and_retried(&self) {
-        add(&self.quarantines, 1);
-        add(&self.retries, 1);
+        self.bump(Counter::Quarantines);
+        self.bump(Counter::Retries);
     }
     pub(super) fn fetched(&self, bytes: usize) {
-        add(&self.bytes_fetched, bytes as u64);
+        self.add(Counter::BytesFetched, bytes as u64);
     }
     pub(super) fn served(&self, bytes: usize) {
-        add(&self.bytes_served, bytes as u64);
-    }
-    pub(super) fn store_failed(&self) {
-        add(&self.store_failures, 1);
-    }
-    pub(super) fn timed_out(&self) {
-        add(&self.timeouts, 1);
+        self.add(Counter::BytesServed, bytes as u64);
     }
 
-    // The shared tier's tallies (issue 14); only `l2` calls them.
-    #[cfg_attr(not(feature = "l2"), allow(dead_code))]
-    pub(super) fn l2_hit(&self) {
-        add(&self.l2_hits, 1);
-    }
-    #[cfg_attr(not(feature = "l2"), allow(dead_code))]
-    pub(super) fn l2_miss(&self) {
-        add(&self.l2_misses, 1);
-    }
-    #[cfg_attr(not(feature = "l2"), allow(dead_code))]
-    pub(super) fn l2_put(&self) {
-        add(&self.l2_puts, 1);
-    }
-    #[cfg_attr(not(feature = "l2"), allow(dead_code))]
-    pub(super) fn l2_rejected(&self) {
-        add(&self.l2_rejected, 1);
-    }
-    #[cfg_attr(not(feature = "l2"), allow(dead_code))]
-    pub(super) fn l2_unavailable(&self) {
-        add(&self.l2_unavailable, 1);
-    }
-
+    /// A snapshot; seal failures are counted by the index (it checks the seals), not here.
     pub(super) fn snapshot(&self, seal_failures: u64) -> Stats {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        Stats {
-            hits_hashed: get(&self.hits_hashed),
-            hits_evidence: get(&self.hits_evidence),
-            misses: get(&self.misses),
-            bytes_fetched: get(&self.bytes_fetched),
-            bytes_served: get(&self.bytes_served),
-            quarantines: get(&self.quarantines),
-            retries: get(&self.retries),
-            store_failures: get(&self.store_failures),
-            seal_failures,
-            timeouts: get(&self.timeouts),
-            l2_hits: get(&self.l2_hits),
-            l2_misses: get(&self.l2_misses),
-            l2_puts: get(&self.l2_puts),
-            l2_rejected: get(&self.l2_rejected),
-            l2_unavailable: get(&self.l2_unavailable),
+        let mut values = std::array::from_fn(|i| self.0[i].load(Ordering::Relaxed));
+        values[Counter::SealFailures as usize] = seal_failures;
+        Stats(values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_counter_is_listed_once_in_its_own_slot() {
+        for (i, c) in Counter::ALL.iter().enumerate() {
+            assert_eq!(*c as usize, i, "{c} is out of place in Counter::ALL");
         }
+        let names: std::collections::BTreeSet<_> =
+            Counter::ALL.iter().map(ToString::to_string).collect();
+        assert_eq!(names.len(), COUNT, "two counters share a name");
+    }
+
+    #[test]
+    fn a_snapshot_reads_each_counter_and_the_index_seal_failures() {
+        let live = Counters::default();
+        live.hit(true, 10);
+        live.hit(false, 5);
+        live.quarantined_and_retried();
+        live.bump(Counter::L2Puts);
+        let s = live.snapshot(3);
+        assert_eq!(s[Counter::HitsHashed], 1);
+        assert_eq!(s[Counter::HitsEvidence], 1);
+        assert_eq!(s[Counter::BytesServed], 15);
+        assert_eq!((s[Counter::Quarantines], s[Counter::Retries]), (1, 1));
+        assert_eq!(s[Counter::L2Puts], 1);
+        assert_eq!(s[Counter::SealFailures], 3);
+        assert_eq!(s[Counter::Misses], 0);
     }
 }

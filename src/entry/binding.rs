@@ -100,11 +100,14 @@ impl EntryDiff {
             && !self.dynamic_changed
     }
 
-    /// Whether the file set changed, which is what revokes an approval.
-    #[must_use]
-    pub fn files_changed(&self) -> bool {
-        !(self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty())
-            || self.dynamic_changed
+    internal_pub! {
+        /// Whether the file set changed, which is what revokes an approval (a host reads it
+        /// as [`EntryInfo::revoked`](crate::EntryInfo::revoked)).
+        #[must_use]
+        fn files_changed(&self) -> bool {
+            !(self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty())
+                || self.dynamic_changed
+        }
     }
 }
 

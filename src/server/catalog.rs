@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::entry::Validation;
 use crate::error::Error;
-use crate::local::{LocalSkill, inspect};
+use crate::local::{LocalSkill, inspect_folder};
 use crate::uri::{SKILL_MD, encode_segment};
 
 /// What an entry's metadata says, without opening it. Any write to a file changes its
@@ -169,7 +169,7 @@ fn build(root: &Path, dir: &Path, stamps: Vec<(PathBuf, Stamp)>) -> Built {
         .map(|segment| encode_segment(segment.as_bytes()))
         .collect::<Vec<_>>()
         .join("/");
-    let outcome = inspect(
+    let outcome = inspect_folder(
         &root.join(dir),
         &format!("skill://{rel}"),
         &Validation::default(),

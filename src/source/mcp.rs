@@ -34,9 +34,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 
 use super::stdio::{ChildTransport, EndSlot};
-use super::{
-    Change, OnChange, ReadyFuture, SKILLS_EXTENSION, SkillSource, SourceFuture, message_bound,
-};
+use super::{Change, OnChange, SKILLS_EXTENSION, SkillSource, SourceFuture, message_bound};
 use crate::entry::Limits;
 use crate::error::{Error, Rule};
 
@@ -153,7 +151,7 @@ async fn listen(peer: &Peer<RoleClient>, handler: Handler) -> Option<AbortOnDrop
 /// let mut command = tokio::process::Command::new("/nonexistent/server");
 /// command.arg("--flag").env("SERVER_LOG", "quiet");
 /// let source = McpSource::stdio(command);
-/// assert!(!source.is_connected());
+/// assert!(source.protocol_version().is_none());
 /// ```
 pub struct McpSource {
     target: Target,
@@ -167,7 +165,7 @@ impl std::fmt::Debug for McpSource {
         f.debug_struct("McpSource")
             .field("target", &self.target)
             .field("max_message", &self.max_message)
-            .field("connected", &self.is_connected())
+            .field("connected", &self.connection.initialized())
             .finish_non_exhaustive()
     }
 }
@@ -318,12 +316,6 @@ impl McpSource {
             self.max_message = max;
             self
         }
-    }
-
-    /// Whether the server has been started and initialised.
-    #[must_use]
-    pub fn is_connected(&self) -> bool {
-        self.connection.initialized()
     }
 
     /// The MCP protocol revision negotiated with the server (`"2026-07-28"` through
@@ -563,7 +555,7 @@ impl SkillSource for McpSource {
         Box::pin(self.call("resources/read", json!({"uri": uri})))
     }
 
-    fn ready(&self) -> ReadyFuture<'_> {
+    fn ready(&self) -> SourceFuture<'_, ()> {
         Box::pin(async move { self.connection().await.map(|_| ()) })
     }
 

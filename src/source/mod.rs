@@ -27,11 +27,9 @@ use serde_json::Value;
 use crate::entry::Limits;
 use crate::error::Error;
 
-/// A boxed future of a raw JSON result.
-pub type SourceFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, Error>> + Send + 'a>>;
-
-/// A boxed future that connects a source.
-pub type ReadyFuture<'a> = Pin<Box<dyn Future<Output = Result<(), Error>> + Send + 'a>>;
+/// A boxed future of a source's answer: a raw JSON result by default, `()` for
+/// [`SkillSource::ready`].
+pub type SourceFuture<'a, T = Value> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send + 'a>>;
 
 internal_pub! {
     /// Room for everything in a `resources/read` answer besides the file's own encoding: the
@@ -100,7 +98,7 @@ pub trait SkillSource: Send + Sync {
     /// # Errors
     /// [`SourceError::Transport`](crate::error::SourceError::Transport) and [`EntryError::Response`](crate::error::EntryError::Response) (a server without the extension or
     /// `resources`).
-    fn ready(&self) -> ReadyFuture<'_> {
+    fn ready(&self) -> SourceFuture<'_, ()> {
         Box::pin(std::future::ready(Ok(())))
     }
 

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use skillcache::local::{SkillServer, inspect};
 use skillcache::source::{McpSource, SkillSource};
-use skillcache::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache};
+use skillcache::{ApprovalPolicy, Counter, DynamicPolicy, EntryInfo, SkillCache};
 use skillcache::{
     Error, LockFile, McpConfig, Origin, SkillEntry, SkillFile, SkillUri, Verification,
 };
@@ -22,8 +22,8 @@ type Result<T> = std::result::Result<T, Failure>;
 pub(crate) struct Ctx {
     pub(crate) json: bool,
     pub(crate) builder: skillcache::SkillCacheBuilder,
-    /// `--config`, read and checked.
-    config: Option<McpConfig>,
+    /// `--config`: its path, and the file read and checked.
+    config: Option<(std::path::PathBuf, McpConfig)>,
     /// `--offline`: no server is needed, none is started.
     offline: bool,
 }
@@ -154,7 +154,10 @@ fn validate(cli: &Cli) -> Result<()> {
 pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
     validate(&cli)?;
     // Read before anything starts: a refused file is exit 2 with its path and field.
-    let config = cli.config.as_deref().map(McpConfig::read).transpose()?;
+    let config = match cli.config.as_deref() {
+        Some(path) => Some((path.to_owned(), McpConfig::read(path)?)),
+        None => None,
+    };
     let mut builder = SkillCache::builder()
         .isolation(cli.isolation.into())
         .request_timeout(cli.timeout)
@@ -336,14 +339,14 @@ fn bind(
             crate::cmdline::command(cmd).map_err(|e| stdio_usage(&e))?,
         )),
         (None, Some(url), _) => Arc::new(McpSource::http(url)),
-        (None, None, Some(config)) => match config.server(origin.as_str()) {
+        (None, None, Some((path, config))) => match config.server(origin.as_str()) {
             Some(server) => Arc::new(server.source()?),
             None if ctx.offline => return Ok(None),
             None => {
                 return Err(Failure::Usage(format!(
                     "no server named {:?} in {} (configured: {})",
                     origin.as_str(),
-                    config.path().display(),
+                    path.display(),
                     config
                         .servers()
                         .map(|(o, _)| o.as_str())
@@ -430,7 +433,7 @@ fn progress(ctx: &Ctx, len: usize, template: &str) -> ProgressBar {
 
 /// The configured servers, with the one cache they are all bound to (one origin each).
 fn every_configured(ctx: &Ctx, s: &ServerArgs) -> Result<(SkillCache, Vec<Origin>)> {
-    let config = ctx
+    let (_, config) = ctx
         .config
         .as_ref()
         .ok_or_else(|| Failure::Usage("--all needs --config".into()))?;
@@ -1001,7 +1004,7 @@ async fn stats(ctx: &Ctx) -> Result<Outcome> {
         "quarantined": inv.quarantined,
         "schema_version": inv.schema_version,
         // Rows seen while gathering these numbers that failed their seal (R-H3).
-        "seal_failures": cache.stats().seal_failures,
+        "seal_failures": cache.stats()[Counter::SealFailures],
         "index_read_only": inv.index_read_only,
         // This process's counters (R-P4): the files this command served and fetched, and the
         // rows seen while gathering these numbers that failed their seal (R-H3).
@@ -1030,14 +1033,12 @@ async fn stats(ctx: &Ctx) -> Result<Outcome> {
 /// The cache's counters (R-P4), as `stats` and `load --json` print them.
 pub(crate) fn counters_json(cache: &SkillCache) -> Value {
     let s = cache.stats();
-    json!({
-        "hits_hashed": s.hits_hashed, "hits_evidence": s.hits_evidence, "misses": s.misses,
-        "bytes_fetched": s.bytes_fetched, "bytes_served": s.bytes_served,
-        "quarantines": s.quarantines, "retries": s.retries, "store_failures": s.store_failures,
-        "seal_failures": s.seal_failures, "timeouts": s.timeouts,
-        "l2_hits": s.l2_hits, "l2_misses": s.l2_misses, "l2_puts": s.l2_puts,
-        "l2_rejected": s.l2_rejected, "l2_unavailable": s.l2_unavailable,
-    })
+    Value::Object(
+        Counter::ALL
+            .into_iter()
+            .map(|c| (c.to_string(), Value::from(s[c])))
+            .collect(),
+    )
 }
 
 fn inspect_dir(dir: &std::path::Path, base_uri: Option<String>) -> Result<Outcome> {
@@ -1053,8 +1054,8 @@ fn inspect_dir(dir: &std::path::Path, base_uri: Option<String>) -> Result<Outcom
         .trim_end_matches('/')
         .to_owned();
     match inspect(dir, &root, &skillcache::entry::Validation::default()) {
-        Ok(skill) => {
-            print_json(&skill.entry.to_json());
+        Ok(entry) => {
+            print_json(&entry.to_json());
             Ok(Outcome::Ok)
         }
         Err(errors) => Err(Failure::Many(4, errors)),

@@ -194,6 +194,7 @@ impl Tour {
         say(format!(
             "requested tools (a request, never applied): {}",
             skill
+                .entry()
                 .requested_tools()
                 .map_or_else(|| "none".into(), ToString::to_string)
         ));
