@@ -407,33 +407,27 @@ fn h3_a_group_or_world_readable_key_is_refused_with_the_fix() {
 #[test]
 fn h3_a_key_inside_the_root_is_refused_and_not_created() {
     let f = Fixture::new();
+    let refused_inside_root = |key: &Path| {
+        let err = open_err(&f, key);
+        assert!(
+            matches!(
+                &err,
+                Error::Index(skillcache::error::IndexError::HostKey {
+                    problem: KeyProblem::InsideRoot { .. },
+                    ..
+                })
+            ),
+            "{}: {err:?}",
+            key.display()
+        );
+    };
     let inside = f.root().join("keys").join("host.key");
-    let err = open_err(&f, &inside);
-    assert!(
-        matches!(
-            &err,
-            Error::Index(skillcache::error::IndexError::HostKey {
-                problem: KeyProblem::InsideRoot { .. },
-                ..
-            })
-        ),
-        "{err:?}"
-    );
+    refused_inside_root(&inside);
     assert!(!inside.exists() && !inside.parent().expect("parent").exists());
     // Through a link to the root too: both sides are resolved.
     let link = f.dir.path().join("link-to-root");
     std::os::unix::fs::symlink(f.root(), &link).expect("symlink");
-    let err = open_err(&f, &link.join("host.key"));
-    assert!(
-        matches!(
-            &err,
-            Error::Index(skillcache::error::IndexError::HostKey {
-                problem: KeyProblem::InsideRoot { .. },
-                ..
-            })
-        ),
-        "{err:?}"
-    );
+    refused_inside_root(&link.join("host.key"));
 }
 
 #[test]
