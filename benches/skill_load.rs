@@ -71,6 +71,31 @@ fn open(dir: &std::path::Path, skill: &Skill) -> (SkillCache, Origin) {
     (cache, origin)
 }
 
+/// A cache over a fresh root serving `skill`. Opening a root writes its marker, index and
+/// reserve: they are flushed here, so the first sync of the timed load does not pay for the
+/// setup's writes.
+fn fresh(skill: &Skill) -> (support::Scratch, SkillCache, Origin) {
+    let dir = support::scratch();
+    let (cache, origin) = open(dir.path(), skill);
+    rustix::fs::sync();
+    (dir, cache, origin)
+}
+
+/// Loads `entry` and reads its files one by one (`LoadedSkill::read`), as a host would.
+async fn read_each(cache: &SkillCache, origin: &Origin, entry: &SkillEntry) {
+    let loaded = cache.load(origin, entry).await.expect("load");
+    for f in loaded.files() {
+        black_box(
+            loaded
+                .read(f.uri().as_str())
+                .await
+                .expect("read")
+                .bytes()
+                .len(),
+        );
+    }
+}
+
 fn skill_load(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -86,28 +111,9 @@ fn skill_load(c: &mut Criterion) {
         group.throughput(Throughput::Bytes(bytes));
         group.bench_function(format!("{label}/cold_per_file"), |b| {
             b.iter_batched(
-                || {
-                    let dir = support::scratch();
-                    let (cache, origin) = open(dir.path(), &skill);
-                    // Opening a root writes its marker, index and reserve: flush them now, so
-                    // the first sync of the timed load does not pay for the setup's writes.
-                    rustix::fs::sync();
-                    (dir, cache, origin)
-                },
+                || fresh(&skill),
                 |(dir, cache, origin)| {
-                    rt.block_on(async {
-                        let loaded = cache.load(&origin, &skill.0).await.expect("load");
-                        for f in loaded.files() {
-                            black_box(
-                                loaded
-                                    .read(f.uri().as_str())
-                                    .await
-                                    .expect("read")
-                                    .bytes()
-                                    .len(),
-                            );
-                        }
-                    });
+                    rt.block_on(read_each(&cache, &origin, &skill.0));
                     drop(cache);
                     dir
                 },
@@ -116,14 +122,7 @@ fn skill_load(c: &mut Criterion) {
         });
         group.bench_function(format!("{label}/cold_load_all"), |b| {
             b.iter_batched(
-                || {
-                    let dir = support::scratch();
-                    let (cache, origin) = open(dir.path(), &skill);
-                    // Opening a root writes its marker, index and reserve: flush them now, so
-                    // the first sync of the timed load does not pay for the setup's writes.
-                    rustix::fs::sync();
-                    (dir, cache, origin)
-                },
+                || fresh(&skill),
                 |(dir, cache, origin)| {
                     rt.block_on(async {
                         let (_, all) = cache.load_all(&origin, &skill.0).await.expect("load all");
@@ -148,19 +147,7 @@ fn skill_load(c: &mut Criterion) {
         });
         group.bench_function(format!("{label}/warm_file_by_file"), |b| {
             b.iter(|| {
-                rt.block_on(async {
-                    let loaded = cache.load(&origin, &skill.0).await.expect("load");
-                    for f in loaded.files() {
-                        black_box(
-                            loaded
-                                .read(f.uri().as_str())
-                                .await
-                                .expect("read")
-                                .bytes()
-                                .len(),
-                        );
-                    }
-                });
+                rt.block_on(read_each(&cache, &origin, &skill.0));
             });
         });
         group.bench_function(format!("{label}/warm_read_all_parallel"), |b| {

@@ -317,18 +317,7 @@ impl VerifiedBytes {
         size: u64,
         digest: Digest,
     ) -> Result<VerifiedBytes, crate::mismatch::Mismatch> {
-        if bytes.len() as u64 != size {
-            return Err(crate::mismatch::Mismatch::Size {
-                expected: size,
-                actual: bytes.len() as u64,
-            });
-        }
-        Ok(VerifiedBytes {
-            bytes: bytes.into(),
-            digest,
-            rehashed: false,
-            mapped: false,
-        })
+        VerifiedBytes::unhashed(bytes.into(), size, digest, false)
     }
 
     /// [`VerifiedBytes::by_isolation`] for a read-only map of the blob (zero-copy, issue 12):
@@ -338,6 +327,16 @@ impl VerifiedBytes {
         bytes: bytes::Bytes,
         size: u64,
         digest: Digest,
+    ) -> Result<VerifiedBytes, crate::mismatch::Mismatch> {
+        VerifiedBytes::unhashed(bytes, size, digest, true)
+    }
+
+    /// The one rule of both unhashed paths: no hash, but the size is still checked (R-C2(b)).
+    fn unhashed(
+        bytes: bytes::Bytes,
+        size: u64,
+        digest: Digest,
+        mapped: bool,
     ) -> Result<VerifiedBytes, crate::mismatch::Mismatch> {
         if bytes.len() as u64 != size {
             return Err(crate::mismatch::Mismatch::Size {
@@ -349,7 +348,7 @@ impl VerifiedBytes {
             bytes,
             digest,
             rehashed: false,
-            mapped: true,
+            mapped,
         })
     }
 

@@ -68,6 +68,29 @@ fn within<T: Send + 'static>(bound: Duration, f: impl FnOnce() -> T + Send + 'st
 // ---------------------------------------------------------------------------------------------
 // R-H2: adopting a root that is not ours.
 
+/// Opens `folder`, a user's folder (mode 0755) holding `file` with `bytes`, as a root: it is
+/// refused (R-H2) and `file` is still there, unchanged. `what` names the folder in messages.
+fn assert_not_adopted(place: &Place, folder: &Path, file: &Path, bytes: &[u8], what: &str) {
+    fs::set_permissions(folder, fs::Permissions::from_mode(0o755)).expect("chmod");
+
+    let opened = place.open_at(folder);
+
+    assert_eq!(
+        fs::read(file).ok().as_deref(),
+        Some(bytes),
+        "opening {what} as a root deleted a file in it"
+    );
+    assert!(
+        matches!(
+            opened,
+            Err(Error::Store(
+                skillcache::error::StoreError::RootRefused { .. }
+            ))
+        ),
+        "{what} was adopted: {opened:?}"
+    );
+}
+
 /// A cargo `target/` folder: it carries the *standard* `CACHEDIR.TAG` signature (every tool that
 /// follows the spec writes the same first line) and a `tmp/` folder of its own. The signature says
 /// "a cache", not "skillcache's cache": adopting it makes even a read-only command (`stats`)
@@ -86,23 +109,13 @@ fn h2_a_foreign_cachedir_tag_does_not_make_a_folder_ours_and_nothing_in_it_is_de
     )
     .expect("tag");
     fs::write(target.join("tmp/keep.txt"), b"a user's file").expect("write");
-    fs::set_permissions(&target, fs::Permissions::from_mode(0o755)).expect("chmod");
 
-    let opened = place.open_at(&target);
-
-    assert_eq!(
-        fs::read(target.join("tmp/keep.txt")).ok().as_deref(),
-        Some(&b"a user's file"[..]),
-        "opening a foreign cache folder as a root deleted a file in it"
-    );
-    assert!(
-        matches!(
-            opened,
-            Err(Error::Store(
-                skillcache::error::StoreError::RootRefused { .. }
-            ))
-        ),
-        "a folder marked by another tool's CACHEDIR.TAG was adopted: {opened:?}"
+    assert_not_adopted(
+        &place,
+        &target,
+        &target.join("tmp/keep.txt"),
+        b"a user's file",
+        "a folder marked by another tool's CACHEDIR.TAG",
     );
 }
 
@@ -114,23 +127,13 @@ fn h2_a_folder_holding_only_a_users_tmp_is_not_adopted_and_nothing_is_deleted() 
     let work = place.path().join("work");
     fs::create_dir_all(work.join("tmp")).expect("mkdir");
     fs::write(work.join("tmp/notes.txt"), b"a user's notes").expect("write");
-    fs::set_permissions(&work, fs::Permissions::from_mode(0o755)).expect("chmod");
 
-    let opened = place.open_at(&work);
-
-    assert_eq!(
-        fs::read(work.join("tmp/notes.txt")).ok().as_deref(),
-        Some(&b"a user's notes"[..]),
-        "opening a user's folder as a root deleted a file in it"
-    );
-    assert!(
-        matches!(
-            opened,
-            Err(Error::Store(
-                skillcache::error::StoreError::RootRefused { .. }
-            ))
-        ),
-        "a user's folder holding only tmp/ was adopted: {opened:?}"
+    assert_not_adopted(
+        &place,
+        &work,
+        &work.join("tmp/notes.txt"),
+        b"a user's notes",
+        "a user's folder holding only tmp/",
     );
 }
 

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use common::double::Double;
-use skillcache::{ApprovalPolicy, Error, Origin, SkillCache, SkillEntry};
+use skillcache::{ApprovalPolicy, Error, Origin, SkillCache, SkillEntry, SkillFile};
 
 fn open(root: &std::path::Path, source: Arc<Double>) -> (SkillCache, Origin) {
     let cache = SkillCache::builder()
@@ -19,6 +19,27 @@ fn open(root: &std::path::Path, source: Arc<Double>) -> (SkillCache, Origin) {
     let origin = Origin::new("docs-server").expect("label");
     cache.connect(origin.clone(), source);
     (cache, origin)
+}
+
+/// A double that serves `entry` with `files`, counting every read.
+fn serving(entry: &SkillEntry, files: &common::Files) -> Arc<Double> {
+    let double = Arc::new(Double::new());
+    double.publish(entry, files);
+    double
+}
+
+/// Loads `entry` (its `SKILL.md`) and reads every file of it in one batch.
+async fn read_all(
+    cache: &SkillCache,
+    origin: &Origin,
+    entry: &SkillEntry,
+) -> Result<Vec<SkillFile>, Error> {
+    cache
+        .load(origin, entry)
+        .await
+        .expect("load")
+        .read_all()
+        .await
 }
 
 /// A skill of `n` distinct files besides its `SKILL.md`.
@@ -43,16 +64,9 @@ async fn c3_read_all_stores_a_cold_skill_and_a_new_cache_serves_it_without_the_s
     let dir = common::scratch();
     let root = dir.path().join("root");
     let (entry, files) = many(20);
-    let honest = Arc::new(Double::new());
-    honest.publish(&entry, &files);
+    let honest = serving(&entry, &files);
     let (cache, origin) = open(&root, honest.clone());
-    let cold = cache
-        .load(&origin, &entry)
-        .await
-        .expect("load")
-        .read_all()
-        .await
-        .expect("read all");
+    let cold = read_all(&cache, &origin, &entry).await.expect("read all");
     assert_eq!(cold.len(), 21);
     for (f, (uri, bytes)) in cold.iter().zip(&files) {
         assert_eq!(f.uri().as_str(), uri, "manifest order");
@@ -75,11 +89,7 @@ async fn c3_read_all_stores_a_cold_skill_and_a_new_cache_serves_it_without_the_s
     // A new cache over the same root, and a server that knows nothing: every byte is on disk.
     let empty = Arc::new(Double::new());
     let (again, origin) = open(&root, empty.clone());
-    let warm = again
-        .load(&origin, &entry)
-        .await
-        .expect("load from the cache")
-        .read_all()
+    let warm = read_all(&again, &origin, &entry)
         .await
         .expect("read all from the cache");
     assert!(warm.iter().all(|f| f.provenance().as_str() == "cache"));
@@ -91,8 +101,7 @@ async fn v2_a_lying_file_fails_the_batch_and_none_of_it_is_stored() {
     let dir = common::scratch();
     let root = dir.path().join("root");
     let (entry, files) = many(6);
-    let liar = Arc::new(Double::new());
-    liar.publish(&entry, &files);
+    let liar = serving(&entry, &files);
     let (lied_uri, honest_bytes) = &files[4];
     let mut wrong = honest_bytes.clone();
     wrong[0] ^= 0x20;
@@ -108,16 +117,9 @@ async fn v2_a_lying_file_fails_the_batch_and_none_of_it_is_stored() {
     drop((skill, cache));
 
     // Nothing of the failed batch was kept: an honest server is asked for every file again.
-    let honest = Arc::new(Double::new());
-    honest.publish(&entry, &files);
+    let honest = serving(&entry, &files);
     let (again, origin) = open(&root, honest.clone());
-    let all = again
-        .load(&origin, &entry)
-        .await
-        .expect("load")
-        .read_all()
-        .await
-        .expect("read all");
+    let all = read_all(&again, &origin, &entry).await.expect("read all");
     assert_eq!(all.len(), 7);
     assert_eq!(
         honest.reads(),
@@ -130,8 +132,7 @@ async fn v2_a_lying_file_fails_the_batch_and_none_of_it_is_stored() {
 async fn two_windows_reading_all_at_once_fetch_each_file_once() {
     let dir = common::scratch();
     let (entry, files) = many(12);
-    let double = Arc::new(Double::new());
-    double.publish(&entry, &files);
+    let double = serving(&entry, &files);
     let (cache, origin) = open(&dir.path().join("root"), double.clone());
     let a = cache.load(&origin, &entry).await.expect("load a");
     let b = cache.load(&origin, &entry).await.expect("load b");
@@ -152,15 +153,10 @@ async fn files_with_the_same_bytes_are_fetched_by_uri_and_stored_once() {
     let dir = common::scratch();
     let same = b"the same bytes under two names\n";
     let (entry, files) = common::skill("twins", &[("a.md", same), ("b/a.md", same)]);
-    let double = Arc::new(Double::new());
-    double.publish(&entry, &files);
+    let double = serving(&entry, &files);
     let root = dir.path().join("root");
     let (cache, origin) = open(&root, double.clone());
-    let all = cache
-        .load(&origin, &entry)
-        .await
-        .expect("load")
-        .read_all()
+    let all = read_all(&cache, &origin, &entry)
         .await
         .expect("one gate per digest: no wait on itself");
     assert_eq!(all.len(), 3);
@@ -174,8 +170,7 @@ async fn files_with_the_same_bytes_are_fetched_by_uri_and_stored_once() {
 async fn c3_load_all_fetches_and_keeps_a_cold_skill_with_its_skill_md_in_one_step() {
     let dir = common::scratch();
     let (entry, files) = many(5);
-    let double = Arc::new(Double::new());
-    double.publish(&entry, &files);
+    let double = serving(&entry, &files);
     let (cache, origin) = open(&dir.path().join("root"), double.clone());
     let (skill, all) = cache.load_all(&origin, &entry).await.expect("load all");
     assert_eq!(all.len(), 6);
@@ -200,8 +195,7 @@ async fn h10_load_all_with_a_skill_md_whose_frontmatter_differs_keeps_nothing() 
     wire["frontmatter"]["description"] = serde_json::json!("Something else entirely.");
     let entry = SkillEntry::from_json(&wire, &skillcache::entry::Validation::default())
         .expect("a well-formed entry");
-    let double = Arc::new(Double::new());
-    double.publish(&entry, &files);
+    let double = serving(&entry, &files);
     let (cache, origin) = open(&root, double.clone());
     match cache.load_all(&origin, &entry).await {
         Err(Error::Verify(skillcache::error::VerifyError { mismatch, .. })) => assert!(
@@ -212,8 +206,7 @@ async fn h10_load_all_with_a_skill_md_whose_frontmatter_differs_keeps_nothing() 
     }
     drop(cache);
     // Nothing of that batch was kept (R-H10): the honest skill is fetched whole again.
-    let fixed = Arc::new(Double::new());
-    fixed.publish(&honest, &files);
+    let fixed = serving(&honest, &files);
     let (again, origin) = open(&root, fixed.clone());
     again.load_all(&origin, &honest).await.expect("honest load");
     assert_eq!(

@@ -2,61 +2,40 @@
 //! a lying stdio server (`examples/hostile_server.rs`) where a test needs lies.
 #![allow(clippy::result_large_err)]
 
+#[path = "common/cli_env.rs"]
+mod cli_env;
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use cli_env::{BIN, Env, code, serve_cmd, stderr};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
 
 fn hostile_server() -> PathBuf {
     common::example_bin("hostile_server")
 }
 
-struct Env {
-    dir: common::Scratch,
-}
-
 impl Env {
-    fn new() -> Env {
-        Env {
-            dir: common::scratch(),
-        }
-    }
-    fn root(&self) -> PathBuf {
-        self.dir.path().join("root")
-    }
     /// A served folder with one skill `name` whose extra file `notes.md` holds `notes`.
     fn served(&self, folder: &str, name: &str, description: &str, notes: &str) -> PathBuf {
-        let served = self.dir.path().join(folder);
+        let served = self.path(folder);
         let skill = served.join(name);
         std::fs::create_dir_all(skill.join("refs")).expect("mkdir");
         std::fs::write(skill.join("SKILL.md"), format!("---\nname: {name}\ndescription: {description}\nallowed-tools: Read\n---\n# {name}\nSee refs/notes.md.\n")).expect("write");
         std::fs::write(skill.join("refs/notes.md"), notes).expect("write");
         served
     }
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .arg("--root")
-            .arg(self.root())
-            .args(args)
-            .output()
-            .expect("run skillcache")
-    }
 }
 
-fn serve_cmd(dir: &Path) -> String {
-    format!("'{BIN}' serve '{}'", dir.display())
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+/// The first name in folder `dir`, which the test knows holds one.
+fn first_in(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir)
+        .expect("dir")
+        .next()
+        .expect("one")
+        .expect("entry")
+        .path()
 }
 
 fn json(o: &Output) -> Value {
@@ -278,15 +257,18 @@ fn cli_require_approval_exits_5_when_never_approved_or_revoked_naming_the_file()
     let env = Env::new();
     let served = env.served("served", "notes", "Takes notes.", "v1");
     let s = serve_cmd(&served);
-    let never = env.run(&[
-        "load",
-        "skill://notes/SKILL.md",
-        "--require-approval",
-        "--origin",
-        "o",
-        "--stdio",
-        &s,
-    ]);
+    let load = || {
+        env.run(&[
+            "load",
+            "skill://notes/SKILL.md",
+            "--require-approval",
+            "--origin",
+            "o",
+            "--stdio",
+            &s,
+        ])
+    };
+    let never = load();
     assert_eq!(code(&never), 5);
     assert!(
         stderr(&never).contains("not been approved"),
@@ -304,32 +286,13 @@ fn cli_require_approval_exits_5_when_never_approved_or_revoked_naming_the_file()
         ])),
         0
     );
-    assert_eq!(
-        code(&env.run(&[
-            "load",
-            "skill://notes/SKILL.md",
-            "--require-approval",
-            "--origin",
-            "o",
-            "--stdio",
-            &s
-        ])),
-        0
-    );
+    assert_eq!(code(&load()), 0);
     std::fs::write(
         served.join("notes/refs/notes.md"),
         "v2, changed by the server",
     )
     .expect("edit");
-    let revoked = env.run(&[
-        "load",
-        "skill://notes/SKILL.md",
-        "--require-approval",
-        "--origin",
-        "o",
-        "--stdio",
-        &s,
-    ]);
+    let revoked = load();
     assert_eq!(code(&revoked), 5);
     assert!(
         stderr(&revoked).contains("skill://notes/refs/notes.md"),
@@ -356,18 +319,8 @@ fn cli_verify_exits_3_when_a_blob_is_corrupt_and_gc_purge_stats_work() {
     );
     assert_eq!(code(&env.run(&["verify"])), 0);
     let blob_dir = env.root().join("origins/o/sha256");
-    let aa = std::fs::read_dir(&blob_dir)
-        .expect("dir")
-        .next()
-        .expect("one")
-        .expect("entry")
-        .path();
-    let blob = std::fs::read_dir(&aa)
-        .expect("dir")
-        .next()
-        .expect("one")
-        .expect("entry")
-        .path();
+    let aa = first_in(&blob_dir);
+    let blob = first_in(&aa);
     std::fs::set_permissions(&aa, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     std::fs::set_permissions(&blob, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     std::fs::write(&blob, b"corrupt").expect("write");

@@ -1,34 +1,22 @@
 //! The `skillcache` binary with MCP host configuration files, lock files and offline mode
 //! (issue 13, items 2–4), end to end against `skillcache serve` children named in a config file.
 
+#[path = "common/cli_env.rs"]
+mod cli_env;
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 
+use cli_env::{BIN, Env, code, stderr, stdout};
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
 const HOUR_MS: &str = "3600000";
 
-struct Env {
-    dir: common::Scratch,
-}
-
 impl Env {
-    fn new() -> Env {
-        Env {
-            dir: common::scratch(),
-        }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
     /// A skill `name` in the served folder `folder`, with `files` (relative path, text) besides
     /// its SKILL.md.
     fn skill(&self, folder: &str, name: &str, files: &[(&str, &str)]) -> PathBuf {
@@ -59,18 +47,6 @@ impl Env {
         json!({"command": BIN, "args": ["serve", "--ttl-ms", ttl_ms, self.path(folder)]})
     }
 
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .arg("--root")
-            .arg(self.path("root"))
-            .arg("--key-file")
-            .arg(self.path("host.key"))
-            .args(args)
-            .current_dir(self.dir.path())
-            .output()
-            .expect("run skillcache")
-    }
-
     /// `run` with `--config` first.
     fn with_config(&self, config: &Path, args: &[&str]) -> Output {
         let config = config.display().to_string();
@@ -78,18 +54,6 @@ impl Env {
         all.extend_from_slice(args);
         self.run(&all)
     }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 fn json_of(o: &Output) -> Value {
@@ -108,7 +72,7 @@ fn names(listing: &Value) -> Vec<String> {
 
 #[test]
 fn cli_config_selects_a_server_by_origin_and_labels_it_with_the_key() {
-    let env = Env::new();
+    let env = Env::keyed();
     env.skill("team-skills", "notes", &[("refs/a.md", "alpha")]);
     let config = env.config(&json!({"team": env.serve("team-skills", HOUR_MS)}));
     let list = env.with_config(&config, &["--json", "list", "--origin", "team"]);
@@ -138,7 +102,7 @@ fn cli_config_selects_a_server_by_origin_and_labels_it_with_the_key() {
 
 #[test]
 fn cli_vscode_servers_shape_is_read_too() {
-    let env = Env::new();
+    let env = Env::keyed();
     env.skill("served", "notes", &[]);
     let path = env.path("vscode-mcp.json");
     let server = env.serve("served", HOUR_MS);
@@ -156,7 +120,7 @@ fn cli_vscode_servers_shape_is_read_too() {
 
 #[test]
 fn cli_list_all_lists_every_configured_server_and_reports_the_one_that_fails() {
-    let env = Env::new();
+    let env = Env::keyed();
     env.skill("a", "alpha", &[]);
     env.skill("b", "beta", &[]);
     env.skill("b", "gamma", &[]);
@@ -203,7 +167,7 @@ fn cli_list_all_lists_every_configured_server_and_reports_the_one_that_fails() {
 
 #[test]
 fn cli_bad_config_files_name_the_path_and_the_field_and_exit_2() {
-    let env = Env::new();
+    let env = Env::keyed();
     let path = env.path("mcp.json");
     for (text, field) in [
         (
@@ -240,7 +204,7 @@ fn cli_bad_config_files_name_the_path_and_the_field_and_exit_2() {
 
 #[test]
 fn cli_an_origin_the_config_does_not_name_is_a_usage_error() {
-    let env = Env::new();
+    let env = Env::keyed();
     env.skill("a", "alpha", &[]);
     let config = env.config(&json!({"one": env.serve("a", HOUR_MS)}));
     let out = env.with_config(&config, &["list", "--origin", "two"]);
@@ -281,7 +245,7 @@ fn recording_endpoint() -> (String, Arc<Mutex<Vec<String>>>) {
 
 #[test]
 fn cli_configured_http_headers_are_sent_with_the_requests() {
-    let env = Env::new();
+    let env = Env::keyed();
     let (url, seen) = recording_endpoint();
     let config = env.config(&json!({
         "remote": {"url": url, "headers": {"Authorization": "Bearer s3cret", "X-Team": "docs"}}
@@ -297,7 +261,7 @@ fn cli_configured_http_headers_are_sent_with_the_requests() {
 
 #[test]
 fn cli_lock_then_locked_load_refuses_drift_with_exit_5_naming_every_file() {
-    let env = Env::new();
+    let env = Env::keyed();
     let notes = env.skill(
         "served",
         "notes",
@@ -381,7 +345,7 @@ fn cli_lock_then_locked_load_refuses_drift_with_exit_5_naming_every_file() {
 
 #[test]
 fn cli_approve_from_lock_approves_exactly_the_locked_bindings() {
-    let env = Env::new();
+    let env = Env::keyed();
     let pinned = env.skill("served", "pinned", &[("x.md", "x")]);
     env.skill("served", "drifted", &[("y.md", "y")]);
     env.skill("served", "unlocked", &[]);
@@ -458,7 +422,7 @@ fn offline(env: &Env, config: &Path, args: &[&str]) -> Output {
 
 #[test]
 fn cli_offline_loads_from_the_cache_without_starting_any_server() {
-    let env = Env::new();
+    let env = Env::keyed();
     env.skill(
         "served",
         "fresh",
@@ -528,7 +492,7 @@ fn cli_offline_loads_from_the_cache_without_starting_any_server() {
 
 #[test]
 fn cli_offline_a_stale_entry_needs_allow_stale_and_is_reported_stale() {
-    let env = Env::new();
+    let env = Env::keyed();
     env.skill("quick", "brief", &[]);
     // ttlMs 0: stale as soon as it is cached.
     let config = env.config(&json!({"short": env.serve("quick", "0")}));

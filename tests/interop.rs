@@ -24,13 +24,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
 
-use skillcache::cache::Provenance;
+use skillcache::Origin;
 use skillcache::entry::Validation;
 use skillcache::local::{find_skills, inspect};
 use skillcache::source::{McpSource, SkillSource};
-use skillcache::{ApprovalPolicy, Origin, SkillCache};
 
-use common::peers::{enabled, harness, install_peers, interop_dir, node22};
+use common::peers::{enabled, install_peers, interop_dir, load_every_skill, run_harness};
 
 const SCENARIOS: [&str; 4] = [
     "sep-2640-client-no-prefetch",
@@ -341,61 +340,16 @@ async fn run_pass(
     source: &Arc<McpSource>,
     published: &mut BTreeSet<String>,
 ) -> Pass {
-    // Interop is about verification, not activation: the gate is opted out of (R-P1).
-    let cache = SkillCache::builder()
-        .root(root)
-        .approval(ApprovalPolicy::NotRequired)
-        .open()
-        .expect("open");
-    cache.connect(origin.clone(), Arc::clone(source) as Arc<dyn SkillSource>);
-    let listed = cache.list(origin).await.expect("skills/list");
-    let (mut loaded, mut files, mut from_cache, mut listed_here) = (0, 0, 0, 0);
-    let mut disagreements = Vec::new();
-    for item in listed {
-        listed_here += 1;
-        let info = match item {
-            Ok(info) => info,
-            Err(e) => {
-                disagreements.push(format!("entry refused by skillcache: {e}"));
-                continue;
-            }
-        };
-        published.insert(
-            info.entry
-                .uri()
-                .root()
-                .trim_start_matches("skill://")
-                .to_owned(),
-        );
-        let skill = match cache.load(origin, &info.entry).await {
-            Ok(skill) => skill,
-            Err(e) => {
-                disagreements.push(format!("{}: {e}", info.entry.uri()));
-                continue;
-            }
-        };
-        loaded += 1;
-        for f in skill.files() {
-            match skill.read(f.uri().as_str()).await {
-                Ok(file)
-                    if matches!(file.verification(), skillcache::Verification::Verified(_)) =>
-                {
-                    files += 1;
-                    from_cache += usize::from(file.provenance() == Provenance::Cache);
-                }
-                Ok(file) => disagreements.push(format!("{} came back unverified", file.uri())),
-                Err(e) => disagreements.push(format!("{}: {e}", f.uri())),
-            }
-        }
-    }
+    let tally = load_every_skill(root, origin, Arc::clone(source) as Arc<dyn SkillSource>).await;
+    published.extend(tally.published);
     Pass {
         name: pass,
-        published: listed_here,
-        loaded,
-        files,
-        from_cache,
+        published: tally.listed,
+        loaded: tally.loaded,
+        files: tally.files,
+        from_cache: tally.from_cache,
         revision: source.protocol_version().map(str::to_owned),
-        disagreements,
+        disagreements: tally.disagreements,
     }
 }
 
@@ -507,27 +461,19 @@ fn interop_conformance_sep_2640_client_scenarios_pass() {
         return;
     }
     let dir = install_peers();
-    let node22 = node22(dir);
-    let harness = harness(dir);
     let driver = common::example_bin("conformance_client");
+    let driver = driver.to_str().expect("a UTF-8 path");
     let mut passed = 0;
     for scenario in SCENARIOS {
-        let out = Command::new(&node22)
-            .arg(&harness)
-            .args(["client", "--scenario", scenario, "--command"])
-            .arg(&driver)
-            .output()
-            .expect("run the conformance harness");
         // The harness prints its checks on stdout and its summary on stderr.
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let (status, text) = run_harness(
+            dir,
+            &["client", "--scenario", scenario, "--command", driver],
         );
         let ok =
-            out.status.success() && text.contains("OVERALL: PASSED") && text.contains(", 0 failed");
+            status.success() && text.contains("OVERALL: PASSED") && text.contains(", 0 failed");
         println!("| {scenario} | {} |", if ok { "passed" } else { "FAILED" });
-        assert!(ok, "{scenario} failed ({}):\n{text}", out.status);
+        assert!(ok, "{scenario} failed ({status}):\n{text}");
         passed += 1;
     }
     println!(

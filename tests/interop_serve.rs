@@ -20,11 +20,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
-use skillcache::cache::Provenance;
 use skillcache::source::McpSource;
 use skillcache::{ApprovalPolicy, Origin, SkillCache};
 
-use common::peers::{enabled, harness, install_peers, node22};
+use common::peers::{enabled, install_peers, load_every_skill, run_harness};
 
 const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
 const SCENARIOS: [&str; 3] = [
@@ -168,23 +167,24 @@ fn interop_serve_passes_the_conformance_server_scenarios_over_http() {
     let mut failures = Vec::new();
     for scenario in SCENARIOS {
         for version in ["2026-07-28", "2025-11-25"] {
-            let out = Command::new(node22(dir))
-                .arg(harness(dir))
-                .args(["server", "--url", &serve.url, "--scenario", scenario])
-                // Extension scenarios are "not on the spec timeline": naming a revision needs
-                // `--force`, or the harness skips them (and says so instead of a summary).
-                .args(["--spec-version", version, "--force"])
-                .output()
-                .expect("run the conformance harness");
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
+            // Extension scenarios are "not on the spec timeline": naming a revision needs
+            // `--force`, or the harness skips them (and says so instead of a summary).
+            let (status, text) = run_harness(
+                dir,
+                &[
+                    "server",
+                    "--url",
+                    &serve.url,
+                    "--scenario",
+                    scenario,
+                    "--spec-version",
+                    version,
+                    "--force",
+                ],
             );
             let Some((passed, total, failed, warnings)) = summary(&text) else {
                 failures.push(format!(
-                    "{scenario} on {version}: no summary ({})\n{text}",
-                    out.status
+                    "{scenario} on {version}: no summary ({status})\n{text}"
                 ));
                 continue;
             };
@@ -222,55 +222,16 @@ async fn run_pass(
     root: &Path,
     source: McpSource,
 ) -> Row {
-    // This test is about bytes, not activation: the approval gate is opted out of (R-P1).
-    let cache = SkillCache::builder()
-        .root(root)
-        .approval(ApprovalPolicy::NotRequired)
-        .open()
-        .expect("open");
     let origin = Origin::new(format!("serve-{transport}")).expect("label");
-    cache.connect(origin.clone(), Arc::new(source));
-    let listed = cache.list(&origin).await.expect("skills/list");
-    let (mut loaded, mut files, mut from_cache) = (0, 0, 0);
-    let mut disagreements = Vec::new();
-    let count = listed.len();
-    for item in listed {
-        let info = match item {
-            Ok(info) => info,
-            Err(e) => {
-                disagreements.push(format!("entry refused by our client: {e}"));
-                continue;
-            }
-        };
-        let skill = match cache.load(&origin, &info.entry).await {
-            Ok(skill) => skill,
-            Err(e) => {
-                disagreements.push(format!("{}: {e}", info.entry.uri()));
-                continue;
-            }
-        };
-        loaded += 1;
-        for f in skill.files() {
-            match skill.read(f.uri().as_str()).await {
-                Ok(file)
-                    if matches!(file.verification(), skillcache::Verification::Verified(_)) =>
-                {
-                    files += 1;
-                    from_cache += usize::from(file.provenance() == Provenance::Cache);
-                }
-                Ok(file) => disagreements.push(format!("{} came back unverified", file.uri())),
-                Err(e) => disagreements.push(format!("{}: {e}", f.uri())),
-            }
-        }
-    }
+    let tally = load_every_skill(root, &origin, Arc::new(source)).await;
     (
         transport,
         pass,
-        count,
-        loaded,
-        files,
-        from_cache,
-        disagreements,
+        tally.listed,
+        tally.loaded,
+        tally.files,
+        tally.from_cache,
+        tally.disagreements,
     )
 }
 

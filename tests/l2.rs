@@ -231,15 +231,36 @@ fn notes() -> (SkillEntry, common::Files) {
     common::skill("notes", &[("a.md", b"alpha"), ("b/c.txt", b"charlie")])
 }
 
+/// A double serving `notes()` (public, TTL 0 unless a test sets other hints), and the skill.
+fn served_notes() -> (Arc<Double>, SkillEntry, common::Files) {
+    let double = Arc::new(Double::new());
+    let (entry, files) = notes();
+    double.publish(&entry, &files);
+    (double, entry, files)
+}
+
+/// The fixture file whose URI ends with `name`.
+fn file<'a>(files: &'a common::Files, name: &str) -> &'a (String, Vec<u8>) {
+    files
+        .iter()
+        .find(|(u, _)| u.ends_with(name))
+        .unwrap_or_else(|| panic!("{name} is a fixture file"))
+}
+
+/// The loaded file whose URI ends with `name`.
+fn got_file<'a>(got: &'a [skillcache::SkillFile], name: &str) -> &'a skillcache::SkillFile {
+    got.iter()
+        .find(|f| f.uri().as_str().ends_with(name))
+        .unwrap_or_else(|| panic!("{name} was loaded"))
+}
+
 // ---- 1. scope: private content never touches L2 ---------------------------------------------
 
 #[tokio::test]
 async fn l2_private_entry_sends_no_get_and_no_put() {
     let store = Arc::new(Counting::default());
-    let double = Arc::new(Double::new());
+    let (double, entry, _) = served_notes();
     double.set_hints(json!({"ttlMs": 0, "cacheScope": "private"}));
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
     let h = host(in_memory(&store, "fleet"));
 
     let got = load_all(&h.cache, &origin("docs"), &double, &entry)
@@ -270,11 +291,9 @@ async fn l2_private_entry_sends_no_get_and_no_put() {
 #[tokio::test]
 async fn l2_entry_without_cache_scope_is_private_and_never_shared() {
     let store = Arc::new(Counting::default());
-    let double = Arc::new(Double::new());
+    let (double, entry, _) = served_notes();
     // No cacheScope at all: the spec's default is private (R-W8).
     double.set_hints(json!({"ttlMs": 0}));
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
     let h = host(in_memory(&store, "fleet"));
 
     load_all(&h.cache, &origin("docs"), &double, &entry)
@@ -289,9 +308,7 @@ async fn l2_an_entry_the_index_does_not_hold_as_public_is_treated_as_private() {
     // The host hands `load` an entry it built itself (never stored as public): no L2 traffic,
     // even though the server's hints would say public.
     let store = Arc::new(Counting::default());
-    let double = Arc::new(Double::new());
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
+    let (double, entry, _) = served_notes();
     let h = host(in_memory(&store, "fleet"));
     let o = origin("docs");
     h.cache.connect(o.clone(), double.clone());
@@ -307,9 +324,7 @@ async fn l2_an_entry_the_index_does_not_hold_as_public_is_treated_as_private() {
 #[tokio::test]
 async fn l2_public_blobs_published_by_one_host_serve_a_cold_second_host() {
     let store = Arc::new(Counting::default());
-    let double = Arc::new(Double::new());
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
+    let (double, entry, files) = served_notes();
     let o = origin("Docs");
 
     let first = host(in_memory(&store, "fleet/skills"));
@@ -359,9 +374,7 @@ async fn l2_public_blobs_published_by_one_host_serve_a_cold_second_host() {
 #[tokio::test]
 async fn l2_blobs_of_one_origin_are_never_read_for_another() {
     let store = Arc::new(Counting::default());
-    let double = Arc::new(Double::new());
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
+    let (double, entry, _) = served_notes();
 
     let a = host(in_memory(&store, "fleet"));
     load_all(&a.cache, &origin("alpha"), &double, &entry)
@@ -380,9 +393,7 @@ async fn l2_blobs_of_one_origin_are_never_read_for_another() {
 #[tokio::test]
 async fn l2_a_lost_create_race_is_not_an_error() {
     let store = Arc::new(Counting::default());
-    let double = Arc::new(Double::new());
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
+    let (double, entry, files) = served_notes();
     // Another host created every object between this host's get and its put.
     for (_, b) in &files {
         store.plant(&key("fleet", "docs", b), b).await;
@@ -411,13 +422,8 @@ async fn l2_a_lost_create_race_is_not_an_error() {
 #[tokio::test]
 async fn l2_a_host_waits_for_a_file_another_host_claimed_instead_of_asking_the_server() {
     let store = Arc::new(Counting::default());
-    let double = Arc::new(Double::new());
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
-    let (a_uri, a) = files
-        .iter()
-        .find(|(u, _)| u.ends_with("a.md"))
-        .expect("a.md");
+    let (double, entry, files) = served_notes();
+    let (a_uri, a) = file(&files, "a.md");
     // Another host claimed a.md and is fetching it: it publishes the object once this host
     // has polled for it at least twice (the first get, then a poll after seeing the claim).
     store
@@ -464,13 +470,8 @@ async fn l2_a_host_waits_for_a_file_another_host_claimed_instead_of_asking_the_s
 #[tokio::test]
 async fn l2_a_claim_nobody_honours_costs_one_wait_then_the_server_serves_and_it_is_cleared() {
     let store = Arc::new(Counting::default());
-    let double = Arc::new(Double::new());
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
-    let (_, a) = files
-        .iter()
-        .find(|(u, _)| u.ends_with("a.md"))
-        .expect("a.md");
+    let (double, entry, files) = served_notes();
+    let (_, a) = file(&files, "a.md");
     // A host claimed a.md and died.
     store
         .plant(&claim_key("fleet", "docs", a), b"claimed")
@@ -497,14 +498,9 @@ async fn l2_a_claim_nobody_honours_costs_one_wait_then_the_server_serves_and_it_
 #[tokio::test]
 async fn l2_tampered_object_is_rejected_and_the_server_serves_it_once() {
     let store = Arc::new(Counting::default());
-    let double = Arc::new(Double::new());
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
+    let (double, entry, files) = served_notes();
     // Same length, one byte changed: only the digest can tell.
-    let (_, a) = files
-        .iter()
-        .find(|(u, _)| u.ends_with("a.md"))
-        .expect("a.md");
+    let (_, a) = file(&files, "a.md");
     store.plant(&key("fleet", "docs", a), b"alphA").await;
     let h = host(in_memory(&store, "fleet"));
 
@@ -512,10 +508,7 @@ async fn l2_tampered_object_is_rejected_and_the_server_serves_it_once() {
         .await
         .expect("the server's bytes are served");
 
-    let a_file = got
-        .iter()
-        .find(|f| f.uri().as_str().ends_with("a.md"))
-        .expect("a.md");
+    let a_file = got_file(&got, "a.md");
     assert_eq!(
         (a_file.bytes(), a_file.provenance()),
         (&b"alpha"[..], Provenance::Server)
@@ -533,13 +526,8 @@ async fn l2_tampered_object_is_rejected_and_the_server_serves_it_once() {
 #[tokio::test]
 async fn l2_object_of_another_size_is_rejected_before_its_body_is_read() {
     let store = Arc::new(Counting::default());
-    let double = Arc::new(Double::new());
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
-    let (_, c) = files
-        .iter()
-        .find(|(u, _)| u.ends_with("c.txt"))
-        .expect("c.txt");
+    let (double, entry, files) = served_notes();
+    let (_, c) = file(&files, "c.txt");
     // 1 MiB under a 7-byte file's key.
     store
         .plant(&key("fleet", "docs", c), &vec![b'x'; 1 << 20])
@@ -550,10 +538,7 @@ async fn l2_object_of_another_size_is_rejected_before_its_body_is_read() {
         .await
         .expect("loads");
 
-    let c_file = got
-        .iter()
-        .find(|f| f.uri().as_str().ends_with("c.txt"))
-        .expect("c.txt");
+    let c_file = got_file(&got, "c.txt");
     assert_eq!(c_file.bytes(), b"charlie");
     assert_eq!(h.cache.stats()[Counter::L2Rejected], 1);
     assert_eq!(double.reads(), 3);
@@ -610,9 +595,7 @@ async fn l2_a_failed_local_copy_then_a_bad_object_costs_one_server_read() {
     // R-V9 with the tier: the local copy fails (quarantined), L2's is bad too, and the server
     // is asked once — the same budget as without L2.
     let store = Arc::new(Counting::default());
-    let double = Arc::new(Double::new());
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
+    let (double, entry, files) = served_notes();
     let dir = common::scratch();
     let open = || {
         SkillCache::builder()
@@ -628,10 +611,7 @@ async fn l2_a_failed_local_copy_then_a_bad_object_costs_one_server_read() {
     load_all(&open(), &o, &double, &entry)
         .await
         .expect("warm up");
-    let (_, a) = files
-        .iter()
-        .find(|(u, _)| u.ends_with("a.md"))
-        .expect("a.md");
+    let (_, a) = file(&files, "a.md");
     let k = key("fleet", "docs", a);
     // Tamper both copies: the local blob (as root or owner, whatever the modes) and L2's.
     let local = dir.path().join("root").join(k.trim_start_matches("fleet/"));
@@ -647,10 +627,7 @@ async fn l2_a_failed_local_copy_then_a_bad_object_costs_one_server_read() {
     let cache = open();
     let got = load_all(&cache, &o, &double, &entry).await.expect("served");
 
-    let a_file = got
-        .iter()
-        .find(|f| f.uri().as_str().ends_with("a.md"))
-        .expect("a.md");
+    let a_file = got_file(&got, "a.md");
     assert_eq!(a_file.bytes(), b"alpha");
     assert!(a_file.retried());
     assert_eq!(double.reads() - reads, 1, "exactly one extra server read");
@@ -694,9 +671,7 @@ async fn l2_on_a_port_nobody_listens_on_falls_through_to_the_server() {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         l.local_addr().expect("addr").port()
     };
-    let double = Arc::new(Double::new());
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
+    let (double, entry, _) = served_notes();
     let h = host(s3(
         &format!("http://127.0.0.1:{port}"),
         "s3://fleet/skills",
@@ -738,9 +713,7 @@ async fn l2_a_black_hole_listener_costs_one_deadline_then_is_skipped() {
             }
         });
     }
-    let double = Arc::new(Double::new());
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
+    let (double, entry, _) = served_notes();
     let h = host(s3(
         &format!("http://127.0.0.1:{port}"),
         "s3://fleet/skills",
@@ -834,6 +807,18 @@ mod moto {
     use std::process::{Child, Command, Stdio};
     use std::time::{Duration, Instant};
 
+    /// A running moto with bucket `name`; `None`, with why the test skips printed, when the moto
+    /// tests do not run.
+    pub fn with_bucket(name: &str) -> Option<Moto> {
+        if let Some(why) = skip_reason() {
+            eprintln!("skipped: {why}");
+            return None;
+        }
+        let moto = Moto::start();
+        moto.bucket(name);
+        Some(moto)
+    }
+
     /// Why the moto tests skip, or `None` when they run.
     pub fn skip_reason() -> Option<&'static str> {
         (std::env::var("SKILLCACHE_INTEROP").as_deref() != Ok("1")).then_some(
@@ -923,6 +908,19 @@ mod moto {
                 .expect("a port")
         }
 
+        /// An S3 client of `bucket` straight to moto, past the tier, with the dummy credentials.
+        pub fn raw_client(&self, bucket: &str) -> object_store::aws::AmazonS3 {
+            object_store::aws::AmazonS3Builder::new()
+                .with_bucket_name(bucket)
+                .with_endpoint(&self.endpoint)
+                .with_allow_http(true)
+                .with_region("us-east-1")
+                .with_access_key_id("testing")
+                .with_secret_access_key("testing")
+                .build()
+                .expect("raw client")
+        }
+
         /// Creates a bucket (moto takes unsigned requests).
         pub fn bucket(&self, name: &str) {
             let status = request(self.port(), "PUT", &format!("/{name}")).expect("moto answers");
@@ -957,15 +955,10 @@ mod moto {
 
 #[tokio::test]
 async fn l2_real_s3_two_hosts_share_public_blobs_and_creates_never_clobber() {
-    if let Some(why) = moto::skip_reason() {
-        eprintln!("skipped: {why}");
+    let Some(moto) = moto::with_bucket("fleet") else {
         return;
-    }
-    let moto = moto::Moto::start();
-    moto.bucket("fleet");
-    let double = Arc::new(Double::new());
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
+    };
+    let (double, entry, files) = served_notes();
     let o = origin("docs");
     let tier = || s3(&moto.endpoint, "s3://fleet/skills", Duration::from_secs(5));
 
@@ -992,15 +985,7 @@ async fn l2_real_s3_two_hosts_share_public_blobs_and_creates_never_clobber() {
 
     // PutMode::Create on real S3: an existing object is never replaced, so what the first host
     // verified is what a third host reads.
-    let raw = object_store::aws::AmazonS3Builder::new()
-        .with_bucket_name("fleet")
-        .with_endpoint(&moto.endpoint)
-        .with_allow_http(true)
-        .with_region("us-east-1")
-        .with_access_key_id("testing")
-        .with_secret_access_key("testing")
-        .build()
-        .expect("raw client");
+    let raw = moto.raw_client("fleet");
     let k = Path::parse(key("skills", "docs", &files[0].1)).expect("key");
     let err = raw
         .put_opts(
@@ -1028,16 +1013,11 @@ async fn l2_real_s3_two_hosts_share_public_blobs_and_creates_never_clobber() {
 
 #[tokio::test]
 async fn l2_real_s3_private_entries_leave_the_bucket_empty() {
-    if let Some(why) = moto::skip_reason() {
-        eprintln!("skipped: {why}");
+    let Some(moto) = moto::with_bucket("fleet") else {
         return;
-    }
-    let moto = moto::Moto::start();
-    moto.bucket("fleet");
-    let double = Arc::new(Double::new());
+    };
+    let (double, entry, _) = served_notes();
     double.set_hints(json!({"ttlMs": 0, "cacheScope": "private"}));
-    let (entry, files) = notes();
-    double.publish(&entry, &files);
     let h = host(s3(
         &moto.endpoint,
         "s3://fleet/skills",
@@ -1048,15 +1028,7 @@ async fn l2_real_s3_private_entries_leave_the_bucket_empty() {
         .await
         .expect("loads");
 
-    let raw = object_store::aws::AmazonS3Builder::new()
-        .with_bucket_name("fleet")
-        .with_endpoint(&moto.endpoint)
-        .with_allow_http(true)
-        .with_region("us-east-1")
-        .with_access_key_id("testing")
-        .with_secret_access_key("testing")
-        .build()
-        .expect("raw client");
+    let raw = moto.raw_client("fleet");
     let listed: Vec<_> = futures_util::StreamExt::collect(raw.list(None)).await;
     assert!(listed.is_empty(), "{listed:?}");
     let s = h.cache.stats();
@@ -1065,12 +1037,9 @@ async fn l2_real_s3_private_entries_leave_the_bucket_empty() {
 
 #[test]
 fn l2_cli_hosts_share_blobs_through_real_s3_with_the_l2_option() {
-    if let Some(why) = moto::skip_reason() {
-        eprintln!("skipped: {why}");
+    let Some(moto) = moto::with_bucket("fleet") else {
         return;
-    }
-    let moto = moto::Moto::start();
-    moto.bucket("fleet");
+    };
     let corpus = common::scratch();
     let skill = corpus.path().join("notes");
     std::fs::create_dir(&skill).expect("mkdir");

@@ -55,9 +55,14 @@ impl Fixture {
     }
 
     fn cache_with_key(&self, key: &Path, principal: &str) -> SkillCache {
+        self.cache_at(&self.root(), key, principal)
+    }
+
+    /// A cache over `root` (the fixture's own, or one on a mount) connected to the double.
+    fn cache_at(&self, root: &Path, key: &Path, principal: &str) -> SkillCache {
         let cache = SkillCache::builder()
             .approval(ApprovalPolicy::NotRequired)
-            .root(self.root())
+            .root(root)
             .key_file(key)
             .principal(principal)
             .open()
@@ -68,6 +73,25 @@ impl Fixture {
 
     fn cache(&self) -> SkillCache {
         self.cache_with_key(&self.key(), "")
+    }
+
+    /// A 16 MiB tmpfs under the fixture's folder; `None`, with why `test` skips printed, where
+    /// one cannot be mounted (it needs root).
+    fn tmpfs(&self, test: &str) -> Option<common::Tmpfs> {
+        common::Tmpfs::mount(self.dir.path().join("mnt"), "16m")
+            .map_err(|why| eprintln!("skipping {test}: {why}"))
+            .ok()
+    }
+
+    /// Opens the fixture's root once and closes it: root, index and key exist afterwards.
+    fn create_root(&self) {
+        drop(
+            Cache::builder()
+                .root(self.root())
+                .key_file(self.key())
+                .open()
+                .expect("open"),
+        );
     }
 
     fn gets(&self) -> usize {
@@ -358,13 +382,7 @@ fn open_err(f: &Fixture, key: &Path) -> Error {
 #[test]
 fn h3_a_group_or_world_readable_key_is_refused_with_the_fix() {
     let f = Fixture::new();
-    drop(
-        Cache::builder()
-            .root(f.root())
-            .key_file(f.key())
-            .open()
-            .expect("open"),
-    );
+    f.create_root();
     std::fs::set_permissions(f.key(), std::fs::Permissions::from_mode(0o644)).expect("chmod");
     let err = open_err(&f, &f.key());
     assert!(
@@ -389,33 +407,27 @@ fn h3_a_group_or_world_readable_key_is_refused_with_the_fix() {
 #[test]
 fn h3_a_key_inside_the_root_is_refused_and_not_created() {
     let f = Fixture::new();
+    let refused_inside_root = |key: &Path| {
+        let err = open_err(&f, key);
+        assert!(
+            matches!(
+                &err,
+                Error::Index(skillcache::error::IndexError::HostKey {
+                    problem: KeyProblem::InsideRoot { .. },
+                    ..
+                })
+            ),
+            "{}: {err:?}",
+            key.display()
+        );
+    };
     let inside = f.root().join("keys").join("host.key");
-    let err = open_err(&f, &inside);
-    assert!(
-        matches!(
-            &err,
-            Error::Index(skillcache::error::IndexError::HostKey {
-                problem: KeyProblem::InsideRoot { .. },
-                ..
-            })
-        ),
-        "{err:?}"
-    );
+    refused_inside_root(&inside);
     assert!(!inside.exists() && !inside.parent().expect("parent").exists());
     // Through a link to the root too: both sides are resolved.
     let link = f.dir.path().join("link-to-root");
     std::os::unix::fs::symlink(f.root(), &link).expect("symlink");
-    let err = open_err(&f, &link.join("host.key"));
-    assert!(
-        matches!(
-            &err,
-            Error::Index(skillcache::error::IndexError::HostKey {
-                problem: KeyProblem::InsideRoot { .. },
-                ..
-            })
-        ),
-        "{err:?}"
-    );
+    refused_inside_root(&link.join("host.key"));
 }
 
 #[test]
@@ -525,13 +537,7 @@ async fn h6_a_truncated_header_heals_too() {
 #[test]
 fn h6_a_too_new_schema_is_refused_untouched_not_healed() {
     let f = Fixture::new();
-    drop(
-        Cache::builder()
-            .root(f.root())
-            .key_file(f.key())
-            .open()
-            .expect("open"),
-    );
+    f.create_root();
     f.attacker()
         .pragma_update(None, "user_version", 99)
         .expect("from the future");
@@ -603,22 +609,12 @@ async fn h5_warm_hit_does_not_wait_for_another_processes_write_transaction() {
 #[tokio::test]
 async fn h5_an_index_on_a_read_only_mount_serves_its_entries() {
     let f = Fixture::new();
-    let mnt = match common::Tmpfs::mount(f.dir.path().join("mnt"), "16m") {
-        Ok(m) => m,
-        Err(why) => {
-            eprintln!("skipping h5_an_index_on_a_read_only_mount_serves_its_entries: {why}");
-            return;
-        }
+    let Some(mnt) = f.tmpfs("h5_an_index_on_a_read_only_mount_serves_its_entries") else {
+        return;
     };
     let root = mnt.path().join("root");
     {
-        let cache = SkillCache::builder()
-            .approval(ApprovalPolicy::NotRequired)
-            .root(&root)
-            .key_file(f.key())
-            .open()
-            .expect("open");
-        cache.connect(f.origin.clone(), f.double.clone());
+        let cache = f.cache_at(&root, &f.key(), "");
         let e = cache.entry(&f.origin, f.entry.uri()).await.expect("entry");
         cache.load(&f.origin, &e.entry).await.expect("load");
     }
@@ -675,24 +671,11 @@ async fn h5_an_index_on_a_read_only_mount_serves_its_entries() {
 #[tokio::test]
 async fn h5_a_warm_hit_works_on_a_full_disk() {
     let f = Fixture::new();
-    let mnt = match common::Tmpfs::mount(f.dir.path().join("mnt"), "16m") {
-        Ok(m) => m,
-        Err(why) => {
-            eprintln!("skipping h5_a_warm_hit_works_on_a_full_disk: {why}");
-            return;
-        }
+    let Some(mnt) = f.tmpfs("h5_a_warm_hit_works_on_a_full_disk") else {
+        return;
     };
     let root = mnt.path().join("root");
-    let open = || {
-        let cache = SkillCache::builder()
-            .approval(ApprovalPolicy::NotRequired)
-            .root(&root)
-            .key_file(f.key())
-            .open()
-            .expect("open");
-        cache.connect(f.origin.clone(), f.double.clone());
-        cache
-    };
+    let open = || f.cache_at(&root, &f.key(), "");
     {
         let cache = open();
         let e = cache.entry(&f.origin, f.entry.uri()).await.expect("entry");

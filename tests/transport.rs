@@ -5,6 +5,8 @@
 //! `time` (`/usr/bin/time -f %M`, the child's `ru_maxrss`): a memory bound, not a timing.
 #![allow(clippy::result_large_err)]
 
+#[path = "common/cli_env.rs"]
+mod cli_env;
 mod common;
 #[path = "common/http.rs"]
 mod http;
@@ -12,9 +14,9 @@ mod http;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use cli_env::{BIN, Env, code, serve_cmd, stderr};
 use skillcache::Digest;
 
-const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
 const MIB: usize = 1024 * 1024;
 /// The whole-skill limit (R-W7 baseline), which is also the largest a single file can be.
 const LIMIT: usize = 16 * MIB;
@@ -23,27 +25,22 @@ const PEAK_MAX_KIB: u64 = 100 * 1024;
 
 /// The command failed with exit `code`, and its error says `needle`.
 fn expect_failure(out: &std::process::Output, code_wanted: i32, needle: &str) {
+    expect_failure_saying(out, code_wanted, &[needle]);
+}
+
+/// The command failed with exit `code`, and its error says every one of `needles`.
+fn expect_failure_saying(out: &std::process::Output, code_wanted: i32, needles: &[&str]) {
     assert_eq!(code(out), code_wanted, "{}", stderr(out));
-    assert!(stderr(out).contains(needle), "{}", stderr(out));
+    for needle in needles {
+        assert!(stderr(out).contains(needle), "{needle:?}: {}", stderr(out));
+    }
 }
 
 fn hostile() -> PathBuf {
     common::example_bin("hostile_server")
 }
 
-struct Env {
-    dir: common::Scratch,
-}
-
 impl Env {
-    fn new() -> Env {
-        Env {
-            dir: common::scratch(),
-        }
-    }
-    fn path(&self, p: &str) -> PathBuf {
-        self.dir.path().join(p)
-    }
     /// A served folder with skill `notes`: `SKILL.md` and `refs/notes.md`.
     fn served(&self) -> PathBuf {
         let served = self.path("served");
@@ -57,6 +54,29 @@ impl Env {
         std::fs::write(skill.join("refs/notes.md"), "the notes\n").expect("write");
         served
     }
+    /// A skill folder `name` holding only a `SKILL.md` with `description`, for `inspect`.
+    fn skill_folder(&self, name: &str, description: &str) -> PathBuf {
+        let skill = self.path(name);
+        std::fs::create_dir_all(&skill).expect("mkdir");
+        std::fs::write(
+            skill.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: {description}\n---\n"),
+        )
+        .expect("write");
+        skill
+    }
+    /// A `--stdio` command serving [`Env::served`] (`serve OPTIONS FOLDER`) that leaves a marker
+    /// file when it starts; returns (marker, command).
+    fn marked_server(&self, options: &str) -> (PathBuf, String) {
+        let served = self.served();
+        let marker = self.path("server-started");
+        let cmd = format!(
+            "sh -c \"touch '{}' && exec '{BIN}' serve {options}'{}'\"",
+            marker.display(),
+            served.display()
+        );
+        (marker, cmd)
+    }
     /// A served skill `name` whose one extra file `data` is `bytes`, sized so the skill is
     /// exactly at the limit.
     fn big_skill(&self, name: &str, fill: impl Fn(usize) -> u8) -> (PathBuf, Vec<u8>) {
@@ -68,14 +88,6 @@ impl Env {
         let bytes: Vec<u8> = (0..LIMIT - md.len()).map(fill).collect();
         std::fs::write(skill.join("data"), &bytes).expect("write");
         (served, bytes)
-    }
-    fn cli(&self) -> Command {
-        let mut c = Command::new(BIN);
-        c.arg("--root").arg(self.path("root"));
-        c
-    }
-    fn run(&self, args: &[&str]) -> Output {
-        self.cli().args(args).output().expect("run skillcache")
     }
     /// Runs the CLI under GNU time; returns its output and its peak resident size in KiB.
     fn run_measured(&self, args: &[&str]) -> (Output, u64) {
@@ -103,18 +115,6 @@ impl Env {
 
 fn hostile_cmd(dir: &Path, mode: &str) -> String {
     format!("'{}' '{}' {mode}", hostile().display(), dir.display())
-}
-
-fn serve_cmd(dir: &Path) -> String {
-    format!("'{BIN}' serve '{}'", dir.display())
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 const NOTES: &str = "skill://notes/SKILL.md";
@@ -259,15 +259,16 @@ fn b2_a_200_mb_http_answer_is_refused_while_reading_with_bounded_memory() {
         &url,
     ]);
     eprintln!("peak memory over http: {peak_kib} KiB");
-    assert_eq!(code(&out), 4, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("resources/read: the connection to the server failed")
-            && stderr(&out).contains(&format!(
+    expect_failure_saying(
+        &out,
+        4,
+        &[
+            "resources/read: the connection to the server failed",
+            &format!(
                 "exceeded the maximum size of {} bytes",
                 skillcache::source::message_bound(&skillcache::entry::Limits::BASELINE)
-            )),
-        "{}",
-        stderr(&out)
+            ),
+        ],
     );
     assert!(
         peak_kib < PEAK_MAX_KIB,
@@ -341,12 +342,10 @@ fn b2_a_16_mib_binary_and_escape_heavy_text_file_load_over_streamable_http() {
 fn b2_death_mid_message_is_a_transport_error_with_exit_4() {
     let env = Env::new();
     let out = load_from(&env, "die-mid-read");
-    assert_eq!(code(&out), 4, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("the server closed its output")
-            && stderr(&out).contains("bytes into a message"),
-        "{}",
-        stderr(&out)
+    expect_failure_saying(
+        &out,
+        4,
+        &["the server closed its output", "bytes into a message"],
     );
 }
 
@@ -380,14 +379,8 @@ fn b8_skills_calls_need_both_resources_and_the_extension() {
 #[test]
 fn b4_a_warm_load_of_a_fresh_entry_never_starts_the_server() {
     let env = Env::new();
-    let served = env.served();
-    let marker = env.path("server-started");
     // The server leaves a marker when it starts; entries are fresh for an hour.
-    let cmd = format!(
-        "sh -c \"touch '{}' && exec '{BIN}' serve --ttl-ms 3600000 '{}'\"",
-        marker.display(),
-        served.display()
-    );
+    let (marker, cmd) = env.marked_server("--ttl-ms 3600000 ");
     let cold = env.run(&["load", NOTES, "--origin", "o", "--stdio", &cmd]);
     assert_eq!(code(&cold), 0, "{}", stderr(&cold));
     assert!(marker.exists(), "the cold load started the server");
@@ -412,13 +405,7 @@ fn b4_a_warm_load_of_a_fresh_entry_never_starts_the_server() {
 #[test]
 fn b6_usage_errors_exit_2_before_any_server_starts() {
     let env = Env::new();
-    let served = env.served();
-    let marker = env.path("server-started");
-    let cmd = format!(
-        "sh -c \"touch '{}' && exec '{BIN}' serve '{}'\"",
-        marker.display(),
-        served.display()
-    );
+    let (marker, cmd) = env.marked_server("");
     let long = "o".repeat(81);
     for args in [
         vec!["load", NOTES, "--origin", "", "--stdio", &cmd],
@@ -478,13 +465,7 @@ fn b6_an_empty_skillcache_root_is_unset() {
 #[test]
 fn b3_a_sparse_3_gib_file_is_refused_from_metadata_without_reading_it() {
     let env = Env::new();
-    let skill = env.path("huge");
-    std::fs::create_dir_all(&skill).expect("mkdir");
-    std::fs::write(
-        skill.join("SKILL.md"),
-        "---\nname: huge\ndescription: Too big.\n---\n",
-    )
-    .expect("write");
+    let skill = env.skill_folder("huge", "Too big.");
     let f = std::fs::File::create(skill.join("sparse.bin")).expect("create");
     f.set_len(3 << 30).expect("a sparse 3 GiB file");
     let (out, peak_kib) = env.run_measured(&["inspect", &skill.display().to_string()]);
@@ -498,36 +479,26 @@ fn b3_a_sparse_3_gib_file_is_refused_from_metadata_without_reading_it() {
 #[test]
 fn b3_a_folder_with_more_files_than_the_limit_is_refused_before_reading() {
     let env = Env::new();
-    let skill = env.path("many");
+    let skill = env.skill_folder("many", "Too many files.");
     std::fs::create_dir_all(skill.join("files")).expect("mkdir");
-    std::fs::write(
-        skill.join("SKILL.md"),
-        "---\nname: many\ndescription: Too many files.\n---\n",
-    )
-    .expect("write");
     for i in 0..600 {
         std::fs::write(skill.join(format!("files/{i:04}.txt")), "x").expect("write");
     }
     let out = env.run(&["inspect", &skill.display().to_string()]);
-    assert_eq!(code(&out), 4, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("the number of files is 513, above the limit of 512")
-            && stderr(&out).contains("counting stopped at the first one over"),
-        "{}",
-        stderr(&out)
+    expect_failure_saying(
+        &out,
+        4,
+        &[
+            "the number of files is 513, above the limit of 512",
+            "counting stopped at the first one over",
+        ],
     );
 }
 
 #[test]
 fn b3_a_fifo_in_a_skill_folder_does_not_hang_inspect() {
     let env = Env::new();
-    let skill = env.path("piped");
-    std::fs::create_dir_all(&skill).expect("mkdir");
-    std::fs::write(
-        skill.join("SKILL.md"),
-        "---\nname: piped\ndescription: Has a pipe.\n---\n",
-    )
-    .expect("write");
+    let skill = env.skill_folder("piped", "Has a pipe.");
     let made = Command::new("mkfifo")
         .arg(skill.join("pipe"))
         .status()

@@ -116,6 +116,12 @@ fn put(c: &Cache, o: &Origin, e: &SkillEntry) {
         .expect("put entry");
 }
 
+/// `skill`'s entry put (public, fresh) and every file of it stored: the state most setups build on.
+fn stored(c: &Cache, o: &Origin, skill: &(SkillEntry, Files)) {
+    put(c, o, &skill.0);
+    store_all(c, o, &skill.0, &skill.1).expect("setup");
+}
+
 fn tamper(c: &Cache, w: &World) {
     tamper_file(c, w, "/SKILL.md");
 }
@@ -142,8 +148,7 @@ fn tamper_file(c: &Cache, w: &World, suffix: &str) {
 /// alpha stored, beta put: beta lists alpha's `a.md` too, and finds that blob tampered, so its
 /// publish quarantines it and links its own copy.
 fn beside_a_tampered_a_md(c: &Cache, w: &World) {
-    put(c, &w.origin, &w.a.0);
-    store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
+    stored(c, &w.origin, &w.a);
     put(c, &w.origin, &w.b.0);
     tamper_file(c, w, "/a.md");
 }
@@ -161,8 +166,7 @@ const SCENARIOS: &[Scenario] = &[
         tampered: false,
         planted: "",
         setup: |c, w| {
-            put(c, &w.origin, &w.a.0);
-            store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
+            stored(c, &w.origin, &w.a);
             put(c, &w.origin, &w.b.0);
         },
         op: |c, w| store_all(c, &w.origin, &w.b.0, &w.b.1),
@@ -193,8 +197,7 @@ const SCENARIOS: &[Scenario] = &[
         tampered: true,
         planted: "/SKILL.md",
         setup: |c, w| {
-            put(c, &w.origin, &w.a.0);
-            store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
+            stored(c, &w.origin, &w.a);
             tamper(c, w);
         },
         op: |c, w| {
@@ -207,16 +210,13 @@ const SCENARIOS: &[Scenario] = &[
         tampered: false,
         planted: "",
         setup: |c, w| {
-            put(c, &w.origin, &w.a.0);
-            store_all(c, &w.origin, &w.a.0, &w.a.1).expect("setup");
-            put(c, &w.origin, &w.b.0);
-            store_all(c, &w.origin, &w.b.0, &w.b.1).expect("setup");
+            stored(c, &w.origin, &w.a);
+            stored(c, &w.origin, &w.b);
             // beta's entry goes stale (TTL 0): its blobs become evictable under a budget, and
             // a blob no entry references at all is removed outright.
             c.put_entry(&w.origin, "", &w.b.0, CacheHints::new(0, Scope::Public))
                 .expect("stale");
-            put(c, &w.other, &w.a.0);
-            store_all(c, &w.other, &w.a.0, &w.a.1).expect("setup");
+            stored(c, &w.other, &w.a);
             c.index
                 .purge(&w.other)
                 .expect("forget the other origin's rows");
@@ -229,8 +229,7 @@ const SCENARIOS: &[Scenario] = &[
         planted: "/SKILL.md",
         setup: |c, w| {
             for o in [&w.origin, &w.other] {
-                put(c, o, &w.a.0);
-                store_all(c, o, &w.a.0, &w.a.1).expect("setup");
+                stored(c, o, &w.a);
             }
             tamper(c, w);
             let f = &w.a.0.manifest().expect("manifest").files()[0];

@@ -4,7 +4,7 @@
 //! window) both build on it; neither imports the other's internals.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -23,6 +23,13 @@ use crate::frontmatter;
 use crate::lockfile::LockFile;
 use crate::origin::Origin;
 use crate::source::{Change, SkillSource, SourceFuture};
+
+/// Locks one of [`Inner`]'s maps, taking over a poisoned one: each is changed by single
+/// inserts and removals, so a panic elsewhere never leaves one half-updated, and a load must not
+/// fail over it.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 pub(super) struct Inner {
     pub(super) core: Arc<Cache>,
@@ -267,10 +274,7 @@ impl Inner {
         else {
             return;
         };
-        let mut map = self
-            .revocations
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = lock(&self.revocations);
         if map.len() >= MAX_REVOCATIONS {
             map.clear();
         }
@@ -281,9 +285,7 @@ impl Inner {
     }
 
     pub(super) fn forget_revocation(&self, origin: &Origin, entry: &SkillEntry, principal: &str) {
-        self.revocations
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.revocations)
             .remove(&Self::revocation_key(origin, entry, principal));
     }
 
@@ -296,9 +298,7 @@ impl Inner {
         principal: &str,
         binding: Binding,
     ) -> Option<EntryDiff> {
-        self.revocations
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.revocations)
             .get(&Self::revocation_key(origin, entry, principal))
             .filter(|(b, _)| *b == binding)
             .map(|(_, diff)| diff.clone())
@@ -366,10 +366,7 @@ impl Inner {
             "the server announced a change"
         );
         let now = super::now_ms();
-        let mut stale = self
-            .stale
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut stale = lock(&self.stale);
         let marks = stale.entry(origin.clone()).or_default();
         match change {
             Change::ListChanged => {
@@ -392,26 +389,18 @@ impl Inner {
     }
 
     pub(super) fn is_marked_stale(&self, origin: &Origin, entry: &SkillEntry, fetched_at_ms: u64) -> bool {
-        self.stale
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.stale)
             .get(origin)
             .is_some_and(|m| m.concerns(entry, fetched_at_ms))
     }
 
     pub(super) fn gate(&self, origin: &Origin, digest: Digest) -> Gate {
-        let mut map = self
-            .inflight
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = lock(&self.inflight);
         Arc::clone(map.entry((origin.clone(), digest)).or_default())
     }
 
     pub(super) fn release(&self, origin: &Origin, digest: Digest, gate: &Gate) {
-        let mut map = self
-            .inflight
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = lock(&self.inflight);
         // Only the map and this caller hold it: nobody is waiting, so forget it.
         if Arc::strong_count(gate) <= 2 {
             map.remove(&(origin.clone(), digest));

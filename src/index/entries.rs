@@ -114,6 +114,30 @@ impl Row {
         })
     }
 
+    /// The rows of (`oid`, `skill_uri`) that `principal` may see, its own private copy first,
+    /// then the public one (R-C6, R-O1); `what` names the operation in a database error. Their
+    /// seals are not checked here: each caller decides what a failed seal means (R-H3).
+    fn visible(
+        conn: &rusqlite::Connection,
+        oid: i64,
+        skill_uri: &str,
+        principal: &str,
+        what: &'static str,
+    ) -> Result<Vec<Row>, Error> {
+        let mut stmt = conn
+            .prepare_cached(concat!(
+                "SELECT ",
+                entry_columns!(),
+                " FROM entries e WHERE e.origin_id = ?1 AND e.skill_uri = ?2
+                 AND ((e.scope = 'private' AND e.principal = ?3) OR e.scope = 'public')
+                 ORDER BY e.scope = 'private' DESC"
+            ))
+            .map_err(db_err(what))?;
+        stmt.query_map(params![oid, skill_uri, principal], |r| Row::read(r, 0))
+            .and_then(Iterator::collect)
+            .map_err(db_err(what))
+    }
+
     /// Whether this host wrote this row for `origin` and `skill_uri` (R-H3).
     fn is_sealed(&self, key: &SealKey, origin: &Origin, skill_uri: &str) -> bool {
         EntryRow {
@@ -166,20 +190,7 @@ impl Index {
         .seal();
         self.write("store entry", |tx| {
             let oid = origin_id(tx, origin)?;
-            let previous: Vec<Row> = {
-                let mut stmt = tx
-                    .prepare_cached(concat!(
-                        "SELECT ",
-                        entry_columns!(),
-                        " FROM entries e WHERE e.origin_id = ?1 AND e.skill_uri = ?2
-                         AND ((e.scope = 'private' AND e.principal = ?3) OR e.scope = 'public')
-                         ORDER BY e.scope = 'private' DESC"
-                    ))
-                    .map_err(db_err("store entry"))?;
-                stmt.query_map(params![oid, uri, principal], |r| Row::read(r, 0))
-                    .and_then(Iterator::collect)
-                    .map_err(db_err("store entry"))?
-            };
+            let previous = Row::visible(tx, oid, uri, principal, "store entry")?;
             // Only a sealed previous copy is believed, even just for reporting what changed.
             let previous = previous
                 .into_iter()
@@ -258,18 +269,7 @@ impl Index {
             let Some(oid) = find_origin_id(&conn, origin)? else {
                 return Ok(None);
             };
-            let mut stmt = conn
-                .prepare_cached(concat!(
-                    "SELECT ",
-                    entry_columns!(),
-                    " FROM entries e WHERE e.origin_id = ?1 AND e.skill_uri = ?2
-                     AND ((e.scope = 'private' AND e.principal = ?3) OR e.scope = 'public')
-                     ORDER BY e.scope = 'private' DESC"
-                ))
-                .map_err(db_err("read entry"))?;
-            stmt.query_map(params![oid, canonical, principal], |r| Row::read(r, 0))
-                .and_then(Iterator::collect)
-                .map_err(db_err("read entry"))?
+            Row::visible(&conn, oid, canonical, principal, "read entry")?
         };
         let mut found = None;
         for row in rows {

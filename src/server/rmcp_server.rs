@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -122,6 +122,13 @@ fn bound() -> usize {
     usize::try_from(message_bound(&Limits::BASELINE)).unwrap_or(usize::MAX)
 }
 
+/// Locks `mutex`, taking over a poisoned one: each value these locks guard (a set of URIs, a
+/// peer, the listener lists) is changed by one call at a time, so a panic elsewhere never leaves
+/// it half-updated, and a session must not lose its notifications over it.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// The first scan: fails for a root that is not a folder, logs how much is published (each
 /// refused folder was logged with its reasons as it was inspected), and drains the "changes" of
 /// building the catalog so no peer is told about them.
@@ -158,13 +165,8 @@ impl Listeners {
 
     /// Forgets the sessions whose peer is gone.
     fn prune(&mut self) {
-        self.sessions.retain(|s| {
-            s.peer
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-                .is_some_and(|p| !p.is_transport_closed())
-        });
+        self.sessions
+            .retain(|s| lock(&s.peer).as_ref().is_some_and(|p| !p.is_transport_closed()));
     }
 }
 
@@ -281,11 +283,7 @@ impl ServerHandler for Handler {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.session
-            .subscribed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(request.uri);
+        lock(&self.session.subscribed).insert(request.uri);
         Ok(())
     }
 
@@ -295,11 +293,7 @@ impl ServerHandler for Handler {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.session
-            .subscribed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&request.uri);
+        lock(&self.session.subscribed).remove(&request.uri);
         Ok(())
     }
 
@@ -313,34 +307,20 @@ impl ServerHandler for Handler {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let id = {
-            let mut l = self
-                .listeners
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut l = lock(&self.listeners);
             let id = l.next_stream;
             l.next_stream += 1;
             l.streams.insert(id, context.sink().clone());
             id
         };
         context.cancelled().await;
-        self.listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .streams
-            .remove(&id);
+        lock(&self.listeners).streams.remove(&id);
         Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        *self
-            .session
-            .peer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(context.peer);
-        let mut listeners = self
-            .listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        *lock(&self.session.peer) = Some(context.peer);
+        let mut listeners = lock(&self.listeners);
         // Sessions that ended are forgotten here too, so a long-running HTTP server whose folder
         // never changes does not collect them.
         listeners.prune();
@@ -369,7 +349,7 @@ async fn watch(server: SkillServer, listeners: Shared, every: Duration) {
 /// marks the affected entries stale on either notification (R-B5).
 async fn notify(listeners: &Shared, changes: &Changes) {
     let (sessions, streams) = {
-        let mut l = listeners.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut l = lock(listeners);
         l.prune();
         (
             l.sessions.clone(),
@@ -383,19 +363,13 @@ async fn notify(listeners: &Shared, changes: &Changes) {
         "folder changed"
     );
     for session in sessions {
-        let peer = session
-            .peer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let peer = lock(&session.peer).clone();
         let Some(peer) = peer else { continue };
-        let subscribed: Vec<String> = {
-            let subscribed = session
-                .subscribed
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            changes.uris.intersection(&subscribed).cloned().collect()
-        };
+        let subscribed: Vec<String> = changes
+            .uris
+            .intersection(&lock(&session.subscribed))
+            .cloned()
+            .collect();
         // A peer that went away mid-send is dropped at the next change.
         if changes.list_changed {
             let _ = peer.notify_resource_list_changed().await;

@@ -170,6 +170,19 @@ impl std::fmt::Debug for McpSource {
     }
 }
 
+/// Hands `change` to the cache watching the source, if one does (R-B5): from our own session's
+/// handler and from [`McpSource::notify`] alike. The sink is called after the lock is released,
+/// so a sink that calls back into the source cannot deadlock on it.
+fn tell(on_change: &Mutex<Option<OnChange>>, change: Change) {
+    let sink = on_change
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    if let Some(sink) = sink {
+        sink(change);
+    }
+}
+
 /// Our side of the session: who we are, and where change notifications go (R-B5).
 struct Handler {
     info: ClientConfig,
@@ -178,14 +191,7 @@ struct Handler {
 
 impl Handler {
     fn tell(&self, change: Change) {
-        let sink = self
-            .on_change
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        if let Some(sink) = sink {
-            sink(change);
-        }
+        tell(&self.on_change, change);
     }
 }
 
@@ -282,14 +288,7 @@ impl McpSource {
     /// watching it (R-B5), as if the source had received it: for [`McpSource::from_peer`], whose
     /// notifications go to the host's handler.
     pub fn notify(&self, change: Change) {
-        let sink = self
-            .on_change
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        if let Some(sink) = sink {
-            sink(change);
-        }
+        tell(&self.on_change, change);
     }
 
     fn new(target: Target) -> McpSource {

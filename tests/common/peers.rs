@@ -56,3 +56,104 @@ pub fn node22(dir: &Path) -> PathBuf {
 pub fn harness(dir: &Path) -> PathBuf {
     dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js")
 }
+
+/// What one pass over every skill a peer publishes found.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Entries the peer listed (refused ones included).
+    pub listed: usize,
+    /// Skills that loaded.
+    pub loaded: usize,
+    /// Files read and verified.
+    pub files: usize,
+    /// Of those, the ones served from the cache.
+    pub from_cache: usize,
+    /// The folder (`skill://` root) of every entry skillcache accepted.
+    pub published: Vec<String>,
+    /// Every way skillcache and the peer disagreed.
+    pub disagreements: Vec<String>,
+}
+
+/// One pass of a cache over `root` through `source` as `origin`: lists the peer's skills,
+/// loads each and reads and verifies every file. Interop is about verification, not
+/// activation: the approval gate is opted out of (R-P1).
+pub async fn load_every_skill(
+    root: &Path,
+    origin: &skillcache::Origin,
+    source: std::sync::Arc<dyn skillcache::source::SkillSource>,
+) -> Tally {
+    let cache = skillcache::SkillCache::builder()
+        .root(root)
+        .approval(skillcache::ApprovalPolicy::NotRequired)
+        .open()
+        .expect("open");
+    cache.connect(origin.clone(), source);
+    let listed = cache.list(origin).await.expect("skills/list");
+    let mut tally = Tally {
+        listed: listed.len(),
+        ..Tally::default()
+    };
+    for item in listed {
+        let info = match item {
+            Ok(info) => info,
+            Err(e) => {
+                tally
+                    .disagreements
+                    .push(format!("entry refused by skillcache: {e}"));
+                continue;
+            }
+        };
+        tally.published.push(
+            info.entry
+                .uri()
+                .root()
+                .trim_start_matches("skill://")
+                .to_owned(),
+        );
+        let skill = match cache.load(origin, &info.entry).await {
+            Ok(skill) => skill,
+            Err(e) => {
+                tally
+                    .disagreements
+                    .push(format!("{}: {e}", info.entry.uri()));
+                continue;
+            }
+        };
+        tally.loaded += 1;
+        for f in skill.files() {
+            match skill.read(f.uri().as_str()).await {
+                Ok(file)
+                    if matches!(file.verification(), skillcache::Verification::Verified(_)) =>
+                {
+                    tally.files += 1;
+                    tally.from_cache +=
+                        usize::from(file.provenance() == skillcache::Provenance::Cache);
+                }
+                Ok(file) => tally
+                    .disagreements
+                    .push(format!("{} came back unverified", file.uri())),
+                Err(e) => tally.disagreements.push(format!("{}: {e}", f.uri())),
+            }
+        }
+    }
+    tally
+}
+
+/// Runs the pinned conformance harness on the pinned Node 22 with `args`: its exit status and
+/// all it printed, its checks (stdout) then its summary (stderr).
+pub fn run_harness<S: AsRef<std::ffi::OsStr>>(
+    dir: &Path,
+    args: &[S],
+) -> (std::process::ExitStatus, String) {
+    let out = Command::new(node22(dir))
+        .arg(harness(dir))
+        .args(args)
+        .output()
+        .expect("run the conformance harness");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status, text)
+}

@@ -1,0 +1,88 @@
+//! The `skillcache` binary as the CLI tests run it (`cli`, `cli_config`, `transport`): one
+//! scratch home per test, the command with its root in it, and what the command printed.
+//!
+//! Included with `#[path]` by the tests that run the binary (as `http.rs` is), not from
+//! `common/mod.rs`: `CARGO_BIN_EXE_skillcache` is only set where the binary is built.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
+
+/// One test's scratch home: the cache root (`root`) and whatever the test writes beside it.
+/// Each test file adds the fixtures it needs (served folders, config files) in its own
+/// `impl Env`.
+pub struct Env {
+    dir: crate::common::Scratch,
+    keyed: bool,
+}
+
+impl Env {
+    /// Commands get `--root` only.
+    pub fn new() -> Env {
+        Env {
+            dir: crate::common::scratch(),
+            keyed: false,
+        }
+    }
+
+    /// Commands also get `--key-file host.key` beside the root, and run inside the home, where
+    /// lock files and relative paths are looked for.
+    pub fn keyed() -> Env {
+        Env {
+            keyed: true,
+            ..Env::new()
+        }
+    }
+
+    /// The home folder.
+    pub fn home(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `name` inside the home.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.home().join(name)
+    }
+
+    /// The cache root every command is given.
+    pub fn root(&self) -> PathBuf {
+        self.path("root")
+    }
+
+    /// The binary with this home's options, ready for arguments.
+    pub fn cli(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.arg("--root").arg(self.root());
+        if self.keyed {
+            c.arg("--key-file")
+                .arg(self.path("host.key"))
+                .current_dir(self.home());
+        }
+        c
+    }
+
+    /// Runs the binary with `args` to the end.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cli().args(args).output().expect("run skillcache")
+    }
+}
+
+/// `skillcache serve DIR` as one command line for `--stdio`.
+pub fn serve_cmd(dir: &Path) -> String {
+    format!("'{BIN}' serve '{}'", dir.display())
+}
+
+/// The exit code (-1 for a signal).
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
