@@ -77,11 +77,14 @@ impl Digest {
         }
     }
 
-    /// The 64 lowercase hex digits, without the `sha256:` prefix.
-    #[must_use]
-    pub fn hex(&self) -> String {
-        let mut buf = [0u8; 64];
-        self.write_hex(&mut buf).to_owned()
+    internal_pub! {
+        /// The 64 lowercase hex digits, without the `sha256:` prefix (a host that wants them
+        /// strips the prefix from the `Display` form).
+        #[must_use]
+        fn hex(&self) -> String {
+            let mut buf = [0u8; 64];
+            self.write_hex(&mut buf).to_owned()
+        }
     }
 
     internal_pub! {

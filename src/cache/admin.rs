@@ -13,7 +13,6 @@ use crate::entry::Scope;
 use crate::error::Error;
 use crate::index::EntrySummary;
 use crate::origin::Origin;
-use crate::store::Isolation;
 use crate::uri::SkillUri;
 
 /// One entry the cache holds, as [`SkillCache::cached_entries`] lists it.
@@ -28,12 +27,11 @@ pub struct CachedEntry {
     pub scope: Scope,
     /// The principal of a private entry (empty for a public one).
     pub principal: String,
-    /// How many files its manifest lists (0 for a dynamic skill).
+    /// How many files its manifest lists; 0 for a dynamic skill (R-V7: no manifest), so `files
+    /// == 0` is how a dynamic entry is told apart.
     pub files: u64,
     /// The sum of their declared sizes.
     pub bytes: u64,
-    /// Whether the skill is dynamic (no digests; never cached).
-    pub dynamic: bool,
     /// Whether its `ttlMs` has not run out yet: a fresh entry is used without asking the server.
     pub fresh: bool,
 }
@@ -50,7 +48,6 @@ impl CachedEntry {
             principal: s.principal,
             files: s.files,
             bytes: s.bytes,
-            dynamic: s.dynamic,
             fresh: now < s.fetched_at_ms.saturating_add(s.ttl_ms),
         })
     }
@@ -175,11 +172,5 @@ impl SkillCache {
     #[must_use]
     pub fn root(&self) -> &Path {
         self.core_ref().root()
-    }
-
-    /// How cached bytes are checked on each access.
-    #[must_use]
-    pub fn isolation(&self) -> Isolation {
-        self.core_ref().isolation()
     }
 }

@@ -61,6 +61,7 @@ pub(crate) fn open(_: Setting) -> Option<std::sync::Arc<Tier>> {
 }
 
 use super::fetch::{Admit, Inner};
+#[cfg_attr(not(feature = "l2"), allow(unused_imports))]
 use super::stats::Counter;
 use crate::digest::VerifiedBytes;
 use crate::entry::{ManifestFile, SkillEntry};

@@ -271,10 +271,12 @@ impl SkillCache {
         }
     }
 
-    /// The principal this handle acts as.
-    #[must_use]
-    pub fn principal(&self) -> &str {
-        &self.principal
+    internal_pub! {
+        /// The principal this handle acts as (the host chose it: [`SkillCache::for_principal`]).
+        #[must_use]
+        fn principal(&self) -> &str {
+            &self.principal
+        }
     }
 
     /// What this cache did since it was opened, over every handle (R-P4): hits by how they

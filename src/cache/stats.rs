@@ -1,21 +1,23 @@
 //! The cache's counters (R-P4): what a host graphs and alerts on.
 //!
 //! One enum names the counters and one array holds them, live (atomics) and in a snapshot: a
-//! new counter is one variant and one line of doc, and the CLI's `stats`, the fleet example and
-//! a host's exporter all iterate [`Counter::ALL`] instead of naming fields one by one.
+//! new counter is one variant and one line of doc, and the CLI's `stats` and a host's exporter
+//! iterate a snapshot's `(Counter, value)` pairs instead of naming fields one by one.
 
 use std::fmt;
 use std::ops::Index;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One of a [`SkillCache`](super::SkillCache)'s counters. Read a snapshot's value with
-/// `stats[counter]`; its `Display` is the snake-case name the CLI prints (`hits_hashed`).
+/// `stats[counter]`, or iterate the snapshot for every `(counter, value)`; a counter's `Display`
+/// is the snake-case name the CLI prints (`hits_hashed`).
 ///
 /// ```
 /// use skillcache::{Counter, Stats};
 /// let stats = Stats::default();
-/// for counter in Counter::ALL {
-///     println!("{counter} {}", stats[counter]);
+/// assert_eq!(stats[Counter::Misses], 0);
+/// for (counter, value) in stats {
+///     println!("{counter} {value}");
 /// }
 /// assert_eq!(Counter::L2Hits.to_string(), "l2_hits");
 /// ```
@@ -69,8 +71,8 @@ pub enum Counter {
 const COUNT: usize = 15;
 
 impl Counter {
-    /// Every counter, in the order the CLI prints them.
-    pub const ALL: [Counter; COUNT] = [
+    /// Every counter, in the order of the enum (and of a snapshot's iteration).
+    pub(crate) const ALL: [Counter; COUNT] = [
         Counter::HitsHashed,
         Counter::HitsEvidence,
         Counter::Misses,
@@ -127,6 +129,15 @@ impl Index<Counter> for Stats {
     type Output = u64;
     fn index(&self, counter: Counter) -> &u64 {
         &self.0[counter as usize]
+    }
+}
+
+/// Every counter with its value, in the order of [`Counter`]'s variants.
+impl IntoIterator for Stats {
+    type Item = (Counter, u64);
+    type IntoIter = std::iter::Zip<std::array::IntoIter<Counter, COUNT>, std::array::IntoIter<u64, COUNT>>;
+    fn into_iter(self) -> Self::IntoIter {
+        Counter::ALL.into_iter().zip(self.0)
     }
 }
 
@@ -201,5 +212,8 @@ mod tests {
         assert_eq!(s[Counter::L2Puts], 1);
         assert_eq!(s[Counter::SealFailures], 3);
         assert_eq!(s[Counter::Misses], 0);
+        let pairs: Vec<(Counter, u64)> = s.into_iter().collect();
+        assert_eq!(pairs.len(), COUNT);
+        assert!(pairs.contains(&(Counter::SealFailures, 3)));
     }
 }

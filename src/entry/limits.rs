@@ -4,12 +4,12 @@ use crate::error::Error;
 
 /// Per-skill limits, checked from the entry alone before any file is fetched (R-W7).
 ///
-/// The baseline (512 files, 16,777,216 bytes) must be accepted by every host; a host may raise
-/// either limit, never lower it.
+/// The baseline, [`Limits::default`] (512 files, 16,777,216 bytes), must be accepted by every
+/// host; a host may raise either limit, never lower it.
 ///
 /// ```
 /// use skillcache::entry::Limits;
-/// assert_eq!(Limits::default(), Limits::BASELINE);
+/// assert_eq!(Limits::default(), Limits::new(512, 16 << 20).unwrap());
 /// assert!(Limits::new(1024, 64 << 20).is_ok());
 /// assert!(Limits::new(100, 16 << 20).is_err()); // below the baseline
 /// ```
@@ -20,11 +20,14 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// 512 files and 16 MiB: what the spec requires every host to accept.
-    pub const BASELINE: Limits = Limits {
-        max_files: 512,
-        max_total_bytes: 16 * 1024 * 1024,
-    };
+    internal_pub! {
+        /// 512 files and 16 MiB: what the spec requires every host to accept
+        /// ([`Limits::default`]).
+        const BASELINE: Limits = Limits {
+            max_files: 512,
+            max_total_bytes: 16 * 1024 * 1024,
+        };
+    }
 
     /// Raised limits.
     ///
@@ -47,16 +50,20 @@ impl Limits {
         })
     }
 
-    /// The most files a skill may list.
-    #[must_use]
-    pub fn max_files(&self) -> u64 {
-        self.max_files
+    internal_pub! {
+        /// The most files a skill may list.
+        #[must_use]
+        fn max_files(&self) -> u64 {
+            self.max_files
+        }
     }
 
-    /// The largest total size a skill may declare (and, for a dynamic skill, receive).
-    #[must_use]
-    pub fn max_total_bytes(&self) -> u64 {
-        self.max_total_bytes
+    internal_pub! {
+        /// The largest total size a skill may declare (and, for a dynamic skill, receive).
+        #[must_use]
+        fn max_total_bytes(&self) -> u64 {
+            self.max_total_bytes
+        }
     }
 }
 

@@ -29,7 +29,7 @@ pub struct Validation {
 }
 
 impl Validation {
-    /// The per-skill limits (default: [`Limits::BASELINE`]).
+    /// The per-skill limits (default: the baseline, [`Limits::default`]).
     #[must_use]
     pub fn limits(mut self, limits: Limits) -> Validation {
         self.limits = limits;

@@ -301,7 +301,7 @@ impl McpSource {
     }
 
     /// Sets the message bound from the host's limits (twice `max_total_bytes` plus room for the envelope); the default follows
-    /// [`Limits::BASELINE`]. A host that raises its limits must raise this with them.
+    /// the baseline, [`Limits::default`]. A host that raises its limits must raise this with them.
     #[must_use]
     pub fn limits(mut self, limits: &Limits) -> McpSource {
         self.max_message = bound_for(limits);

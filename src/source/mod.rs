@@ -52,7 +52,7 @@ internal_pub! {
     /// ```
     /// use skillcache::entry::Limits;
     /// use skillcache::source::message_bound;
-    /// assert_eq!(message_bound(&Limits::BASELINE), 32 * 1024 * 1024 + 64 * 1024);
+    /// assert_eq!(message_bound(&Limits::default()), 32 * 1024 * 1024 + 64 * 1024);
     /// ```
     #[must_use]
     fn message_bound(limits: &Limits) -> u64 {

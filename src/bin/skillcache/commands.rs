@@ -26,6 +26,8 @@ pub(crate) struct Ctx {
     config: Option<(std::path::PathBuf, McpConfig)>,
     /// `--offline`: no server is needed, none is started.
     offline: bool,
+    /// `--isolation`, as the builder was given it (`stats` and the demo print it).
+    isolation: skillcache::Isolation,
 }
 
 fn print_json(v: &Value) {
@@ -183,6 +185,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
         builder,
         config,
         offline: cli.offline,
+        isolation: cli.isolation.into(),
     };
     match cli.command {
         Command::List { all: true, .. } => list_all(&ctx).await,
@@ -243,7 +246,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
         Command::Stats => stats(&ctx).await,
         Command::Inspect { dir, base_uri } => inspect_dir(&dir, base_uri),
         Command::Serve(args) => run_serve(args).await,
-        Command::Demo => crate::demo::run(ctx.builder, cli.root, cli.key_file).await,
+        Command::Demo => crate::demo::run(ctx.builder, ctx.isolation, cli.root, cli.key_file).await,
     }
 }
 
@@ -874,7 +877,7 @@ async fn entries(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
         .iter()
         .map(|r| {
             json!({"origin": r.origin.as_str(), "uri": r.uri.as_str(), "scope": r.scope.to_string(), "principal": r.principal,
-                   "files": r.files, "bytes": r.bytes, "dynamic": r.dynamic, "fresh": r.fresh})
+                   "files": r.files, "bytes": r.bytes, "dynamic": r.files == 0, "fresh": r.fresh})
         })
         .collect();
     if ctx.json {
@@ -996,7 +999,7 @@ async fn stats(ctx: &Ctx) -> Result<Outcome> {
     let inv = cache.inventory().await?;
     let out = json!({
         "root": cache.root().display().to_string(),
-        "isolation": format!("{:?}", cache.isolation()).to_lowercase(),
+        "isolation": format!("{:?}", ctx.isolation).to_lowercase(),
         "origins": inv.origins,
         "entries": inv.entries,
         "blobs": inv.blobs,
@@ -1032,11 +1035,11 @@ async fn stats(ctx: &Ctx) -> Result<Outcome> {
 
 /// The cache's counters (R-P4), as `stats` and `load --json` print them.
 pub(crate) fn counters_json(cache: &SkillCache) -> Value {
-    let s = cache.stats();
     Value::Object(
-        Counter::ALL
+        cache
+            .stats()
             .into_iter()
-            .map(|c| (c.to_string(), Value::from(s[c])))
+            .map(|(c, n)| (c.to_string(), Value::from(n)))
             .collect(),
     )
 }

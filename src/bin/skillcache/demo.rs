@@ -61,6 +61,7 @@ fn say(line: impl Display) {
 /// it when done.
 pub(crate) async fn run(
     builder: SkillCacheBuilder,
+    isolation: skillcache::Isolation,
     root: Option<PathBuf>,
     key_file: Option<PathBuf>,
 ) -> Result<Outcome, Failure> {
@@ -76,7 +77,7 @@ pub(crate) async fn run(
     // The tour shows the disk path (a tampered blob caught and healed): the in-memory tier, which
     // would serve the bytes verified a moment ago without touching the disk, is off here.
     let builder = builder.memory_tier(0);
-    let result = tour(&work, builder.clone()).await;
+    let result = tour(&work, builder.clone(), isolation).await;
     if keep {
         if let Ok(cache) = builder.open() {
             outln!(
@@ -102,7 +103,11 @@ struct Tour {
     uri: SkillUri,
 }
 
-async fn tour(work: &Path, builder: SkillCacheBuilder) -> Result<Outcome, Failure> {
+async fn tour(
+    work: &Path,
+    builder: SkillCacheBuilder,
+    isolation: skillcache::Isolation,
+) -> Result<Outcome, Failure> {
     let served = work.join("served");
     for (rel, text) in SAMPLES {
         let path = served.join(rel);
@@ -113,7 +118,7 @@ async fn tour(work: &Path, builder: SkillCacheBuilder) -> Result<Outcome, Failur
     outln!(
         "skillcache demo — cache root {} ({:?} isolation)",
         cache.root().display(),
-        cache.isolation()
+        isolation
     );
     let mut step = Step {
         n: 0,
@@ -308,8 +313,8 @@ fn describe(f: &skillcache::SkillFile) {
 /// Where the store keeps the blob of `digest`: found by its name (`sha256/<2 hex>/<62 hex>`),
 /// as an attacker with write access to the root would, not through the store's own layout.
 fn blob_file(root: &Path, digest: &skillcache::Digest) -> Option<PathBuf> {
-    let hex = digest.hex();
-    let (dir, name) = hex.split_at(2);
+    let text = digest.to_string();
+    let (dir, name) = text.strip_prefix("sha256:")?.split_at(2);
     let mut pending = vec![root.to_path_buf()];
     while let Some(folder) = pending.pop() {
         for entry in fs::read_dir(&folder).ok()?.flatten() {
