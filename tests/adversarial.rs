@@ -56,15 +56,6 @@ fn skillcache_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_skillcache"))
 }
 
-/// Runs `f` on its own thread; `None` if it has not finished after `bound` (a hang).
-fn within<T: Send + 'static>(bound: Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(bound).ok()
-}
-
 // ---------------------------------------------------------------------------------------------
 // R-H2: adopting a root that is not ours.
 
@@ -274,7 +265,7 @@ fn h6_a_hostile_view_in_the_index_cannot_hang_a_lookup() {
     }
     let root = place.root();
     let key = place.key();
-    let done = within(Duration::from_secs(20), move || {
+    let done = common::within(Duration::from_secs(20), move || {
         let cache = Cache::builder().root(root).key_file(key).open()?;
         let uri = SkillUri::parse("skill://pdf/SKILL.md").expect("uri");
         cache.entry(&origin("docs"), &uri, "").map(|e| e.is_some())

@@ -48,6 +48,20 @@ pub fn sh(line: &str) -> tokio::process::Command {
     command
 }
 
+/// Runs `f` on its own thread; `None` if it has not finished after `bound`: a test of something
+/// that could hang (a FIFO opened without `O_NONBLOCK`, a hostile view) fails instead of hanging
+/// the suite. A hung thread is left behind; the test binary's exit ends it.
+pub fn within<T: Send + 'static>(
+    bound: std::time::Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(bound).ok()
+}
+
 /// A skill's files: (URI, bytes).
 pub type Files = Vec<(String, Vec<u8>)>;
 
