@@ -19,7 +19,7 @@ pub use crate::origin::Origin;
 pub use crate::rule::Rule;
 pub use crate::source::error::SourceError;
 pub use crate::store::error::StoreError;
-pub use crate::uri::{SkillUri, UriError};
+pub use crate::uri::{FileUri, SkillUri, UriError};
 
 /// Everything that can go wrong in skillcache: one variant per layer, plus the host's policy
 /// declining and offline mode. Deliberately not `non_exhaustive`: the CLI's exit code is an
@@ -68,12 +68,12 @@ pub enum Error {
 
     /// Offline mode: what was asked for needs a server, and the cache cannot stand in for it.
     /// No server was contacted.
-    #[error("offline: {uri} from origin {origin}: {missing}")]
+    #[error("offline: {} from origin {origin}: {missing}", uri.as_ref().map_or("the listing", FileUri::as_str))]
     Offline {
         /// The origin.
-        origin: String,
-        /// The skill or file URI (empty for a whole listing).
-        uri: String,
+        origin: Origin,
+        /// The skill's `SKILL.md` or the file asked for; `None` for a whole listing.
+        uri: Option<FileUri>,
         /// What the cache lacks.
         missing: OfflineMiss,
     },

@@ -14,7 +14,7 @@ use super::loading::EntryInfo;
 use crate::error::{Error, OfflineMiss};
 use crate::origin::Origin;
 use crate::source::{SkillSource, SourceFuture};
-use crate::uri::SkillUri;
+use crate::uri::{FileUri, SkillUri};
 
 /// What the host chose ([`SkillCacheBuilder::offline`](super::SkillCacheBuilder::offline)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -25,12 +25,18 @@ pub(super) struct Offline {
     pub(super) allow_stale: bool,
 }
 
-fn miss(origin: &Origin, uri: &str, missing: OfflineMiss) -> Error {
+fn miss(origin: &Origin, uri: Option<&FileUri>, missing: OfflineMiss) -> Error {
     Error::Offline {
-        origin: origin.as_str().to_owned(),
-        uri: uri.to_owned(),
+        origin: origin.clone(),
+        uri: uri.cloned(),
         missing,
     }
+}
+
+/// A URI a request named, typed for the error. The cache asks only for URIs it parsed, so a
+/// URI that does not parse is reported as the invalid URI it is, not as something missing.
+fn asked(uri: &str) -> Result<FileUri, Error> {
+    Ok(FileUri::parse(uri)?)
 }
 
 /// The source every origin is read through in offline mode: it answers every request with the
@@ -46,7 +52,7 @@ impl SkillSource for OfflineSource {
     fn list_skills<'a>(&'a self, _cursor: Option<&'a str>) -> SourceFuture<'a> {
         let e = miss(
             &self.origin,
-            "",
+            None,
             OfflineMiss::Server {
                 method: "skills/list",
             },
@@ -55,22 +61,27 @@ impl SkillSource for OfflineSource {
     }
 
     fn get_skill<'a>(&'a self, uri: &'a str) -> SourceFuture<'a> {
-        let e = miss(
-            &self.origin,
-            uri,
-            OfflineMiss::Server {
-                method: "skills/get",
+        let e = asked(uri).map_or_else(
+            |bad| bad,
+            |uri| {
+                miss(
+                    &self.origin,
+                    Some(&uri),
+                    OfflineMiss::Server {
+                        method: "skills/get",
+                    },
+                )
             },
         );
         Box::pin(std::future::ready(Err(e)))
     }
 
     fn read_resource<'a>(&'a self, uri: &'a str) -> SourceFuture<'a> {
-        Box::pin(std::future::ready(Err(miss(
-            &self.origin,
-            uri,
-            OfflineMiss::File,
-        ))))
+        let e = asked(uri).map_or_else(
+            |bad| bad,
+            |uri| miss(&self.origin, Some(&uri), OfflineMiss::File),
+        );
+        Box::pin(std::future::ready(Err(e)))
     }
 }
 
@@ -85,11 +96,11 @@ pub(super) async fn entry(
 ) -> Result<EntryInfo, Error> {
     let (o, u, p) = (origin.clone(), uri.clone(), principal.to_owned());
     let Some(stored) = blocking(core, move |c| c.entry(&o, &u, &p)).await? else {
-        return Err(miss(origin, uri.as_str(), OfflineMiss::Entry));
+        return Err(miss(origin, Some(uri.file()), OfflineMiss::Entry));
     };
     if !stored.fresh && !offline.allow_stale {
         let age_ms = super::now_ms().saturating_sub(stored.fetched_at_ms);
-        return Err(miss(origin, uri.as_str(), OfflineMiss::Stale { age_ms }));
+        return Err(miss(origin, Some(uri.file()), OfflineMiss::Stale { age_ms }));
     }
     Ok(EntryInfo {
         entry: stored.entry,
