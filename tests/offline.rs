@@ -103,7 +103,7 @@ fn offline_miss<T: std::fmt::Debug>(r: Result<T, Error>) -> (String, String, Off
             origin,
             uri,
             missing,
-        // Typed (R-O1): the origin label and the file asked for, `None` for a whole listing.
+            // Typed (R-O1): the origin label and the file asked for, `None` for a whole listing.
         }) => (
             origin.as_str().to_owned(),
             uri.map_or_else(String::new, |u| u.as_str().to_owned()),
