@@ -26,6 +26,7 @@ macro_rules! internal_pub {
 // binding. Tests and benches that need the layers below enable the non-default `internals`
 // feature (the crate's own dev-dependency on itself does so for `cargo test` and `cargo bench`).
 mod config;
+mod config_error;
 pub mod entry;
 pub mod error;
 pub mod local;

@@ -5,7 +5,7 @@
 
 use std::fmt::{self, Write as _};
 
-use crate::error::Error;
+use crate::config_error::ConfigError;
 
 /// The longest label accepted, in bytes. Encoded for the filesystem, each byte takes at most three
 /// characters, so an encoded label always fits one 255-byte path component.
@@ -37,7 +37,7 @@ impl Origin {
     ///
     /// # Errors
     /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) for an empty or over-long label or one with control characters.
-    pub fn new(label: impl Into<String>) -> Result<Origin, Error> {
+    pub fn new(label: impl Into<String>) -> Result<Origin, ConfigError> {
         let label = label.into();
         let what = if label.is_empty() {
             "an origin label must not be empty"
@@ -49,9 +49,9 @@ impl Origin {
             let component = encode(&label);
             return Ok(Origin { label, component });
         };
-        Err(Error::Config(crate::error::ConfigError::Invalid {
+        Err(ConfigError::Invalid {
             what: format!("{what} (got {label:?})"),
-        }))
+        })
     }
 
     /// The label.

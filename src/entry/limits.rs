@@ -1,6 +1,6 @@
 //! The per-skill limits of R-W7.
 
-use crate::error::Error;
+use crate::config_error::ConfigError;
 
 /// Per-skill limits, checked from the entry alone before any file is fetched (R-W7).
 ///
@@ -33,16 +33,16 @@ impl Limits {
     ///
     /// # Errors
     /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) if either is below the baseline.
-    pub fn new(max_files: u64, max_total_bytes: u64) -> Result<Limits, Error> {
+    pub fn new(max_files: u64, max_total_bytes: u64) -> Result<Limits, ConfigError> {
         if max_files < Self::BASELINE.max_files || max_total_bytes < Self::BASELINE.max_total_bytes
         {
-            return Err(Error::Config(crate::error::ConfigError::Invalid {
+            return Err(ConfigError::Invalid {
                 what: format!(
                     "limits may be raised but never below the baseline of {} files and {} bytes",
                     Self::BASELINE.max_files,
                     Self::BASELINE.max_total_bytes
                 ),
-            }));
+            });
         }
         Ok(Limits {
             max_files,

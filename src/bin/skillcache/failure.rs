@@ -26,6 +26,12 @@ impl From<skillcache::error::UriError> for Failure {
     }
 }
 
+impl From<skillcache::error::ConfigError> for Failure {
+    fn from(e: skillcache::error::ConfigError) -> Failure {
+        Error::from(e).into()
+    }
+}
+
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Failure {
         Failure::Other(Box::new(e))
