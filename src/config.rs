@@ -246,6 +246,85 @@ impl Reader<'_> {
     }
 }
 
+/// `text` as JSON, refusing an object that gives a key twice: `Err` with the key's JSON pointer,
+/// or `None` for any other syntax error.
+fn no_duplicates(text: &str) -> Result<Value, (Option<String>, serde_json::Error)> {
+    use serde::de::DeserializeSeed as _;
+    let dup = std::cell::RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = Unique {
+        at: String::new(),
+        dup: &dup,
+    }
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|()| v));
+    value.map_err(|e| (dup.take(), e))
+}
+
+/// A JSON value whose objects give every key once (the pointer of the first repeat is kept).
+struct Unique<'a> {
+    at: String,
+    dup: &'a std::cell::RefCell<Option<String>>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Unique<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Unique<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(Unique {
+            at: format!("{}/{}", self.at, out.len()),
+            dup: self.dup,
+        })? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let at = format!("{}/{}", self.at, segment(&key));
+            if out.contains_key(&key) {
+                *self.dup.borrow_mut() = Some(at);
+                return Err(serde::de::Error::custom("a key is given twice"));
+            }
+            let value = map.next_value_seed(Unique { at, dup: self.dup })?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
 impl McpConfig {
     /// Reads and checks the configuration file at `path`.
     ///
@@ -272,13 +351,19 @@ impl McpConfig {
         fn parse(path: impl AsRef<Path>, text: &str) -> Result<McpConfig, Error> {
             let path = path.as_ref();
             let r = Reader { path };
-            let value: Value = serde_json::from_str(text).map_err(|e| {
-                r.fail(
+            let value = no_duplicates(text).map_err(|(at, e)| match at {
+                // A name or field given twice: serde_json would keep the last silently, so
+                // the server a reviewer reads in the file need not be the one started.
+                Some(at) => r.invalid(
+                    &at,
+                    "is given twice; the host and a reader of the file could take different values",
+                ),
+                None => r.fail(
                     "",
                     FileProblem::Syntax {
                         message: e.to_string(),
                     },
-                )
+                ),
             })?;
             let top = value
                 .as_object()

@@ -203,6 +203,44 @@ fn cli_bad_config_files_name_the_path_and_the_field_and_exit_2() {
 }
 
 #[test]
+fn cli_a_config_that_gives_a_server_or_a_field_twice_is_refused_naming_it() {
+    // R-O1: the origin label must name one server. JSON parsers keep the last of two equal
+    // keys, so a file could show a reviewer one server and start another under the same name.
+    let env = Env::keyed();
+    env.skill("a", "alpha", &[]);
+    let path = env.path("mcp.json");
+    let reviewed = env.serve("a", HOUR_MS).to_string();
+    for (text, field) in [
+        (
+            format!(
+                r#"{{"mcpServers": {{"docs": {reviewed}, "docs": {{"command": "/nonexistent/other"}}}}}}"#
+            ),
+            "/mcpServers/docs",
+        ),
+        (
+            format!(
+                r#"{{"mcpServers": {{"docs": {{"command": "/nonexistent/other", "command": "{BIN}"}}}}}}"#
+            ),
+            "/mcpServers/docs/command",
+        ),
+        (
+            format!(r#"{{"mcpServers": {{"docs": {reviewed}}}, "mcpServers": {{}}}}"#),
+            "/mcpServers",
+        ),
+    ] {
+        std::fs::write(&path, &text).expect("write");
+        let out = env.with_config(&path, &["list", "--origin", "docs"]);
+        assert_eq!(code(&out), 2, "{text}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&path.display().to_string())
+                && err.contains(&format!("{field}: is given twice")),
+            "{field} in {err}"
+        );
+    }
+}
+
+#[test]
 fn cli_an_origin_the_config_does_not_name_is_a_usage_error() {
     let env = Env::keyed();
     env.skill("a", "alpha", &[]);
