@@ -439,6 +439,60 @@ fn cli_approve_from_lock_approves_exactly_the_locked_bindings() {
     assert_eq!(gated("skill://pinned/SKILL.md"), 5);
 }
 
+#[test]
+fn cli_one_stdio_or_url_server_is_never_bound_to_several_origins() {
+    // R-O1, R-O6: an origin is the host's label for one server. `--stdio`/`--url` name one
+    // server; without `--origin` it must not be bound to every origin a lock or a config names
+    // (approving or pinning its skills under labels of servers it is not), and named skills
+    // are not pinned under a guessed origin. (Tried in review; it held: kept as a guard.)
+    let env = Env::keyed();
+    env.skill("a", "alpha", &[]);
+    env.skill("b", "beta", &[]);
+    let config =
+        env.config(&json!({"team": env.serve("a", HOUR_MS), "infra": env.serve("b", HOUR_MS)}));
+    let lock = env.with_config(&config, &["lock", "--all"]);
+    assert_eq!(code(&lock), 0, "{}", stderr(&lock));
+    let pins = std::fs::read_to_string(env.path("skills.lock")).expect("lock");
+    let other = cli_env::serve_cmd(&env.path("a"));
+
+    let approve = env.with_config(
+        &config,
+        &["approve", "--from-lock", "skills.lock", "--stdio", &other],
+    );
+    assert_eq!(code(&approve), 2, "{}", stderr(&approve));
+    assert!(
+        stderr(&approve).contains("--origin"),
+        "{}",
+        stderr(&approve)
+    );
+    let gated = env.with_config(
+        &config,
+        &[
+            "load",
+            "--origin",
+            "team",
+            "--require-approval",
+            "skill://alpha/SKILL.md",
+        ],
+    );
+    assert_eq!(code(&gated), 5, "nothing was approved: {}", stderr(&gated));
+
+    let relock = env.with_config(&config, &["lock", "--all", "--stdio", &other]);
+    assert_eq!(code(&relock), 2, "{}", stderr(&relock));
+    let unnamed = env.with_config(&config, &["lock", "skill://alpha/SKILL.md"]);
+    assert_eq!(code(&unnamed), 2, "{}", stderr(&unnamed));
+    assert!(
+        stderr(&unnamed).contains("--origin"),
+        "{}",
+        stderr(&unnamed)
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("skills.lock")).expect("lock"),
+        pins,
+        "the lock is untouched"
+    );
+}
+
 /// An offline config whose every server is a command that leaves `marker` if started.
 fn trap_config(env: &Env, origins: &[&str]) -> (PathBuf, PathBuf) {
     let marker = env.path("started");
