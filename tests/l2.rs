@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::double::Double;
+use futures_util::StreamExt as _;
 use futures_util::stream::BoxStream;
 use object_store::memory::InMemory;
 use object_store::path::Path;
@@ -93,7 +94,6 @@ impl ObjectStore for Counting {
         if drip == 0 {
             return Ok(found);
         }
-        use futures_util::StreamExt as _;
         let (meta, range, attributes, extensions) = (
             found.meta.clone(),
             found.range.clone(),
