@@ -246,6 +246,39 @@ impl Reader<'_> {
     }
 }
 
+/// The largest configuration file read (host configurations are a few KiB).
+const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// The text of a file a user named (a configuration or a lock file), read without trusting its
+/// size: at most `max` bytes are read, so a huge file, or `/dev/zero`, costs bounded memory.
+/// `Ok(Err(problem))` for a file larger than `max` or not UTF-8, for the caller to name.
+pub(crate) fn read_text(
+    path: &Path,
+    max: u64,
+    op: &'static str,
+) -> Result<Result<String, FileProblem>, Error> {
+    use std::io::Read as _;
+    let io = |source| {
+        Error::Store(crate::error::StoreError::Io {
+            op,
+            path: path.to_owned(),
+            source,
+        })
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
+        .map_err(io)?;
+    if bytes.len() as u64 > max {
+        return Ok(Err(FileProblem::Invalid {
+            why: format!("the file is larger than {max} bytes"),
+        }));
+    }
+    Ok(String::from_utf8(bytes).map_err(|e| FileProblem::Syntax {
+        message: format!("not UTF-8 (byte {})", e.utf8_error().valid_up_to()),
+    }))
+}
+
 /// `text` as JSON, refusing an object that gives a key twice: `Err` with the key's JSON pointer,
 /// or `None` for any other syntax error.
 fn no_duplicates(text: &str) -> Result<Value, (Option<String>, serde_json::Error)> {
@@ -333,14 +366,10 @@ impl McpConfig {
     /// anything refused.
     pub fn read(path: impl AsRef<Path>) -> Result<McpConfig, Error> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| {
-            Error::Store(crate::error::StoreError::Io {
-                op: "read the config file",
-                path: path.to_owned(),
-                source,
-            })
-        })?;
-        McpConfig::parse(path, &text)
+        match read_text(path, MAX_CONFIG_BYTES, "read the config file")? {
+            Ok(text) => McpConfig::parse(path, &text),
+            Err(problem) => Err(Reader { path }.fail("", problem)),
+        }
     }
 
     internal_pub! {
