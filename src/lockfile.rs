@@ -392,11 +392,33 @@ impl LockFile {
                 })
             }
         };
+        // A fresh name, created exclusively: whatever is already there (a link a repository
+        // planted where a fixed temporary name would go) is never followed or written through.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
         let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
+        tmp.push(format!(".{}.{nanos}.tmp", std::process::id()));
         let tmp = PathBuf::from(tmp);
-        std::fs::write(&tmp, self.to_toml()).map_err(io("write the lock file", &tmp))?;
-        std::fs::rename(&tmp, path).map_err(io("replace the lock file", path))
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .and_then(|mut f| {
+                use std::io::Write as _;
+                f.write_all(self.to_toml().as_bytes())?;
+                f.sync_all()
+            });
+        if let Err(e) = written {
+            if e.kind() != std::io::ErrorKind::AlreadyExists {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            return Err(io("write the lock file", &tmp)(e));
+        }
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io("replace the lock file", path)(e)
+        })
     }
 }
 

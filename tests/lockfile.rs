@@ -396,3 +396,26 @@ fn l1_a_deeply_nested_lock_is_refused_not_a_stack_overflow() {
         "refused"
     );
 }
+
+#[test]
+fn l1_writing_a_lock_never_writes_through_a_planted_temporary() {
+    // A repository can carry a symlink where `lock` puts its temporary (`skills.lock.tmp`):
+    // writing the lock must not follow it and clobber the file it points to.
+    let dir = common::scratch();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious\n").expect("write");
+    let path = dir.path().join("skills.lock");
+    std::os::unix::fs::symlink(&victim, dir.path().join("skills.lock.tmp")).expect("symlink");
+
+    LockFile::new().write(&path).expect("written");
+
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("read"),
+        "precious\n"
+    );
+    assert!(
+        std::fs::symlink_metadata(&path).expect("lock").is_file(),
+        "the lock is a regular file of its own"
+    );
+    assert_eq!(LockFile::read(&path).expect("reads").skills().count(), 0);
+}
