@@ -214,11 +214,42 @@ impl Reader<'_> {
             let command = command
                 .filter(|c| !c.is_empty())
                 .ok_or_else(|| self.fail(&format!("{at}/command"), FileProblem::Missing))?;
+            let args = self.strings(server, at, "args")?;
+            let env = self.table(server, at, "env")?;
+            let cwd = self.string(server, at, "cwd")?;
+            // What a process cannot be given as written is refused here, naming the field,
+            // not at spawn: a NUL anywhere, and a variable name with `=` (the child would see
+            // another variable than the one the file shows).
+            let nul = |field: String, text: &str| {
+                if text.contains('\0') {
+                    Err(self.invalid(&field, "contains a NUL character"))
+                } else {
+                    Ok(())
+                }
+            };
+            nul(format!("{at}/command"), &command)?;
+            for (i, a) in args.iter().enumerate() {
+                nul(format!("{at}/args/{i}"), a)?;
+            }
+            for (k, v) in &env {
+                let field = format!("{at}/env/{}", segment(k));
+                if k.is_empty() || k.contains('=') {
+                    return Err(self.invalid(
+                        &field,
+                        "is not a usable variable name (empty, or contains '=')",
+                    ));
+                }
+                nul(field.clone(), k)?;
+                nul(field, v)?;
+            }
+            if let Some(dir) = &cwd {
+                nul(format!("{at}/cwd"), dir)?;
+            }
             Ok(ServerConfig::Stdio {
                 command,
-                args: self.strings(server, at, "args")?,
-                env: self.table(server, at, "env")?,
-                cwd: self.string(server, at, "cwd")?.map(PathBuf::from),
+                args,
+                env,
+                cwd: cwd.map(PathBuf::from),
             })
         } else {
             let url = url

@@ -241,6 +241,42 @@ fn cli_a_config_that_gives_a_server_or_a_field_twice_is_refused_naming_it() {
 }
 
 #[test]
+fn cli_a_server_a_process_cannot_be_given_as_written_is_refused_naming_the_field() {
+    // A variable name with '=' would give the child another variable than the file shows;
+    // a NUL cannot reach a process at all: both refused at read, naming the field (exit 2).
+    let env = Env::keyed();
+    let path = env.path("mcp.json");
+    for (server, field) in [
+        (
+            json!({"command": BIN, "env": {"PATH=/tmp/evil:/usr/bin": "x"}}),
+            "/mcpServers/x/env/PATH=~1tmp~1evil:~1usr~1bin",
+        ),
+        (
+            json!({"command": BIN, "env": {"": "x"}}),
+            "/mcpServers/x/env/",
+        ),
+        (
+            json!({"command": BIN, "env": {"K": "a\0b"}}),
+            "/mcpServers/x/env/K",
+        ),
+        (
+            json!({"command": BIN, "args": ["serve", "a\0b"]}),
+            "/mcpServers/x/args/1",
+        ),
+        (json!({"command": "sk\0illcache"}), "/mcpServers/x/command"),
+    ] {
+        std::fs::write(&path, json!({"mcpServers": {"x": server}}).to_string()).expect("write");
+        let out = env.with_config(&path, &["list", "--origin", "x"]);
+        assert_eq!(code(&out), 2, "{server}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("{field}: ")),
+            "{field} in {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
 fn cli_an_origin_the_config_does_not_name_is_a_usage_error() {
     let env = Env::keyed();
     env.skill("a", "alpha", &[]);
