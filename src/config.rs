@@ -214,11 +214,42 @@ impl Reader<'_> {
             let command = command
                 .filter(|c| !c.is_empty())
                 .ok_or_else(|| self.fail(&format!("{at}/command"), FileProblem::Missing))?;
+            let args = self.strings(server, at, "args")?;
+            let env = self.table(server, at, "env")?;
+            let cwd = self.string(server, at, "cwd")?;
+            // What a process cannot be given as written is refused here, naming the field,
+            // not at spawn: a NUL anywhere, and a variable name with `=` (the child would see
+            // another variable than the one the file shows).
+            let nul = |field: String, text: &str| {
+                if text.contains('\0') {
+                    Err(self.invalid(&field, "contains a NUL character"))
+                } else {
+                    Ok(())
+                }
+            };
+            nul(format!("{at}/command"), &command)?;
+            for (i, a) in args.iter().enumerate() {
+                nul(format!("{at}/args/{i}"), a)?;
+            }
+            for (k, v) in &env {
+                let field = format!("{at}/env/{}", segment(k));
+                if k.is_empty() || k.contains('=') {
+                    return Err(self.invalid(
+                        &field,
+                        "is not a usable variable name (empty, or contains '=')",
+                    ));
+                }
+                nul(field.clone(), k)?;
+                nul(field, v)?;
+            }
+            if let Some(dir) = &cwd {
+                nul(format!("{at}/cwd"), dir)?;
+            }
             Ok(ServerConfig::Stdio {
                 command,
-                args: self.strings(server, at, "args")?,
-                env: self.table(server, at, "env")?,
-                cwd: self.string(server, at, "cwd")?.map(PathBuf::from),
+                args,
+                env,
+                cwd: cwd.map(PathBuf::from),
             })
         } else {
             let url = url
@@ -246,6 +277,118 @@ impl Reader<'_> {
     }
 }
 
+/// The largest configuration file read (host configurations are a few KiB).
+const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// The text of a file a user named (a configuration or a lock file), read without trusting its
+/// size: at most `max` bytes are read, so a huge file, or `/dev/zero`, costs bounded memory.
+/// `Ok(Err(problem))` for a file larger than `max` or not UTF-8, for the caller to name.
+pub(crate) fn read_text(
+    path: &Path,
+    max: u64,
+    op: &'static str,
+) -> Result<Result<String, FileProblem>, Error> {
+    use std::io::Read as _;
+    let io = |source| {
+        Error::Store(crate::error::StoreError::Io {
+            op,
+            path: path.to_owned(),
+            source,
+        })
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
+        .map_err(io)?;
+    if bytes.len() as u64 > max {
+        return Ok(Err(FileProblem::Invalid {
+            why: format!("the file is larger than {max} bytes"),
+        }));
+    }
+    Ok(String::from_utf8(bytes).map_err(|e| FileProblem::Syntax {
+        message: format!("not UTF-8 (byte {})", e.utf8_error().valid_up_to()),
+    }))
+}
+
+/// `text` as JSON, refusing an object that gives a key twice: `Err` with the key's JSON pointer,
+/// or `None` for any other syntax error.
+fn no_duplicates(text: &str) -> Result<Value, (Option<String>, serde_json::Error)> {
+    use serde::de::DeserializeSeed as _;
+    let dup = std::cell::RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = Unique {
+        at: String::new(),
+        dup: &dup,
+    }
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|()| v));
+    value.map_err(|e| (dup.take(), e))
+}
+
+/// A JSON value whose objects give every key once (the pointer of the first repeat is kept).
+struct Unique<'a> {
+    at: String,
+    dup: &'a std::cell::RefCell<Option<String>>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Unique<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Unique<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(Unique {
+            at: format!("{}/{}", self.at, out.len()),
+            dup: self.dup,
+        })? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let at = format!("{}/{}", self.at, segment(&key));
+            if out.contains_key(&key) {
+                *self.dup.borrow_mut() = Some(at);
+                return Err(serde::de::Error::custom("a key is given twice"));
+            }
+            let value = map.next_value_seed(Unique { at, dup: self.dup })?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
 impl McpConfig {
     /// Reads and checks the configuration file at `path`.
     ///
@@ -254,14 +397,10 @@ impl McpConfig {
     /// anything refused.
     pub fn read(path: impl AsRef<Path>) -> Result<McpConfig, Error> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| {
-            Error::Store(crate::error::StoreError::Io {
-                op: "read the config file",
-                path: path.to_owned(),
-                source,
-            })
-        })?;
-        McpConfig::parse(path, &text)
+        match read_text(path, MAX_CONFIG_BYTES, "read the config file")? {
+            Ok(text) => McpConfig::parse(path, &text),
+            Err(problem) => Err(Reader { path }.fail("", problem)),
+        }
     }
 
     internal_pub! {
@@ -272,13 +411,19 @@ impl McpConfig {
         fn parse(path: impl AsRef<Path>, text: &str) -> Result<McpConfig, Error> {
             let path = path.as_ref();
             let r = Reader { path };
-            let value: Value = serde_json::from_str(text).map_err(|e| {
-                r.fail(
+            let value = no_duplicates(text).map_err(|(at, e)| match at {
+                // A name or field given twice: serde_json would keep the last silently, so
+                // the server a reviewer reads in the file need not be the one started.
+                Some(at) => r.invalid(
+                    &at,
+                    "is given twice; the host and a reader of the file could take different values",
+                ),
+                None => r.fail(
                     "",
                     FileProblem::Syntax {
                         message: e.to_string(),
                     },
-                )
+                ),
             })?;
             let top = value
                 .as_object()

@@ -20,6 +20,12 @@ use crate::error::{Declined, Error, FileProblem};
 use crate::origin::Origin;
 use crate::uri::{FileUri, SkillUri};
 
+/// The largest lock file read: room for hundreds of skills at the file limit (R-W7).
+const MAX_LOCK_BYTES: u64 = 64 << 20;
+
+/// The longest parser message an error carries.
+const MAX_MESSAGE_CHARS: usize = 512;
+
 /// The format version written and read.
 const VERSION: u32 = 1;
 
@@ -152,14 +158,14 @@ impl LockFile {
     /// [`StoreError::Io`](crate::error::StoreError::Io) if it cannot be read; [`ConfigError::LockFile`](crate::error::ConfigError::LockFile) naming the field.
     pub fn read(path: impl AsRef<Path>) -> Result<LockFile, Error> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| {
-            Error::Store(crate::error::StoreError::Io {
-                op: "read the lock file",
+        match crate::config::read_text(path, MAX_LOCK_BYTES, "read the lock file")? {
+            Ok(text) => LockFile::parse(path, &text),
+            Err(problem) => Err(Error::Config(crate::error::ConfigError::LockFile {
                 path: path.to_owned(),
-                source,
-            })
-        })?;
-        LockFile::parse(path, &text)
+                field: String::new(),
+                problem,
+            })),
+        }
     }
 
     internal_pub! {
@@ -177,12 +183,14 @@ impl LockFile {
             });
             let invalid = |field: String, why: String| fail(field, FileProblem::Invalid { why });
             let doc: Doc = toml::from_str(text).map_err(|e| {
-                fail(
-                    String::new(),
-                    FileProblem::Syntax {
-                        message: e.to_string().trim_end().replace('\n', " "),
-                    },
-                )
+                // The parser quotes the offending line, which may be the whole file: the
+                // message is bounded, so an error about a huge line is not a huge error.
+                let mut message = e.to_string().trim_end().replace('\n', " ");
+                if let Some((cut, _)) = message.char_indices().nth(MAX_MESSAGE_CHARS) {
+                    message.truncate(cut);
+                    message.push_str(" …");
+                }
+                fail(String::new(), FileProblem::Syntax { message })
             })?;
             if doc.version != VERSION {
                 return Err(invalid(
@@ -384,11 +392,33 @@ impl LockFile {
                 })
             }
         };
+        // A fresh name, created exclusively: whatever is already there (a link a repository
+        // planted where a fixed temporary name would go) is never followed or written through.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
         let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
+        tmp.push(format!(".{}.{nanos}.tmp", std::process::id()));
         let tmp = PathBuf::from(tmp);
-        std::fs::write(&tmp, self.to_toml()).map_err(io("write the lock file", &tmp))?;
-        std::fs::rename(&tmp, path).map_err(io("replace the lock file", path))
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .and_then(|mut f| {
+                use std::io::Write as _;
+                f.write_all(self.to_toml().as_bytes())?;
+                f.sync_all()
+            });
+        if let Err(e) = written {
+            if e.kind() != std::io::ErrorKind::AlreadyExists {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            return Err(io("write the lock file", &tmp)(e));
+        }
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io("replace the lock file", path)(e)
+        })
     }
 }
 

@@ -203,6 +203,80 @@ fn cli_bad_config_files_name_the_path_and_the_field_and_exit_2() {
 }
 
 #[test]
+fn cli_a_config_that_gives_a_server_or_a_field_twice_is_refused_naming_it() {
+    // R-O1: the origin label must name one server. JSON parsers keep the last of two equal
+    // keys, so a file could show a reviewer one server and start another under the same name.
+    let env = Env::keyed();
+    env.skill("a", "alpha", &[]);
+    let path = env.path("mcp.json");
+    let reviewed = env.serve("a", HOUR_MS).to_string();
+    for (text, field) in [
+        (
+            format!(
+                r#"{{"mcpServers": {{"docs": {reviewed}, "docs": {{"command": "/nonexistent/other"}}}}}}"#
+            ),
+            "/mcpServers/docs",
+        ),
+        (
+            format!(
+                r#"{{"mcpServers": {{"docs": {{"command": "/nonexistent/other", "command": "{BIN}"}}}}}}"#
+            ),
+            "/mcpServers/docs/command",
+        ),
+        (
+            format!(r#"{{"mcpServers": {{"docs": {reviewed}}}, "mcpServers": {{}}}}"#),
+            "/mcpServers",
+        ),
+    ] {
+        std::fs::write(&path, &text).expect("write");
+        let out = env.with_config(&path, &["list", "--origin", "docs"]);
+        assert_eq!(code(&out), 2, "{text}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&path.display().to_string())
+                && err.contains(&format!("{field}: is given twice")),
+            "{field} in {err}"
+        );
+    }
+}
+
+#[test]
+fn cli_a_server_a_process_cannot_be_given_as_written_is_refused_naming_the_field() {
+    // A variable name with '=' would give the child another variable than the file shows;
+    // a NUL cannot reach a process at all: both refused at read, naming the field (exit 2).
+    let env = Env::keyed();
+    let path = env.path("mcp.json");
+    for (server, field) in [
+        (
+            json!({"command": BIN, "env": {"PATH=/tmp/evil:/usr/bin": "x"}}),
+            "/mcpServers/x/env/PATH=~1tmp~1evil:~1usr~1bin",
+        ),
+        (
+            json!({"command": BIN, "env": {"": "x"}}),
+            "/mcpServers/x/env/",
+        ),
+        (
+            json!({"command": BIN, "env": {"K": "a\0b"}}),
+            "/mcpServers/x/env/K",
+        ),
+        (
+            json!({"command": BIN, "args": ["serve", "a\0b"]}),
+            "/mcpServers/x/args/1",
+        ),
+        (json!({"command": "sk\0illcache"}), "/mcpServers/x/command"),
+    ] {
+        std::fs::write(&path, json!({"mcpServers": {"x": server}}).to_string()).expect("write");
+        let out = env.with_config(&path, &["list", "--origin", "x"]);
+        assert_eq!(code(&out), 2, "{server}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("{field}: ")),
+            "{field} in {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
 fn cli_an_origin_the_config_does_not_name_is_a_usage_error() {
     let env = Env::keyed();
     env.skill("a", "alpha", &[]);
@@ -399,6 +473,60 @@ fn cli_approve_from_lock_approves_exactly_the_locked_bindings() {
     // The approval is of the locked binding: a change after it is not approved.
     std::fs::write(pinned.join("x.md"), "changed").expect("change");
     assert_eq!(gated("skill://pinned/SKILL.md"), 5);
+}
+
+#[test]
+fn cli_one_stdio_or_url_server_is_never_bound_to_several_origins() {
+    // R-O1, R-O6: an origin is the host's label for one server. `--stdio`/`--url` name one
+    // server; without `--origin` it must not be bound to every origin a lock or a config names
+    // (approving or pinning its skills under labels of servers it is not), and named skills
+    // are not pinned under a guessed origin. (Tried in review; it held: kept as a guard.)
+    let env = Env::keyed();
+    env.skill("a", "alpha", &[]);
+    env.skill("b", "beta", &[]);
+    let config =
+        env.config(&json!({"team": env.serve("a", HOUR_MS), "infra": env.serve("b", HOUR_MS)}));
+    let lock = env.with_config(&config, &["lock", "--all"]);
+    assert_eq!(code(&lock), 0, "{}", stderr(&lock));
+    let pins = std::fs::read_to_string(env.path("skills.lock")).expect("lock");
+    let other = cli_env::serve_cmd(&env.path("a"));
+
+    let approve = env.with_config(
+        &config,
+        &["approve", "--from-lock", "skills.lock", "--stdio", &other],
+    );
+    assert_eq!(code(&approve), 2, "{}", stderr(&approve));
+    assert!(
+        stderr(&approve).contains("--origin"),
+        "{}",
+        stderr(&approve)
+    );
+    let gated = env.with_config(
+        &config,
+        &[
+            "load",
+            "--origin",
+            "team",
+            "--require-approval",
+            "skill://alpha/SKILL.md",
+        ],
+    );
+    assert_eq!(code(&gated), 5, "nothing was approved: {}", stderr(&gated));
+
+    let relock = env.with_config(&config, &["lock", "--all", "--stdio", &other]);
+    assert_eq!(code(&relock), 2, "{}", stderr(&relock));
+    let unnamed = env.with_config(&config, &["lock", "skill://alpha/SKILL.md"]);
+    assert_eq!(code(&unnamed), 2, "{}", stderr(&unnamed));
+    assert!(
+        stderr(&unnamed).contains("--origin"),
+        "{}",
+        stderr(&unnamed)
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.path("skills.lock")).expect("lock"),
+        pins,
+        "the lock is untouched"
+    );
 }
 
 /// An offline config whose every server is a command that leaves `marker` if started.

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::double::Double;
+use futures_util::StreamExt as _;
 use futures_util::stream::BoxStream;
 use object_store::memory::InMemory;
 use object_store::path::Path;
@@ -40,6 +41,9 @@ struct Counting {
     hide_from_gets: std::sync::atomic::AtomicBool,
     /// Gets per key.
     gets_of: Mutex<BTreeMap<String, usize>>,
+    /// When non-zero, a get's body arrives one byte at a time, this many ms apart: a tier that
+    /// answers every chunk just inside the deadline and never finishes the object.
+    drip_ms: std::sync::atomic::AtomicU64,
 }
 
 impl fmt::Display for Counting {
@@ -85,7 +89,33 @@ impl ObjectStore for Counting {
                 source: "hidden by the test".into(),
             });
         }
-        self.inner.get_opts(location, options).await
+        let found = self.inner.get_opts(location, options).await?;
+        let drip = self.drip_ms.load(Ordering::SeqCst);
+        if drip == 0 {
+            return Ok(found);
+        }
+        let (meta, range, attributes, extensions) = (
+            found.meta.clone(),
+            found.range.clone(),
+            found.attributes.clone(),
+            found.extensions.clone(),
+        );
+        let body = found.bytes().await?;
+        let bytes: Vec<object_store::Result<bytes::Bytes>> =
+            (0..body.len()).map(|i| Ok(body.slice(i..=i))).collect();
+        let stream = futures_util::stream::iter(bytes)
+            .then(move |b| async move {
+                tokio::time::sleep(Duration::from_millis(drip)).await;
+                b
+            })
+            .boxed();
+        Ok(GetResult {
+            payload: object_store::GetResultPayload::Stream(stream),
+            meta,
+            range,
+            attributes,
+            extensions,
+        })
     }
     fn delete_stream(
         &self,
@@ -793,6 +823,87 @@ fn l2_cli_refuses_a_bad_l2_url_as_a_usage_error_and_reports_the_counters() {
     ] {
         assert_eq!(v["counters"][k], 0, "{k}");
     }
+}
+
+#[tokio::test]
+async fn f4_a_tier_that_drips_its_body_just_inside_each_deadline_cannot_hang_a_load() {
+    let store = Arc::new(Counting::default());
+    let (double, entry, _) = served_notes();
+    // Another host published the skill; this tier then answers each byte of a body 400 ms
+    // after the last, inside a 500 ms deadline every time: a whole SKILL.md would take ~20 s.
+    let publisher = host(in_memory(&store, "fleet"));
+    load_all(&publisher.cache, &origin("docs"), &double, &entry)
+        .await
+        .expect("published");
+    store.drip_ms.store(400, Ordering::SeqCst);
+    let h = host(in_memory(&store, "fleet").timeout(Duration::from_millis(500)));
+
+    let (cache, d, e) = (h.cache.clone(), Arc::clone(&double), entry.clone());
+    let got = common::within(Duration::from_secs(12), move || {
+        tokio::runtime::Runtime::new()
+            .expect("runtime")
+            .block_on(async move { load_all(&cache, &origin("docs"), &d, &e).await })
+    })
+    .expect("one operation on the tier is bounded by its timeout, body included (F4)")
+    .expect("a slow tier never fails a load");
+
+    assert!(got.iter().all(|f| f.provenance() == Provenance::Server));
+    assert_eq!(h.cache.stats()[Counter::L2Hits], 0);
+    assert!(h.cache.stats()[Counter::L2Unavailable] >= 1);
+}
+
+#[tokio::test]
+async fn l2_offline_mode_never_touches_the_shared_tier() {
+    let store = Arc::new(Counting::default());
+    let (double, entry, _) = served_notes();
+    double.set_hints(json!({"ttlMs": 3_600_000, "cacheScope": "public"}));
+    let o = origin("docs");
+    // One host of the fleet published every file of the skill to the tier.
+    let publisher = host(in_memory(&store, "fleet"));
+    load_all(&publisher.cache, &o, &double, &entry)
+        .await
+        .expect("published");
+    // This host holds the (fresh, public) entry but none of the files.
+    let dir = common::scratch();
+    let builder = || {
+        SkillCache::builder()
+            .root(dir.path().join("root"))
+            .key_file(dir.path().join("host.key"))
+            .approval(ApprovalPolicy::NotRequired)
+            .l2(in_memory(&store, "fleet"))
+    };
+    let online = builder().open().expect("open");
+    online.connect(o.clone(), double.clone());
+    online.entry(&o, entry.uri()).await.expect("entry");
+    drop(online);
+    let (gets, puts) = (store.gets(), store.puts());
+
+    // Offline (R-L2): only what is in this host's cache is used; the tier is a network
+    // service like the server, so it is neither read nor written (no get, no claim, no put).
+    let offline = builder().offline(true).open().expect("open offline");
+    let held = offline.entry(&o, entry.uri()).await.expect("cached entry");
+    let got = offline.load(&o, &held.entry).await;
+
+    assert!(
+        matches!(
+            got,
+            Err(Error::Offline {
+                missing: skillcache::error::OfflineMiss::File,
+                ..
+            })
+        ),
+        "{got:?}"
+    );
+    assert_eq!(
+        (store.gets(), store.puts()),
+        (gets, puts),
+        "the tier was contacted"
+    );
+    let objects = store.objects().await;
+    assert!(
+        objects.keys().all(|k| !k.contains("/claims/")),
+        "an offline host left a claim other hosts would wait on: {objects:?}"
+    );
 }
 
 // ---- 5. a real S3-compatible server (moto) ----------------------------------------------------

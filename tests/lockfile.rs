@@ -297,3 +297,125 @@ fn a_hand_edited_lock_is_refused_naming_the_path_and_the_field() {
     );
     assert!(e.to_string().contains(&path.display().to_string()), "{e}");
 }
+
+#[test]
+fn l1_a_lock_or_config_file_too_large_or_not_utf8_is_refused_naming_the_path() {
+    // R-L1: a lock (or an MCP config) is read without trusting its size, so a huge file (or
+    // `/dev/zero`) costs bounded memory; a file that is not UTF-8 is a refused file (exit 2),
+    // not an I/O failure. Sparse files: nothing large is written to disk.
+    let dir = common::scratch();
+    let big = |name: &str, len: u64| {
+        let p = dir.path().join(name);
+        std::fs::File::create(&p)
+            .and_then(|f| f.set_len(len))
+            .expect("sparse file");
+        p
+    };
+    let lock = big("huge.lock", (64 << 20) + 1);
+    match LockFile::read(&lock) {
+        Err(Error::Config(skillcache::error::ConfigError::LockFile {
+            path,
+            field,
+            problem: FileProblem::Invalid { why },
+        })) => {
+            assert_eq!((path, field.as_str()), (lock, ""));
+            assert!(why.contains("larger than"), "{why}");
+        }
+        other => panic!("expected a refusal for its size, got {other:?}"),
+    }
+    let config = big("huge.json", (16 << 20) + 1);
+    match skillcache::McpConfig::read(&config) {
+        Err(Error::Config(skillcache::error::ConfigError::File {
+            path,
+            problem: FileProblem::Invalid { why },
+            ..
+        })) => {
+            assert_eq!(path, config);
+            assert!(why.contains("larger than"), "{why}");
+        }
+        other => panic!("expected a refusal for its size, got {other:?}"),
+    }
+
+    // A long line is quoted by the TOML parser: the error stays small.
+    let long = dir.path().join("long.lock");
+    std::fs::write(&long, format!("version = 1\n{}\n", "x".repeat(1 << 20))).expect("write");
+    let message = LockFile::read(&long).expect_err("refused").to_string();
+    assert!(message.len() < 4096, "{} bytes", message.len());
+
+    let latin1 = dir.path().join("latin1.lock");
+    std::fs::write(&latin1, b"version = 1\n# caf\xe9\n").expect("write");
+    assert!(
+        matches!(
+            LockFile::read(&latin1),
+            Err(Error::Config(skillcache::error::ConfigError::LockFile {
+                problem: FileProblem::Syntax { .. },
+                ..
+            }))
+        ),
+        "{:?}",
+        LockFile::read(&latin1)
+    );
+    let latin1 = dir.path().join("latin1.json");
+    std::fs::write(
+        &latin1,
+        b"{\"mcpServers\": {\"caf\xe9\": {\"command\": \"x\"}}}",
+    )
+    .expect("write");
+    assert!(
+        matches!(
+            skillcache::McpConfig::read(&latin1),
+            Err(Error::Config(skillcache::error::ConfigError::File {
+                problem: FileProblem::Syntax { .. },
+                ..
+            }))
+        ),
+        "{:?}",
+        skillcache::McpConfig::read(&latin1)
+    );
+}
+
+#[test]
+fn l1_a_deeply_nested_lock_is_refused_not_a_stack_overflow() {
+    // Tried in review; it held (the TOML parser bounds its depth): kept as a guard.
+    let dir = common::scratch();
+    let path = dir.path().join("nested.lock");
+    let depth = 100_000;
+    let text = format!(
+        "version = 1\nx = {}{}\n",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    std::fs::write(&path, text).expect("write");
+    assert!(
+        matches!(
+            LockFile::read(&path),
+            Err(Error::Config(
+                skillcache::error::ConfigError::LockFile { .. }
+            ))
+        ),
+        "refused"
+    );
+}
+
+#[test]
+fn l1_writing_a_lock_never_writes_through_a_planted_temporary() {
+    // A repository can carry a symlink where `lock` puts its temporary (`skills.lock.tmp`):
+    // writing the lock must not follow it and clobber the file it points to.
+    let dir = common::scratch();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious\n").expect("write");
+    let path = dir.path().join("skills.lock");
+    std::os::unix::fs::symlink(&victim, dir.path().join("skills.lock.tmp")).expect("symlink");
+
+    LockFile::new().write(&path).expect("written");
+
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("read"),
+        "precious\n"
+    );
+    assert!(
+        std::fs::symlink_metadata(&path).expect("lock").is_file(),
+        "the lock is a regular file of its own"
+    );
+    assert_eq!(LockFile::read(&path).expect("reads").skills().count(), 0);
+}

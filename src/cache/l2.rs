@@ -79,6 +79,11 @@ impl Inner {
     ) -> Option<Shared> {
         #[cfg(feature = "l2")]
         {
+            // Offline (R-L2) only this host's cache is used: the tier is a network service like
+            // the server, so an offline load sends it nothing (no get, no claim, no put).
+            if self.offline.on {
+                return None;
+            }
             let tier = std::sync::Arc::clone(self.l2.as_ref()?);
             let (o, u, p) = (origin.clone(), entry.uri().clone(), principal.to_owned());
             let stored = super::fetch::blocking(&self.core, move |c| c.entry(&o, &u, &p)).await;
@@ -542,7 +547,20 @@ mod enabled {
             key: &Path,
             call: impl Future<Output = object_store::Result<T>>,
         ) -> Result<T, Failure> {
-            match tokio::time::timeout(self.config.timeout, call).await {
+            let deadline = tokio::time::Instant::now() + self.config.timeout;
+            self.call_until(op, key, deadline, call).await
+        }
+
+        /// [`Tier::call`] with the deadline of the whole operation it is part of (a get and
+        /// every chunk of its body share one).
+        async fn call_until<T>(
+            &self,
+            op: &'static str,
+            key: &Path,
+            deadline: tokio::time::Instant,
+            call: impl Future<Output = object_store::Result<T>>,
+        ) -> Result<T, Failure> {
+            match tokio::time::timeout_at(deadline, call).await {
                 Err(_) => {
                     self.mark_down(
                         op,
@@ -643,7 +661,9 @@ mod enabled {
         }
 
         /// The object for `file`: its listed size is compared first, then at most that many
-        /// bytes are read, each chunk under the deadline.
+        /// bytes are read. The whole get — the answer and every chunk of its body — is one
+        /// operation under one deadline: a tier that drips its body, each chunk just inside a
+        /// per-chunk deadline, cannot stretch a load past [`L2::timeout`] (F4).
         pub(crate) async fn get(&self, origin: &Origin, file: &ManifestFile) -> Fetched {
             let tier = &self.tier;
             if tier.is_down() {
@@ -651,10 +671,12 @@ mod enabled {
             }
             let key = self.key(origin, file);
             let size = file.size();
+            let deadline = tokio::time::Instant::now() + tier.config.timeout;
             let found = match tier
-                .call(
+                .call_until(
                     "get",
                     &key,
+                    deadline,
                     tier.config.store.get_opts(&key, GetOptions::default()),
                 )
                 .await
@@ -675,7 +697,9 @@ mod enabled {
             let mut body = found.into_stream();
             loop {
                 match tier
-                    .call("get", &key, async { body.next().await.transpose() })
+                    .call_until("get", &key, deadline, async {
+                        body.next().await.transpose()
+                    })
                     .await
                 {
                     Ok(None) => break,
