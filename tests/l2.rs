@@ -523,6 +523,46 @@ async fn l2_a_claim_nobody_honours_costs_one_wait_then_the_server_serves_and_it_
     assert_eq!(h.cache.stats()[Counter::L2Puts], 3);
 }
 
+#[tokio::test]
+async fn l2_claims_planted_for_every_blob_cost_one_wait_not_one_per_blob() {
+    let store = Arc::new(Counting::default());
+    let (double, entry, files) = served_notes();
+    // A writer with access to the bucket (or a fleet of crashed hosts) left a claim marker for
+    // every blob of the skill: no object will ever come for any of them.
+    for (_, bytes) in &files {
+        store
+            .plant(&claim_key("fleet", "docs", bytes), b"claimed")
+            .await;
+    }
+    let wait = Duration::from_secs(3);
+    let h = host(in_memory(&store, "fleet").claim_wait(wait));
+    let o = origin("docs");
+    h.cache.connect(o.clone(), double.clone());
+    let held = h.cache.entry(&o, entry.uri()).await.expect("entry").entry;
+
+    // One file at a time, so waits could only add up: three blobs, three claims.
+    let started = std::time::Instant::now();
+    let skill = h
+        .cache
+        .load(&o, &held)
+        .await
+        .expect("a dead claim never fails a load");
+    for name in ["a.md", "b/c.txt"] {
+        let f = skill.read(name).await.expect("served");
+        assert_eq!(f.provenance(), Provenance::Server);
+    }
+    let took = started.elapsed();
+
+    // The first claim is waited out; after it the host stops waiting on claims for a while, so
+    // the load costs about one wait (3 s), not one per blob (9 s and more).
+    assert!(
+        took < wait * 2 + wait / 2,
+        "planted claims cost a wait per blob: {took:?} for {} files",
+        files.len()
+    );
+    assert_eq!(double.reads(), 3);
+}
+
 // ---- 3. L2 bytes are untrusted ----------------------------------------------------------------
 
 #[tokio::test]

@@ -144,6 +144,7 @@ impl Inner {
                                 uri,
                                 "the host that claimed this file did not publish it in time; asking the server"
                             );
+                            shared.claim_ran_out();
                             return None;
                         }
                     }
@@ -404,8 +405,8 @@ mod enabled {
             L2::new(Arc::new(store), prefix)
         }
 
-        /// The deadline of one operation on the tier (a get until its answer starts, each chunk
-        /// of its body, a put). A tier that misses it is skipped for 30 s, with one warning, and
+        /// The deadline of one operation on the tier (a whole get, its body included; a claim;
+        /// a put). A tier that misses it is skipped for 30 s, with one warning, and
         /// the server serves. Default: [`L2::DEFAULT_TIMEOUT`] (2 s).
         #[must_use]
         pub fn timeout(mut self, timeout: Duration) -> L2 {
@@ -441,6 +442,25 @@ mod enabled {
         down_until: Mutex<Option<Instant>>,
         /// A put the store refused (read-only credentials, no conditional create) is said once.
         put_warned: AtomicBool,
+        /// Until when claim markers are not waited on: a claim whose object never came makes
+        /// every claim suspect (a crashed host, or a writer who planted markers for every blob),
+        /// so a cold load pays at most one `claim_wait` per [`RETRY_AFTER`], not one per blob.
+        claims_off_until: Mutex<Option<Instant>>,
+    }
+
+    /// Whether the window in `until` is still open; a passed window is cleared.
+    fn until_passed(until: &Mutex<Option<Instant>>) -> bool {
+        let mut window = until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match *window {
+            Some(end) if Instant::now() < end => true,
+            Some(_) => {
+                *window = None;
+                false
+            }
+            None => false,
+        }
     }
 
     /// The tier for one public entry: the only handle that reaches the store (issue 14, item 2).
@@ -492,6 +512,7 @@ mod enabled {
                 config,
                 down_until: Mutex::new(None),
                 put_warned: AtomicBool::new(false),
+                claims_off_until: Mutex::new(None),
             }
         }
 
@@ -512,18 +533,24 @@ mod enabled {
         }
 
         fn is_down(&self) -> bool {
-            let mut down = self
-                .down_until
+            until_passed(&self.down_until)
+        }
+
+        /// Whether claims are being ignored after one ran out (see `claims_off_until`).
+        fn claims_off(&self) -> bool {
+            until_passed(&self.claims_off_until)
+        }
+
+        /// Stops waiting on claims for [`RETRY_AFTER`]: one claimed object did not come in time.
+        fn distrust_claims(&self) {
+            let mut off = self
+                .claims_off_until
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            match *down {
-                Some(until) if Instant::now() < until => true,
-                Some(_) => {
-                    *down = None;
-                    false
-                }
-                None => false,
+            if off.is_none() {
+                tracing::warn!(retry_after = ?RETRY_AFTER, "a claimed shared-tier (l2) object never came; claims are ignored for a while");
             }
+            *off = Some(Instant::now() + RETRY_AFTER);
         }
 
         /// Leaves the tier alone for [`RETRY_AFTER`]; the first failure of an outage is a warning.
@@ -622,10 +649,15 @@ mod enabled {
             self.tier.config.claim_wait
         }
 
+        /// A claimed object did not come within `claim_wait`: claims are ignored for a while.
+        pub(crate) fn claim_ran_out(&self) {
+            self.tier.distrust_claims();
+        }
+
         /// Claims `file` for this host with a conditional create of its marker.
         pub(crate) async fn claim(&self, origin: &Origin, file: &ManifestFile) -> Claim {
             let tier = &self.tier;
-            if tier.config.claim_wait.is_zero() || tier.is_down() {
+            if tier.config.claim_wait.is_zero() || tier.is_down() || tier.claims_off() {
                 return Claim::Unavailable;
             }
             let key = self.claim_key(origin, file);
