@@ -991,13 +991,20 @@ mod moto {
     fn ensure_installed() -> PathBuf {
         let venv = venv();
         let server = venv.join("bin/moto_server");
-        if server.exists() {
+        // A virtualenv is tied to the path it was made at (its scripts name their interpreter
+        // by absolute path): one that was moved or broken is made again, not trusted.
+        let works = Command::new(venv.join("bin/python"))
+            .args(["-c", "import moto.server"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if server.exists() && works {
             return server;
         }
         let requirements =
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/moto-requirements.txt");
         let ok = Command::new("python3")
-            .args(["-m", "venv"])
+            .args(["-m", "venv", "--clear"])
             .arg(&venv)
             .status()
             .is_ok_and(|s| s.success())
@@ -1036,12 +1043,15 @@ mod moto {
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("start moto_server");
-            let moto = Moto {
+            let mut moto = Moto {
                 child,
                 endpoint: format!("http://127.0.0.1:{port}"),
             };
             let started = Instant::now();
             while request(port, "GET", "/").is_none() {
+                if let Ok(Some(status)) = moto.child.try_wait() {
+                    panic!("moto_server exited before answering ({status})");
+                }
                 assert!(
                     started.elapsed() < Duration::from_secs(60),
                     "moto did not answer on port {port}"
