@@ -993,8 +993,9 @@ mod moto {
         let server = venv.join("bin/moto_server");
         // A virtualenv is tied to the path it was made at (its scripts name their interpreter
         // by absolute path): one that was moved or broken is made again, not trusted.
-        let works = Command::new(venv.join("bin/python"))
-            .args(["-c", "import moto.server"])
+        let works = Command::new(&server)
+            .arg("--help")
+            .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
