@@ -144,7 +144,8 @@ pub enum Declined {
     /// included: the approval of the skill it lies in does not cover it.
     NotApproved,
     /// Approval is required (R-P1) and this principal's approval no longer holds: the skill's
-    /// files changed since it was approved (R-A2).
+    /// files changed since it was approved (R-A2), or its frontmatter did under the same files
+    /// — `allowed-tools` above all, which a tool grant was given for (E7).
     Revoked {
         /// What was added, removed or changed since the approved entry.
         changes: Box<crate::entry::EntryDiff>,
@@ -168,7 +169,7 @@ impl fmt::Display for Declined {
             Declined::Revoked { changes } => {
                 write!(
                     f,
-                    "its approval was revoked because its files changed: {changes}"
+                    "its approval was revoked because the skill changed since it was approved: {changes}"
                 )
             }
             Declined::NotLocked => f.write_str("the lock file in force does not list it"),

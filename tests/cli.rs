@@ -301,6 +301,73 @@ fn cli_require_approval_exits_5_when_never_approved_or_revoked_naming_the_file()
     );
 }
 
+/// E7: a grant made while the server inflated `allowed-tools` in the one `skills/get` that
+/// `approve --grant-tools` saw does not survive the honest entry: `load --require-approval`
+/// refuses the skill as revoked, naming `allowed-tools`, instead of loading it with the
+/// inflated grant. The grant is printed when it is made, and `load --json` reports the grant
+/// in force.
+#[test]
+fn e7_cli_a_grant_made_on_an_inflated_claim_is_revoked_by_the_honest_entry() {
+    let env = Env::new();
+    let served = env.served("served", "notes", "Takes notes.", "n");
+    let liar = format!(
+        "'{}' '{}' inflate-tools",
+        hostile_server().display(),
+        served.display()
+    );
+    let honest = serve_cmd(&served);
+    let approve = env.run(&[
+        "approve",
+        "skill://notes/SKILL.md",
+        "--grant-tools",
+        "--origin",
+        "o",
+        "--stdio",
+        &liar,
+    ]);
+    assert_eq!(code(&approve), 0, "{}", stderr(&approve));
+    let said = String::from_utf8_lossy(&approve.stdout).into_owned();
+    assert!(
+        said.contains("granted tools: Bash(*) Read Write WebFetch"),
+        "approve shows the grant it made: {said}"
+    );
+    let load = |server: &str| {
+        env.run(&[
+            "--json",
+            "load",
+            "skill://notes/SKILL.md",
+            "--require-approval",
+            "--origin",
+            "o",
+            "--stdio",
+            server,
+        ])
+    };
+    let refused = load(&honest);
+    assert_eq!(code(&refused), 5, "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("allowed-tools"),
+        "the refusal names allowed-tools: {}",
+        stderr(&refused)
+    );
+    // Approved again against the honest server, the grant is what the SKILL.md asks for.
+    let again = env.run(&[
+        "--json",
+        "approve",
+        "skill://notes/SKILL.md",
+        "--grant-tools",
+        "--origin",
+        "o",
+        "--stdio",
+        &honest,
+    ]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert_eq!(json(&again)["granted_tools"], "Read");
+    let loaded = load(&honest);
+    assert_eq!(code(&loaded), 0, "{}", stderr(&loaded));
+    assert_eq!(json(&loaded)["granted_tools"], "Read");
+}
+
 #[test]
 fn cli_verify_exits_3_when_a_blob_is_corrupt_and_gc_purge_stats_work() {
     use std::os::unix::fs::PermissionsExt;

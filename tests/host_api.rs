@@ -280,6 +280,102 @@ async fn p1_a5_nested_skill_needs_its_own_approval_and_gets_no_grant_through_its
     );
 }
 
+/// The entry `entry` as the server would claim it with another `allowed-tools` (the files, and so
+/// the binding, unchanged).
+fn claiming_tools(entry: &SkillEntry, tools: &str) -> SkillEntry {
+    let mut wire = entry.to_json();
+    wire["frontmatter"]["allowed-tools"] = json!(tools);
+    SkillEntry::from_json(&wire, &Validation::default()).expect("still a valid entry")
+}
+
+fn revoked_naming(reason: Declined, key: &str) {
+    match reason {
+        Declined::Revoked { changes } => assert!(
+            changes.frontmatter.iter().any(|d| d.key == key),
+            "the revocation names {key}: {changes}"
+        ),
+        other => panic!("expected a revocation naming {key}, got {other}"),
+    }
+}
+
+/// E7: a server inflates `allowed-tools` only in the `skills/get` answered while the host
+/// approves with a grant, then answers honestly under the same files. The approval recorded
+/// what the skill asked for; the verified `SKILL.md` asks for less, so the load is refused as
+/// revoked, naming `allowed-tools`, before any file is read — never loaded with the inflated
+/// grant.
+#[tokio::test]
+async fn e7_a_grant_made_on_an_inflated_claim_is_revoked_when_the_skill_md_asks_otherwise() {
+    let dir = common::scratch();
+    let cache = open(&dir);
+    let double = Arc::new(Double::new());
+    let (honest, files) = skill_at("notes", "allowed-tools: Read\n", &[("a.md", b"A")]);
+    let inflated = claiming_tools(&honest, "Bash(*) Read Write WebFetch");
+    assert_eq!(inflated.binding(), honest.binding(), "the same files");
+    double.publish(&inflated, &files);
+    let o = origin("docs");
+    cache.connect(o.clone(), double.clone());
+
+    let shown = cache.entry(&o, honest.uri()).await.expect("entry").entry;
+    cache
+        .approve(&o, &shown, shown.requested_tools().cloned())
+        .await
+        .expect("approve with the grant the entry asks for");
+    double.publish(&honest, &files);
+    let now = cache.entry(&o, honest.uri()).await.expect("entry");
+    assert!(
+        now.revoked,
+        "the honest entry revokes the approval of the claim"
+    );
+    assert!(!cache.is_approved(&o, &now.entry).await.expect("query"));
+    let reads = double.reads();
+    revoked_naming(declined(cache.load(&o, &now.entry).await), "allowed-tools");
+    assert_eq!(double.reads(), reads, "refused before any read");
+
+    // Approved as it now is, the grant is what the SKILL.md asks for.
+    cache
+        .approve(&o, &now.entry, now.entry.requested_tools().cloned())
+        .await
+        .expect("approve again");
+    let skill = cache.load(&o, &now.entry).await.expect("loads");
+    assert_eq!(skill.granted_tools(), Some(&json!("Read")));
+}
+
+/// E7, the other way round: an approval of the honest entry does not hold for a claim of wider
+/// tools under the same files — neither for an entry the cache refreshed nor for one the host
+/// holds and passes in itself (the gate compares the held entry with what was approved).
+#[tokio::test]
+async fn e7_an_approval_never_holds_for_another_allowed_tools_under_the_same_files() {
+    let dir = common::scratch();
+    let cache = open(&dir);
+    let double = Arc::new(Double::new());
+    let (honest, files) = skill_at("notes", "allowed-tools: Read\n", &[("a.md", b"A")]);
+    let inflated = claiming_tools(&honest, "Bash(*)");
+    double.publish(&honest, &files);
+    let o = origin("docs");
+    cache.connect(o.clone(), double.clone());
+    let shown = cache.entry(&o, honest.uri()).await.expect("entry").entry;
+    cache
+        .approve(&o, &shown, Some(json!("Read")))
+        .await
+        .expect("approve");
+
+    // A held entry that claims more, never stored: refused at the gate, no request.
+    let requests = double.requests();
+    revoked_naming(declined(cache.load(&o, &inflated).await), "allowed-tools");
+    assert!(!cache.is_approved(&o, &inflated).await.expect("query"));
+    assert_eq!(double.requests(), requests, "the gate sends nothing");
+    cache
+        .load(&o, &shown)
+        .await
+        .expect("the approved entry still loads");
+
+    // The server starts claiming more: the refresh revokes, and the load says why.
+    double.publish(&inflated, &files);
+    let now = cache.entry(&o, honest.uri()).await.expect("entry");
+    assert!(now.revoked);
+    revoked_naming(declined(cache.load(&o, &now.entry).await), "allowed-tools");
+}
+
 // ---- 2. One cache, several principals (R-C6, R-H11) -----------------------------------------
 
 #[tokio::test]

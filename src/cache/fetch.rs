@@ -236,10 +236,14 @@ impl Inner {
         // The approval binds to this skill's own URI and file set: a nested skill's URI has no
         // row unless it was approved itself, so its parent's approval and grant never reach it.
         match approval {
-            Some(a) if a.binding == binding => Ok(a.granted_tools),
-            // Approved once, as another file set (a row another principal's refresh did not
-            // touch, or an entry the index could not keep): say what changed. A row whose entry
-            // this version cannot read has nothing true to say, so it is "not approved".
+            // The same file set and the same frontmatter as approved (E7): the grant is of the
+            // tools this entry's `allowed-tools` asks for, which the frontmatter check (R-V6)
+            // then ties to the verified `SKILL.md` before the window opens.
+            Some(a) if a.holds_for(entry) => Ok(a.granted_tools),
+            // Approved once, as another file set or another frontmatter (a row another
+            // principal's refresh did not touch, or an entry the index could not keep): say what
+            // changed. A row whose entry this version cannot read has nothing true to say, so it
+            // is "not approved".
             Some(a) => Err(declined(a.entry.map_or(Declined::NotApproved, |old| {
                 Declined::Revoked {
                     changes: Box::new(old.diff(entry)),

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::seal::ApprovalRow;
 use super::{Index, db_err, find_origin_id, origin_id};
 use crate::entry::{Binding, SkillEntry};
+use crate::frontmatter::compare;
 use crate::error::{Error, Rule};
 use crate::origin::Origin;
 use crate::uri::SkillUri;
@@ -24,12 +25,44 @@ pub struct Approval {
     pub entry: Option<SkillEntry>,
 }
 
+impl Approval {
+    /// Whether this approval holds for `entry` as it is now (R-A1, R-A5, E7): the same file set
+    /// (binding) *and* the same frontmatter as the entry that was approved. The approval is of
+    /// the entry as it was shown — its files, its description and the tools its
+    /// `allowed-tools` asks for — and a grant is of those requested tools. A server can claim
+    /// one frontmatter in the one `skills/get` answered while a person approves and another
+    /// later under the same file set; one of the two claims is then not the verified
+    /// `SKILL.md`'s (the frontmatter check, R-V6, fails any load whose entry differs from its
+    /// bytes), so either way the approval no longer describes what would load. An approved
+    /// entry this version cannot read holds for nothing (fail closed).
+    #[must_use]
+    pub fn holds_for(&self, entry: &SkillEntry) -> bool {
+        entry.binding() == Some(self.binding)
+            && self
+                .entry
+                .as_ref()
+                .is_some_and(|approved| compare(approved.frontmatter(), entry.frontmatter()).is_empty())
+    }
+}
+
 /// An `approvals` row as read back, after its seal verified.
 pub(super) struct SealedApproval {
     pub(super) binding: Vec<u8>,
     pub(super) entry_json: String,
     granted_tools: Option<String>,
     granted_at_ms: i64,
+}
+
+impl SealedApproval {
+    /// The row as an [`Approval`]; `None` for a binding of the wrong width, which no entry has.
+    pub(super) fn believe(self) -> Option<Approval> {
+        Some(Approval {
+            binding: Binding::from_bytes(self.binding.try_into().ok()?),
+            granted_tools: self.granted_tools.and_then(|t| serde_json::from_str(&t).ok()),
+            granted_at_ms: u64::try_from(self.granted_at_ms).unwrap_or(0),
+            entry: super::entries::parse_entry(&self.entry_json),
+        })
+    }
 }
 
 impl Index {
@@ -148,18 +181,12 @@ impl Index {
         };
         let row = self.sealed_approval(&conn, oid, origin, uri.canonical(), principal)?;
         drop(conn);
-        Ok(row.and_then(|a| {
-            Some(Approval {
-                binding: Binding::from_bytes(a.binding.try_into().ok()?),
-                granted_tools: a.granted_tools.and_then(|t| serde_json::from_str(&t).ok()),
-                granted_at_ms: u64::try_from(a.granted_at_ms).unwrap_or(0),
-                entry: super::entries::parse_entry(&a.entry_json),
-            })
-        }))
+        Ok(row.and_then(SealedApproval::believe))
     }
 
     /// Whether `entry` (as it is now) is approved by `principal`: a sealed approval exists and
-    /// its binding is this entry's binding. Always false for a dynamic skill (R-A3).
+    /// holds for it ([`Approval::holds_for`]: the same binding and frontmatter). Always false for
+    /// a dynamic skill (R-A3).
     ///
     /// # Errors
     /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
@@ -169,12 +196,12 @@ impl Index {
         principal: &str,
         entry: &SkillEntry,
     ) -> Result<bool, Error> {
-        let Some(binding) = entry.binding() else {
+        if entry.binding().is_none() {
             return Ok(false);
-        };
+        }
         Ok(self
             .approval(origin, entry.uri(), principal)?
-            .is_some_and(|a| a.binding == binding))
+            .is_some_and(|a| a.holds_for(entry)))
     }
 
     /// Withdraws `principal`'s approval; other principals' approvals stay (R-H11).

@@ -26,7 +26,8 @@ pub struct StoredEntry {
 /// What storing an entry did.
 #[derive(Debug, Clone, Default)]
 pub struct PutOutcome {
-    /// Whether an approval was revoked because the file set changed (R-A2).
+    /// Whether an approval was revoked because it no longer holds: the file set changed (R-A2),
+    /// or the frontmatter did under the same file set (E7).
     pub revoked: bool,
     /// What changed since the approved entry (when an approval was revoked), or since the
     /// entry it replaced.
@@ -236,12 +237,17 @@ impl Index {
             let mut outcome = PutOutcome::default();
             // Only this principal's approval is at stake (R-H11); one that fails its seal is void
             // already and revokes nothing (R-H3).
-            if let Some(approved) = self.sealed_approval(tx, oid, origin, uri, principal)?
-                && binding.as_deref() != Some(approved.binding.as_slice())
+            // An approval that no longer holds (another file set, or another frontmatter under
+            // the same file set: E7) is revoked and what changed is said, allowed-tools included.
+            // A row this version cannot believe (a binding of the wrong width) holds for nothing.
+            if let Some(approved) = self
+                .sealed_approval(tx, oid, origin, uri, principal)?
+                .map(super::approvals::SealedApproval::believe)
+                && !approved.as_ref().is_some_and(|a| a.holds_for(entry))
             {
                 tx.execute("DELETE FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2 AND principal = ?3", params![oid, uri, principal]).map_err(db_err("revoke approval"))?;
                 outcome.revoked = true;
-                outcome.diff = parse_entry(&approved.entry_json).map(|old| old.diff(entry));
+                outcome.diff = approved.and_then(|a| a.entry).map(|old| old.diff(entry));
             } else if let Some(old) = previous.as_deref().and_then(parse_entry) {
                 let diff = old.diff(entry);
                 outcome.diff = (!diff.is_empty()).then_some(diff);

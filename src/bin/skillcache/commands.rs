@@ -688,7 +688,8 @@ async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Res
     if ctx.json {
         print_json(
             &json!({"origin": origin.as_str(), "uri": info.entry.uri().as_str(), "binding": binding,
-                    "granted_tools": grant, "protocol_version": revision(source.as_ref())}),
+                    "granted_tools": grant, "requested_tools": info.entry.requested_tools(),
+                    "protocol_version": revision(source.as_ref())}),
         );
     } else {
         outln!(
@@ -696,8 +697,27 @@ async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Res
             info.entry.uri(),
             binding.unwrap_or_default()
         );
+        outln!(
+            "{}",
+            grant_line(grant.as_ref(), info.entry.requested_tools())
+        );
     }
     Ok(Outcome::Ok)
+}
+
+/// What an approval granted, for a person (E7): the grant is shown when it is made, beside what
+/// the skill asks for, so a grant wider than expected is seen at once.
+fn grant_line(granted: Option<&Value>, requested: Option<&Value>) -> String {
+    let tools = |v: Option<&Value>| match v {
+        None => "none".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    };
+    format!(
+        "  granted tools: {} (allowed-tools asks for: {})",
+        tools(granted),
+        tools(requested)
+    )
 }
 
 /// `approve --from-lock`: approves each pinned skill whose entry is still exactly as pinned,
@@ -738,10 +758,12 @@ async fn approve_from_lock(
         let grant = grant_tools
             .then(|| info.entry.requested_tools().cloned())
             .flatten();
-        match cache.approve(origin, &info.entry, grant).await {
+        let requested = info.entry.requested_tools().cloned();
+        match cache.approve(origin, &info.entry, grant.clone()).await {
             Ok(()) => approved.push(
                 json!({"origin": origin.as_str(), "uri": locked.uri().as_str(),
-                                           "binding": locked.binding().to_string()}),
+                                           "binding": locked.binding().to_string(),
+                                           "granted_tools": grant, "requested_tools": requested}),
             ),
             Err(e) => errors.push(e),
         }
@@ -755,6 +777,11 @@ async fn approve_from_lock(
                 a["uri"].as_str().unwrap_or_default(),
                 a["origin"].as_str().unwrap_or_default(),
                 a["binding"].as_str().unwrap_or_default()
+            );
+            let present = |k: &str| Some(&a[k]).filter(|v| !v.is_null());
+            outln!(
+                "{}",
+                grant_line(present("granted_tools"), present("requested_tools"))
             );
         }
     }
@@ -825,6 +852,9 @@ async fn load(
     if ctx.json {
         let mut out = file_json(&file, &info.entry);
         out["stale"] = json!(info.stale);
+        // What the approval in force granted (E7): `null` when nothing was granted, or when
+        // approval was not required (then nothing is ever granted).
+        out["granted_tools"] = json!(skill.granted_tools());
         if let Some(every) = &every {
             out["files"] = every.iter().map(|f| file_json(f, &info.entry)).collect();
         }
