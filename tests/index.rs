@@ -305,7 +305,7 @@ fn verify_reports_corrupt_missing_and_orphaned_and_quarantines_the_corrupt() {
     fs::remove_file(&b_blob).expect("delete");
     let orphan = Digest::of(b"no record");
     c.store()
-        .publish(&o, &orphan, 9, b"no record")
+        .publish(&o, &[(orphan, 9, b"no record".as_slice())])
         .expect("publish without a record");
     let mut calls = 0;
     let r = c

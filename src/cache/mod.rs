@@ -401,52 +401,25 @@ impl Cache {
         self.index.revoke(origin, uri, principal)
     }
 
-    /// Stores the bytes of a listed file: published under its digest (refused if they are not
-    /// the listed bytes), then recorded (R-C3, R-C4).
+    /// Stores the bytes of a listed file: [`Cache::store_files`] with one file.
     ///
     /// # Errors
-    /// [`StoreError::BlobMismatch`](crate::error::StoreError::BlobMismatch), I/O and index errors.
+    /// As [`Cache::store_files`].
     pub fn store_file(
         &self,
         origin: &Origin,
         file: &ManifestFile,
         bytes: &[u8],
     ) -> Result<(), Error> {
-        // Shared lock from the blob write until the row is committed: gc cannot slip between.
-        let _lock = self.store.lock(LockMode::Shared, "publish")?;
-        // A publish may quarantine a damaged copy of this digest: drop it from memory too.
-        self.memory.remove(origin, &file.digest());
-        let ev = self
-            .store
-            .publish_recorded(origin, &file.digest(), file.size(), bytes, &|d| {
-                self.forget(origin, Some(d));
-                self.forget_record(origin, d)
-            })?;
-        self.commit_point("index: record blob")?;
-        let record = BlobRecord {
-            size: file.size(),
-            ino: ev.ino,
-            dev: ev.dev,
-            ctime_ns: ev.ctime_ns,
-            last_access_ms: 0,
-        };
-        let now = now_ms();
-        self.index.put_blob(origin, &file.digest(), record, now)?;
-        self.remember(
-            origin,
-            file.digest(),
-            Known {
-                evidence: Some(ev),
-                touched_ms: now,
-            },
-        );
-        Ok(())
+        self.store_files(origin, &[(file, bytes)])
     }
 
-    /// Stores several listed files of `origin` at once: published as one batch (all temporaries
-    /// written and checked, synced together, linked, then one sync per touched folder), then
-    /// recorded (R-C3, R-C4). Same guarantees as [`Cache::store_file`] for each file, a fraction
-    /// of the waits on the disk: what a cold load of a whole skill uses.
+    /// Stores listed files of `origin`: published as one batch (all temporaries written and
+    /// checked, synced together, linked, then one sync per touched folder), then recorded
+    /// (R-C3, R-C4): a blob is on disk before its row. One file is a batch of one. A damaged
+    /// blob in the way of a publish is repaired here, in the order R-C3 asks — its record dropped
+    /// first, then the blob quarantined, then published again — so a crash in between leaves no
+    /// record of a missing blob.
     ///
     /// # Errors
     /// [`StoreError::BlobMismatch`](crate::error::StoreError::BlobMismatch) if any bytes are not the listed ones (then nothing of the batch is
@@ -459,9 +432,10 @@ impl Cache {
         if files.is_empty() {
             return Ok(());
         }
-        // Shared lock from the first blob write until the last row is committed (R-H11).
+        // Shared lock from the first blob write until the last row is committed: gc cannot slip
+        // between (R-H11).
         let _lock = self.store.lock(LockMode::Shared, "publish")?;
-        let items: Vec<(crate::digest::Digest, u64, &[u8])> = files
+        let mut items: Vec<crate::store::Item<'_>> = files
             .iter()
             .map(|(f, b)| (f.digest(), f.size(), *b))
             .collect();
@@ -469,31 +443,85 @@ impl Cache {
             // A publish may quarantine a damaged copy of this digest: drop it from memory too.
             self.memory.remove(origin, d);
         }
-        let evidence = self.store.publish_batch_recorded(origin, &items, &|d| {
-            self.forget(origin, Some(d));
-            self.forget_record(origin, d)
-        })?;
-        for ((digest, size, _), ev) in items.iter().zip(evidence) {
-            self.commit_point("index: record blob")?;
-            let record = BlobRecord {
-                size: *size,
-                ino: ev.ino,
-                dev: ev.dev,
-                ctime_ns: ev.ctime_ns,
-                last_access_ms: 0,
-            };
-            let now = now_ms();
-            self.index.put_blob(origin, digest, record, now)?;
-            self.remember(
-                origin,
-                *digest,
-                Known {
-                    evidence: Some(ev),
-                    touched_ms: now,
-                },
-            );
+        // A damaged blob is repaired once; one that is in the way again (a writer racing us)
+        // fails the publish rather than loop.
+        for round in 0..2 {
+            let outcomes = self.store.publish(origin, &items)?;
+            let mut blocked = Vec::new();
+            for ((digest, size, bytes), outcome) in items.iter().zip(outcomes) {
+                match outcome.evidence() {
+                    Some(ev) => self.record_blob(origin, digest, *size, ev)?,
+                    None => blocked.push((*digest, *size, *bytes)),
+                }
+            }
+            if blocked.is_empty() {
+                return Ok(());
+            }
+            for (digest, _, _) in &blocked {
+                let refused = |why: &str| {
+                    Error::Store(crate::error::StoreError::Io {
+                        op: "publish",
+                        path: self.store.layout().blob_path(origin, digest),
+                        source: std::io::Error::other(why.to_owned()),
+                    })
+                };
+                if round == 1 {
+                    return Err(refused("the blob kept changing under a concurrent writer"));
+                }
+                // Row first, then the blob (R-C3). An index that cannot drop the row leaves the
+                // damaged blob in place (it fails every read, so it is never served) and the
+                // publish fails.
+                if !self.forget_record_and(origin, digest)? {
+                    return Err(refused(
+                        "a damaged blob is in the way and its record cannot be dropped",
+                    ));
+                }
+                self.store.quarantine(origin, digest)?;
+            }
+            items = blocked;
         }
         Ok(())
+    }
+
+    /// Records a blob that is now in place, with its evidence, in the index and in this
+    /// process's memory of it.
+    fn record_blob(
+        &self,
+        origin: &Origin,
+        digest: &crate::digest::Digest,
+        size: u64,
+        ev: Evidence,
+    ) -> Result<(), Error> {
+        self.commit_point("index: record blob")?;
+        let record = BlobRecord {
+            size,
+            ino: ev.ino,
+            dev: ev.dev,
+            ctime_ns: ev.ctime_ns,
+            last_access_ms: 0,
+        };
+        let now = now_ms();
+        self.index.put_blob(origin, digest, record, now)?;
+        self.remember(
+            origin,
+            *digest,
+            Known {
+                evidence: Some(ev),
+                touched_ms: now,
+            },
+        );
+        Ok(())
+    }
+
+    /// Forgets what this process knows of a blob and drops its record: the first half of a
+    /// repair (row first, R-C3). False when a read-only or full index cannot drop it (R-H5).
+    fn forget_record_and(
+        &self,
+        origin: &Origin,
+        digest: &crate::digest::Digest,
+    ) -> Result<bool, Error> {
+        self.forget(origin, Some(digest));
+        self.forget_record(origin, digest)
     }
 
     fn known(&self, origin: &Origin, digest: &crate::digest::Digest) -> Option<Known> {

@@ -34,6 +34,7 @@ pub(crate) use layout::{CACHEDIR_SIGNATURE, CACHEDIR_TAG};
 #[cfg(feature = "l2")]
 pub(crate) use layout::blob_rel;
 pub use lock::{LockGuard, LockMode};
+pub use publish::{Item, Published};
 pub use read::{BlobRead, Evidence, Isolation, MAP_ABOVE};
 pub use reserve::RESERVE_BYTES;
 pub use walk::{BlobCheck, StoredBlob};

@@ -15,8 +15,32 @@ use crate::origin::Origin;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Drops the caller's record of a blob before a damaged copy is quarantined; false: it could not.
-pub(crate) type Forget<'a> = &'a dyn Fn(&Digest) -> Result<bool, crate::error::Error>;
+/// What publishing one blob did (R-C3). The store never calls into the caller's records: when a
+/// damaged blob is in the way, it says so and leaves the order of the repair to the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Published {
+    /// These bytes are now the blob, linked under the digest name and durable; the evidence is
+    /// the inode written, for [`Isolation::Guaranteed`] reads.
+    Linked(Evidence),
+    /// An identical blob was already there (another publisher won the race); it verified and is
+    /// kept, with its own evidence.
+    Kept(Evidence),
+    /// A blob that fails verification is in the way; nothing was linked. The caller drops its
+    /// record of the blob first (row first, then blob: R-C3), quarantines it
+    /// ([`BlobStore::quarantine`]) and publishes again.
+    Blocked,
+}
+
+impl Published {
+    /// The evidence of a blob that is now in place; `None` when it was blocked.
+    #[must_use]
+    pub fn evidence(self) -> Option<Evidence> {
+        match self {
+            Published::Linked(ev) | Published::Kept(ev) => Some(ev),
+            Published::Blocked => None,
+        }
+    }
+}
 
 /// The folders one publish writes into, each opened from the root without following links.
 struct Chain {
@@ -41,76 +65,66 @@ impl Chain {
     }
 }
 
+/// One blob to publish: its digest, its size, and the bytes, which must be exactly those.
+pub type Item<'b> = (Digest, u64, &'b [u8]);
+
 impl BlobStore {
-    /// Publishes `bytes` as the blob `digest` of `origin`, refusing them if their size or digest
-    /// differs from what the entry promised. Returns the evidence recorded for
-    /// [`Isolation::Guaranteed`] reads.
+    /// Publishes blobs of `origin`, each as `(digest, size, bytes)`, refusing bytes whose size or
+    /// digest differs from what the entry promised. One file is a batch of one: the same
+    /// protocol, the same guarantees, whatever the count. Returns what happened to each item, in
+    /// order; a digest listed twice is published once.
     ///
-    /// The protocol: write a temporary in the origin's `tmp/` while hashing; compare; fsync; make
-    /// it 0444; `link` it into place (which never replaces an existing name); fsync the folder
-    /// (and any folder this publish made, in its parent); unlink the temporary name. A crash at
-    /// any point leaves either no blob or a complete one under the digest name, plus perhaps a
-    /// stray temporary that the next exclusive open sweeps. If a blob is already there (another
-    /// publisher won the race), it is verified and kept; a corrupt one is quarantined and
-    /// replaced.
+    /// The protocol (R-C3): write each temporary in the origin's `tmp/` while hashing; compare;
+    /// sync them all (together when there are several: the filesystem folds concurrent syncs into
+    /// shared journal commits); make them 0444; `link` each into place (which never replaces an
+    /// existing name); sync every folder a link touched once (and any folder this publish made,
+    /// in its parent); unlink the temporary names. A crash at any point leaves either no blob or
+    /// a complete one under each digest name — a name is linked only after its temporary's sync
+    /// returned — plus perhaps stray temporaries that the next exclusive open sweeps. Names not
+    /// yet made durable by their folder's sync may be lost, which is a miss, never wrong bytes;
+    /// the caller records rows only after this returns. An identical blob already in place is
+    /// verified and kept ([`Published::Kept`]); a damaged one is reported
+    /// ([`Published::Blocked`]), never replaced by the store on its own.
     ///
     /// # Errors
-    /// [`StoreError::BlobMismatch`](StoreError::BlobMismatch) if the bytes are not the promised ones; [`StoreError::Io`](StoreError::Io) otherwise
-    /// (a full disk among them). Nothing partial is left under the digest name either way.
-    pub fn publish(
-        &self,
-        origin: &Origin,
-        digest: &Digest,
-        size: u64,
-        bytes: &[u8],
-    ) -> Result<Evidence, crate::error::Error> {
-        self.publish_recorded(origin, digest, size, bytes, &|_| Ok(true))
-    }
-
-    /// [`BlobStore::publish`] for a caller that keeps records of blobs: before a damaged blob in
-    /// the way is quarantined, `forget(digest)` drops its record (row first, then blob, R-C3),
-    /// so a crash between the quarantine and the new link leaves no record of a missing blob.
-    /// `Ok(false)`: the record could not be dropped (a read-only or full index), so the damaged
-    /// blob stays where it is (still never served: it fails every read) and the publish fails.
-    pub(crate) fn publish_recorded(
-        &self,
-        origin: &Origin,
-        digest: &Digest,
-        size: u64,
-        bytes: &[u8],
-        forget: Forget<'_>,
-    ) -> Result<Evidence, crate::error::Error> {
-        let chain = self.chain(origin, digest)?;
-        let (name, file) = self.write_tmp(&chain, origin, digest, size, bytes)?;
-        let tmp = chain.dir(TMP_AT);
-        if let Err(e) = self.seal_tmp(&file) {
-            let _ = self.disk.unlink(tmp.fd(), &name, false);
-            return Err(io_err("write", &tmp.join(&name))(e).into());
+    /// [`StoreError::BlobMismatch`] for bytes that are not the promised ones (nothing of the
+    /// batch is linked then); [`StoreError::Io`] otherwise (a full disk among them). Blobs linked
+    /// before an I/O error stay (complete; with no row they are orphans that gc removes).
+    pub fn publish(&self, origin: &Origin, items: &[Item<'_>]) -> Result<Vec<Published>, StoreError> {
+        let mut unique: Vec<usize> = Vec::with_capacity(items.len());
+        for (i, (d, _, _)) in items.iter().enumerate() {
+            if !unique.iter().any(|&j| items[j].0 == *d) {
+                unique.push(i);
+            }
         }
-        let result = self
-            .link_into_place(&chain, origin, digest, size, &name, forget)
-            .and_then(|linked| {
-                if linked.is_none() {
-                    // R-C3: the new name and every folder this publish made are durable before
-                    // the caller records the blob.
-                    // One file: its few folders are synced in turn (threads would cost more).
-                    for dir in self.touched(&chain) {
-                        self.disk
-                            .sync(dir.fd())
-                            .map_err(io_err("sync", dir.path()))?;
-                    }
-                }
-                Ok(linked)
-            });
-        // The temporary name goes whatever happened; on success the blob keeps the inode.
-        let _ = self.disk.unlink(chain.dir(TMP_AT).fd(), &name, false);
-        let ev = result?;
-        Ok(match ev {
-            Some(ev) => ev,
-            // Linked by us: the evidence is the inode we wrote, after its temporary name is gone
-            // (unlinking changes its ctime and link count).
-            None => Evidence::of_fd(&file).map_err(io_err("stat", chain.dir(AA_AT).path()))?,
-        })
+        let mut staged: Vec<(Chain, String, File)> = Vec::with_capacity(unique.len());
+        let result = self.publish_staged(origin, items, &unique, &mut staged);
+        // The temporary names go whatever happened; linked blobs keep their inodes.
+        for (chain, name, _) in &staged {
+            let _ = self.disk.unlink(chain.dir(TMP_AT).fd(), name, false);
+        }
+        let outcomes = result?;
+        let mut done: Vec<(Digest, Published)> = Vec::with_capacity(unique.len());
+        for ((chain, _, file), (&i, outcome)) in staged.iter().zip(unique.iter().zip(outcomes)) {
+            let outcome = match outcome {
+                // Linked by us: the evidence is the inode we wrote, after its temporary name is
+                // gone (unlinking changes its ctime and link count).
+                Linked::Ours => Published::Linked(
+                    Evidence::of_fd(file).map_err(io_err("stat", chain.dir(AA_AT).path()))?,
+                ),
+                Linked::Kept(ev) => Published::Kept(ev),
+                Linked::Blocked => Published::Blocked,
+            };
+            done.push((items[i].0, outcome));
+        }
+        Ok(items
+            .iter()
+            .map(|(d, _, _)| {
+                done.iter()
+                    .find(|(e, _)| e == d)
+                    .map_or(Published::Blocked, |&(_, p)| p)
+            })
+            .collect())
     }
 
     /// Opens (making where missing, repairing where something else is there) the folders a
@@ -222,84 +236,15 @@ impl BlobStore {
         dirs
     }
 
-    /// Publishes several blobs of `origin` as one batch, with the durability of [`publish`] for
-    /// each and far fewer waits: every temporary is written and checked first, then all are
-    /// synced together (concurrently: the filesystem folds concurrent syncs into shared journal
-    /// commits), then each is linked, then every touched folder is synced once (R-C3). Items
-    /// are `(digest, size, bytes)`; a digest listed twice is published once. Returns the
-    /// evidence of each item, in order.
-    ///
-    /// What a crash leaves is what [`publish`] leaves: temporaries (swept later), and blob names
-    /// that each point at complete, synced bytes — a name is linked only after the sync of its
-    /// temporary returned. Names not yet made durable by their folder's sync may be lost, which
-    /// is a miss, never wrong bytes; the caller records rows only after this returns.
-    ///
-    /// # Errors
-    /// As [`publish`]: [`StoreError::BlobMismatch`](StoreError::BlobMismatch) for bytes that are not the promised ones (nothing
-    /// of the batch is linked then), [`StoreError::Io`](StoreError::Io) otherwise. Blobs linked before an I/O error
-    /// stay (complete; with no row they are orphans that gc removes).
-    ///
-    /// [`publish`]: BlobStore::publish
-    pub fn publish_batch(
-        &self,
-        origin: &Origin,
-        items: &[(Digest, u64, &[u8])],
-    ) -> Result<Vec<Evidence>, crate::error::Error> {
-        self.publish_batch_recorded(origin, items, &|_| Ok(true))
-    }
-
-    /// [`BlobStore::publish_batch`] for a caller that keeps records of blobs (see
-    /// [`BlobStore::publish_recorded`]).
-    pub(crate) fn publish_batch_recorded(
-        &self,
-        origin: &Origin,
-        items: &[(Digest, u64, &[u8])],
-        forget: Forget<'_>,
-    ) -> Result<Vec<Evidence>, crate::error::Error> {
-        let mut unique: Vec<usize> = Vec::with_capacity(items.len());
-        for (i, (d, _, _)) in items.iter().enumerate() {
-            if !unique.iter().any(|&j| items[j].0 == *d) {
-                unique.push(i);
-            }
-        }
-        let mut staged: Vec<(Chain, String, File)> = Vec::with_capacity(unique.len());
-        let result = self.publish_staged(origin, items, &unique, &mut staged, forget);
-        // The temporary names go whatever happened; linked blobs keep their inodes.
-        for (chain, name, _) in &staged {
-            let _ = self.disk.unlink(chain.dir(TMP_AT).fd(), name, false);
-        }
-        let kept = result?;
-        let mut evidence: Vec<(Digest, Evidence)> = Vec::with_capacity(unique.len());
-        for ((chain, _, file), (&i, kept)) in staged.iter().zip(unique.iter().zip(kept)) {
-            let ev = match kept {
-                Some(ev) => ev,
-                // Linked by us: evidence after the temporary name is gone (as in `publish`).
-                None => Evidence::of_fd(file).map_err(io_err("stat", chain.dir(AA_AT).path()))?,
-            };
-            evidence.push((items[i].0, ev));
-        }
-        Ok(items
-            .iter()
-            .map(|(d, _, _)| {
-                evidence
-                    .iter()
-                    .find(|(e, _)| e == d)
-                    .map(|&(_, ev)| ev)
-                    .expect("every digest was published")
-            })
-            .collect())
-    }
-
     /// Writes, syncs and links the `unique` items, pushing each temporary to `staged` as soon as
     /// it exists (so the caller removes every one, whatever fails).
     fn publish_staged(
         &self,
         origin: &Origin,
-        items: &[(Digest, u64, &[u8])],
+        items: &[Item<'_>],
         unique: &[usize],
         staged: &mut Vec<(Chain, String, File)>,
-        forget: Forget<'_>,
-    ) -> Result<Vec<Option<Evidence>>, crate::error::Error> {
+    ) -> Result<Vec<Linked>, StoreError> {
         for &i in unique {
             let (digest, size, bytes) = items[i];
             let chain = self.chain(origin, &digest)?;
@@ -309,28 +254,36 @@ impl BlobStore {
         let files: Vec<&File> = staged.iter().map(|(_, _, f)| f).collect();
         let tmp_path = |k: usize| staged[k].0.dir(TMP_AT).join(&staged[k].1);
         if let Some((k, e)) = for_each_concurrently(&files, |f| self.seal_tmp(f)) {
-            return Err(io_err("write", &tmp_path(k))(e).into());
+            return Err(io_err("write", &tmp_path(k))(e));
         }
-        let mut kept = Vec::with_capacity(staged.len());
+        let mut linked = Vec::with_capacity(staged.len());
         let mut touched: Vec<&Dir> = Vec::new();
         for ((chain, name, _), &i) in staged.iter().zip(unique) {
             let (digest, size, _) = items[i];
-            let linked = self.link_into_place(chain, origin, &digest, size, name, forget)?;
-            if linked.is_none() {
+            let outcome = self.link_into_place(chain, origin, &digest, size, name)?;
+            if outcome == Linked::Ours {
                 for dir in self.touched(chain) {
                     if !touched.iter().any(|t| t.path() == dir.path()) {
                         touched.push(dir);
                     }
                 }
             }
-            kept.push(linked);
+            linked.push(outcome);
         }
-        sync_dirs(self.disk.as_ref(), &touched)?;
-        Ok(kept)
+        // R-C3: every new name, and every folder this publish made, is durable before the caller
+        // records a blob. One file's few folders are synced in turn (threads would cost more).
+        if staged.len() == 1 {
+            for dir in touched {
+                self.disk.sync(dir.fd()).map_err(io_err("sync", dir.path()))?;
+            }
+        } else {
+            sync_dirs(self.disk.as_ref(), &touched)?;
+        }
+        Ok(linked)
     }
 
-    /// Links the (synced, read-only) temporary into place. `Ok(None)`: we linked it; `Ok(Some(ev))`: an identical
-    /// blob was already there and is kept, with its own evidence.
+    /// Links the (synced, read-only) temporary into place, never clobbering: an identical blob
+    /// already there is kept, a damaged one is reported, never replaced here.
     fn link_into_place(
         &self,
         chain: &Chain,
@@ -338,55 +291,49 @@ impl BlobStore {
         digest: &Digest,
         size: u64,
         tmp_name: &str,
-        forget: Forget<'_>,
-    ) -> Result<Option<Evidence>, crate::error::Error> {
+    ) -> Result<Linked, StoreError> {
         let disk = self.disk.as_ref();
         let (tmp, aa) = (chain.dir(TMP_AT), chain.dir(AA_AT));
         let hex = digest.hex();
         let rest = &hex[2..];
         let target = aa.join(rest);
+        // Twice: a blob in the way that vanishes before it is read (gc, another host's
+        // quarantine) leaves the name free for a second try.
         for _ in 0..2 {
             match with_writable(disk, aa, || disk.link(tmp.fd(), tmp_name, aa.fd(), rest)) {
                 // The caller syncs the folders this link touched (`touched`): a folder this
                 // publish made must be durable in its parent too, or a crash could lose the whole
                 // chain the new name hangs from.
-                Ok(()) => return Ok(None),
+                Ok(()) => return Ok(Linked::Ours),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    // Never clobber: keep the existing blob if it verifies, else quarantine it.
                     match self.read(origin, digest, size, Isolation::Rehash, None)? {
                         BlobRead::Verified(_) | BlobRead::Confirmed(..) => {
                             let f = aa.open_file_here(rest).map_err(io_err("open", &target))?;
                             return Evidence::of_fd(&f)
-                                .map(Some)
-                                .map_err(|e| io_err("stat", &target)(e).into());
+                                .map(Linked::Kept)
+                                .map_err(io_err("stat", &target));
                         }
                         BlobRead::Missing => {}
-                        BlobRead::Failed(_) => {
-                            // Row first, then the blob (R-C3).
-                            if !forget(digest)? {
-                                return Err(StoreError::Io {
-                                    op: "publish",
-                                    path: target,
-                                    source: io::Error::other(
-                                        "a damaged blob is in the way and its record cannot be dropped",
-                                    ),
-                                }
-                                .into());
-                            }
-                            self.quarantine(origin, digest)?;
-                        }
+                        BlobRead::Failed(_) => return Ok(Linked::Blocked),
                     }
                 }
-                Err(e) => return Err(io_err("link", &target)(e).into()),
+                Err(e) => return Err(io_err("link", &target)(e)),
             }
         }
         Err(StoreError::Io {
             op: "publish",
             path: target,
             source: io::Error::other("the blob kept changing under a concurrent writer"),
-        }
-        .into())
+        })
     }
+}
+
+/// What one link did, before the evidence of a new blob is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Linked {
+    Ours,
+    Kept(Evidence),
+    Blocked,
 }
 
 /// Syncs every folder in `dirs` (concurrently when there are several).
