@@ -94,6 +94,19 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether the index found the disk full (R-H5: gc and purge free space and carry on).
+    pub(crate) fn is_disk_full(&self) -> bool {
+        matches!(self, Error::Index(e) if e.is_disk_full())
+    }
+
+    /// Whether the index can record nothing now (read-only, or a full disk), which a read must
+    /// survive (R-H5).
+    pub(crate) fn cannot_record(&self) -> bool {
+        matches!(self, Error::Index(e) if e.cannot_record())
+    }
+}
+
 /// What offline mode could not serve from the cache ([`Error::Offline`]).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]

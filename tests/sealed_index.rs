@@ -645,15 +645,18 @@ async fn h5_an_index_on_a_read_only_mount_serves_its_entries() {
         !index.touch_blob(&f.origin, &md.digest(), now),
         "access times are skipped, not an error"
     );
-    let err = index
-        .put_entry(
-            &f.origin,
-            "",
-            &f.entry,
-            CacheHints::new(1, Scope::Public),
-            now,
-        )
-        .expect_err("writes fail");
+    // The index returns its own error type; a host sees it as the superset's `Index` variant.
+    let err = Error::from(
+        index
+            .put_entry(
+                &f.origin,
+                "",
+                &f.entry,
+                CacheHints::new(1, Scope::Public),
+                now,
+            )
+            .expect_err("writes fail"),
+    );
     assert!(
         matches!(
             err,

@@ -133,7 +133,7 @@ pub(super) fn put_or_serve(
     hints: crate::entry::CacheHints,
 ) -> Result<crate::index::PutOutcome, Error> {
     match c.put_entry(origin, principal, entry, hints) {
-        Err(e) if matches!(e, Error::Index(crate::error::IndexError::ReadOnly { .. })) || crate::index::is_disk_full(&e) => {
+        Err(e) if e.cannot_record() => {
             tracing::debug!(origin = origin.as_str(), uri = entry.uri().as_str(), error = %e, "entry served without being kept");
             Ok(crate::index::PutOutcome::default())
         }
@@ -475,7 +475,7 @@ impl Inner {
             let stored = match c.store_file(&o, &f, verified.as_slice()) {
                 Ok(()) => true,
                 Err(e) => {
-                    tracing::warn!(origin = o.as_str(), uri = f.uri().as_str(), disk_full = crate::index::is_disk_full(&e), error = %e, "store failed: served without keeping a copy");
+                    tracing::warn!(origin = o.as_str(), uri = f.uri().as_str(), disk_full = e.is_disk_full(), error = %e, "store failed: served without keeping a copy");
                     false
                 }
             };

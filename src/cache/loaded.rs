@@ -337,7 +337,7 @@ impl LoadedSkill {
                     Err(first) => match c.store_file(&origin, &f, v.as_slice()) {
                         Ok(()) => true,
                         Err(e) => {
-                            tracing::warn!(origin = origin.as_str(), uri = f.uri().as_str(), disk_full = crate::index::is_disk_full(&e), error = %e, batch_error = %first, "store failed: served without keeping a copy");
+                            tracing::warn!(origin = origin.as_str(), uri = f.uri().as_str(), disk_full = e.is_disk_full(), error = %e, batch_error = %first, "store failed: served without keeping a copy");
                             false
                         }
                     },

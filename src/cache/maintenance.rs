@@ -158,7 +158,7 @@ impl Cache {
                 }
                 let released = self.with_room("gc", || {
                     self.commit_point("index: release blob")?;
-                    self.index.release_blob(&origin, &digest, now)
+                    Ok(self.index.release_blob(&origin, &digest, now)?)
                 })?;
                 if released {
                     self.store.remove(&origin, &digest)?;
@@ -179,13 +179,13 @@ impl Cache {
     fn release(&self, origin: &Origin, digest: &Digest) -> Result<(), Error> {
         let row = self.with_room("gc", || {
             self.commit_point("index: forget blob")?;
-            self.index.remove_blob(origin, digest)
+            Ok(self.index.remove_blob(origin, digest)?)
         });
         match row {
             Ok(()) => {
                 self.store.remove(origin, digest)?;
             }
-            Err(first) if crate::index::is_disk_full(&first) => {
+            Err(first) if first.is_disk_full() => {
                 // Even the reserve was not room enough: the blob goes first, which frees the
                 // room the delete needs; a record whose blob is gone only reads as a miss.
                 tracing::warn!(origin = %origin, digest = %digest, error = %first, "gc: the disk is full; removing the blob before its record");

@@ -312,8 +312,9 @@ impl Cache {
         entry: &SkillEntry,
         hints: CacheHints,
     ) -> Result<PutOutcome, Error> {
-        self.index
-            .put_entry(origin, principal, entry, hints, now_ms())
+        Ok(self
+            .index
+            .put_entry(origin, principal, entry, hints, now_ms())?)
     }
 
     /// The entry for (`origin`, `uri`) visible to `principal`, with its freshness.
@@ -326,7 +327,7 @@ impl Cache {
         uri: &SkillUri,
         principal: &str,
     ) -> Result<Option<StoredEntry>, Error> {
-        self.index.entry(origin, uri, principal, now_ms())
+        Ok(self.index.entry(origin, uri, principal, now_ms())?)
     }
 
     /// Every entry of `origin` named `name` that `principal` can see (R-O3): all of them, by URI;
@@ -340,7 +341,7 @@ impl Cache {
         name: &str,
         principal: &str,
     ) -> Result<Vec<StoredEntry>, Error> {
-        self.index.entries_named(origin, name, principal, now_ms())
+        Ok(self.index.entries_named(origin, name, principal, now_ms())?)
     }
 
     /// Every stored entry (of one origin, or all).
@@ -348,7 +349,7 @@ impl Cache {
     /// # Errors
     /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn entries(&self, origin: Option<&Origin>) -> Result<Vec<EntrySummary>, Error> {
-        self.index.entries(origin)
+        Ok(self.index.entries(origin)?)
     }
 
     /// `principal` approves `entry` as it is now (R-A1, R-H11), optionally granting its
@@ -363,8 +364,19 @@ impl Cache {
         entry: &SkillEntry,
         granted_tools: Option<&serde_json::Value>,
     ) -> Result<(), Error> {
-        self.index
-            .grant(origin, principal, entry, granted_tools, now_ms())
+        // R-A3: only a manifest-backed entry has a binding to approve.
+        let Some(binding) = entry.binding() else {
+            return Err(Error::Entry(crate::error::EntryError::Invalid {
+                skill: Some(entry.uri().as_str().to_owned()),
+                field: "resources".into(),
+                rule: crate::error::Rule::Value {
+                    allowed: "a manifest: a dynamic skill cannot be approved",
+                },
+            }));
+        };
+        Ok(self
+            .index
+            .grant(origin, principal, entry, binding, granted_tools, now_ms())?)
     }
 
     /// `principal`'s approval of (`origin`, `uri`), if any and sealed (R-H3, R-H11).
@@ -377,7 +389,7 @@ impl Cache {
         uri: &SkillUri,
         principal: &str,
     ) -> Result<Option<Approval>, Error> {
-        self.index.approval(origin, uri, principal)
+        Ok(self.index.approval(origin, uri, principal)?)
     }
 
     /// Whether `entry`, as it is now, is approved by `principal` (R-H11).
@@ -390,7 +402,7 @@ impl Cache {
         principal: &str,
         entry: &SkillEntry,
     ) -> Result<bool, Error> {
-        self.index.is_approved(origin, principal, entry)
+        Ok(self.index.is_approved(origin, principal, entry)?)
     }
 
     /// Withdraws `principal`'s approval of (`origin`, `uri`); returns whether there was one.
@@ -398,7 +410,7 @@ impl Cache {
     /// # Errors
     /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
     pub fn revoke(&self, origin: &Origin, uri: &SkillUri, principal: &str) -> Result<bool, Error> {
-        self.index.revoke(origin, uri, principal)
+        Ok(self.index.revoke(origin, uri, principal)?)
     }
 
     /// Stores the bytes of a listed file: [`Cache::store_files`] with one file.
@@ -701,13 +713,11 @@ impl Cache {
         self.commit_point("index: forget blob")?;
         match self.index.remove_blob(origin, digest) {
             Ok(()) => Ok(true),
-            Err(e)
-                if matches!(e, Error::Index(crate::error::IndexError::ReadOnly { .. })) || crate::index::is_disk_full(&e) =>
-            {
+            Err(e) if e.cannot_record() => {
                 tracing::debug!(origin = origin.as_str(), %digest, error = %e, "blob record kept");
                 Ok(false)
             }
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -754,10 +764,10 @@ impl Cache {
         self.forget(origin, None);
         let rows = self.with_room("purge", || {
             self.commit_point("index: purge")?;
-            self.index.purge(origin)
+            Ok(self.index.purge(origin)?)
         });
         if let Err(first) = rows {
-            if !crate::index::is_disk_full(&first) {
+            if !first.is_disk_full() {
                 return Err(first);
             }
             // Even the reserve was not room enough: free the origin's blobs first, then try the
@@ -781,7 +791,7 @@ impl Cache {
         mut write: impl FnMut() -> Result<T, Error>,
     ) -> Result<T, Error> {
         match write() {
-            Err(e) if crate::index::is_disk_full(&e) && self.store.release_reserve() => {
+            Err(e) if e.is_disk_full() && self.store.release_reserve() => {
                 tracing::warn!(error = %e, "the disk is full: the cache's reserve was given back so that {what} can commit");
                 write()
             }

@@ -7,7 +7,7 @@ use super::seal::ApprovalRow;
 use super::{Index, db_err, find_origin_id, origin_id};
 use crate::entry::{Binding, SkillEntry};
 use crate::frontmatter::compare;
-use crate::error::{Error, Rule};
+use super::error::IndexError;
 use crate::origin::Origin;
 use crate::uri::SkillUri;
 
@@ -66,30 +66,22 @@ impl SealedApproval {
 }
 
 impl Index {
-    /// Records `principal`'s approval of `entry` as it is now, bound to its binding (R-A1), with
-    /// an optional explicit grant of the permissions its frontmatter requests (R-A5). Approvals
-    /// are per principal (R-H11) and sealed (R-H3).
+    /// Records `principal`'s approval of `entry` as it is now, bound to `binding` — the entry's
+    /// own, which only a manifest-backed entry has (the core refuses a dynamic skill before it
+    /// gets here, R-A3) — with an optional explicit grant of the permissions its frontmatter
+    /// requests (R-A5). Approvals are per principal (R-H11) and sealed (R-H3).
     ///
     /// # Errors
-    /// [`EntryError::Invalid`](crate::error::EntryError::Invalid) for a dynamic skill, which cannot hold an approval (R-A3);
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+    /// [`IndexError::Database`] on a database failure.
     pub fn grant(
         &self,
         origin: &Origin,
         principal: &str,
         entry: &SkillEntry,
+        binding: Binding,
         granted_tools: Option<&Value>,
         now_ms: u64,
-    ) -> Result<(), Error> {
-        let Some(binding) = entry.binding() else {
-            return Err(Error::Entry(crate::error::EntryError::Invalid {
-                skill: Some(entry.uri().as_str().to_owned()),
-                field: "resources".into(),
-                rule: Rule::Value {
-                    allowed: "a manifest: a dynamic skill cannot be approved",
-                },
-            }));
-        };
+    ) -> Result<(), IndexError> {
         let uri = entry.uri().canonical();
         let json = entry.to_json().to_string();
         let tools = granted_tools.map(Value::to_string);
@@ -125,7 +117,7 @@ impl Index {
         origin: &Origin,
         uri: &str,
         principal: &str,
-    ) -> Result<Option<SealedApproval>, Error> {
+    ) -> Result<Option<SealedApproval>, IndexError> {
         let row: Option<(SealedApproval, Option<Vec<u8>>)> = conn
             .prepare_cached("SELECT binding, entry_json, granted_tools, granted_at_ms, seal FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2 AND principal = ?3")
             .and_then(|mut s| {
@@ -168,13 +160,13 @@ impl Index {
     /// fails is void: `None` (R-H3).
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn approval(
         &self,
         origin: &Origin,
         uri: &SkillUri,
         principal: &str,
-    ) -> Result<Option<Approval>, Error> {
+    ) -> Result<Option<Approval>, IndexError> {
         let conn = self.conn();
         let Some(oid) = find_origin_id(&conn, origin)? else {
             return Ok(None);
@@ -189,13 +181,13 @@ impl Index {
     /// a dynamic skill (R-A3).
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn is_approved(
         &self,
         origin: &Origin,
         principal: &str,
         entry: &SkillEntry,
-    ) -> Result<bool, Error> {
+    ) -> Result<bool, IndexError> {
         if entry.binding().is_none() {
             return Ok(false);
         }
@@ -207,8 +199,8 @@ impl Index {
     /// Withdraws `principal`'s approval; other principals' approvals stay (R-H11).
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
-    pub fn revoke(&self, origin: &Origin, uri: &SkillUri, principal: &str) -> Result<bool, Error> {
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub fn revoke(&self, origin: &Origin, uri: &SkillUri, principal: &str) -> Result<bool, IndexError> {
         self.write("revoke approval", |tx| {
             let Some(oid) = find_origin_id(tx, origin)? else {
                 return Ok(false);

@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, params};
 use super::seal::BlobRow;
 use super::{Index, db_err, find_origin_id, origin_id};
 use crate::digest::Digest;
-use crate::error::Error;
+use super::error::IndexError;
 use crate::origin::Origin;
 
 /// What the index records about a published blob.
@@ -90,14 +90,14 @@ impl Index {
     /// Records a blob just published (after it is on disk: R-C3), sealed (R-H3).
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure; [`IndexError::ReadOnly`](crate::error::IndexError::ReadOnly) on a read-only index.
+    /// [`IndexError::Database`](IndexError::Database) on a database failure; [`IndexError::ReadOnly`](IndexError::ReadOnly) on a read-only index.
     pub fn put_blob(
         &self,
         origin: &Origin,
         digest: &Digest,
         record: BlobRecord,
         now_ms: u64,
-    ) -> Result<(), Error> {
+    ) -> Result<(), IndexError> {
         let row = Row {
             digest: digest.as_bytes().to_vec(),
             size: i(record.size),
@@ -123,8 +123,8 @@ impl Index {
     /// The record of a blob, if any. A record whose seal fails is no evidence: `None` (R-H3).
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
-    pub fn blob(&self, origin: &Origin, digest: &Digest) -> Result<Option<BlobRecord>, Error> {
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub fn blob(&self, origin: &Origin, digest: &Digest) -> Result<Option<BlobRecord>, IndexError> {
         let row = {
             let conn = self.conn();
             let Some(oid) = find_origin_id(&conn, origin)? else {
@@ -196,8 +196,8 @@ impl Index {
     /// Forgets a blob (before its file is deleted: a row never points at a missing blob).
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
-    pub fn remove_blob(&self, origin: &Origin, digest: &Digest) -> Result<(), Error> {
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub fn remove_blob(&self, origin: &Origin, digest: &Digest) -> Result<(), IndexError> {
         self.write("forget blob", |tx| {
             let Some(oid) = find_origin_id(tx, origin)? else {
                 return Ok(());
@@ -215,8 +215,8 @@ impl Index {
     /// first. A record that fails its seal is left out and counted (R-H3).
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
-    pub fn blobs(&self) -> Result<Vec<(Origin, Digest, BlobRecord)>, Error> {
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub fn blobs(&self) -> Result<Vec<(Origin, Digest, BlobRecord)>, IndexError> {
         let rows: Vec<(String, Row)> = {
             let conn = self.conn();
             let mut stmt = conn

@@ -6,7 +6,7 @@ use super::seal::{EntryRow, FileRow, SealKey};
 use super::{Index, db_err, find_origin_id, origin_id};
 use crate::digest::Digest;
 use crate::entry::{CacheHints, EntryDiff, Scope, SkillEntry, Validation};
-use crate::error::Error;
+use super::error::IndexError;
 use crate::origin::Origin;
 use crate::uri::SkillUri;
 
@@ -124,7 +124,7 @@ impl Row {
         skill_uri: &str,
         principal: &str,
         what: &'static str,
-    ) -> Result<Vec<Row>, Error> {
+    ) -> Result<Vec<Row>, IndexError> {
         let mut stmt = conn
             .prepare_cached(concat!(
                 "SELECT ",
@@ -163,7 +163,7 @@ impl Index {
     /// Every row written is sealed (R-H3).
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure; [`IndexError::ReadOnly`](crate::error::IndexError::ReadOnly) on a read-only index.
+    /// [`IndexError::Database`](IndexError::Database) on a database failure; [`IndexError::ReadOnly`](IndexError::ReadOnly) on a read-only index.
     pub fn put_entry(
         &self,
         origin: &Origin,
@@ -171,7 +171,7 @@ impl Index {
         entry: &SkillEntry,
         hints: CacheHints,
         now_ms: u64,
-    ) -> Result<PutOutcome, Error> {
+    ) -> Result<PutOutcome, IndexError> {
         let uri = entry.uri().canonical();
         let (scope, who) = scope_key(hints.scope(), principal);
         let json = entry.to_json().to_string();
@@ -261,14 +261,14 @@ impl Index {
     /// (R-H3): the caller fetches the entry again and the new row replaces it.
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn entry(
         &self,
         origin: &Origin,
         uri: &SkillUri,
         principal: &str,
         now_ms: u64,
-    ) -> Result<Option<StoredEntry>, Error> {
+    ) -> Result<Option<StoredEntry>, IndexError> {
         let canonical = uri.canonical();
         let rows: Vec<Row> = {
             let conn = self.conn();
@@ -289,11 +289,16 @@ impl Index {
             return Ok(None);
         };
         let value: serde_json::Value =
-            serde_json::from_str(&row.entry_json).map_err(|e| Error::Index(crate::error::IndexError::Database {
+            serde_json::from_str(&row.entry_json).map_err(|e| IndexError::Database {
                 what: "read entry",
                 source: Box::new(e),
-            }))?;
-        let entry = SkillEntry::from_json(&value, &unlimited())?;
+            })?;
+        // Stored entries are validated again when read ("what exists is valid", even for a
+        // damaged database); one that fails is a database problem, not the server's.
+        let entry = SkillEntry::from_json(&value, &unlimited()).map_err(|e| IndexError::Database {
+            what: "read entry",
+            source: Box::new(e),
+        })?;
         let scope = if row.scope == "public" {
             Scope::Public
         } else {
@@ -313,8 +318,8 @@ impl Index {
     /// (and counted, R-H3); counts and sizes come from the sealed entry itself.
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
-    pub fn entries(&self, only: Option<&Origin>) -> Result<Vec<EntrySummary>, Error> {
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub fn entries(&self, only: Option<&Origin>) -> Result<Vec<EntrySummary>, IndexError> {
         let rows: Vec<(String, String, Row)> = {
             let conn = self.conn();
             let mut stmt = conn
@@ -370,8 +375,8 @@ impl Index {
     /// file rows count (R-H3).
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
-    pub fn is_referenced(&self, origin: &Origin, digest: &Digest) -> Result<bool, Error> {
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub fn is_referenced(&self, origin: &Origin, digest: &Digest) -> Result<bool, IndexError> {
         type FileCols = (String, String, String, String, i64, Option<Vec<u8>>);
         let rows: Vec<FileCols> = {
             let conn = self.conn();
@@ -427,13 +432,13 @@ impl Index {
     /// a fresh entry references is never given up.
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn release_blob(
         &self,
         origin: &Origin,
         digest: &Digest,
         now_ms: u64,
-    ) -> Result<bool, Error> {
+    ) -> Result<bool, IndexError> {
         self.write("release blob", |tx| {
             let Some(oid) = find_origin_id(tx, origin)? else { return Ok(true) };
             let d = digest.as_bytes().as_slice();
@@ -466,14 +471,14 @@ impl Index {
     /// by their URIs, and nothing from another origin ever is. Sorted by URI.
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn entries_named(
         &self,
         origin: &Origin,
         name: &str,
         principal: &str,
         now_ms: u64,
-    ) -> Result<Vec<StoredEntry>, Error> {
+    ) -> Result<Vec<StoredEntry>, IndexError> {
         if crate::entry::check_name(name).is_err() {
             return Ok(Vec::new()); // no valid entry carries an invalid name
         }

@@ -35,6 +35,18 @@ pub enum IndexError {
         what: &'static str,
     },
 
+    /// A file operation on the index's own files failed (moving a damaged database aside, the
+    /// host key file).
+    #[error("cannot {op} {}", path.display())]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// On what.
+        path: std::path::PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+
     /// The host key that seals index rows is refused or unreadable (R-H3).
     #[error("host key {} refused: {problem}", path.display())]
     HostKey {
@@ -43,6 +55,31 @@ pub enum IndexError {
         /// What is wrong with it, and how to fix it.
         problem: KeyProblem,
     },
+}
+
+impl IndexError {
+    /// Whether the disk is full, so that maintenance that frees space (gc, purge) can carry on
+    /// past it (R-H5).
+    pub(crate) fn is_disk_full(&self) -> bool {
+        let IndexError::Database { source, .. } = self else {
+            return false;
+        };
+        source
+            .downcast_ref::<rusqlite::Error>()
+            .and_then(rusqlite::Error::sqlite_error)
+            .is_some_and(|f| {
+                f.code == rusqlite::ErrorCode::DiskFull
+                    || f.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE
+                    || f.extended_code == rusqlite::ffi::SQLITE_IOERR_WRITE
+            })
+    }
+
+    /// Whether nothing can be recorded now — a read-only index, or a full disk — which must not
+    /// fail a read the server or the store can still serve (R-H5): the caller serves without
+    /// keeping a record.
+    pub(crate) fn cannot_record(&self) -> bool {
+        matches!(self, IndexError::ReadOnly { .. }) || self.is_disk_full()
+    }
 }
 
 /// What is wrong with a host key file (R-H3). Each message says how to fix it.
@@ -97,5 +134,25 @@ impl fmt::Display for KeyProblem {
                 root.display()
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::index::db_err;
+
+    #[test]
+    fn h5_disk_full_is_recognised_and_other_errors_are_not() {
+        let full = db_err("store entry")(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            None,
+        ));
+        assert!(full.is_disk_full());
+        let busy = db_err("store entry")(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        ));
+        assert!(!busy.is_disk_full());
+        assert!(!crate::error::Error::Config(crate::error::ConfigError::Invalid { what: "x".into() }).is_disk_full());
     }
 }

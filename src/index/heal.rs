@@ -9,7 +9,7 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::error::Error;
+use super::error::IndexError;
 
 /// The file's identity (device, inode), to notice that another process replaced it meanwhile.
 pub(super) fn identity(path: &Path) -> Option<(u64, u64)> {
@@ -25,7 +25,7 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 /// Moves the damaged database at `path` (and its `-wal` and `-shm`) to
 /// `<name>.damaged-<unix seconds>` beside it, and returns where it went. A name already taken
 /// (two heals in one second) gets a counter: nothing is ever overwritten.
-pub(super) fn move_aside(path: &Path) -> Result<PathBuf, Error> {
+pub(super) fn move_aside(path: &Path) -> Result<PathBuf, IndexError> {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -38,11 +38,11 @@ pub(super) fn move_aside(path: &Path) -> Result<PathBuf, Error> {
         n += 1;
         dest = with_suffix(&base, &format!(".{n}"));
     }
-    fs::rename(path, &dest).map_err(|source| Error::Store(crate::error::StoreError::Io {
+    fs::rename(path, &dest).map_err(|source| IndexError::Io {
         op: "move the damaged index aside",
         path: path.to_owned(),
         source,
-    }))?;
+    })?;
     // The old WAL must not be replayed into the fresh database, so it goes too.
     for suffix in ["-wal", "-shm"] {
         let from = with_suffix(path, suffix);
@@ -50,11 +50,11 @@ pub(super) fn move_aside(path: &Path) -> Result<PathBuf, Error> {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(source) => {
-                return Err(Error::Store(crate::error::StoreError::Io {
+                return Err(IndexError::Io {
                     op: "move the damaged index aside",
                     path: from,
                     source,
-                }));
+                });
             }
         }
     }

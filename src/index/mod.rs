@@ -30,7 +30,6 @@ mod seal;
 pub use approvals::Approval;
 pub use blobs::BlobRecord;
 pub use entries::{EntrySummary, PutOutcome, StoredEntry};
-pub(crate) use open::is_disk_full;
 pub use seal::{KEY_LEN, SealKey};
 
 use std::path::{Path, PathBuf};
@@ -39,7 +38,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
-use crate::error::Error;
+use super::error::IndexError;
 use crate::origin::Origin;
 
 /// The index of one cache root.
@@ -55,11 +54,11 @@ pub struct Index {
     seal_failures: AtomicU64,
 }
 
-pub(crate) fn db_err(what: &'static str) -> impl FnOnce(rusqlite::Error) -> Error {
-    move |e| Error::Index(crate::error::IndexError::Database {
+pub(crate) fn db_err(what: &'static str) -> impl FnOnce(rusqlite::Error) -> IndexError {
+    move |e| IndexError::Database {
         what,
         source: Box::new(e),
-    })
+    }
 }
 
 fn lock(m: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
@@ -74,14 +73,14 @@ impl Index {
     ///
     /// Nothing is written when nothing needs writing (R-H5). A database that cannot be written
     /// (read-only mount, full disk) is opened read-only: reads work, writes fail with
-    /// [`IndexError::ReadOnly`](crate::error::IndexError::ReadOnly). A file that is not a database, or whose header or schema is
+    /// [`IndexError::ReadOnly`](IndexError::ReadOnly). A file that is not a database, or whose header or schema is
     /// corrupt, is moved aside and replaced by a fresh index ([`Index::healed`], R-H6).
     ///
     /// # Errors
-    /// [`IndexError::TooNew`](crate::error::IndexError::TooNew) for a schema from a newer skillcache (left untouched);
-    /// [`IndexError::Database`](crate::error::IndexError::Database) if the database cannot be opened or migrated; [`StoreError::Io`](crate::error::StoreError::Io) if a damaged
+    /// [`IndexError::TooNew`](IndexError::TooNew) for a schema from a newer skillcache (left untouched);
+    /// [`IndexError::Database`](IndexError::Database) if the database cannot be opened or migrated; [`StoreError::Io`](crate::error::StoreError::Io) if a damaged
     /// database cannot be moved aside.
-    pub fn open(path: &Path, key: SealKey) -> Result<Index, Error> {
+    pub fn open(path: &Path, key: SealKey) -> Result<Index, IndexError> {
         let mut healed = None;
         // A bounded number of tries: another process may heal the same file at the same time.
         let mut tries = 0;
@@ -134,13 +133,13 @@ impl Index {
     fn write<T>(
         &self,
         what: &'static str,
-        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, Error>,
-    ) -> Result<T, Error> {
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, IndexError>,
+    ) -> Result<T, IndexError> {
         let Some(writer) = &self.writer else {
-            return Err(Error::Index(crate::error::IndexError::ReadOnly {
+            return Err(IndexError::ReadOnly {
                 path: self.path.clone(),
                 what,
-            }));
+            });
         };
         let mut conn = lock(writer);
         let tx = conn
@@ -184,8 +183,8 @@ impl Index {
     /// The schema version (the number of migrations applied).
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
-    pub fn schema_version(&self) -> Result<u32, Error> {
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub fn schema_version(&self) -> Result<u32, IndexError> {
         self.conn()
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(db_err("read version"))
@@ -194,8 +193,8 @@ impl Index {
     /// Every origin the index knows.
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
-    pub fn origins(&self) -> Result<Vec<Origin>, Error> {
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub fn origins(&self) -> Result<Vec<Origin>, IndexError> {
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached("SELECT label FROM origins ORDER BY label")
@@ -214,8 +213,8 @@ impl Index {
     /// Removes everything of `origin`: entries, files, approvals, blob records (R-C5).
     ///
     /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
-    pub fn purge(&self, origin: &Origin) -> Result<(), Error> {
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub fn purge(&self, origin: &Origin) -> Result<(), IndexError> {
         self.write("purge", |tx| {
             // Child tables cascade from `origins`.
             tx.execute("DELETE FROM origins WHERE label = ?1", [origin.as_str()])
@@ -225,7 +224,7 @@ impl Index {
     }
 }
 
-fn origin_id(tx: &rusqlite::Transaction<'_>, origin: &Origin) -> Result<i64, Error> {
+fn origin_id(tx: &rusqlite::Transaction<'_>, origin: &Origin) -> Result<i64, IndexError> {
     tx.execute(
         "INSERT OR IGNORE INTO origins(label) VALUES (?1)",
         [origin.as_str()],
@@ -239,7 +238,7 @@ fn origin_id(tx: &rusqlite::Transaction<'_>, origin: &Origin) -> Result<i64, Err
     .map_err(db_err("add origin"))
 }
 
-fn find_origin_id(conn: &Connection, origin: &Origin) -> Result<Option<i64>, Error> {
+fn find_origin_id(conn: &Connection, origin: &Origin) -> Result<Option<i64>, IndexError> {
     conn.prepare_cached("SELECT id FROM origins WHERE label = ?1")
         .and_then(|mut s| s.query_row([origin.as_str()], |r| r.get(0)).optional())
         .map_err(db_err("find origin"))

@@ -5,7 +5,7 @@
 //! write lock only when the schema is behind; switch to WAL only when it is not WAL already. If
 //! the file cannot be written (a read-only mount, no room for the `-shm`), open it read-only,
 //! and as a last resort `immutable=1`, which needs no `-shm` at all: a pre-populated cache on a
-//! read-only mount then serves warm hits, and writes fail with [`IndexError::ReadOnly`](crate::error::IndexError::ReadOnly).
+//! read-only mount then serves warm hits, and writes fail with [`IndexError::ReadOnly`](IndexError::ReadOnly).
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use super::{db_err, schema};
-use crate::error::Error;
+use super::error::IndexError;
 
 /// How long a writer waits for a busy database before it is an error.
 pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -23,7 +23,7 @@ pub(super) enum Failure {
     /// The file is not a database, or its header or schema is corrupt: heal it (R-H6).
     Damaged(rusqlite::Error),
     /// Anything else, including a newer schema (which is never damage).
-    Fatal(Box<Error>),
+    Fatal(Box<IndexError>),
 }
 
 /// How a connection was opened.
@@ -31,7 +31,7 @@ pub(super) enum Failure {
 pub(super) enum Mode {
     /// Read-write: the normal case.
     ReadWrite,
-    /// Read-only: writes fail with [`IndexError::ReadOnly`](crate::error::IndexError::ReadOnly).
+    /// Read-only: writes fail with [`IndexError::ReadOnly`](IndexError::ReadOnly).
     ReadOnly,
     /// Read-only without shared memory: the WAL is ignored (`immutable=1`).
     Immutable,
@@ -106,7 +106,7 @@ pub(super) fn open(path: &Path) -> Result<(Connection, Mode), Failure> {
 }
 
 /// A second read-write connection to an index already opened (and migrated) read-write.
-pub(super) fn reader(path: &Path) -> Result<Connection, Error> {
+pub(super) fn reader(path: &Path) -> Result<Connection, IndexError> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -215,10 +215,10 @@ fn read_only(path: &Path, mode: Mode) -> Result<Connection, Attempt> {
     let version = probe(&conn)?;
     if version < schema::LATEST {
         return Err(Attempt::Failed(Failure::Fatal(Box::new(
-            Error::Index(crate::error::IndexError::ReadOnly {
+            IndexError::ReadOnly {
                 path: path.to_owned(),
                 what: "upgrade its schema",
-            }),
+            },
         ))));
     }
     check_ours(&conn)?;
@@ -242,30 +242,14 @@ fn uri_path(path: &Path) -> String {
 }
 
 /// Whether an index error is `SQLITE_BUSY` (another connection holds a lock we need).
-fn is_busy(e: &Error) -> bool {
-    let Error::Index(crate::error::IndexError::Database { source, .. }) = e else {
+fn is_busy(e: &IndexError) -> bool {
+    let IndexError::Database { source, .. } = e else {
         return false;
     };
     source
         .downcast_ref::<rusqlite::Error>()
         .and_then(rusqlite::Error::sqlite_error_code)
         .is_some_and(|c| c == ErrorCode::DatabaseBusy)
-}
-
-/// Whether an index error means the disk is full, so that maintenance that frees space (gc,
-/// purge) can carry on past it (R-H5).
-pub(crate) fn is_disk_full(e: &Error) -> bool {
-    let Error::Index(crate::error::IndexError::Database { source, .. }) = e else {
-        return false;
-    };
-    source
-        .downcast_ref::<rusqlite::Error>()
-        .and_then(rusqlite::Error::sqlite_error)
-        .is_some_and(|f| {
-            f.code == ErrorCode::DiskFull
-                || f.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE
-                || f.extended_code == rusqlite::ffi::SQLITE_IOERR_WRITE
-        })
 }
 
 #[cfg(test)]
@@ -278,20 +262,5 @@ mod tests {
             uri_path(Path::new("/a b/c?mode=rwc#x%")),
             "/a%20b/c%3Fmode%3Drwc%23x%25"
         );
-    }
-
-    #[test]
-    fn h5_disk_full_is_recognised_and_other_errors_are_not() {
-        let full = db_err("store entry")(rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
-            None,
-        ));
-        assert!(is_disk_full(&full));
-        let busy = db_err("store entry")(rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
-            None,
-        ));
-        assert!(!is_disk_full(&busy));
-        assert!(!is_disk_full(&Error::Config(crate::error::ConfigError::Invalid { what: "x".into() })));
     }
 }

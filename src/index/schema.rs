@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 
 use super::db_err;
-use crate::error::Error;
+use super::error::IndexError;
 
 const MIGRATIONS: &[&str] = &[
     // 1: origins, entries, files, approvals, blobs.
@@ -95,12 +95,12 @@ pub(super) fn version(conn: &Connection) -> rusqlite::Result<u32> {
 }
 
 /// A newer schema is refused, untouched: it is not damage (R-H6).
-pub(super) fn check_not_newer(found: u32) -> Result<(), Error> {
+pub(super) fn check_not_newer(found: u32) -> Result<(), IndexError> {
     if found > LATEST {
-        return Err(Error::Index(crate::error::IndexError::TooNew {
+        return Err(IndexError::TooNew {
             found,
             supported: LATEST,
-        }));
+        });
     }
     Ok(())
 }
@@ -108,7 +108,7 @@ pub(super) fn check_not_newer(found: u32) -> Result<(), Error> {
 /// Applies every migration not yet applied, in one `BEGIN IMMEDIATE` transaction. Callers take
 /// this path only when a plain read found the schema behind (R-H5); the version is read again
 /// under the lock, so two processes that both saw it behind migrate once.
-pub(super) fn migrate(conn: &mut Connection) -> Result<(), Error> {
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), IndexError> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(db_err("migrate"))?;
@@ -209,7 +209,7 @@ mod tests {
         conn.pragma_update(None, "user_version", 99).expect("set");
         assert!(matches!(
             migrate(&mut conn),
-            Err(Error::Index(crate::error::IndexError::TooNew { found: 99, .. }))
+            Err(IndexError::TooNew { found: 99, .. })
         ));
     }
 }

@@ -329,6 +329,7 @@ pub(crate) fn exit_code(e: &Error) -> u8 {
             IndexError::Database { .. }
             | IndexError::TooNew { .. }
             | IndexError::ReadOnly { .. }
+            | IndexError::Io { .. }
             | IndexError::HostKey { .. },
         )
         | Error::Source(SourceError::NotConnected { .. }) => 1,
