@@ -189,18 +189,6 @@ impl Hasher {
         self.len += bytes.len() as u64;
     }
 
-    /// The number of bytes fed so far.
-    #[must_use]
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Whether nothing has been fed yet.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The digest and the byte count.
     #[must_use]
     pub fn finish(self) -> (Digest, u64) {
@@ -361,11 +349,13 @@ impl VerifiedBytes {
         &self.bytes
     }
 
-    /// The bytes, owned. Copies only when the bytes are shared (held by the memory tier or
-    /// another clone); a sole owner gets the allocation back.
-    #[must_use]
-    pub fn into_vec(self) -> Vec<u8> {
-        Vec::from(self.bytes)
+    internal_pub! {
+        /// The bytes, owned. Copies only when the bytes are shared (held by the memory tier or
+        /// another clone); a sole owner gets the allocation back.
+        #[must_use]
+        fn into_vec(self) -> Vec<u8> {
+            Vec::from(self.bytes)
+        }
     }
 
     /// The bytes as a shared handle: cloning it copies nothing.

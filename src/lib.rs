@@ -47,10 +47,7 @@ macro_rules! internal_mod {
         #[doc(hidden)]
         $(#[$meta])*
         pub mod $name;
-        // What only the tests and benches call looks unused without the feature. Builds with it
-        // (`cargo test`, `cargo clippy --all-targets`) still find private dead code.
         #[cfg(not(feature = "internals"))]
-        #[allow(dead_code, unused_imports)]
         $(#[$meta])*
         pub(crate) mod $name;
     )*};

@@ -288,7 +288,7 @@ fn check(s: &Scenario, w: &World, isolation: Isolation, root: &Path, outside: &P
                     == BlobCheck::Intact,
             "{}: {what}: {} holds wrong bytes",
             s.name,
-            b.path.display()
+            cache.store().layout().blob_path(&b.origin, &b.digest).display()
         );
     }
     // 2. No blob record points at a missing blob.

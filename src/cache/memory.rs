@@ -171,7 +171,8 @@ impl MemoryTier {
         *self.lock() = Clock::default();
     }
 
-    /// How many bytes are resident now (never more than the budget).
+    /// How many bytes are resident now (never more than the budget): for the tests' bound checks.
+    #[cfg(any(test, feature = "internals"))]
     pub(crate) fn resident(&self) -> u64 {
         self.lock().resident
     }

@@ -37,9 +37,7 @@ pub use loaded::LoadedSkill;
 pub use loading::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
 pub use maintenance::{GcReport, VerifyReport};
 pub use memory::DEFAULT_MEMORY_TIER_BYTES;
-pub use root::{
-    HOME_DISCOVERY_PATHS, PROJECT_DISCOVERY_PATHS, default_discovery_paths, default_root,
-};
+pub use root::{default_discovery_paths, default_root};
 pub use stats::{Counter, Stats};
 
 use std::path::{Path, PathBuf};
@@ -250,10 +248,12 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 impl Cache {
-    /// A builder with every default.
-    #[must_use]
-    pub fn builder() -> CacheBuilder {
-        CacheBuilder::default()
+    internal_pub! {
+        /// A builder with every default.
+        #[must_use]
+        fn builder() -> CacheBuilder {
+            CacheBuilder::default()
+        }
     }
 
     /// The resolved root.
@@ -262,23 +262,20 @@ impl Cache {
         &self.root
     }
 
-    /// The isolation policy in force.
-    #[must_use]
-    pub fn isolation(&self) -> Isolation {
-        self.isolation
-    }
-
     /// The blob store (for inspection and tests).
     #[must_use]
     pub fn store(&self) -> &BlobStore {
         &self.store
     }
 
-    /// How many bytes of verified files the memory tier holds now (never more than its bound,
-    /// [`CacheBuilder::memory_tier`]).
-    #[must_use]
-    pub fn memory_resident(&self) -> u64 {
-        self.memory.resident()
+    #[cfg(any(test, feature = "internals"))]
+    internal_pub! {
+        /// How many bytes of verified files the memory tier holds now (never more than its bound,
+        /// [`CacheBuilder::memory_tier`]): for the tests' bound checks.
+        #[must_use]
+        fn memory_resident(&self) -> u64 {
+            self.memory.resident()
+        }
     }
 
     /// The index (for inspection and tests).
@@ -330,18 +327,20 @@ impl Cache {
         Ok(self.index.entry(origin, uri, principal, now_ms())?)
     }
 
-    /// Every entry of `origin` named `name` that `principal` can see (R-O3): all of them, by URI;
-    /// never one from another origin.
-    ///
-    /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
-    pub fn entries_named(
-        &self,
-        origin: &Origin,
-        name: &str,
-        principal: &str,
-    ) -> Result<Vec<StoredEntry>, Error> {
-        Ok(self.index.entries_named(origin, name, principal, now_ms())?)
+    internal_pub! {
+        /// Every entry of `origin` named `name` that `principal` can see (R-O3): all of them, by URI;
+        /// never one from another origin.
+        ///
+        /// # Errors
+        /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+        fn entries_named(
+            &self,
+            origin: &Origin,
+            name: &str,
+            principal: &str,
+        ) -> Result<Vec<StoredEntry>, Error> {
+            Ok(self.index.entries_named(origin, name, principal, now_ms())?)
+        }
     }
 
     /// Every stored entry (of one origin, or all).
@@ -403,14 +402,6 @@ impl Cache {
         entry: &SkillEntry,
     ) -> Result<bool, Error> {
         Ok(self.index.is_approved(origin, principal, entry)?)
-    }
-
-    /// Withdraws `principal`'s approval of (`origin`, `uri`); returns whether there was one.
-    ///
-    /// # Errors
-    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
-    pub fn revoke(&self, origin: &Origin, uri: &SkillUri, principal: &str) -> Result<bool, Error> {
-        Ok(self.index.revoke(origin, uri, principal)?)
     }
 
     /// Stores the bytes of a listed file: [`Cache::store_files`] with one file.

@@ -25,7 +25,11 @@ mod extract;
 mod problem;
 mod yaml;
 
-pub use compare::{DiffKind, FieldDiff, compare, json_equal};
+pub use compare::{FieldDiff, compare};
+internal_pub! {
+    // The comparison's parts, for the frontmatter tests.
+    use compare::{DiffKind, json_equal};
+}
 pub use extract::extract;
 pub use problem::FrontmatterProblem;
 

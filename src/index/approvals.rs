@@ -195,23 +195,4 @@ impl Index {
             .approval(origin, entry.uri(), principal)?
             .is_some_and(|a| a.holds_for(entry)))
     }
-
-    /// Withdraws `principal`'s approval; other principals' approvals stay (R-H11).
-    ///
-    /// # Errors
-    /// [`IndexError::Database`](IndexError::Database) on a database failure.
-    pub fn revoke(&self, origin: &Origin, uri: &SkillUri, principal: &str) -> Result<bool, IndexError> {
-        self.write("revoke approval", |tx| {
-            let Some(oid) = find_origin_id(tx, origin)? else {
-                return Ok(false);
-            };
-            let n = tx
-                .execute(
-                    "DELETE FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2 AND principal = ?3",
-                    params![oid, uri.canonical(), principal],
-                )
-                .map_err(db_err("revoke approval"))?;
-            Ok(n > 0)
-        })
-    }
 }

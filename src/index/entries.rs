@@ -15,7 +15,9 @@ use crate::uri::SkillUri;
 pub struct StoredEntry {
     /// The validated entry.
     pub entry: SkillEntry,
-    /// The hints it came with.
+    /// The hints it came with: its scope decides whether the shared tier (feature `l2`) may
+    /// serve it.
+    #[cfg_attr(not(feature = "l2"), allow(dead_code))]
     pub hints: CacheHints,
     /// When it was fetched (ms since the epoch).
     pub fetched_at_ms: u64,
@@ -49,8 +51,6 @@ pub struct EntrySummary {
     pub files: u64,
     /// Declared bytes.
     pub bytes: u64,
-    /// Whether it is dynamic.
-    pub dynamic: bool,
     /// When it was fetched.
     pub fetched_at_ms: u64,
     /// Its TTL.
@@ -363,7 +363,6 @@ impl Index {
                 principal: row.principal,
                 files,
                 bytes,
-                dynamic: entry.manifest().is_none(),
                 fetched_at_ms: u64::try_from(row.fetched_at_ms).unwrap_or(0),
                 ttl_ms: u64::try_from(row.ttl_ms).unwrap_or(0),
             });
@@ -466,52 +465,54 @@ impl Index {
 }
 
 impl Index {
-    /// Every entry of `origin` visible to `principal` whose skill name is `name` (R-O3): names are
-    /// labels, so two skills called `refunds` at different paths are both returned, distinguished
-    /// by their URIs, and nothing from another origin ever is. Sorted by URI.
-    ///
-    /// # Errors
-    /// [`IndexError::Database`](IndexError::Database) on a database failure.
-    pub fn entries_named(
-        &self,
-        origin: &Origin,
-        name: &str,
-        principal: &str,
-        now_ms: u64,
-    ) -> Result<Vec<StoredEntry>, IndexError> {
-        if crate::entry::check_name(name).is_err() {
-            return Ok(Vec::new()); // no valid entry carries an invalid name
-        }
-        let uris: Vec<String> = {
-            let conn = self.conn();
-            let Some(oid) = find_origin_id(&conn, origin)? else {
-                return Ok(Vec::new());
-            };
-            // The name is the last skill-path segment; valid names are [a-z0-9-], so the pattern has
-            // no LIKE wildcards in it and needs no escaping.
-            let pattern = format!("%/{name}/SKILL.md");
-            let mut stmt = conn
-                .prepare_cached(
-                    "SELECT DISTINCT skill_uri FROM entries WHERE origin_id = ?1 AND skill_uri LIKE ?2
-                     AND ((scope = 'private' AND principal = ?3) OR scope = 'public') ORDER BY skill_uri",
-                )
-                .map_err(db_err("find by name"))?;
-            stmt.query_map(params![oid, pattern, principal], |r| r.get(0))
-                .map_err(db_err("find by name"))?
-                .collect::<Result<_, _>>()
-                .map_err(db_err("find by name"))?
-        };
-        let mut out = Vec::with_capacity(uris.len());
-        for uri in uris {
-            let Ok(uri) = SkillUri::parse(&uri) else {
-                continue;
-            };
-            if let Some(e) = self.entry(origin, &uri, principal, now_ms)?
-                && e.entry.name() == name
-            {
-                out.push(e);
+    internal_pub! {
+        /// Every entry of `origin` visible to `principal` whose skill name is `name` (R-O3): names are
+        /// labels, so two skills called `refunds` at different paths are both returned, distinguished
+        /// by their URIs, and nothing from another origin ever is. Sorted by URI.
+        ///
+        /// # Errors
+        /// [`IndexError::Database`](IndexError::Database) on a database failure.
+        fn entries_named(
+            &self,
+            origin: &Origin,
+            name: &str,
+            principal: &str,
+            now_ms: u64,
+        ) -> Result<Vec<StoredEntry>, IndexError> {
+            if crate::entry::check_name(name).is_err() {
+                return Ok(Vec::new()); // no valid entry carries an invalid name
             }
+            let uris: Vec<String> = {
+                let conn = self.conn();
+                let Some(oid) = find_origin_id(&conn, origin)? else {
+                    return Ok(Vec::new());
+                };
+                // The name is the last skill-path segment; valid names are [a-z0-9-], so the pattern has
+                // no LIKE wildcards in it and needs no escaping.
+                let pattern = format!("%/{name}/SKILL.md");
+                let mut stmt = conn
+                    .prepare_cached(
+                        "SELECT DISTINCT skill_uri FROM entries WHERE origin_id = ?1 AND skill_uri LIKE ?2
+                         AND ((scope = 'private' AND principal = ?3) OR scope = 'public') ORDER BY skill_uri",
+                    )
+                    .map_err(db_err("find by name"))?;
+                stmt.query_map(params![oid, pattern, principal], |r| r.get(0))
+                    .map_err(db_err("find by name"))?
+                    .collect::<Result<_, _>>()
+                    .map_err(db_err("find by name"))?
+            };
+            let mut out = Vec::with_capacity(uris.len());
+            for uri in uris {
+                let Ok(uri) = SkillUri::parse(&uri) else {
+                    continue;
+                };
+                if let Some(e) = self.entry(origin, &uri, principal, now_ms)?
+                    && e.entry.name() == name
+                {
+                    out.push(e);
+                }
+            }
+            Ok(out)
         }
-        Ok(out)
     }
 }

@@ -80,10 +80,12 @@ impl Layout {
     pub fn index_db(&self) -> PathBuf {
         self.root.join("index.sqlite3")
     }
-    /// The advisory lock file.
-    #[must_use]
-    pub fn lock_file(&self) -> PathBuf {
-        self.root.join("lock")
+    internal_pub! {
+        /// The advisory lock file.
+        #[must_use]
+        fn lock_file(&self) -> PathBuf {
+            self.root.join("lock")
+        }
     }
     /// The folder of all origins' stores.
     #[must_use]
@@ -95,12 +97,14 @@ impl Layout {
     pub fn origin_dir(&self, origin: &Origin) -> PathBuf {
         self.origins().join(origin.path_component())
     }
-    /// The folder holding a blob.
-    #[must_use]
-    pub fn blob_dir(&self, origin: &Origin, digest: &Digest) -> PathBuf {
-        self.origin_dir(origin)
-            .join(SHA256)
-            .join(&digest.hex()[..2])
+    internal_pub! {
+        /// The folder holding a blob.
+        #[must_use]
+        fn blob_dir(&self, origin: &Origin, digest: &Digest) -> PathBuf {
+            self.origin_dir(origin)
+                .join(SHA256)
+                .join(&digest.hex()[..2])
+        }
     }
     /// A blob's path.
     #[must_use]
@@ -111,27 +115,33 @@ impl Layout {
             .join(&hex[..2])
             .join(&hex[2..])
     }
-    /// One origin's staging for publishes.
-    #[must_use]
-    pub fn tmp(&self, origin: &Origin) -> PathBuf {
-        self.origin_dir(origin).join(TMP)
+    internal_pub! {
+        /// One origin's staging for publishes.
+        #[must_use]
+        fn tmp(&self, origin: &Origin) -> PathBuf {
+            self.origin_dir(origin).join(TMP)
+        }
     }
-    /// One origin's bytes that failed verification.
-    #[must_use]
-    pub fn quarantine(&self, origin: &Origin) -> PathBuf {
-        self.origin_dir(origin).join(QUARANTINE)
+    internal_pub! {
+        /// One origin's bytes that failed verification.
+        #[must_use]
+        fn quarantine(&self, origin: &Origin) -> PathBuf {
+            self.origin_dir(origin).join(QUARANTINE)
+        }
     }
 
-    /// The (origin, digest) a blob path names, if it is one of this layout's blob paths.
-    #[must_use]
-    pub fn parse_blob_path(&self, path: &Path) -> Option<(Origin, Digest)> {
-        let rel = path.strip_prefix(self.origins()).ok()?;
-        let parts: Vec<&str> = rel.iter().map(|c| c.to_str()).collect::<Option<_>>()?;
-        let [origin, "sha256", aa, rest] = parts.as_slice() else {
-            return None;
-        };
-        let digest = format!("sha256:{aa}{rest}").parse().ok()?;
-        let origin = Origin::from_path_component(origin)?;
-        (aa.len() == 2).then_some((origin, digest))
+    internal_pub! {
+        /// The (origin, digest) a blob path names, if it is one of this layout's blob paths.
+        #[must_use]
+        fn parse_blob_path(&self, path: &Path) -> Option<(Origin, Digest)> {
+            let rel = path.strip_prefix(self.origins()).ok()?;
+            let parts: Vec<&str> = rel.iter().map(|c| c.to_str()).collect::<Option<_>>()?;
+            let [origin, "sha256", aa, rest] = parts.as_slice() else {
+                return None;
+            };
+            let digest = format!("sha256:{aa}{rest}").parse().ok()?;
+            let origin = Origin::from_path_component(origin)?;
+            (aa.len() == 2).then_some((origin, digest))
+        }
     }
 }

@@ -33,11 +33,14 @@ pub(crate) use layout::{CACHEDIR_SIGNATURE, CACHEDIR_TAG};
 // The shared tier keys its objects like the store names its blobs (issue 14).
 #[cfg(feature = "l2")]
 pub(crate) use layout::blob_rel;
-pub use lock::{LockGuard, LockMode};
-pub use publish::{Item, Published};
-pub use read::{BlobRead, Evidence, Isolation, MAP_ABOVE};
-pub use reserve::RESERVE_BYTES;
-pub use walk::{BlobCheck, StoredBlob};
+pub use lock::LockMode;
+pub use publish::Item;
+pub use read::{BlobRead, Evidence, Isolation};
+internal_pub! {
+    // The size above which a `Guaranteed` hit is mapped, for the benches.
+    use read::MAP_ABOVE;
+}
+pub use walk::BlobCheck;
 
 use std::path::Path;
 use std::sync::Arc;

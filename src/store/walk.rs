@@ -27,8 +27,6 @@ pub struct StoredBlob {
     pub origin: Origin,
     /// Its name.
     pub digest: Digest,
-    /// Where it is.
-    pub path: PathBuf,
     /// Its length on disk (not a verified size).
     pub len: u64,
     /// Whether a regular file is there (anything else is a failed blob: R-H7).
@@ -301,7 +299,6 @@ fn walk_origin(
                 blobs.push(StoredBlob {
                     origin: origin.clone(),
                     digest,
-                    path,
                     len,
                     regular,
                 });
