@@ -94,6 +94,13 @@ pub enum Error {
     },
 }
 
+// Every `From` into the superset lives here, so no layer's error module imports this one.
+impl From<FrontmatterProblem> for Error {
+    fn from(problem: FrontmatterProblem) -> Error {
+        Error::Entry(problem.into())
+    }
+}
+
 impl Error {
     /// Whether the index found the disk full (R-H5: gc and purge free space and carry on).
     pub(crate) fn is_disk_full(&self) -> bool {

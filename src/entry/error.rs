@@ -96,9 +96,3 @@ impl From<FrontmatterProblem> for EntryError {
         EntryError::Frontmatter { problem }
     }
 }
-
-impl From<FrontmatterProblem> for crate::error::Error {
-    fn from(problem: FrontmatterProblem) -> crate::error::Error {
-        crate::error::Error::Entry(problem.into())
-    }
-}

@@ -60,7 +60,7 @@ impl SealedApproval {
             binding: Binding::from_bytes(self.binding.try_into().ok()?),
             granted_tools: self.granted_tools.and_then(|t| serde_json::from_str(&t).ok()),
             granted_at_ms: u64::try_from(self.granted_at_ms).unwrap_or(0),
-            entry: super::entries::parse_entry(&self.entry_json),
+            entry: super::stored::parse_entry(&self.entry_json),
         })
     }
 }

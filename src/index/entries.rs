@@ -3,9 +3,10 @@
 use rusqlite::params;
 
 use super::seal::{EntryRow, FileRow, SealKey};
+use super::stored::{parse_entry, read_entry};
 use super::{Index, db_err, find_origin_id, origin_id};
 use crate::digest::Digest;
-use crate::entry::{CacheHints, EntryDiff, Scope, SkillEntry, Validation};
+use crate::entry::{CacheHints, EntryDiff, Scope, SkillEntry};
 use super::error::IndexError;
 use crate::origin::Origin;
 use crate::uri::SkillUri;
@@ -66,21 +67,6 @@ fn scope_key(scope: Scope, principal: &str) -> (&'static str, &str) {
 
 fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-/// Validation for entries read back: they were validated (with limits) when stored, and the
-/// seal says they are what was stored; re-validating keeps "what exists is valid" true.
-fn unlimited() -> Validation {
-    let limits = crate::entry::Limits::new(u64::MAX, u64::MAX);
-    limits.map_or_else(
-        |_| Validation::default(),
-        |l| Validation::default().limits(l),
-    )
-}
-
-pub(super) fn parse_entry(json: &str) -> Option<SkillEntry> {
-    let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    SkillEntry::from_json(&v, &unlimited()).ok()
 }
 
 /// An `entries` row as read back, with its seal.
@@ -288,17 +274,7 @@ impl Index {
         let Some(row) = found else {
             return Ok(None);
         };
-        let value: serde_json::Value =
-            serde_json::from_str(&row.entry_json).map_err(|e| IndexError::Database {
-                what: "read entry",
-                source: Box::new(e),
-            })?;
-        // Stored entries are validated again when read ("what exists is valid", even for a
-        // damaged database); one that fails is a database problem, not the server's.
-        let entry = SkillEntry::from_json(&value, &unlimited()).map_err(|e| IndexError::Database {
-            what: "read entry",
-            source: Box::new(e),
-        })?;
+        let entry = read_entry(&row.entry_json)?;
         let scope = if row.scope == "public" {
             Scope::Public
         } else {

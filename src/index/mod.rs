@@ -6,6 +6,7 @@
 //! - `approvals`: content-bound approvals and their revocation (R-A2…R-A5).
 //! - `blobs`: blob records (inode/ctime evidence, access times) for isolation and gc.
 //!
+//! - `stored`: entries read back, validated again.
 //! - `seal`: the HMAC seal every believed row carries under the host key (R-H3).
 //! - `open`: opening without writing, read-only fallbacks (R-H5); `heal`: damage moved aside (R-H6).
 //!
@@ -26,6 +27,7 @@ mod heal;
 mod open;
 mod schema;
 mod seal;
+mod stored;
 
 pub use approvals::Approval;
 pub use blobs::BlobRecord;
