@@ -54,6 +54,7 @@ macro_rules! internal_mod {
 }
 
 mod isolation;
+mod verify;
 
 internal_mod! {
     cache;

@@ -14,7 +14,8 @@ use super::offline::Offline;
 use super::policy::{ApprovalPolicy, Deadlines, DynamicPolicy};
 use super::stats::{Counter, Counters};
 use super::{Cache, CachedRead};
-use crate::digest::{Digest, VerifiedBytes};
+use crate::digest::Digest;
+use crate::verify::VerifiedBytes;
 use crate::entry::{
     Binding, EntryDiff, ManifestFile, SkillEntry, Validation, check_result_type, select_content,
 };

@@ -1,7 +1,8 @@
 //! `SkillFile`, what every read hands out: bytes with their origin (R-O4), what they were
 //! checked against, and where they came from.
 
-use crate::digest::{Digest, VerifiedBytes};
+use crate::digest::Digest;
+use crate::verify::VerifiedBytes;
 use crate::entry::ManifestFile;
 use crate::origin::Origin;
 use crate::uri::FileUri;

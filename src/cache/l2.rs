@@ -63,7 +63,7 @@ pub(crate) fn open(_: Setting) -> Option<std::sync::Arc<Tier>> {
 use super::fetch::{Admit, Inner};
 #[cfg_attr(not(feature = "l2"), allow(unused_imports))]
 use super::stats::Counter;
-use crate::digest::VerifiedBytes;
+use crate::verify::VerifiedBytes;
 use crate::entry::{ManifestFile, SkillEntry};
 use crate::origin::Origin;
 
@@ -261,7 +261,7 @@ mod enabled {
         GetOptions, ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload,
     };
 
-    use crate::digest::VerifiedBytes;
+    use crate::verify::VerifiedBytes;
     use crate::entry::{ManifestFile, Scope, SkillEntry};
     use crate::error::{Error, Mismatch};
     use crate::index::StoredEntry;

@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use super::fetch::{Admit, Inner};
 use super::stats::Counter;
-use crate::digest::{Digest, VerifiedBytes};
+use crate::digest::Digest;
+use crate::verify::VerifiedBytes;
 use crate::entry::{ManifestFile, SkillEntry, select_content};
 use crate::error::{Error, Limit, Mismatch};
 use crate::origin::Origin;

@@ -15,7 +15,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::digest::{Digest, VerifiedBytes};
+use crate::digest::Digest;
+use crate::verify::VerifiedBytes;
 use crate::origin::Origin;
 
 /// The default bound of the memory tier: 64 MiB.

@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::digest::VerifiedBytes;
+use crate::verify::VerifiedBytes;
 use crate::entry::{CacheHints, ManifestFile, SkillEntry};
 use crate::error::{Error, Mismatch};
 use crate::index::{Approval, BlobRecord, EntrySummary, Index, PutOutcome, StoredEntry};

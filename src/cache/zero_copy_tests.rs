@@ -54,7 +54,7 @@ fn fixture(isolation: Isolation, len: u64) -> Fixture {
     }
 }
 
-fn hit(f: &Fixture) -> crate::digest::VerifiedBytes {
+fn hit(f: &Fixture) -> crate::verify::VerifiedBytes {
     match f.cache.read_file(&f.origin, &f.file).expect("read") {
         CachedRead::Hit(v) => v,
         other => panic!("expected a hit, got {other:?}"),

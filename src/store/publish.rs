@@ -10,7 +10,6 @@ use super::read::Evidence;
 use super::{BlobRead, BlobStore, Isolation, io_err};
 use crate::digest::{Digest, Hasher};
 use super::error::StoreError;
-use crate::mismatch::Mismatch;
 use crate::origin::Origin;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -191,20 +190,7 @@ impl BlobStore {
                 return Err(io_err("write", &tmp.join(&name))(e));
             }
         };
-        let mismatch = if len != size {
-            Some(Mismatch::Size {
-                expected: size,
-                actual: len,
-            })
-        } else if actual != *digest {
-            Some(Mismatch::Digest {
-                expected: *digest,
-                actual,
-            })
-        } else {
-            None
-        };
-        if let Some(mismatch) = mismatch {
+        if let Err(mismatch) = crate::verify::expect(size, *digest, len, actual) {
             let _ = disk.unlink(tmp.fd(), &name, false);
             return Err(StoreError::BlobMismatch {
                 origin: origin.clone(),

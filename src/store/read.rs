@@ -5,7 +5,8 @@ use std::io::{self, Read};
 
 use super::layout::blob_rel;
 use super::{BlobStore, io_err};
-use crate::digest::{Digest, VerifiedBytes};
+use crate::digest::Digest;
+use crate::verify::VerifiedBytes;
 use super::error::StoreError;
 use crate::mismatch::Mismatch;
 pub use crate::isolation::Isolation;
