@@ -16,7 +16,7 @@ use std::io::Read;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use sha2::{Digest as _, Sha256};
 use skillcache::Origin;
-use skillcache::cache::{Cache, CachedRead};
+use skillcache::core::{Cache, CachedRead};
 use skillcache::store::Isolation;
 
 fn hit(c: &Cache, o: &Origin, f: &skillcache::entry::ManifestFile) -> usize {

@@ -7,7 +7,7 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use skillcache::cache::Cache;
+use skillcache::core::Cache;
 use skillcache::entry::{CacheHints, Scope, Validation};
 use skillcache::{Origin, SkillEntry, SkillUri};
 

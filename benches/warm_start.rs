@@ -49,7 +49,7 @@ fn warm_start(c: &mut Criterion) {
     let mut group = c.benchmark_group("warm_start");
     group.sample_size(10);
     for (label, tier) in [
-        ("tier_on", skillcache::cache::DEFAULT_MEMORY_TIER_BYTES),
+        ("tier_on", skillcache::core::DEFAULT_MEMORY_TIER_BYTES),
         ("tier_off", 0),
     ] {
         group.bench_function(format!("corpus_skill_md/{label}"), |b| {

@@ -58,6 +58,7 @@ mod verify;
 
 internal_mod! {
     cache;
+    core;
     digest;
     frontmatter;
     index;

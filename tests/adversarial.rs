@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use common::double::Double;
 use serde_json::json;
-use skillcache::cache::{ApprovalPolicy, Cache, SkillCache};
+use skillcache::cache::{ApprovalPolicy, SkillCache};
+use skillcache::core::Cache;
 use skillcache::entry::{CacheHints, Scope};
 use skillcache::source::{Change, OnChange, SkillSource, SourceFuture};
 use skillcache::{Error, Origin, SkillUri};

@@ -7,7 +7,7 @@ mod common;
 use std::process::Command;
 use std::sync::Arc;
 
-use skillcache::cache::{Cache, CachedRead};
+use skillcache::core::{Cache, CachedRead};
 use skillcache::entry::{CacheHints, Scope};
 use skillcache::{Origin, SkillEntry};
 

@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use skillcache::cache::{Cache, CachedRead};
+use skillcache::core::{Cache, CachedRead};
 use skillcache::entry::{CacheHints, Scope};
 use skillcache::store::Isolation;
 use skillcache::{Error, Origin};

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::double::Double;
-use skillcache::cache::{ApprovalPolicy, Cache, CachedRead, SkillCache};
+use skillcache::cache::{ApprovalPolicy, SkillCache};
+use skillcache::core::{Cache, CachedRead};
 use skillcache::entry::{CacheHints, Scope};
 use skillcache::error::Mismatch;
 use skillcache::store::{Isolation, LockMode};

@@ -8,7 +8,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use serde_json::json;
-use skillcache::cache::CachedRead;
+use skillcache::core::CachedRead;
 use skillcache::entry::{CacheHints, Scope, Validation};
 use skillcache::store::Isolation;
 use skillcache::{Digest, Origin, SkillEntry};

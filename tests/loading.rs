@@ -27,7 +27,7 @@ fn fixture_with(isolation: Isolation, dynamic: DynamicPolicy) -> Fixture {
     fixture_memory(
         isolation,
         dynamic,
-        skillcache::cache::DEFAULT_MEMORY_TIER_BYTES,
+        skillcache::core::DEFAULT_MEMORY_TIER_BYTES,
     )
 }
 

@@ -13,7 +13,8 @@ use std::sync::atomic::Ordering;
 
 use common::double::Double;
 use serde_json::json;
-use skillcache::cache::{ApprovalPolicy, Cache, Provenance, SkillCache};
+use skillcache::cache::{ApprovalPolicy, Provenance, SkillCache};
+use skillcache::core::Cache;
 use skillcache::entry::{CacheHints, Scope, Validation};
 use skillcache::error::KeyProblem;
 use skillcache::index::{Index, KEY_LEN, SealKey};

@@ -7,7 +7,7 @@ mod common;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-use skillcache::cache::{Cache, CachedRead};
+use skillcache::core::{Cache, CachedRead};
 use skillcache::entry::{CacheHints, Scope};
 use skillcache::error::Mismatch;
 use skillcache::store::Isolation;

@@ -13,7 +13,7 @@ use super::file::{Provenance, SkillFile};
 use super::offline::Offline;
 use super::policy::{ApprovalPolicy, Deadlines, DynamicPolicy};
 use super::stats::{Counter, Counters};
-use super::{Cache, CachedRead};
+use crate::core::{Cache, CachedRead};
 use crate::digest::Digest;
 use crate::verify::VerifiedBytes;
 use crate::entry::{
@@ -370,7 +370,7 @@ impl Inner {
             ?change,
             "the server announced a change"
         );
-        let now = super::now_ms();
+        let now = crate::core::now_ms();
         let mut stale = lock(&self.stale);
         let marks = stale.entry(origin.clone()).or_default();
         match change {

@@ -145,12 +145,12 @@ impl LoadedSkill {
             // A miss is looked up (and counted, R-P4) again under the fetch gates, so only hits
             // and quarantines are counted here.
             out.push(match read? {
-                super::CachedRead::Hit(v) => Some(self.inner.serve_hit(&self.origin, file, v)),
-                super::CachedRead::Miss => {
+                crate::core::CachedRead::Hit(v) => Some(self.inner.serve_hit(&self.origin, file, v)),
+                crate::core::CachedRead::Miss => {
                     wanted.push((i, false));
                     None
                 }
-                super::CachedRead::Failed(mismatch) => {
+                crate::core::CachedRead::Failed(mismatch) => {
                     self.inner.note_quarantine(&self.origin, file, &mismatch);
                     wanted.push((i, true));
                     None
@@ -169,7 +169,7 @@ impl LoadedSkill {
     async fn read_cached(
         &self,
         files: &[ManifestFile],
-    ) -> Result<Vec<Result<super::CachedRead, Error>>, Error> {
+    ) -> Result<Vec<Result<crate::core::CachedRead, Error>>, Error> {
         let (origin, batch) = (self.origin.clone(), files.to_vec());
         super::fetch::blocking(&self.inner.core, move |c| Ok(c.read_files(&origin, &batch))).await
     }

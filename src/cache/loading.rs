@@ -13,7 +13,7 @@ use super::file::SkillFile;
 use super::loaded::LoadedSkill;
 use super::offline::{self, Offline, OfflineSource};
 use super::stats::{Counters, Stats};
-use super::{Cache, CacheBuilder};
+use crate::core::{Cache, CacheBuilder};
 use crate::entry::{
     EntryDiff, Listing, SkillEntry, Validation,
     parse_get_result, parse_list_result,

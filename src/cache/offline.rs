@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use super::Cache;
+use crate::core::Cache;
 use super::fetch::blocking;
 use super::loading::EntryInfo;
 use crate::error::{Error, OfflineMiss};
@@ -99,7 +99,7 @@ pub(super) async fn entry(
         return Err(miss(origin, Some(uri.file()), OfflineMiss::Entry));
     };
     if !stored.fresh && !offline.allow_stale {
-        let age_ms = super::now_ms().saturating_sub(stored.fetched_at_ms);
+        let age_ms = crate::core::now_ms().saturating_sub(stored.fetched_at_ms);
         return Err(miss(origin, Some(uri.file()), OfflineMiss::Stale { age_ms }));
     }
     Ok(EntryInfo {

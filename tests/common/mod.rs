@@ -34,7 +34,7 @@ pub fn skill_md(frontmatter: &str) -> Vec<u8> {
 }
 
 use serde_json::json;
-use skillcache::cache::Cache;
+use skillcache::core::Cache;
 use skillcache::entry::Validation;
 use skillcache::store::Isolation;
 use skillcache::{Digest, SkillEntry};

@@ -1,0 +1,788 @@
+//! The sync core: the one module that sees both the blob store and the index.
+//!
+//! [`Cache`] is synchronous; the async host layer (`crate::cache`) wraps it, one
+//! `spawn_blocking` hop per operation and none for a memory-tier hit.
+//! It keeps the cross-layer invariants:
+//!
+//! - a blob is on disk before an index row points to it; a row is deleted before its blob (R-C3);
+//! - cached bytes come out only as [`VerifiedBytes`], checked per the isolation policy (R-C2);
+//! - bytes that fail are quarantined and their record dropped, never served (R-V8);
+//! - every record carries its origin (R-O1); purge removes all of an origin (R-C5);
+//! - a publisher holds the shared lock until its rows are committed; gc holds the exclusive lock.
+
+#[cfg(test)]
+mod crash_points;
+mod key;
+mod maintenance;
+mod memory;
+mod root;
+#[cfg(test)]
+mod zero_copy_tests;
+
+pub use key::default_key_file;
+pub use maintenance::{GcReport, VerifyReport};
+pub use memory::DEFAULT_MEMORY_TIER_BYTES;
+pub use root::{default_discovery_paths, default_root};
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::verify::VerifiedBytes;
+use crate::entry::{CacheHints, ManifestFile, SkillEntry};
+use crate::error::{Error, Mismatch};
+use crate::index::{Approval, BlobRecord, EntrySummary, Index, PutOutcome, StoredEntry};
+use crate::origin::Origin;
+use crate::store::{
+    BlobRead, BlobStore, DEFAULT_LOCK_TIMEOUT, Disk, Evidence, Isolation, LockMode, RealDisk,
+};
+use crate::uri::SkillUri;
+
+/// How often a hit writes its access time back (least-recently-used gc needs no finer grain,
+/// and a write per hit would cost more than the hit).
+const ACCESS_GRAIN_MS: u64 = 60_000;
+
+/// What this process knows about a blob it published or read: the isolation evidence recorded
+/// at publish, and when it last wrote the blob's access time. It keeps the hit path free of
+/// index queries. It is never trusted on its own: evidence only skips hashing while the file
+/// still matches it, so a stale record can cost a re-hash, never a verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Known {
+    evidence: Option<Evidence>,
+    touched_ms: u64,
+}
+
+type KnownBlobs = std::sync::Mutex<
+    std::collections::HashMap<Origin, std::collections::HashMap<crate::digest::Digest, Known>>,
+>;
+
+/// Builds a [`Cache`]. Every option has a documented default.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use skillcache::cache::Cache;
+/// use skillcache::store::Isolation;
+/// let cache = Cache::builder().root(dir.path().join("cache")).isolation(Isolation::Guaranteed).open().unwrap();
+/// assert!(cache.root().ends_with("cache"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct CacheBuilder {
+    root: Option<PathBuf>,
+    isolation: Isolation,
+    discovery_paths: Vec<PathBuf>,
+    lock_timeout: Duration,
+    disk: Arc<dyn Disk>,
+    key_file: Option<PathBuf>,
+    memory_tier: u64,
+}
+
+impl Default for CacheBuilder {
+    fn default() -> CacheBuilder {
+        CacheBuilder {
+            root: None,
+            isolation: Isolation::default(),
+            discovery_paths: Vec::new(),
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            disk: Arc::new(RealDisk),
+            key_file: None,
+            memory_tier: DEFAULT_MEMORY_TIER_BYTES,
+        }
+    }
+}
+
+impl CacheBuilder {
+    /// The cache root. Default: [`default_root`] (`$SKILLCACHE_ROOT`, else the platform cache
+    /// folder). It must lie outside every discovery path (R-C1).
+    #[must_use]
+    pub fn root(mut self, root: impl Into<PathBuf>) -> CacheBuilder {
+        self.root = Some(root.into());
+        self
+    }
+
+    /// How cached files are verified on access. Default: [`Isolation::Rehash`].
+    #[must_use]
+    pub fn isolation(mut self, isolation: Isolation) -> CacheBuilder {
+        self.isolation = isolation;
+        self
+    }
+
+    /// Adds a filesystem-skill discovery path the root must stay outside of, to the defaults
+    /// ([`default_discovery_paths`]).
+    #[must_use]
+    pub fn discovery_path(mut self, path: impl Into<PathBuf>) -> CacheBuilder {
+        self.discovery_paths.push(path.into());
+        self
+    }
+
+    /// How long an operation waits for the cache's lock (another process's gc or purge, or for
+    /// gc, the other processes' publishes) before it fails with [`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout) (R-H11).
+    /// Default: [`DEFAULT_LOCK_TIMEOUT`] (30 s).
+    #[must_use]
+    pub fn lock_timeout(mut self, timeout: Duration) -> CacheBuilder {
+        self.lock_timeout = timeout;
+        self
+    }
+
+    /// How many bytes of verified files this process keeps in memory, by origin and digest,
+    /// so that a repeated read costs no syscall and no hash (process memory is write-isolated by
+    /// construction). Evicted by CLOCK; purge, gc, verify and a quarantine of the same digest drop
+    /// entries. Default: [`DEFAULT_MEMORY_TIER_BYTES`] (64 MiB); 0 turns the tier off.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use skillcache::cache::Cache;
+    /// let cache = Cache::builder().root(dir.path().join("cache")).memory_tier(0).open().unwrap();
+    /// assert_eq!(cache.memory_resident(), 0);
+    /// ```
+    #[must_use]
+    pub fn memory_tier(mut self, bytes: u64) -> CacheBuilder {
+        self.memory_tier = bytes;
+        self
+    }
+
+    /// Every filesystem change the store makes goes through `disk` (the fault-injection seam).
+    #[cfg(any(test, feature = "fault-injection"))]
+    #[doc(hidden)]
+    #[must_use]
+    pub fn disk(mut self, disk: Arc<dyn Disk>) -> CacheBuilder {
+        self.disk = disk;
+        self
+    }
+
+    /// The host key file that seals index rows (R-H3). Default: [`default_key_file`]
+    /// (`$SKILLCACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/skillcache/host.key`, else
+    /// `~/.config/skillcache/host.key`). Created (0600, 32 random bytes) on first use; it must
+    /// lie outside the root, be a regular file of 32 bytes, and be readable by its owner only.
+    #[must_use]
+    pub fn key_file(mut self, path: impl Into<PathBuf>) -> CacheBuilder {
+        self.key_file = Some(path.into());
+        self
+    }
+
+    /// Opens the cache: checks the root (R-C1), creates it 0700 or adopts it only if it is ours
+    /// (R-H2), reads (or creates) the host key (R-H3), opens the store and the index without
+    /// writing anything that a warm read does not need (R-H5), and sweeps stale temporaries when
+    /// no other process is using the root.
+    ///
+    /// # Errors
+    /// [`StoreError::RootRefused`](crate::error::StoreError::RootRefused) for a root inside or around a discovery path, or one that is not
+    /// ours to fill; [`IndexError::HostKey`](crate::error::IndexError::HostKey) for a key file that is refused; I/O and index errors.
+    pub fn open(self) -> Result<Cache, Error> {
+        let mut discovery = default_discovery_paths();
+        discovery.extend(self.discovery_paths);
+        let dir = root::prepare(
+            &self.root.unwrap_or_else(default_root),
+            &discovery,
+            self.disk.as_ref(),
+        )?;
+        let root = dir.path().to_owned();
+        let key = key::load_or_create(&self.key_file.unwrap_or_else(default_key_file), &root)?;
+        let store = BlobStore::open(dir, self.disk, self.lock_timeout)?;
+        store.scrub_index_files()?;
+        let index = Index::open(&store.layout().index_db(), key)?;
+        if let Ok(Some(_guard)) = store.try_lock_exclusive() {
+            // Nobody else holds the root: every temporary is a crashed publisher's leftover. On a
+            // read-only or full disk this may fail; nothing depends on it (R-H5).
+            if let Err(e) = store.sweep_tmp(Duration::ZERO) {
+                tracing::debug!(error = %e, "could not sweep temporaries");
+            }
+            if !index.is_read_only() {
+                store.keep_reserve();
+            }
+        }
+        Ok(Cache {
+            root,
+            store,
+            index,
+            isolation: self.isolation,
+            known: KnownBlobs::default(),
+            memory: memory::MemoryTier::new(self.memory_tier),
+        })
+    }
+}
+
+/// What a cached read found.
+#[derive(Debug)]
+pub enum CachedRead {
+    /// Verified bytes from the cache.
+    Hit(VerifiedBytes),
+    /// Not cached: fetch it.
+    Miss,
+    /// A cached copy failed verification; it was quarantined and its record dropped. The caller
+    /// may fetch from the server once (R-V9).
+    Failed(Mismatch),
+}
+
+/// The synchronous cache core over one root.
+#[derive(Debug)]
+pub struct Cache {
+    root: PathBuf,
+    store: BlobStore,
+    index: Index,
+    isolation: Isolation,
+    known: KnownBlobs,
+    /// Verified bytes kept in memory; consulted before the disk under both isolation modes.
+    memory: memory::MemoryTier,
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Cache {
+    internal_pub! {
+        /// A builder with every default.
+        #[must_use]
+        fn builder() -> CacheBuilder {
+            CacheBuilder::default()
+        }
+    }
+
+    /// The resolved root.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The blob store (for inspection and tests).
+    #[must_use]
+    pub fn store(&self) -> &BlobStore {
+        &self.store
+    }
+
+    #[cfg(any(test, feature = "internals"))]
+    internal_pub! {
+        /// How many bytes of verified files the memory tier holds now (never more than its bound,
+        /// [`CacheBuilder::memory_tier`]): for the tests' bound checks.
+        #[must_use]
+        fn memory_resident(&self) -> u64 {
+            self.memory.resident()
+        }
+    }
+
+    /// The index (for inspection and tests).
+    #[must_use]
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// How many index rows failed their seal check since the cache was opened (R-H3): each was
+    /// treated as absent (entry fetched again, approval void, record no evidence) and logged.
+    #[must_use]
+    pub fn seal_failures(&self) -> u64 {
+        self.index.seal_failures()
+    }
+
+    /// Where a damaged index was moved when the cache was opened, if it was (R-H6): a fresh
+    /// index replaced it, cached files were kept, approvals were lost.
+    #[must_use]
+    pub fn healed_index(&self) -> Option<&Path> {
+        self.index.healed()
+    }
+
+    /// Stores a validated entry (R-C6); revokes a stale approval and says what changed (R-A2).
+    ///
+    /// # Errors
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+    pub fn put_entry(
+        &self,
+        origin: &Origin,
+        principal: &str,
+        entry: &SkillEntry,
+        hints: CacheHints,
+    ) -> Result<PutOutcome, Error> {
+        Ok(self
+            .index
+            .put_entry(origin, principal, entry, hints, now_ms())?)
+    }
+
+    /// The entry for (`origin`, `uri`) visible to `principal`, with its freshness.
+    ///
+    /// # Errors
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+    pub fn entry(
+        &self,
+        origin: &Origin,
+        uri: &SkillUri,
+        principal: &str,
+    ) -> Result<Option<StoredEntry>, Error> {
+        Ok(self.index.entry(origin, uri, principal, now_ms())?)
+    }
+
+    internal_pub! {
+        /// Every entry of `origin` named `name` that `principal` can see (R-O3): all of them, by URI;
+        /// never one from another origin.
+        ///
+        /// # Errors
+        /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+        fn entries_named(
+            &self,
+            origin: &Origin,
+            name: &str,
+            principal: &str,
+        ) -> Result<Vec<StoredEntry>, Error> {
+            Ok(self.index.entries_named(origin, name, principal, now_ms())?)
+        }
+    }
+
+    /// Every stored entry (of one origin, or all).
+    ///
+    /// # Errors
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+    pub fn entries(&self, origin: Option<&Origin>) -> Result<Vec<EntrySummary>, Error> {
+        Ok(self.index.entries(origin)?)
+    }
+
+    /// `principal` approves `entry` as it is now (R-A1, R-H11), optionally granting its
+    /// requested tools (R-A5).
+    ///
+    /// # Errors
+    /// A dynamic entry cannot be approved (R-A3); index errors.
+    pub fn approve(
+        &self,
+        origin: &Origin,
+        principal: &str,
+        entry: &SkillEntry,
+        granted_tools: Option<&serde_json::Value>,
+    ) -> Result<(), Error> {
+        // R-A3: only a manifest-backed entry has a binding to approve.
+        let Some(binding) = entry.binding() else {
+            return Err(Error::Entry(crate::error::EntryError::Invalid {
+                skill: Some(entry.uri().as_str().to_owned()),
+                field: "resources".into(),
+                rule: crate::error::Rule::Value {
+                    allowed: "a manifest: a dynamic skill cannot be approved",
+                },
+            }));
+        };
+        Ok(self
+            .index
+            .grant(origin, principal, entry, binding, granted_tools, now_ms())?)
+    }
+
+    /// `principal`'s approval of (`origin`, `uri`), if any and sealed (R-H3, R-H11).
+    ///
+    /// # Errors
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+    pub fn approval(
+        &self,
+        origin: &Origin,
+        uri: &SkillUri,
+        principal: &str,
+    ) -> Result<Option<Approval>, Error> {
+        Ok(self.index.approval(origin, uri, principal)?)
+    }
+
+    /// Whether `entry`, as it is now, is approved by `principal` (R-H11).
+    ///
+    /// # Errors
+    /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+    pub fn is_approved(
+        &self,
+        origin: &Origin,
+        principal: &str,
+        entry: &SkillEntry,
+    ) -> Result<bool, Error> {
+        Ok(self.index.is_approved(origin, principal, entry)?)
+    }
+
+    /// Stores the bytes of a listed file: [`Cache::store_files`] with one file.
+    ///
+    /// # Errors
+    /// As [`Cache::store_files`].
+    pub fn store_file(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        bytes: &[u8],
+    ) -> Result<(), Error> {
+        self.store_files(origin, &[(file, bytes)])
+    }
+
+    /// Stores listed files of `origin`: published as one batch (all temporaries written and
+    /// checked, synced together, linked, then one sync per touched folder), then recorded
+    /// (R-C3, R-C4): a blob is on disk before its row. One file is a batch of one. A damaged
+    /// blob in the way of a publish is repaired here, in the order R-C3 asks — its record dropped
+    /// first, then the blob quarantined, then published again — so a crash in between leaves no
+    /// record of a missing blob.
+    ///
+    /// # Errors
+    /// [`StoreError::BlobMismatch`](crate::error::StoreError::BlobMismatch) if any bytes are not the listed ones (then nothing of the batch is
+    /// published); I/O and index errors. Files recorded before an index error stay recorded.
+    pub fn store_files(
+        &self,
+        origin: &Origin,
+        files: &[(&ManifestFile, &[u8])],
+    ) -> Result<(), Error> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        // Shared lock from the first blob write until the last row is committed: gc cannot slip
+        // between (R-H11).
+        let _lock = self.store.lock(LockMode::Shared, "publish")?;
+        let mut items: Vec<crate::store::Item<'_>> = files
+            .iter()
+            .map(|(f, b)| (f.digest(), f.size(), *b))
+            .collect();
+        for (d, _, _) in &items {
+            // A publish may quarantine a damaged copy of this digest: drop it from memory too.
+            self.memory.remove(origin, d);
+        }
+        // A damaged blob is repaired once; one that is in the way again (a writer racing us)
+        // fails the publish rather than loop.
+        for round in 0..2 {
+            let outcomes = self.store.publish(origin, &items)?;
+            let mut blocked = Vec::new();
+            for ((digest, size, bytes), outcome) in items.iter().zip(outcomes) {
+                match outcome.evidence() {
+                    Some(ev) => self.record_blob(origin, digest, *size, ev)?,
+                    None => blocked.push((*digest, *size, *bytes)),
+                }
+            }
+            if blocked.is_empty() {
+                return Ok(());
+            }
+            for (digest, _, _) in &blocked {
+                let refused = |why: &str| {
+                    Error::Store(crate::error::StoreError::Io {
+                        op: "publish",
+                        path: self.store.layout().blob_path(origin, digest),
+                        source: std::io::Error::other(why.to_owned()),
+                    })
+                };
+                if round == 1 {
+                    return Err(refused("the blob kept changing under a concurrent writer"));
+                }
+                // Row first, then the blob (R-C3). An index that cannot drop the row leaves the
+                // damaged blob in place (it fails every read, so it is never served) and the
+                // publish fails.
+                if !self.forget_record_and(origin, digest)? {
+                    return Err(refused(
+                        "a damaged blob is in the way and its record cannot be dropped",
+                    ));
+                }
+                self.store.quarantine(origin, digest)?;
+            }
+            items = blocked;
+        }
+        Ok(())
+    }
+
+    /// Records a blob that is now in place, with its evidence, in the index and in this
+    /// process's memory of it.
+    fn record_blob(
+        &self,
+        origin: &Origin,
+        digest: &crate::digest::Digest,
+        size: u64,
+        ev: Evidence,
+    ) -> Result<(), Error> {
+        self.commit_point("index: record blob")?;
+        let record = BlobRecord {
+            size,
+            ino: ev.ino,
+            dev: ev.dev,
+            ctime_ns: ev.ctime_ns,
+            last_access_ms: 0,
+        };
+        let now = now_ms();
+        self.index.put_blob(origin, digest, record, now)?;
+        self.remember(
+            origin,
+            *digest,
+            Known {
+                evidence: Some(ev),
+                touched_ms: now,
+            },
+        );
+        Ok(())
+    }
+
+    /// Forgets what this process knows of a blob and drops its record: the first half of a
+    /// repair (row first, R-C3). False when a read-only or full index cannot drop it (R-H5).
+    fn forget_record_and(
+        &self,
+        origin: &Origin,
+        digest: &crate::digest::Digest,
+    ) -> Result<bool, Error> {
+        self.forget(origin, Some(digest));
+        self.forget_record(origin, digest)
+    }
+
+    fn known(&self, origin: &Origin, digest: &crate::digest::Digest) -> Option<Known> {
+        let map = self
+            .known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.get(origin.as_str())
+            .and_then(|m| m.get(digest))
+            .copied()
+    }
+
+    fn remember(&self, origin: &Origin, digest: crate::digest::Digest, known: Known) {
+        let mut map = self
+            .known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match map.get_mut(origin.as_str()) {
+            Some(m) => {
+                m.insert(digest, known);
+            }
+            None => {
+                map.entry(origin.clone()).or_default().insert(digest, known);
+            }
+        }
+    }
+
+    /// Forgets what this process knows of a blob (or of every blob of an origin): its record
+    /// and its bytes in the memory tier (R-V8: a quarantined, failed or missing disk copy is
+    /// never answered from memory afterwards; R-C5: nor is a purged origin).
+    fn forget(&self, origin: &Origin, digest: Option<&crate::digest::Digest>) {
+        match digest {
+            Some(d) => self.memory.remove(origin, d),
+            None => self.memory.remove_origin(origin),
+        }
+        let mut map = self
+            .known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match digest {
+            Some(d) => {
+                if let Some(m) = map.get_mut(origin.as_str()) {
+                    m.remove(d);
+                }
+            }
+            None => {
+                map.remove(origin.as_str());
+            }
+        }
+    }
+
+    /// Drops every remembered blob record (after gc or verify changed the store wholesale).
+    pub(crate) fn forget_all(&self) {
+        self.memory.clear();
+        self.known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+
+    fn evidence_from_index(
+        &self,
+        origin: &Origin,
+        digest: &crate::digest::Digest,
+    ) -> Result<Option<Evidence>, Error> {
+        // Evidence from the index is confirmed again by one hashed read in this process (R-H4).
+        Ok(self.index.blob(origin, digest)?.map(|r| Evidence {
+            ino: r.ino,
+            dev: r.dev,
+            ctime_ns: r.ctime_ns,
+            confirmed: false,
+        }))
+    }
+
+    /// Reads a listed file from the cache, verified against the listing (R-C2, R-V2). A copy
+    /// that fails is quarantined and forgotten (row first, then blob: R-V8).
+    ///
+    /// # Errors
+    /// I/O and index errors (a failed copy is [`CachedRead::Failed`], not an error).
+    pub fn read_file(&self, origin: &Origin, file: &ManifestFile) -> Result<CachedRead, Error> {
+        let digest = file.digest();
+        // The memory tier first: bytes this process verified against this digest and size are
+        // right for any entry that lists them, under both isolation modes (process memory is
+        // write-isolated). Every path that forgets the blob drops them from the tier too.
+        let now = now_ms();
+        if let Some(hit) = self
+            .memory
+            .get(origin, &digest, file.size(), now, ACCESS_GRAIN_MS)
+        {
+            if hit.touch_due {
+                self.index.touch_blob(origin, &digest, now);
+            }
+            return Ok(CachedRead::Hit(hit.bytes));
+        }
+        let known = self.known(origin, &digest);
+        // Only the isolated policy uses evidence; re-hashing needs nothing from the index.
+        let evidence = match (self.isolation, known) {
+            (Isolation::Rehash, _) => None,
+            (Isolation::Guaranteed, Some(k)) => k.evidence,
+            (Isolation::Guaranteed, None) => self.evidence_from_index(origin, &digest)?,
+        };
+        let read = self
+            .store
+            .read(origin, &digest, file.size(), self.isolation, evidence)?;
+        let (bytes, confirmed) = match read {
+            BlobRead::Verified(bytes) => (bytes, None),
+            BlobRead::Confirmed(bytes, ev) => (bytes, Some(ev)),
+            BlobRead::Failed(m) => return self.failed_copy(origin, file, m),
+            BlobRead::Missing => {
+                self.forget(origin, Some(&digest));
+                // A record of a missing blob is harmless (the next read misses again), so an
+                // index that cannot forget it must not fail a miss the server can serve (R-H5).
+                self.forget_record(origin, &digest)?;
+                return Ok(CachedRead::Miss);
+            }
+        };
+        let mut now_known = known.unwrap_or(Known {
+            evidence,
+            touched_ms: 0,
+        });
+        if let Some(ev) = confirmed {
+            now_known.evidence = Some(ev);
+        } else if self.isolation == Isolation::Guaranteed
+            && bytes.rehashed()
+            && evidence.is_some_and(|e| e.confirmed)
+        {
+            // Confirmed evidence did not hold: another process may have republished the blob.
+            // Start again from the index's (unconfirmed) record.
+            now_known.evidence = self.evidence_from_index(origin, &digest)?;
+        }
+        // Best effort: a busy, full or read-only index skips it, never fails the hit (R-H5); the
+        // next hit after the grain tries again either way.
+        if now.saturating_sub(now_known.touched_ms) >= ACCESS_GRAIN_MS {
+            self.index.touch_blob(origin, &digest, now);
+            now_known.touched_ms = now;
+        }
+        if known != Some(now_known) {
+            self.remember(origin, digest, now_known);
+        }
+        // A map is only as isolated as the file under it: the tier keeps private copies only
+        // (and a mapped hit costs about what a tier hit does).
+        if !bytes.is_mapped() {
+            self.memory.insert(origin, &bytes, now_known.touched_ms);
+        }
+        Ok(CachedRead::Hit(bytes))
+    }
+
+    /// A cached copy failed verification: forget it and move it aside.
+    fn failed_copy(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        mismatch: Mismatch,
+    ) -> Result<CachedRead, Error> {
+        let digest = file.digest();
+        tracing::warn!(origin = %origin, uri = %file.uri(), mismatch = %mismatch, "a cached copy failed verification");
+        // Row first, then the blob (R-C3); the bytes are kept aside, never served (R-V8). An
+        // index that cannot drop the row (read-only, full) leaves the blob in place: it is
+        // verified on every read, so it is still never served, and the caller still fetches once
+        // from the server (R-V9, R-H5). A quarantine that fails is said, not fatal, for the same
+        // reason.
+        self.forget(origin, Some(&digest));
+        if self.forget_record(origin, &digest)?
+            && let Err(e) = self.store.quarantine(origin, &digest)
+        {
+            tracing::warn!(origin = %origin, digest = %digest, error = %e, "could not quarantine a failed blob");
+        }
+        Ok(CachedRead::Failed(mismatch))
+    }
+
+    /// Drops a blob's record; false when a read-only or full index cannot (R-H5).
+    fn forget_record(
+        &self,
+        origin: &Origin,
+        digest: &crate::digest::Digest,
+    ) -> Result<bool, Error> {
+        self.commit_point("index: forget blob")?;
+        match self.index.remove_blob(origin, digest) {
+            Ok(()) => Ok(true),
+            Err(e) if e.cannot_record() => {
+                tracing::debug!(origin = origin.as_str(), %digest, error = %e, "blob record kept");
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// [`Cache::read_file`] for many files of one origin, verified in parallel on every core:
+    /// what whole-skill operations use. Results are in the order of `files`.
+    ///
+    /// # Errors
+    /// I/O and index errors, per file.
+    pub fn read_files(
+        &self,
+        origin: &Origin,
+        files: &[ManifestFile],
+    ) -> Vec<Result<CachedRead, Error>> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(files.len().max(1));
+        if threads <= 1 {
+            return files.iter().map(|f| self.read_file(origin, f)).collect();
+        }
+        let mut slots: Vec<Option<Result<CachedRead, Error>>> =
+            std::iter::repeat_with(|| None).take(files.len()).collect();
+        let chunk = files.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            for (files, slots) in files.chunks(chunk).zip(slots.chunks_mut(chunk)) {
+                scope.spawn(move || {
+                    for (f, slot) in files.iter().zip(slots) {
+                        *slot = Some(self.read_file(origin, f));
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|s| s.unwrap_or(Ok(CachedRead::Miss)))
+            .collect()
+    }
+
+    /// Removes everything of `origin`: index rows first, then its blob tree (R-C5).
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub fn purge(&self, origin: &Origin) -> Result<(), Error> {
+        let _lock = self.store.lock(LockMode::Exclusive, "purge")?;
+        self.forget(origin, None);
+        let rows = self.with_room("purge", || {
+            self.commit_point("index: purge")?;
+            Ok(self.index.purge(origin)?)
+        });
+        if let Err(first) = rows {
+            if !first.is_disk_full() {
+                return Err(first);
+            }
+            // Even the reserve was not room enough: free the origin's blobs first, then try the
+            // rows again (a row whose blob is gone only reads as a miss).
+            tracing::warn!(origin = %origin, error = %first, "purge: the disk is full; removing the blobs before the rows");
+            self.store.remove_origin(origin)?;
+            self.commit_point("index: purge")?;
+            self.index.purge(origin)?;
+        } else {
+            self.store.remove_origin(origin)?;
+        }
+        self.store.keep_reserve();
+        Ok(())
+    }
+
+    /// Runs an index write; if the disk is full, gives back the store's reserve and runs it once
+    /// more (R-H5: gc and purge free space, so they must be able to commit on a full disk).
+    pub(crate) fn with_room<T>(
+        &self,
+        what: &'static str,
+        mut write: impl FnMut() -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        match write() {
+            Err(e) if e.is_disk_full() && self.store.release_reserve() => {
+                tracing::warn!(error = %e, "the disk is full: the cache's reserve was given back so that {what} can commit");
+                write()
+            }
+            other => other,
+        }
+    }
+
+    /// Announces an index commit to the write seam: a crash point like any filesystem write.
+    pub(crate) fn commit_point(&self, what: &'static str) -> Result<(), Error> {
+        self.store
+            .disk()
+            .commit_point(what)
+            .map_err(|source| Error::Store(crate::error::StoreError::Io {
+                op: what,
+                path: self.store.layout().index_db(),
+                source,
+            }))
+    }
+}
