@@ -33,7 +33,7 @@ COUNTED = {
 }
 # What only `internals` makes reachable: a host-API test that names one of these is not one.
 INTERNAL_PATHS = re.compile(
-    r"skillcache::(cache|core|store|index|digest|origin|server|frontmatter)\b|\.core\(\)"
+    r"skillcache::(cache|core|host|store|index|digest|origin|server|frontmatter)\b|\.core\(\)"
 )
 
 here = os.path.dirname(os.path.abspath(__file__))

@@ -10,10 +10,10 @@
 
 use std::fmt;
 
-pub use crate::cache::error::VerifyError;
 pub use crate::config_error::{ConfigError, FileProblem};
 pub use crate::entry::error::{EntryError, Limit};
 pub use crate::frontmatter::FrontmatterProblem;
+pub use crate::host::error::VerifyError;
 pub use crate::index::error::{IndexError, KeyProblem};
 pub use crate::mismatch::Mismatch;
 pub use crate::origin::Origin;

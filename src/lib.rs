@@ -53,11 +53,11 @@ macro_rules! internal_mod {
     )*};
 }
 
+mod host;
 mod isolation;
 mod verify;
 
 internal_mod! {
-    cache;
     core;
     digest;
     frontmatter;
@@ -69,17 +69,17 @@ internal_mod! {
     uri;
 }
 
-#[cfg(feature = "l2")]
-pub use cache::L2;
-pub use cache::{
-    ApprovalPolicy, CachedEntry, Counter, DynamicPolicy, EntryInfo, GcReport, Inventory,
-    LoadedSkill, Provenance, SkillCache, SkillCacheBuilder, SkillFile, Stats, Verification,
-    VerifyReport,
-};
 pub use config::{McpConfig, ServerConfig};
 pub use digest::Digest;
 pub use entry::{Binding, Limits, SkillEntry};
 pub use error::{Error, Result};
+#[cfg(feature = "l2")]
+pub use host::L2;
+pub use host::{
+    ApprovalPolicy, CachedEntry, Counter, DynamicPolicy, EntryInfo, GcReport, Inventory,
+    LoadedSkill, Provenance, SkillCache, SkillCacheBuilder, SkillFile, Stats, Verification,
+    VerifyReport,
+};
 pub use isolation::Isolation;
 pub use lockfile::{LockFile, LockedSkill};
 pub use origin::Origin;

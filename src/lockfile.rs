@@ -7,7 +7,7 @@
 //! ([`Declined::NotLocked`]) or whose file set differs ([`Declined::Drift`], naming every file
 //! added, removed or changed). It is TOML, written in a stable order, so it diffs well in review.
 //!
-//! [`SkillCacheBuilder::locked`]: crate::cache::SkillCacheBuilder::locked
+//! [`SkillCacheBuilder::locked`]: crate::host::SkillCacheBuilder::locked
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

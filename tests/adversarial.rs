@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use common::double::Double;
 use serde_json::json;
-use skillcache::cache::{ApprovalPolicy, SkillCache};
 use skillcache::core::Cache;
 use skillcache::entry::{CacheHints, Scope};
 use skillcache::source::{Change, OnChange, SkillSource, SourceFuture};
+use skillcache::{ApprovalPolicy, SkillCache};
 use skillcache::{Error, Origin, SkillUri};
 
 fn origin(s: &str) -> Origin {

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::double::Double;
-use skillcache::cache::{ApprovalPolicy, SkillCache};
 use skillcache::core::{Cache, CachedRead};
 use skillcache::entry::{CacheHints, Scope};
 use skillcache::error::Mismatch;
 use skillcache::store::{Isolation, LockMode};
+use skillcache::{ApprovalPolicy, SkillCache};
 use skillcache::{Error, Origin, SkillEntry};
 
 fn origin(s: &str) -> Origin {
@@ -712,7 +712,7 @@ async fn h5_a_pre_populated_cache_on_a_read_only_mount_serves_warm_loads() {
     assert!(files.iter().all(|f| matches!(
         f.verification(),
         skillcache::Verification::Verified(_)
-    ) && f.provenance() == skillcache::cache::Provenance::Cache));
+    ) && f.provenance() == skillcache::Provenance::Cache));
     assert_eq!(
         double.requests(),
         before,

@@ -26,7 +26,7 @@ use object_store::{
     ObjectStoreExt as _, PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 use serde_json::json;
-use skillcache::cache::Provenance;
+use skillcache::Provenance;
 use skillcache::{ApprovalPolicy, Counter, Digest, Error, L2, Origin, SkillCache, SkillEntry};
 
 // ---- fixtures -------------------------------------------------------------------------------

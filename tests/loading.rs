@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use common::double::{Double, ReadLie};
 use serde_json::json;
-use skillcache::cache::{ApprovalPolicy, DynamicPolicy, Provenance, SkillCache};
 use skillcache::entry::Limits;
 use skillcache::error::{Declined, Mismatch};
 use skillcache::store::Isolation;
+use skillcache::{ApprovalPolicy, DynamicPolicy, Provenance, SkillCache};
 use skillcache::{Digest, Error, Origin, SkillEntry, SkillUri};
 
 struct Fixture {

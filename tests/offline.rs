@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::double::Double;
-use skillcache::cache::Provenance;
+use skillcache::Provenance;
 use skillcache::error::OfflineMiss;
 use skillcache::source::{SkillSource, SourceFuture};
 use skillcache::{ApprovalPolicy, Error, Origin, SkillCache, SkillEntry};
@@ -60,7 +60,7 @@ impl Fixture {
         }
     }
 
-    fn builder(&self, root: &Path) -> skillcache::cache::SkillCacheBuilder {
+    fn builder(&self, root: &Path) -> skillcache::SkillCacheBuilder {
         SkillCache::builder()
             .root(root)
             .key_file(self.dir.path().join("host.key"))

@@ -13,11 +13,11 @@ use std::sync::atomic::Ordering;
 
 use common::double::Double;
 use serde_json::json;
-use skillcache::cache::{ApprovalPolicy, Provenance, SkillCache};
 use skillcache::core::Cache;
 use skillcache::entry::{CacheHints, Scope, Validation};
 use skillcache::error::KeyProblem;
 use skillcache::index::{Index, KEY_LEN, SealKey};
+use skillcache::{ApprovalPolicy, Provenance, SkillCache};
 use skillcache::{Digest, Error, Origin, SkillEntry};
 
 /// A root and a key file beside it (never inside it), a counting double publishing `pdf`.

@@ -532,9 +532,9 @@ mod library {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::time::Duration;
 
-    use skillcache::cache::{ApprovalPolicy, SkillCache};
     use skillcache::server::SkillServer;
     use skillcache::source::{McpSource, SkillSource, SourceFuture};
+    use skillcache::{ApprovalPolicy, SkillCache};
     use skillcache::{Error, Origin, SkillUri};
 
     use super::{Env, NOTES, hostile};
@@ -552,7 +552,7 @@ mod library {
         cache: &SkillCache,
         origin: &Origin,
         uri: &SkillUri,
-    ) -> skillcache::cache::EntryInfo {
+    ) -> skillcache::EntryInfo {
         for _ in 0..1000 {
             let info = cache.entry(origin, uri).await.expect("entry");
             if !info.from_cache {

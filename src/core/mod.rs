@@ -60,7 +60,7 @@ type KnownBlobs = std::sync::Mutex<
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
-/// use skillcache::cache::Cache;
+/// use skillcache::Cache;
 /// use skillcache::store::Isolation;
 /// let cache = Cache::builder().root(dir.path().join("cache")).isolation(Isolation::Guaranteed).open().unwrap();
 /// assert!(cache.root().ends_with("cache"));
@@ -130,7 +130,7 @@ impl CacheBuilder {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use skillcache::cache::Cache;
+    /// use skillcache::Cache;
     /// let cache = Cache::builder().root(dir.path().join("cache")).memory_tier(0).open().unwrap();
     /// assert_eq!(cache.memory_resident(), 0);
     /// ```

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use super::fetch::blocking;
 use super::loading::SkillCache;
-use crate::core::{GcReport, VerifyReport};
 use crate::core::now_ms;
+use crate::core::{GcReport, VerifyReport};
 use crate::entry::Scope;
 use crate::error::Error;
 use crate::index::EntrySummary;

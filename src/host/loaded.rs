@@ -9,12 +9,12 @@ use serde_json::Value;
 use super::fetch::{Admit, Inner};
 use super::stats::Counter;
 use crate::digest::Digest;
-use crate::verify::VerifiedBytes;
 use crate::entry::{ManifestFile, SkillEntry, select_content};
 use crate::error::{Error, Limit, Mismatch};
 use crate::origin::Origin;
 use crate::source::SkillSource;
 use crate::uri::FileUri;
+use crate::verify::VerifiedBytes;
 
 /// How many files of one skill [`LoadedSkill::read_all`] asks its server for at once: enough to
 /// hide a round trip, few enough not to flood a server (R-B1 bounds each request, not their
@@ -145,7 +145,9 @@ impl LoadedSkill {
             // A miss is looked up (and counted, R-P4) again under the fetch gates, so only hits
             // and quarantines are counted here.
             out.push(match read? {
-                crate::core::CachedRead::Hit(v) => Some(self.inner.serve_hit(&self.origin, file, v)),
+                crate::core::CachedRead::Hit(v) => {
+                    Some(self.inner.serve_hit(&self.origin, file, v))
+                }
                 crate::core::CachedRead::Miss => {
                     wanted.push((i, false));
                     None
@@ -230,7 +232,8 @@ impl LoadedSkill {
         let fetched = match self.fetch_concurrently(files, &fetch).await {
             Ok(v) => v,
             Err(e) => {
-                if let Error::Source(crate::error::SourceError::Timeout { method, after, .. }) = &e {
+                if let Error::Source(crate::error::SourceError::Timeout { method, after, .. }) = &e
+                {
                     // Every gate of the batch answers the same to the tasks waiting on it.
                     for t in turns.iter_mut() {
                         **t = Some((method.clone(), *after));
@@ -251,8 +254,7 @@ impl LoadedSkill {
                 self.inner.counters.bump(Counter::StoreFailures);
             }
             self.inner.counters.served(verified.as_slice().len());
-            let mut f =
-                SkillFile::listed(&self.origin, &file, verified, provenance, retried);
+            let mut f = SkillFile::listed(&self.origin, &file, verified, provenance, retried);
             f.stored = stored;
             out[i] = Some(f);
         }
@@ -393,12 +395,14 @@ impl LoadedSkill {
     /// against the total-size limit (R-V7).
     async fn read_dynamic(&self, uri: &FileUri) -> Result<SkillFile, Error> {
         let max = self.inner.validation.current_limits().max_total_bytes();
-        let over = |declared| Error::Entry(crate::error::EntryError::LimitExceeded {
-            skill: self.entry.uri().clone(),
-            limit: Limit::TotalBytes,
-            declared,
-            max,
-        });
+        let over = |declared| {
+            Error::Entry(crate::error::EntryError::LimitExceeded {
+                skill: self.entry.uri().clone(),
+                limit: Limit::TotalBytes,
+                declared,
+                max,
+            })
+        };
         if self.received.load(Ordering::Relaxed) >= max {
             return Err(over(self.received.load(Ordering::Relaxed)));
         }

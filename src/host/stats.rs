@@ -135,7 +135,8 @@ impl Index<Counter> for Stats {
 /// Every counter with its value, in the order of [`Counter`]'s variants.
 impl IntoIterator for Stats {
     type Item = (Counter, u64);
-    type IntoIter = std::iter::Zip<std::array::IntoIter<Counter, COUNT>, std::array::IntoIter<u64, COUNT>>;
+    type IntoIter =
+        std::iter::Zip<std::array::IntoIter<Counter, COUNT>, std::array::IntoIter<u64, COUNT>>;
     fn into_iter(self) -> Self::IntoIter {
         Counter::ALL.into_iter().zip(self.0)
     }

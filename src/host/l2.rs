@@ -63,9 +63,9 @@ pub(crate) fn open(_: Setting) -> Option<std::sync::Arc<Tier>> {
 use super::fetch::{Admit, Inner};
 #[cfg_attr(not(feature = "l2"), allow(unused_imports))]
 use super::stats::Counter;
-use crate::verify::VerifiedBytes;
 use crate::entry::{ManifestFile, SkillEntry};
 use crate::origin::Origin;
+use crate::verify::VerifiedBytes;
 
 impl Inner {
     /// The shared tier for `entry` as `principal` holds it, or `None`: the one place that decides
@@ -181,7 +181,9 @@ impl Inner {
                     self.counters.bump(Counter::L2Hits);
                     Some(v)
                 }
-                Err(crate::error::Error::Verify(crate::error::VerifyError { mismatch, .. })) => {
+                Err(crate::error::Error::Verify(crate::error::VerifyError {
+                    mismatch, ..
+                })) => {
                     self.l2_reject(shared, origin, file, &mismatch);
                     None
                 }
@@ -261,18 +263,18 @@ mod enabled {
         GetOptions, ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload,
     };
 
-    use crate::verify::VerifiedBytes;
     use crate::entry::{ManifestFile, Scope, SkillEntry};
     use crate::error::{Error, Mismatch};
     use crate::index::StoredEntry;
     use crate::origin::Origin;
+    use crate::verify::VerifiedBytes;
 
     /// How long a tier that missed a deadline or failed is left alone before it is tried again.
     pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(30);
 
     /// A shared tier for a fleet of hosts: an object store and a key prefix (feature `l2`).
     ///
-    /// Give it to [`SkillCacheBuilder::l2`](crate::cache::SkillCacheBuilder::l2). Only files of
+    /// Give it to [`SkillCacheBuilder::l2`](crate::host::SkillCacheBuilder::l2). Only files of
     /// entries the server marked `cacheScope: public` are read from it or written to it; every
     /// byte read from it is verified against the entry this host holds before it is used; and a
     /// tier that does not answer within [`L2::timeout`] is skipped, never waited for.

@@ -15,7 +15,6 @@ use super::policy::{ApprovalPolicy, Deadlines, DynamicPolicy};
 use super::stats::{Counter, Counters};
 use crate::core::{Cache, CachedRead};
 use crate::digest::Digest;
-use crate::verify::VerifiedBytes;
 use crate::entry::{
     Binding, EntryDiff, ManifestFile, SkillEntry, Validation, check_result_type, select_content,
 };
@@ -24,6 +23,7 @@ use crate::frontmatter;
 use crate::lockfile::LockFile;
 use crate::origin::Origin;
 use crate::source::{Change, SkillSource, SourceFuture};
+use crate::verify::VerifiedBytes;
 
 /// Locks one of [`Inner`]'s maps, taking over a poisoned one: each is changed by single
 /// inserts and removals, so a panic elsewhere never leaves one half-updated, and a load must not
@@ -147,11 +147,13 @@ pub(super) fn check_frontmatter(
     entry: &SkillEntry,
     bytes: &[u8],
 ) -> Result<(), Error> {
-    let fail = |mismatch| Error::Verify(crate::error::VerifyError {
-        origin: origin.clone(),
-        uri: entry.uri().file().clone(),
-        mismatch,
-    });
+    let fail = |mismatch| {
+        Error::Verify(crate::error::VerifyError {
+            origin: origin.clone(),
+            uri: entry.uri().file().clone(),
+            mismatch,
+        })
+    };
     match frontmatter::parse(bytes) {
         Err(problem) => Err(fail(Mismatch::FrontmatterUnreadable { problem })),
         Ok(fm) => {
@@ -259,7 +261,11 @@ impl Inner {
         }
     }
 
-    pub(super) fn revocation_key(origin: &Origin, entry: &SkillEntry, principal: &str) -> RevocationKey {
+    pub(super) fn revocation_key(
+        origin: &Origin,
+        entry: &SkillEntry,
+        principal: &str,
+    ) -> RevocationKey {
         (
             origin.clone(),
             entry.uri().canonical().to_owned(),
@@ -290,8 +296,7 @@ impl Inner {
     }
 
     pub(super) fn forget_revocation(&self, origin: &Origin, entry: &SkillEntry, principal: &str) {
-        lock(&self.revocations)
-            .remove(&Self::revocation_key(origin, entry, principal));
+        lock(&self.revocations).remove(&Self::revocation_key(origin, entry, principal));
     }
 
     /// What changed, if `principal`'s approval of this skill was revoked by the very file set
@@ -393,7 +398,12 @@ impl Inner {
         }
     }
 
-    pub(super) fn is_marked_stale(&self, origin: &Origin, entry: &SkillEntry, fetched_at_ms: u64) -> bool {
+    pub(super) fn is_marked_stale(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+        fetched_at_ms: u64,
+    ) -> bool {
         lock(&self.stale)
             .get(origin)
             .is_some_and(|m| m.concerns(entry, fetched_at_ms))
@@ -438,7 +448,12 @@ impl Inner {
                 let result = self
                     .fetch_listed_locked(origin, source, file, admit, shared)
                     .await;
-                if let Err(Error::Source(crate::error::SourceError::Timeout { method, after, .. })) = &result {
+                if let Err(Error::Source(crate::error::SourceError::Timeout {
+                    method,
+                    after,
+                    ..
+                })) = &result
+                {
                     *turn = Some((method.clone(), *after));
                 }
                 result
@@ -546,5 +561,4 @@ impl Inner {
         }
         Ok(verified)
     }
-
 }

@@ -1,8 +1,8 @@
 //! `SkillCache`: the loading path (R-V1…R-V9, R-O6, R-C4, R-C6, R-C7), async over the sync core.
 
+use super::fetch::{Inner, blocking, check_frontmatter, put_or_serve};
 use super::policy::Deadlines;
 pub use super::policy::{ApprovalPolicy, DynamicPolicy};
-use super::fetch::{Inner, blocking, check_frontmatter, put_or_serve};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -15,8 +15,7 @@ use super::offline::{self, Offline, OfflineSource};
 use super::stats::{Counters, Stats};
 use crate::core::{Cache, CacheBuilder};
 use crate::entry::{
-    EntryDiff, Listing, SkillEntry, Validation,
-    parse_get_result, parse_list_result,
+    EntryDiff, Listing, SkillEntry, Validation, parse_get_result, parse_list_result,
 };
 use crate::error::{Declined, Error, Limit, Mismatch};
 use crate::lockfile::LockFile;
@@ -351,9 +350,11 @@ impl SkillCache {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(origin)
             .cloned()
-            .ok_or_else(|| Error::Source(crate::error::SourceError::NotConnected {
-                origin: origin.clone(),
-            }))
+            .ok_or_else(|| {
+                Error::Source(crate::error::SourceError::NotConnected {
+                    origin: origin.clone(),
+                })
+            })
     }
 
     /// The entry for `uri`: from the index while fresh (no request), else from `skills/get`,
@@ -570,11 +571,13 @@ impl SkillCache {
             .iter()
             .find(|f| f.uri() == own)
             .cloned()
-            .ok_or_else(|| Error::Verify(crate::error::VerifyError {
-                origin: origin.clone(),
-                uri: own.clone(),
-                mismatch: Mismatch::Unlisted,
-            }))?;
+            .ok_or_else(|| {
+                Error::Verify(crate::error::VerifyError {
+                    origin: origin.clone(),
+                    uri: own.clone(),
+                    mismatch: Mismatch::Unlisted,
+                })
+            })?;
         // A fetched SKILL.md was checked before the batch was stored; a hit is checked here.
         check_frontmatter(origin, entry, skill_md.bytes())?;
         Ok((loaded.with_skill_md(skill_md), files))
@@ -583,12 +586,14 @@ impl SkillCache {
     /// The checks `load` makes before any request (R-W7, R-V7, R-P1), and the window.
     async fn admit_load(&self, origin: &Origin, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
         let limits = self.inner.validation.current_limits();
-        let declined = |limit, declared, max| Error::Entry(crate::error::EntryError::LimitExceeded {
-            skill: entry.uri().clone(),
-            limit,
-            declared,
-            max,
-        });
+        let declined = |limit, declared, max| {
+            Error::Entry(crate::error::EntryError::LimitExceeded {
+                skill: entry.uri().clone(),
+                limit,
+                declared,
+                max,
+            })
+        };
         if let Some(m) = entry.manifest() {
             let files = m.files().len() as u64;
             if files > limits.max_files() {

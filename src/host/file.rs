@@ -2,10 +2,10 @@
 //! checked against, and where they came from.
 
 use crate::digest::Digest;
-use crate::verify::VerifiedBytes;
 use crate::entry::ManifestFile;
 use crate::origin::Origin;
 use crate::uri::FileUri;
+use crate::verify::VerifiedBytes;
 
 /// Where a file's bytes came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,4 +137,3 @@ impl SkillFile {
         self.stored
     }
 }
-

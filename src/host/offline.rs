@@ -8,9 +8,9 @@
 
 use std::sync::Arc;
 
-use crate::core::Cache;
 use super::fetch::blocking;
 use super::loading::EntryInfo;
+use crate::core::Cache;
 use crate::error::{Error, OfflineMiss};
 use crate::origin::Origin;
 use crate::source::{SkillSource, SourceFuture};
@@ -100,7 +100,11 @@ pub(super) async fn entry(
     };
     if !stored.fresh && !offline.allow_stale {
         let age_ms = crate::core::now_ms().saturating_sub(stored.fetched_at_ms);
-        return Err(miss(origin, Some(uri.file()), OfflineMiss::Stale { age_ms }));
+        return Err(miss(
+            origin,
+            Some(uri.file()),
+            OfflineMiss::Stale { age_ms },
+        ));
     }
     Ok(EntryInfo {
         entry: stored.entry,
