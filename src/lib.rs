@@ -55,6 +55,7 @@ macro_rules! internal_mod {
 
 mod host;
 mod isolation;
+mod tier;
 mod verify;
 
 internal_mod! {

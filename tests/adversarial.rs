@@ -509,9 +509,11 @@ async fn h11_a_held_lock_costs_a_load_one_bounded_wait_not_one_per_file() {
 /// every other request with a result padded by `[0,0,0,…]` up to just under the 32 MiB bound.
 const PADDING_SERVER: &str = r#"
 import json, sys
-# Built without a list of 15 M strings: GNU time's peak counts a reaped child too, and the
-# server's own memory must stay far below the bound this test checks on the CLI.
-pad = "[" + "0," * (15 * 1024 * 1024 - 1) + "0]"
+# Written in 1 MiB pieces, never held whole: GNU time's peak counts a reaped child too, so the
+# server's own memory must stay far below the bound this test checks on the CLI (a 30 MiB
+# string, then the reply around it, then its encoding, would be 90+ MiB of the server's own).
+piece = b"0," * (512 * 1024)
+out = sys.stdout.buffer
 for line in sys.stdin:
     msg = json.loads(line)
     if "id" not in msg:
@@ -520,11 +522,16 @@ for line in sys.stdin:
         result = {"protocolVersion": msg["params"]["protocolVersion"],
                   "capabilities": {"resources": {}, "extensions": {"io.modelcontextprotocol/skills": {}}},
                   "serverInfo": {"name": "padding", "version": "1"}}
-        out = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+        out.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode() + b"\n")
     else:
-        out = '{"jsonrpc":"2.0","id":' + json.dumps(msg["id"]) + ',"result":{"pad":' + pad + '}}'
-    sys.stdout.write(out + "\n")
-    sys.stdout.flush()
+        try:
+            out.write(b'{"jsonrpc":"2.0","id":' + json.dumps(msg["id"]).encode() + b',"result":{"pad":[')
+            for _ in range(30):
+                out.write(piece)
+            out.write(b'0]}}\n')
+        except BrokenPipeError:
+            break
+    out.flush()
 "#;
 
 /// The bound caps the *bytes* of a message (32 MiB + 64 KiB), but the whole message is then

@@ -14,6 +14,8 @@ use skillcache::store::Isolation;
 use skillcache::{Error, Origin};
 
 const CHILD_ENV: &str = "SKILLCACHE_CRASH_CHILD_ROOT";
+/// What the child prints once its cache is open.
+const READY: &str = "crash child: publishing";
 
 /// xorshift: deterministic noise without a dependency.
 fn next(state: &mut u64) -> u64 {
@@ -35,6 +37,10 @@ fn crash_child_publisher() {
         .expect("child opens the cache");
     let o = Origin::new("crash").expect("label");
     let mut seed = u64::from(std::process::id()) | 1;
+    // The parent's clock starts here, not at process start: on a loaded machine start-up alone
+    // can outlast the kill delay, and the kills must land in real work.
+    println!("{READY}");
+    std::io::Write::flush(&mut std::io::stdout()).expect("flush");
     for i in 0u64.. {
         // Files from a few bytes to 256 KiB, so kills land inside writes, fsyncs and links.
         let len = usize::try_from(next(&mut seed) % (256 * 1024)).unwrap_or(1);
@@ -105,10 +111,15 @@ fn crash_loop(kills: usize) {
                 "--test-threads=1",
             ])
             .env(CHILD_ENV, &root)
-            .stdout(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("spawn child");
+        let out = child.stdout.take().expect("piped");
+        let ready = std::io::BufRead::lines(std::io::BufReader::new(out))
+            .map_while(Result::ok)
+            .any(|l| l.contains(READY));
+        assert!(ready, "the child publisher started");
         std::thread::sleep(Duration::from_millis(2 + next(&mut seed) % 40));
         child.kill().expect("SIGKILL");
         child.wait().expect("reap");

@@ -60,7 +60,7 @@ type KnownBlobs = std::sync::Mutex<
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
-/// use skillcache::Cache;
+/// use skillcache::core::Cache;
 /// use skillcache::store::Isolation;
 /// let cache = Cache::builder().root(dir.path().join("cache")).isolation(Isolation::Guaranteed).open().unwrap();
 /// assert!(cache.root().ends_with("cache"));
@@ -130,7 +130,7 @@ impl CacheBuilder {
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
-    /// use skillcache::Cache;
+    /// use skillcache::core::Cache;
     /// let cache = Cache::builder().root(dir.path().join("cache")).memory_tier(0).open().unwrap();
     /// assert_eq!(cache.memory_resident(), 0);
     /// ```
@@ -581,6 +581,23 @@ impl Cache {
             ctime_ns: r.ctime_ns,
             confirmed: false,
         }))
+    }
+
+    /// The memory tier alone: bytes this process verified against `file`'s digest and size,
+    /// with no I/O — what a hit costs before any blocking hop (R-T1). The second value says the
+    /// blob's access time is due to be written ([`Cache::touch`]), which the caller does off
+    /// its fast path. Right for any entry that lists them, under both isolation modes: process
+    /// memory is write-isolated, and every path that forgets a blob drops it from the tier.
+    #[must_use]
+    pub fn memory_hit(&self, origin: &Origin, file: &ManifestFile) -> Option<(VerifiedBytes, bool)> {
+        self.memory
+            .get(origin, &file.digest(), file.size(), now_ms(), ACCESS_GRAIN_MS)
+            .map(|hit| (hit.bytes, hit.touch_due))
+    }
+
+    /// Writes a blob's access time (best effort, for least-recently-used gc; never waits).
+    pub fn touch(&self, origin: &Origin, digest: &crate::digest::Digest) {
+        self.index.touch_blob(origin, digest, now_ms());
     }
 
     /// Reads a listed file from the cache, verified against the listing (R-C2, R-V2). A copy

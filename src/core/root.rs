@@ -108,21 +108,7 @@ fn normalise(path: &Path) -> PathBuf {
 /// (nothing but the names skillcache makes). A folder we did not create is never chmodded.
 pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Result<Dir, Error> {
     let resolved = resolve(root);
-    for d in discovery {
-        let dr = resolve(d);
-        let why = if resolved.starts_with(&dr) {
-            "it lies inside the skill discovery path"
-        } else if dr.starts_with(&resolved) {
-            "it contains the skill discovery path"
-        } else {
-            continue;
-        };
-        return Err(Error::Store(crate::error::StoreError::RootRefused {
-            root: root.to_owned(),
-            why,
-            path: d.clone(),
-        }));
-    }
+    outside_discovery(root, &resolved, discovery)?;
     let refuse = |why| Error::Store(crate::error::StoreError::RootRefused {
         root: root.to_owned(),
         why,
@@ -186,6 +172,26 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
         }
     }
     Ok(dir)
+}
+
+/// R-C1: the root lies neither inside nor around a discovery path (both resolved).
+fn outside_discovery(root: &Path, resolved: &Path, discovery: &[PathBuf]) -> Result<(), Error> {
+    for d in discovery {
+        let dr = resolve(d);
+        let why = if resolved.starts_with(&dr) {
+            "it lies inside the skill discovery path"
+        } else if dr.starts_with(resolved) {
+            "it contains the skill discovery path"
+        } else {
+            continue;
+        };
+        return Err(Error::Store(crate::error::StoreError::RootRefused {
+            root: root.to_owned(),
+            why,
+            path: d.clone(),
+        }));
+    }
+    Ok(())
 }
 
 /// What an existing folder is to us.

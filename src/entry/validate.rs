@@ -249,69 +249,9 @@ fn manifest(
     let mut seen = HashSet::with_capacity(items.len());
     let mut total: u64 = 0;
     for (i, item) in items.iter().enumerate() {
-        let field = |k: &str| format!("resources[{i}].{k}");
-        let obj = item.as_object().ok_or_else(|| {
-            ctx.err(
-                format!("resources[{i}]"),
-                Rule::WrongType {
-                    expected: "an object",
-                },
-            )
-        })?;
-        let uri_text = match obj.get("uri") {
-            None => return Err(ctx.err(field("uri"), Rule::Missing)),
-            Some(Value::String(s)) => s,
-            Some(_) => {
-                return Err(ctx.err(
-                    field("uri"),
-                    Rule::WrongType {
-                        expected: "a string",
-                    },
-                ));
-            }
-        };
-        let uri = FileUri::parse(uri_text).map_err(|e| ctx.err(field("uri"), e.rule))?;
-        if &uri != skill.file() && !skill.contains(&uri) {
-            return Err(ctx.err(
-                field("uri"),
-                Rule::OutsideRoot {
-                    root: skill.root().to_owned(),
-                },
-            ));
-        }
-        if !seen.insert(uri.canonical().to_owned()) {
-            return Err(ctx.err(
-                field("uri"),
-                Rule::DuplicateUri {
-                    uri: uri_text.clone(),
-                },
-            ));
-        }
-        let digest: Digest = match obj.get("digest") {
-            None => return Err(ctx.err(field("digest"), Rule::Missing)),
-            Some(Value::String(s)) => s.parse().map_err(|e| match e {
-                EntryError::Digest { rule, .. } => ctx.err(field("digest"), rule),
-                other => other,
-            })?,
-            Some(_) => {
-                return Err(ctx.err(
-                    field("digest"),
-                    Rule::WrongType {
-                        expected: "a string",
-                    },
-                ));
-            }
-        };
-        let size = match obj.get("size") {
-            None => return Err(ctx.err(field("size"), Rule::Missing)),
-            // `as_u64` is `None` for negatives and for any number written with a fraction or an
-            // exponent, so `1.5`, `-1` and `1e3` are all refused here (R-W2).
-            Some(Value::Number(n)) => n.as_u64().filter(|&s| s <= MAX_SIZE),
-            Some(_) => None,
-        }
-        .ok_or_else(|| ctx.err(field("size"), Rule::SizeRange))?;
-        total = total.saturating_add(size);
-        files.push(ManifestFile { uri, digest, size });
+        let file = manifest_file(ctx, skill, i, item, &mut seen)?;
+        total = total.saturating_add(file.size);
+        files.push(file);
     }
     if !seen.contains(skill.canonical()) {
         return Err(ctx.err("resources", Rule::MissingSkillMd));
@@ -326,4 +266,65 @@ fn manifest(
         total_bytes: total,
         binding,
     })
+}
+
+/// `resources[i]`: an object with a URI inside the skill (or its `SKILL.md`), listed once, a
+/// digest and a size (R-W1…R-W4). `seen` holds the canonical URIs listed before it.
+fn manifest_file(
+    ctx: &Ctx<'_>,
+    skill: &SkillUri,
+    i: usize,
+    item: &Value,
+    seen: &mut HashSet<String>,
+) -> Result<ManifestFile, EntryError> {
+    let field = |k: &str| format!("resources[{i}].{k}");
+    let string = |k: &str| match item.get(k) {
+        None => Err(ctx.err(field(k), Rule::Missing)),
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(ctx.err(
+            field(k),
+            Rule::WrongType {
+                expected: "a string",
+            },
+        )),
+    };
+    if !item.is_object() {
+        return Err(ctx.err(
+            format!("resources[{i}]"),
+            Rule::WrongType {
+                expected: "an object",
+            },
+        ));
+    }
+    let uri_text = string("uri")?;
+    let uri = FileUri::parse(uri_text).map_err(|e| ctx.err(field("uri"), e.rule))?;
+    if &uri != skill.file() && !skill.contains(&uri) {
+        return Err(ctx.err(
+            field("uri"),
+            Rule::OutsideRoot {
+                root: skill.root().to_owned(),
+            },
+        ));
+    }
+    if !seen.insert(uri.canonical().to_owned()) {
+        return Err(ctx.err(
+            field("uri"),
+            Rule::DuplicateUri {
+                uri: uri_text.clone(),
+            },
+        ));
+    }
+    let digest: Digest = string("digest")?.parse().map_err(|e| match e {
+        EntryError::Digest { rule, .. } => ctx.err(field("digest"), rule),
+        other => other,
+    })?;
+    let size = match item.get("size") {
+        None => return Err(ctx.err(field("size"), Rule::Missing)),
+        // `as_u64` is `None` for negatives and for any number written with a fraction or an
+        // exponent, so `1.5`, `-1` and `1e3` are all refused here (R-W2).
+        Some(Value::Number(n)) => n.as_u64().filter(|&s| s <= MAX_SIZE),
+        Some(_) => None,
+    }
+    .ok_or_else(|| ctx.err(field("size"), Rule::SizeRange))?;
+    Ok(ManifestFile { uri, digest, size })
 }

@@ -5,8 +5,7 @@
 
 use std::path::Path;
 
-use super::fetch::blocking;
-use super::loading::SkillCache;
+use super::cache::SkillCache;
 use crate::core::now_ms;
 use crate::core::{GcReport, VerifyReport};
 use crate::entry::Scope;
@@ -81,7 +80,10 @@ impl SkillCache {
     /// Index errors.
     pub async fn cached_entries(&self, origin: Option<&Origin>) -> Result<Vec<CachedEntry>, Error> {
         let origin = origin.cloned();
-        let rows = blocking(self.core_arc(), move |core| core.entries(origin.as_ref())).await?;
+        let rows = self
+            .state()
+            .blocking(move |core| core.entries(origin.as_ref()))
+            .await?;
         let now = now_ms();
         Ok(rows
             .into_iter()
@@ -96,12 +98,13 @@ impl SkillCache {
     /// Index errors.
     pub async fn is_fresh(&self, origin: &Origin, uri: &SkillUri) -> Result<bool, Error> {
         let (origin, uri, principal) = (origin.clone(), uri.clone(), self.principal().to_owned());
-        blocking(self.core_arc(), move |core| {
-            Ok(core
-                .entry(&origin, &uri, &principal)?
-                .is_some_and(|s| s.fresh))
-        })
-        .await
+        self.state()
+            .blocking(move |core| {
+                Ok(core
+                    .entry(&origin, &uri, &principal)?
+                    .is_some_and(|s| s.fresh))
+            })
+            .await
     }
 
     /// Checks every cached blob (of one origin, or all) against its digest, whatever the
@@ -116,10 +119,9 @@ impl SkillCache {
         progress: impl FnMut(usize, usize) + Send + 'static,
     ) -> Result<VerifyReport, Error> {
         let origin = origin.cloned();
-        blocking(self.core_arc(), move |core| {
-            core.verify(origin.as_ref(), progress)
-        })
-        .await
+        self.state()
+            .blocking(move |core| core.verify(origin.as_ref(), progress))
+            .await
     }
 
     /// Removes blobs no entry refers to and temporaries left by crashes; with `max_bytes`,
@@ -128,7 +130,7 @@ impl SkillCache {
     /// # Errors
     /// Index and I/O errors, the cache lock ([`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout)).
     pub async fn gc(&self, max_bytes: Option<u64>) -> Result<GcReport, Error> {
-        blocking(self.core_arc(), move |core| core.gc(max_bytes)).await
+        self.state().blocking(move |core| core.gc(max_bytes)).await
     }
 
     /// Removes everything of `origin`: entries, approvals, blobs, quarantine (R-C5).
@@ -137,7 +139,7 @@ impl SkillCache {
     /// Index and I/O errors, the cache lock ([`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout)).
     pub async fn purge(&self, origin: &Origin) -> Result<(), Error> {
         let origin = origin.clone();
-        blocking(self.core_arc(), move |core| core.purge(&origin)).await
+        self.state().blocking(move |core| core.purge(&origin)).await
     }
 
     /// Counts what the cache root holds.
@@ -145,32 +147,33 @@ impl SkillCache {
     /// # Errors
     /// Index errors.
     pub async fn inventory(&self) -> Result<Inventory, Error> {
-        blocking(self.core_arc(), |core| {
-            let entries = core.entries(None)?;
-            let blobs = core.index().blobs()?;
-            Ok(Inventory {
-                origins: core.index().origins()?.len(),
-                entries: entries.len(),
-                blobs: blobs.len(),
-                blob_bytes: blobs.iter().map(|(_, _, r)| r.size).sum(),
-                quarantined: core.store().quarantined(),
-                schema_version: core.index().schema_version()?,
-                index_read_only: core.index().is_read_only(),
+        self.state()
+            .blocking(|core| {
+                let entries = core.entries(None)?;
+                let blobs = core.index().blobs()?;
+                Ok(Inventory {
+                    origins: core.index().origins()?.len(),
+                    entries: entries.len(),
+                    blobs: blobs.len(),
+                    blob_bytes: blobs.iter().map(|(_, _, r)| r.size).sum(),
+                    quarantined: core.store().quarantined(),
+                    schema_version: core.index().schema_version()?,
+                    index_read_only: core.index().is_read_only(),
+                })
             })
-        })
-        .await
+            .await
     }
 
     /// Where a damaged index was moved when this cache was opened, if it was (R-H6): a fresh
     /// index replaced it, cached files were kept, approvals were lost.
     #[must_use]
     pub fn healed_index(&self) -> Option<&Path> {
-        self.core_ref().healed_index()
+        self.state().core().healed_index()
     }
 
     /// The cache root.
     #[must_use]
     pub fn root(&self) -> &Path {
-        self.core_ref().root()
+        self.state().core().root()
     }
 }

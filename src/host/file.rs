@@ -59,8 +59,8 @@ pub struct SkillFile {
     /// Shared with the memory tier: a hit copies nothing.
     bytes: bytes::Bytes,
     provenance: Provenance,
-    pub(super) retried: bool,
-    pub(super) stored: bool,
+    retried: bool,
+    stored: bool,
 }
 
 impl SkillFile {
@@ -70,6 +70,7 @@ impl SkillFile {
         bytes: VerifiedBytes,
         provenance: Provenance,
         retried: bool,
+        stored: bool,
     ) -> SkillFile {
         SkillFile {
             origin: origin.clone(),
@@ -78,7 +79,7 @@ impl SkillFile {
             bytes: bytes.into_shared(),
             provenance,
             retried,
-            stored: provenance == Provenance::Cache,
+            stored,
         }
     }
 

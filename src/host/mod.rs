@@ -1,22 +1,40 @@
-//! The host layer: the async `SkillCache` over the sync core (`crate::core`).
+//! The host layer: the async `SkillCache` a host calls, over the sync core (`crate::core`).
+//!
+//! - `builder`: the host's choices, each with a documented default; `cache`: the verbs.
+//! - `admit`: every check before any request, in one place; `pipeline`: the one path for 1..N
+//!   listed files (memory tier → store → shared tier → server → verify → publish).
+//! - `window`: `LoadedSkill`, the acting window; `file`: `SkillFile`, what every read returns.
+//! - `state`: what one cache shares; `ask`: one request under the deadlines; `marks`: stale
+//!   marks and remembered revocations; `flight`: one fetch per digest at a time.
+//! - `offline`: offline mode; `admin`: maintenance; `policy`, `stats`, `info`, `error`: leaves.
 
 mod admin;
+mod admit;
+mod ask;
+mod builder;
+mod cache;
 pub(crate) mod error;
-mod fetch;
 mod file;
-mod l2;
-mod loaded;
-mod loading;
+mod flight;
+mod info;
+mod marks;
 mod offline;
+mod pipeline;
 mod policy;
+mod state;
 mod stats;
+mod window;
 
-pub use admin::{CachedEntry, Inventory};
-pub use file::{Provenance, SkillFile, Verification};
 #[cfg(feature = "l2")]
-pub use l2::L2;
-pub use loaded::LoadedSkill;
-pub use loading::{ApprovalPolicy, DynamicPolicy, EntryInfo, SkillCache, SkillCacheBuilder};
+pub use crate::tier::L2;
+pub use admin::{CachedEntry, Inventory};
+pub use builder::SkillCacheBuilder;
+pub use cache::SkillCache;
+pub use file::{Provenance, SkillFile, Verification};
+pub use info::EntryInfo;
+pub use policy::{ApprovalPolicy, DynamicPolicy};
+pub(crate) use stats::Counters;
 pub use stats::{Counter, Stats};
-// Re-exported where hosts found them before the core moved out.
+pub use window::LoadedSkill;
+// Re-exported where hosts find them at the crate root.
 pub use crate::core::{GcReport, VerifyReport};

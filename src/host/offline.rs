@@ -6,24 +6,12 @@
 //! [`Error::Offline`] naming the origin, the URI and what is missing. Nothing here writes, so it
 //! works on a read-only, pre-populated root (a container image, R-H5).
 
-use std::sync::Arc;
-
-use super::fetch::blocking;
-use super::loading::EntryInfo;
-use crate::core::Cache;
+use super::info::EntryInfo;
+use super::state::State;
 use crate::error::{Error, OfflineMiss};
 use crate::origin::Origin;
 use crate::source::{SkillSource, SourceFuture};
 use crate::uri::{FileUri, SkillUri};
-
-/// What the host chose ([`SkillCacheBuilder::offline`](super::SkillCacheBuilder::offline)).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct Offline {
-    /// No source is ever contacted.
-    pub(super) on: bool,
-    /// A stale cached entry is used (and reported stale) instead of refused.
-    pub(super) allow_stale: bool,
-}
 
 fn miss(origin: &Origin, uri: Option<&FileUri>, missing: OfflineMiss) -> Error {
     Error::Offline {
@@ -88,17 +76,16 @@ impl SkillSource for OfflineSource {
 /// The cached entry of (`origin`, `uri`) for `principal`: fresh, or stale when allowed (and then
 /// marked stale); otherwise [`Error::Offline`].
 pub(super) async fn entry(
-    core: &Arc<Cache>,
-    offline: Offline,
+    state: &State,
     origin: &Origin,
     uri: &SkillUri,
     principal: &str,
 ) -> Result<EntryInfo, Error> {
     let (o, u, p) = (origin.clone(), uri.clone(), principal.to_owned());
-    let Some(stored) = blocking(core, move |c| c.entry(&o, &u, &p)).await? else {
+    let Some(stored) = state.blocking(move |c| c.entry(&o, &u, &p)).await? else {
         return Err(miss(origin, Some(uri.file()), OfflineMiss::Entry));
     };
-    if !stored.fresh && !offline.allow_stale {
+    if !stored.fresh && !state.settings().offline.allow_stale {
         let age_ms = crate::core::now_ms().saturating_sub(stored.fetched_at_ms);
         return Err(miss(
             origin,
@@ -106,25 +93,18 @@ pub(super) async fn entry(
             OfflineMiss::Stale { age_ms },
         ));
     }
-    Ok(EntryInfo {
-        entry: stored.entry,
-        from_cache: true,
-        revoked: false,
-        diff: None,
-        stale: !stored.fresh,
-    })
+    Ok(EntryInfo::cached(stored.entry, !stored.fresh))
 }
 
 /// Every cached entry of `origin` that `principal` sees, as [`entry`] resolves each: a stale one
 /// not allowed is an error in its slot, as a bad entry is in a server's listing.
 pub(super) async fn list(
-    core: &Arc<Cache>,
-    offline: Offline,
+    state: &State,
     origin: &Origin,
     principal: &str,
 ) -> Result<Vec<Result<EntryInfo, Error>>, Error> {
     let o = origin.clone();
-    let rows = blocking(core, move |c| c.entries(Some(&o))).await?;
+    let rows = state.blocking(move |c| c.entries(Some(&o))).await?;
     let mut uris: Vec<String> = rows.into_iter().map(|r| r.skill_uri).collect();
     uris.sort();
     uris.dedup();
@@ -134,7 +114,7 @@ pub(super) async fn list(
         let Ok(uri) = SkillUri::parse(&text) else {
             continue;
         };
-        match entry(core, offline, origin, &uri, principal).await {
+        match entry(state, origin, &uri, principal).await {
             // Another principal's private entry: not this principal's to see (R-C6).
             Err(Error::Offline {
                 missing: OfflineMiss::Entry,

@@ -1,5 +1,5 @@
-//! The host's policies for loading: dynamic skills, approval, deadlines. Leaves of the cache
-//! layer: the fetch path and the host-facing cache both read them.
+//! The host's policies for loading: dynamic skills, approval, deadlines, offline mode. Leaves of
+//! the host layer: every other file of it reads them.
 
 use std::time::Duration;
 
@@ -50,4 +50,13 @@ impl Default for Deadlines {
             request: DEFAULT_TIMEOUT,
         }
     }
+}
+
+/// Offline mode as the host chose it ([`SkillCacheBuilder::offline`](crate::SkillCacheBuilder::offline)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Offline {
+    /// No source is ever contacted.
+    pub(super) on: bool,
+    /// A stale cached entry is used (and reported stale) instead of refused.
+    pub(super) allow_stale: bool,
 }

@@ -144,19 +144,19 @@ impl IntoIterator for Stats {
 
 /// The live counters behind [`Stats`]: relaxed atomics, since each is an independent tally.
 #[derive(Debug, Default)]
-pub(super) struct Counters([AtomicU64; COUNT]);
+pub(crate) struct Counters([AtomicU64; COUNT]);
 
 impl Counters {
     /// Adds `n` to `counter`.
-    pub(super) fn add(&self, counter: Counter, n: u64) {
+    pub(crate) fn add(&self, counter: Counter, n: u64) {
         self.0[counter as usize].fetch_add(n, Ordering::Relaxed);
     }
     /// Adds one to `counter`.
-    pub(super) fn bump(&self, counter: Counter) {
+    pub(crate) fn bump(&self, counter: Counter) {
         self.add(counter, 1);
     }
     /// A cache hit of `bytes`, re-hashed or accepted on evidence.
-    pub(super) fn hit(&self, rehashed: bool, bytes: usize) {
+    pub(crate) fn hit(&self, rehashed: bool, bytes: usize) {
         self.bump(if rehashed {
             Counter::HitsHashed
         } else {
@@ -165,19 +165,19 @@ impl Counters {
         self.served(bytes);
     }
     /// A cached copy failed and was quarantined; the one fetch it allows follows (R-V9).
-    pub(super) fn quarantined_and_retried(&self) {
+    pub(crate) fn quarantined_and_retried(&self) {
         self.bump(Counter::Quarantines);
         self.bump(Counter::Retries);
     }
-    pub(super) fn fetched(&self, bytes: usize) {
+    pub(crate) fn fetched(&self, bytes: usize) {
         self.add(Counter::BytesFetched, bytes as u64);
     }
-    pub(super) fn served(&self, bytes: usize) {
+    pub(crate) fn served(&self, bytes: usize) {
         self.add(Counter::BytesServed, bytes as u64);
     }
 
     /// A snapshot; seal failures are counted by the index (it checks the seals), not here.
-    pub(super) fn snapshot(&self, seal_failures: u64) -> Stats {
+    pub(crate) fn snapshot(&self, seal_failures: u64) -> Stats {
         let mut values = std::array::from_fn(|i| self.0[i].load(Ordering::Relaxed));
         values[Counter::SealFailures as usize] = seal_failures;
         Stats(values)

@@ -197,29 +197,7 @@ impl Index {
             )
             .map_err(db_err("store entry"))?;
             // INSERT OR REPLACE deleted the old row and its files (cascade); write the new files.
-            if let Some(m) = entry.manifest() {
-                let mut stmt = tx
-                    .prepare_cached("INSERT INTO files(origin_id, skill_uri, scope, principal, file_uri, digest, size, seal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
-                    .map_err(db_err("store entry"))?;
-                for f in m.files() {
-                    let file_uri = f.uri().canonical();
-                    let digest = f.digest();
-                    let size = to_i64(f.size());
-                    let seal = FileRow {
-                        origin: origin.as_str(),
-                        skill_uri: uri,
-                        scope,
-                        principal: who,
-                        file_uri,
-                        digest: digest.as_bytes().as_slice(),
-                        size,
-                    }
-                    .sealer(&self.key)
-                    .seal();
-                    stmt.execute(params![oid, uri, scope, who, file_uri, digest.as_bytes().as_slice(), size, seal])
-                        .map_err(db_err("store entry"))?;
-                }
-            }
+            self.put_files(tx, oid, origin, entry, scope, who)?;
             let mut outcome = PutOutcome::default();
             // Only this principal's approval is at stake (R-H11); one that fails its seal is void
             // already and revokes nothing (R-H3).
@@ -240,6 +218,44 @@ impl Index {
             }
             Ok(outcome)
         })
+    }
+
+    /// The file rows of `entry` (sealed, R-H3), after its entry row.
+    fn put_files(
+        &self,
+        tx: &rusqlite::Transaction<'_>,
+        oid: i64,
+        origin: &Origin,
+        entry: &SkillEntry,
+        scope: &str,
+        who: &str,
+    ) -> Result<(), IndexError> {
+        let Some(m) = entry.manifest() else {
+            return Ok(());
+        };
+        let uri = entry.uri().canonical();
+        let mut stmt = tx
+            .prepare_cached("INSERT INTO files(origin_id, skill_uri, scope, principal, file_uri, digest, size, seal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+            .map_err(db_err("store entry"))?;
+        for f in m.files() {
+            let file_uri = f.uri().canonical();
+            let digest = f.digest();
+            let size = to_i64(f.size());
+            let seal = FileRow {
+                origin: origin.as_str(),
+                skill_uri: uri,
+                scope,
+                principal: who,
+                file_uri,
+                digest: digest.as_bytes().as_slice(),
+                size,
+            }
+            .sealer(&self.key)
+            .seal();
+            stmt.execute(params![oid, uri, scope, who, file_uri, digest.as_bytes().as_slice(), size, seal])
+                .map_err(db_err("store entry"))?;
+        }
+        Ok(())
     }
 
     /// The entry for (`origin`, `uri`) visible to `principal`: its own private copy, else the

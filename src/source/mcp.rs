@@ -342,24 +342,9 @@ impl McpSource {
             info: client_info(),
             on_change: Arc::clone(&self.on_change),
         };
-        let listener = Handler {
-            info: client_info(),
-            on_change: Arc::clone(&self.on_change),
-        };
         let started = match &self.target {
             Target::Stdio(command) => {
-                let transport = {
-                    let mut command = command
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    ChildTransport::spawn(&mut command, self.max_message, Arc::clone(&ended))
-                        .map_err(|e| {
-                            let program = command.as_std().get_program().to_owned();
-                            transport_err("connect")(
-                                format!("cannot start {}: {e}", program.display()).into(),
-                            )
-                        })?
-                };
+                let transport = self.spawn(command, &ended)?;
                 handler.serve_with_lifecycle(transport, lifecycle()).await
             }
             Target::Http(url, headers) => {
@@ -410,12 +395,40 @@ impl McpSource {
             Some(why) => ended_error("initialize", why),
             None => transport_err("initialize")(Box::new(e)),
         })?;
+        self.connected(service, ended).await
+    }
+
+    /// Starts the host's command for a stdio connection, with our bounded framing.
+    fn spawn(
+        &self,
+        command: &Mutex<tokio::process::Command>,
+        ended: &EndSlot,
+    ) -> Result<ChildTransport, Error> {
+        let mut command = command
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ChildTransport::spawn(&mut command, self.max_message, Arc::clone(ended)).map_err(|e| {
+            let program = command.as_std().get_program().to_owned();
+            transport_err("connect")(format!("cannot start {}: {e}", program.display()).into())
+        })
+    }
+
+    /// A running session, checked, and listening for changes when it speaks 2026-07-28.
+    async fn connected(
+        &self,
+        service: RunningService<RoleClient, Handler>,
+        ended: EndSlot,
+    ) -> Result<Connection, Error> {
         let revision = checked(service.peer())?;
         let modern = service
             .peer()
             .peer_info()
             .is_some_and(|i| !i.protocol_version.has_initialize());
         let listen = if modern {
+            let listener = Handler {
+                info: client_info(),
+                on_change: Arc::clone(&self.on_change),
+            };
             listen(service.peer(), listener).await
         } else {
             None

@@ -128,102 +128,66 @@ impl BlobStore {
         evidence: Option<Evidence>,
     ) -> Result<BlobRead, StoreError> {
         let rel = blob_rel(origin, digest);
+        let path = || self.layout.root().join(&rel);
         let file = match self.root.open_file_beneath(&rel) {
             Ok(f) => f,
-            Err(e) => {
-                return open_failure(e)
-                    .map_err(|e| io_err("open", &self.layout.root().join(&rel))(e));
-            }
+            Err(e) => return open_failure(e).map_err(|e| io_err("open", &path())(e)),
         };
         // Only the isolated policy needs the metadata; re-hashing needs no fstat: the length is
         // checked on the bytes read, before any hashing (R-V3).
         let before = match (isolation, evidence) {
             (Isolation::Guaranteed, Some(ev)) => {
-                let meta = rustix::fs::fstat(&file)
-                    .map_err(|e| io_err("stat", &self.layout.root().join(&rel))(e.into()))?;
-                if rustix::fs::FileType::from_raw_mode(meta.st_mode)
-                    != rustix::fs::FileType::RegularFile
-                {
-                    return Ok(BlobRead::Failed(Mismatch::NotARegularFile));
+                match self.before_read(&file, ev, size).map_err(|e| io_err("stat", &path())(e))? {
+                    Ok(before) => before,
+                    Err(m) => return Ok(BlobRead::Failed(m)),
                 }
-                let len = u64::try_from(meta.st_size).unwrap_or(0);
-                if len != size {
-                    return Ok(BlobRead::Failed(Mismatch::Size {
-                        expected: size,
-                        actual: len,
-                    }));
-                }
-                let wall = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-                self.evidence_holds(&meta, ev, size)
-                    .then(|| (Snapshot::of(&meta), ev, wall))
             }
             _ => None,
         };
-        if let Some((snap, ev, _)) = before
-            && ev.confirmed
+        if let Some(b) = before
+            && b.ev.confirmed
             && size >= MAP_ABOVE
-            && let Some(mapped) = map_if_still(&file, snap, size)
+            && let Some(mapped) = map_if_still(&file, b.snap, size)
         {
             // C2(b) without a copy: the same evidence, held before and after the map was made.
-            return Ok(match VerifiedBytes::mapped(mapped, size, *digest) {
-                Ok(v) => BlobRead::Verified(v),
-                Err(m) => BlobRead::Failed(m),
-            });
+            return Ok(verified_or_failed(VerifiedBytes::mapped(mapped, size, *digest)));
         }
-        let path = || self.layout.root().join(&rel);
-        if !before.is_some_and(|(_, ev, _)| ev.confirmed) {
-            // The bytes will be hashed whatever the metadata says: one pass that hashes each
-            // chunk as it is read (issue 12).
-            let checked = match VerifiedBytes::read_checked(&file, size, *digest) {
-                Ok(c) => c,
-                Err(e) => return not_a_blob(e).map_err(|e| io_err("read", &path())(e)),
-            };
-            // R-H4: evidence is confirmed only by a hashed read of a file that did not move.
-            let still = before.filter(|(snap, _, _)| {
-                rustix::fs::fstat(&file).is_ok_and(|after| Snapshot::of(&after) == *snap)
-            });
-            return Ok(match checked {
-                Ok(v) => match still {
-                    // Hashed intact under evidence whose change time had settled: confirmed.
-                    Some((snap, ev, wall)) if wall.saturating_sub(snap.ctime_ns) >= SETTLE_NS => {
-                        BlobRead::Confirmed(
-                            v,
-                            Evidence {
-                                confirmed: true,
-                                ..ev
-                            },
-                        )
-                    }
-                    _ => BlobRead::Verified(v),
-                },
-                Err(m) => BlobRead::Failed(m),
-            });
-        }
-        let bytes = match read_at_most(&file, size) {
-            Ok(b) => b,
-            Err(e) => return not_a_blob(e).map_err(|e| io_err("read", &path())(e)),
-        };
-        // R-H4: the evidence was checked before the read; a writer that changed the file while
-        // we read it moves its size, ctime or mtime. Only bytes read from a file that did not
-        // move are taken on evidence; anything else is hashed.
-        let still = before.is_some_and(|(snap, _, _)| {
-            rustix::fs::fstat(&file).is_ok_and(|after| Snapshot::of(&after) == snap)
-        });
-        Ok(if still {
-            // C2(b): the host guarantees write isolation and every piece of confirmed evidence
-            // held before and after the read.
-            match VerifiedBytes::by_isolation(bytes, size, *digest) {
-                Ok(v) => BlobRead::Verified(v),
-                Err(m) => BlobRead::Failed(m),
-            }
+        let read = if before.is_some_and(|b| b.ev.confirmed) {
+            read_on_evidence(&file, before, size, *digest)
         } else {
-            match VerifiedBytes::check(bytes, size, *digest) {
-                Ok(v) => BlobRead::Verified(v),
-                Err(m) => BlobRead::Failed(m),
-            }
-        })
+            read_hashed(&file, before, size, *digest)
+        };
+        read.or_else(|e| not_a_blob(e).map_err(|e| io_err("read", &path())(e)))
+    }
+
+    /// The evidence seen before a `Guaranteed` read: `Ok(Some(..))` when it holds,
+    /// `Ok(None)` when it does not (the bytes are then hashed), `Err` for a file that is not the
+    /// blob at all (not a regular file, another size).
+    fn before_read(
+        &self,
+        file: &std::fs::File,
+        ev: Evidence,
+        size: u64,
+    ) -> io::Result<Result<Option<Before>, Mismatch>> {
+        let meta = rustix::fs::fstat(file)?;
+        if rustix::fs::FileType::from_raw_mode(meta.st_mode) != rustix::fs::FileType::RegularFile {
+            return Ok(Err(Mismatch::NotARegularFile));
+        }
+        let len = u64::try_from(meta.st_size).unwrap_or(0);
+        if len != size {
+            return Ok(Err(Mismatch::Size {
+                expected: size,
+                actual: len,
+            }));
+        }
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        Ok(Ok(self.evidence_holds(&meta, ev, size).then(|| Before {
+            snap: Snapshot::of(&meta),
+            ev,
+            wall,
+        })))
     }
 
     fn evidence_holds(&self, meta: &rustix::fs::Stat, ev: Evidence, size: u64) -> bool {
@@ -255,6 +219,66 @@ fn not_a_blob(e: io::Error) -> io::Result<BlobRead> {
     } else {
         Err(e)
     }
+}
+
+/// The evidence a `Guaranteed` read started from, as it held before the read.
+#[derive(Clone, Copy)]
+struct Before {
+    snap: Snapshot,
+    ev: Evidence,
+    /// The wall clock then, to tell whether the file's change time had settled (R-H4).
+    wall: i64,
+}
+
+fn verified_or_failed(checked: Result<VerifiedBytes, Mismatch>) -> BlobRead {
+    match checked {
+        Ok(v) => BlobRead::Verified(v),
+        Err(m) => BlobRead::Failed(m),
+    }
+}
+
+/// The bytes, hashed whatever the metadata says: one pass that hashes each chunk as it is read.
+/// Evidence seen before is confirmed only by a hashed read of a file that did not move (R-H4).
+fn read_hashed(
+    file: &std::fs::File,
+    before: Option<Before>,
+    size: u64,
+    digest: Digest,
+) -> io::Result<BlobRead> {
+    let checked = VerifiedBytes::read_checked(file, size, digest)?;
+    let still = before.filter(|b| rustix::fs::fstat(file).is_ok_and(|after| Snapshot::of(&after) == b.snap));
+    Ok(match checked {
+        Ok(v) => match still {
+            // Hashed intact under evidence whose change time had settled: confirmed.
+            Some(b) if b.wall.saturating_sub(b.snap.ctime_ns) >= SETTLE_NS => BlobRead::Confirmed(
+                v,
+                Evidence {
+                    confirmed: true,
+                    ..b.ev
+                },
+            ),
+            _ => BlobRead::Verified(v),
+        },
+        Err(m) => BlobRead::Failed(m),
+    })
+}
+
+/// The bytes on confirmed evidence (C2(b)). The evidence was checked before the read; a writer
+/// that changed the file while we read it moves its size, ctime or mtime, so only bytes read
+/// from a file that did not move are taken on evidence; anything else is hashed (R-H4).
+fn read_on_evidence(
+    file: &std::fs::File,
+    before: Option<Before>,
+    size: u64,
+    digest: Digest,
+) -> io::Result<BlobRead> {
+    let bytes = read_at_most(file, size)?;
+    let still = before.is_some_and(|b| rustix::fs::fstat(file).is_ok_and(|after| Snapshot::of(&after) == b.snap));
+    Ok(verified_or_failed(if still {
+        VerifiedBytes::by_isolation(bytes, size, digest)
+    } else {
+        VerifiedBytes::check(bytes, size, digest)
+    }))
 }
 
 /// What a failed open of a blob name means (R-H7).

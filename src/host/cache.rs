@@ -1,0 +1,361 @@
+//! `SkillCache`: the host's verbs — bind servers, resolve entries, approve, load (R-V1…R-V9,
+//! R-O6, R-C4, R-C6, R-C7). Each is a short composition of admission, the pipeline and the
+//! index, async over the sync core.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::file::SkillFile;
+use super::info::EntryInfo;
+use super::offline::{self, OfflineSource};
+use super::state::State;
+use super::stats::Stats;
+use super::window::LoadedSkill;
+use crate::entry::{CacheHints, Listing, SkillEntry, parse_get_result, parse_list_result};
+use crate::error::{Error, Mismatch};
+use crate::index::PutOutcome;
+use crate::origin::Origin;
+use crate::source::SkillSource;
+use crate::uri::SkillUri;
+
+/// The verified skill cache: the host's backend for skills served over MCP.
+///
+/// Each origin is bound to one [`SkillSource`] with [`SkillCache::connect`]; everything loaded
+/// under that origin reads only through it (R-O6).
+///
+/// A `SkillCache` is a cheap handle: clones share one core (root, index, store), one set of
+/// sources, one in-flight table and one set of counters. Each handle acts as one principal
+/// ([`SkillCache::for_principal`]); clones keep their handle's principal.
+#[derive(Clone)]
+pub struct SkillCache {
+    state: Arc<State>,
+    /// Whose entries (R-C6) and approvals (R-H11) this handle reads and writes.
+    principal: Arc<str>,
+}
+
+impl std::fmt::Debug for SkillCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkillCache")
+            .field("root", &self.state.core().root())
+            .field("principal", &self.principal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SkillCache {
+    pub(super) fn new(state: State, principal: String) -> SkillCache {
+        SkillCache {
+            state: Arc::new(state),
+            principal: Arc::from(principal),
+        }
+    }
+
+    pub(super) fn state(&self) -> &Arc<State> {
+        &self.state
+    }
+
+    /// A handle on the same cache acting as `principal`: its [`entry`](Self::entry),
+    /// [`refresh`](Self::refresh), [`list`](Self::list), [`approve`](Self::approve),
+    /// [`is_approved`](Self::is_approved) and [`load`](Self::load) see `principal`'s private
+    /// entries (never another principal's, R-C6) and grant and check `principal`'s approvals
+    /// (R-H11). It shares everything else — the root, the index, the sources bound with
+    /// [`connect`](Self::connect), the in-flight fetches and the counters — so it costs two
+    /// reference counts, and verified bytes fetched for one principal serve the others.
+    #[must_use]
+    pub fn for_principal(&self, principal: impl Into<String>) -> SkillCache {
+        SkillCache {
+            state: Arc::clone(&self.state),
+            principal: Arc::from(principal.into()),
+        }
+    }
+
+    internal_pub! {
+        /// The principal this handle acts as (the host chose it: [`SkillCache::for_principal`]).
+        #[must_use]
+        fn principal(&self) -> &str {
+            &self.principal
+        }
+    }
+
+    /// What this cache did since it was opened, over every handle (R-P4): hits by how they
+    /// were verified, misses, bytes fetched and served, quarantines, retries, store and seal
+    /// failures, timeouts.
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        self.state
+            .counters()
+            .snapshot(self.state.core().seal_failures())
+    }
+
+    /// The sync core, for the crate's own tests and benches (feature `internals`; not part of
+    /// the supported API: the store and the index below it are the crate's business).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    #[must_use]
+    pub fn core(&self) -> &crate::core::Cache {
+        self.state.core()
+    }
+
+    /// Binds `origin` to `source`, replacing an earlier binding (a reconnect). Skills already
+    /// loaded keep reading through the source they were loaded from. The source's change
+    /// notifications mark this origin's entries stale from now on (R-B5).
+    pub fn connect(&self, origin: Origin, source: Arc<dyn SkillSource>) {
+        tracing::debug!(
+            origin = origin.as_str(),
+            "origin bound to a source (it connects on its first request)"
+        );
+        // Weak: the source must not keep the cache alive through its own callback.
+        let state = Arc::downgrade(&self.state);
+        let marked = origin.clone();
+        source.watch(Arc::new(move |change| {
+            if let Some(state) = state.upgrade() {
+                state.marks().mark_stale(&marked, change);
+            }
+        }));
+        self.state.bind(origin, source);
+    }
+
+    /// Unbinds `origin`. Its cached content stays (use [`SkillCache::purge`] to remove it).
+    pub fn disconnect(&self, origin: &Origin) {
+        self.state.unbind(origin);
+    }
+
+    fn source(&self, origin: &Origin) -> Result<Arc<dyn SkillSource>, Error> {
+        // Offline: whatever is bound is never asked; cache misses end in `Error::Offline`.
+        if self.state.settings().offline.on {
+            return Ok(Arc::new(OfflineSource {
+                origin: origin.clone(),
+            }));
+        }
+        self.state.bound(origin).ok_or_else(|| {
+            Error::Source(crate::error::SourceError::NotConnected {
+                origin: origin.clone(),
+            })
+        })
+    }
+
+    /// The entry for `uri`: from the index while fresh (no request), else from `skills/get`,
+    /// validated and stored (R-C6). Fetches no file (R-V1). Offline, only from the index: a
+    /// stale row only when allowed (then [`EntryInfo::stale`]).
+    ///
+    /// # Errors
+    /// Invalid entries and responses, transport and index errors; offline, [`Error::Offline`]
+    /// for an entry not cached, or stale and not allowed.
+    pub async fn entry(&self, origin: &Origin, uri: &SkillUri) -> Result<EntryInfo, Error> {
+        if self.state.settings().offline.on {
+            return offline::entry(&self.state, origin, uri, &self.principal).await;
+        }
+        let (o, u, p) = (origin.clone(), uri.clone(), self.principal.to_string());
+        if let Some(stored) = self.state.blocking(move |c| c.entry(&o, &u, &p)).await?
+            && stored.fresh
+            && !self
+                .state
+                .marks()
+                .is_stale(origin, &stored.entry, stored.fetched_at_ms)
+        {
+            return Ok(EntryInfo::cached(stored.entry, false));
+        }
+        self.refresh(origin, uri).await
+    }
+
+    /// Asks the server for the entry again (`skills/get`), whatever the index holds. This is how
+    /// a host recovers from a stale entry (R-V9) and reaches files added since (R-V4).
+    ///
+    /// # Errors
+    /// Invalid entries and responses, transport and index errors.
+    pub async fn refresh(&self, origin: &Origin, uri: &SkillUri) -> Result<EntryInfo, Error> {
+        let source = self.source(origin)?;
+        let result = self
+            .state
+            .ask(
+                origin,
+                source.as_ref(),
+                "skills/get",
+                uri.as_str(),
+                source.get_skill(uri.as_str()),
+            )
+            .await?;
+        let (entry, hints) = parse_get_result(&result, uri, &self.state.settings().validation)?;
+        self.keep(origin, entry, hints).await
+    }
+
+    /// Stores a fetched entry and says what storing it revoked. An index that cannot record it
+    /// (read-only, or a full disk) must not fail a read (R-H5): the validated entry is still
+    /// returned, just not kept, and nothing is approved by it (an approval is checked against
+    /// the entry's own binding).
+    async fn keep(
+        &self,
+        origin: &Origin,
+        entry: SkillEntry,
+        hints: CacheHints,
+    ) -> Result<EntryInfo, Error> {
+        let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
+        let out = self
+            .state
+            .blocking(move |c| match c.put_entry(&o, &p, &e, hints) {
+                Err(e) if e.cannot_record() => {
+                    tracing::debug!(origin = o.as_str(), error = %e, "entry served without being kept");
+                    Ok(PutOutcome::default())
+                }
+                other => other,
+            })
+            .await?;
+        self.state
+            .marks()
+            .note_revocation(origin, &entry, &self.principal, &out);
+        Ok(EntryInfo {
+            entry,
+            from_cache: false,
+            revoked: out.revoked,
+            diff: out.diff,
+            stale: false,
+        })
+    }
+
+    /// Pages through `skills/list` (a repeated cursor is an error), validates every entry (a
+    /// repeated URI refuses every copy), stores the valid ones, and fetches no file (R-V1).
+    ///
+    /// Offline, the cached entries of `origin` this principal sees, each resolved as
+    /// [`entry`](Self::entry) would (a stale one not allowed is an error in its slot).
+    ///
+    /// # Errors
+    /// A malformed page, a repeated cursor, transport and index errors. A bad *entry* is
+    /// returned in its slot instead.
+    pub async fn list(&self, origin: &Origin) -> Result<Vec<Result<EntryInfo, Error>>, Error> {
+        if self.state.settings().offline.on {
+            return offline::list(&self.state, origin, &self.principal).await;
+        }
+        let source = self.source(origin)?;
+        let validation = &self.state.settings().validation;
+        let mut listing = Listing::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self
+                .state
+                .ask(
+                    origin,
+                    source.as_ref(),
+                    "skills/list",
+                    cursor.as_deref().unwrap_or_default(),
+                    source.list_skills(cursor.as_deref()),
+                )
+                .await?;
+            match listing.add_page(parse_list_result(&page, validation)?)? {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        let (skills, hints) = listing.finish();
+        let mut out = Vec::with_capacity(skills.len());
+        for skill in skills {
+            out.push(match skill {
+                Ok(entry) => Ok(self.keep(origin, entry, hints).await?),
+                Err(e) => Err(e.into()),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Approves `entry` as it is now, optionally granting the tools it requests (R-A1, R-A5).
+    /// Nothing is fetched (R-V1).
+    ///
+    /// # Errors
+    /// A dynamic entry cannot be approved (R-A3); index errors.
+    pub async fn approve(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+        granted_tools: Option<Value>,
+    ) -> Result<(), Error> {
+        let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
+        self.state
+            .blocking(move |c| c.approve(&o, &p, &e, granted_tools.as_ref()))
+            .await?;
+        self.state
+            .marks()
+            .forget_revocation(origin, entry, &self.principal);
+        Ok(())
+    }
+
+    /// Whether `entry`, as it is now, is approved by this handle's principal (R-H11).
+    ///
+    /// # Errors
+    /// Index errors.
+    pub async fn is_approved(&self, origin: &Origin, entry: &SkillEntry) -> Result<bool, Error> {
+        let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
+        self.state
+            .blocking(move |c| c.is_approved(&o, &p, &e))
+            .await
+    }
+
+    /// Loads a skill: checks the limits from the entry alone (R-W7), the dynamic policy (R-V7)
+    /// and — under [`ApprovalPolicy::Required`](crate::ApprovalPolicy::Required), the default —
+    /// that this principal approved `entry` as it is now (R-P1), all before any request; then
+    /// reads its `SKILL.md` through the verified path and checks its frontmatter against the
+    /// entry (R-V6). The returned [`LoadedSkill`] is the acting window: it holds `entry`.
+    ///
+    /// A skill nested inside another (a `SKILL.md` below another skill's root) is its own skill
+    /// with its own URI: the outer skill's approval neither admits it nor grants it anything.
+    ///
+    /// # Errors
+    /// [`EntryError::LimitExceeded`](crate::error::EntryError::LimitExceeded); [`Error::Declined`] with [`Declined::Dynamic`](crate::error::Declined::Dynamic),
+    /// [`Declined::NotApproved`](crate::error::Declined::NotApproved) or [`Declined::Revoked`](crate::error::Declined::Revoked) (no request sent); with a lock in
+    /// force ([`SkillCacheBuilder::locked`](crate::SkillCacheBuilder::locked)), [`Declined::NotLocked`](crate::error::Declined::NotLocked) or [`Declined::Drift`](crate::error::Declined::Drift)
+    /// (no request sent); offline, [`Error::Offline`] for bytes not in the cache;
+    /// [`VerifyError`](crate::error::VerifyError), invalid responses, transport, I/O and index errors.
+    pub async fn load(&self, origin: &Origin, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
+        let window = self.window(origin, entry).await?;
+        let skill_md = window.read_skill_md().await?;
+        Ok(window.with_skill_md(skill_md))
+    }
+
+    /// [`SkillCache::load`], then every file of the skill, as one step: on a cold cache the
+    /// `SKILL.md` and every other file are fetched (a few at a time), verified — the `SKILL.md`'s
+    /// frontmatter against the entry too, before anything is kept (R-V6, R-H10) — and published
+    /// as **one batch** (one round of syncs for the whole skill, R-C3). Returns the window and
+    /// the files in manifest order. What a host that preloads whole skills calls.
+    ///
+    /// # Errors
+    /// Those of [`SkillCache::load`] and [`LoadedSkill::read_all`]; a dynamic skill (which has no
+    /// list of files) is loaded, and its only file is its `SKILL.md`.
+    pub async fn load_all(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+    ) -> Result<(LoadedSkill, Vec<SkillFile>), Error> {
+        let window = self.window(origin, entry).await?;
+        if entry.manifest().is_none() {
+            let skill_md = window.read_skill_md().await?;
+            return Ok((window.with_skill_md(skill_md.clone()), vec![skill_md]));
+        }
+        let files = window.read_all_loading().await?;
+        let own = entry.uri().file();
+        let skill_md = files
+            .iter()
+            .find(|f| f.uri() == own)
+            .cloned()
+            .ok_or_else(|| {
+                Error::Verify(crate::error::VerifyError {
+                    origin: origin.clone(),
+                    uri: own.clone(),
+                    mismatch: Mismatch::Unlisted,
+                })
+            })?;
+        Ok((window.with_skill_md(skill_md), files))
+    }
+
+    /// Admission (every check before any request), then the window.
+    async fn window(&self, origin: &Origin, entry: &SkillEntry) -> Result<LoadedSkill, Error> {
+        let admitted = self.state.admit(origin, entry, &self.principal).await?;
+        let source = self.source(origin)?;
+        Ok(LoadedSkill::new(
+            Arc::clone(&self.state),
+            origin.clone(),
+            source,
+            entry.clone(),
+            admitted.granted,
+            admitted.tier,
+        ))
+    }
+}

@@ -1,0 +1,452 @@
+//! The one path every listed file takes, one file or a whole skill alike (a single file is a
+//! batch of one): the memory tier (no blocking hop), the local store (one hop for the batch), and
+//! for what is missing — under each digest's single-flight turn — the shared tier, then the
+//! server, each file verified as it arrives (size, then digest, then for the skill's own
+//! `SKILL.md` the frontmatter), then every fetched file published as one batch (one round of
+//! syncs, R-C3). A cached copy that fails is quarantined by the core and fetched exactly once
+//! more (R-V9); bytes from the server that fail are an error at once.
+
+use std::sync::Arc;
+
+use super::file::{Provenance, SkillFile};
+use super::flight::Gate;
+use super::state::State;
+use super::stats::Counter;
+use crate::core::CachedRead;
+use crate::entry::{ManifestFile, SkillEntry, select_content};
+use crate::error::{Error, Mismatch, VerifyError};
+use crate::frontmatter;
+use crate::origin::Origin;
+use crate::source::SkillSource;
+use crate::tier::TierHandle;
+use crate::verify::VerifiedBytes;
+
+/// How many files of one batch are asked of the server at once: enough to hide a round trip,
+/// few enough not to flood a server (R-B1 bounds each request, not their number).
+const FETCHES_IN_FLIGHT: usize = 8;
+
+/// What a turn holds: the deadline a fetch under it missed, if one did.
+type Turn = tokio::sync::OwnedMutexGuard<Option<(String, std::time::Duration)>>;
+
+/// The frontmatter check (R-V6): `bytes` are the skill's own `SKILL.md`, whose frontmatter must
+/// equal the entry's, key by key.
+pub(super) fn check_frontmatter(
+    origin: &Origin,
+    entry: &SkillEntry,
+    bytes: &[u8],
+) -> Result<(), Error> {
+    let fail = |mismatch| {
+        Error::Verify(VerifyError {
+            origin: origin.clone(),
+            uri: entry.uri().file().clone(),
+            mismatch,
+        })
+    };
+    match frontmatter::parse(bytes) {
+        Err(problem) => Err(fail(Mismatch::FrontmatterUnreadable { problem })),
+        Ok(fm) => {
+            let diffs = frontmatter::compare(entry.frontmatter(), &fm);
+            if diffs.is_empty() {
+                Ok(())
+            } else {
+                Err(fail(Mismatch::Frontmatter { diffs }))
+            }
+        }
+    }
+}
+
+/// One skill's files through the verified path.
+pub(super) struct Pipeline<'a> {
+    pub(super) state: &'a Arc<State>,
+    pub(super) origin: &'a Origin,
+    pub(super) source: &'a Arc<dyn SkillSource>,
+    /// The held entry: the skill's own `SKILL.md` is admitted only with its frontmatter.
+    pub(super) entry: &'a SkillEntry,
+    pub(super) tier: Option<&'a TierHandle>,
+    /// Whether a cached `SKILL.md` is checked against the entry's frontmatter too (what `load`
+    /// asks: the entry may be newer than the bytes' first check). A fetched one always is,
+    /// before it is stored (R-H10).
+    pub(super) check_hits: bool,
+}
+
+impl Pipeline<'_> {
+    /// `files`, verified, in their order; the first error of any file fails the whole call (files
+    /// fetched and verified before it are not stored then: the next read fetches them again).
+    pub(super) async fn read(&self, files: &[ManifestFile]) -> Result<Vec<SkillFile>, Error> {
+        let mut out: Vec<Option<SkillFile>> =
+            std::iter::repeat_with(|| None).take(files.len()).collect();
+        let mut rest = Vec::new();
+        for (i, file) in files.iter().enumerate() {
+            match self.state.core().memory_hit(self.origin, file) {
+                Some((bytes, touch_due)) => {
+                    if touch_due {
+                        self.touch_later(file);
+                    }
+                    out[i] = Some(self.hit(file, bytes)?);
+                }
+                None => rest.push(i),
+            }
+        }
+        if !rest.is_empty() {
+            // A miss is looked up (and counted, R-P4) again under the fetch turns, so only hits
+            // and quarantines are counted here.
+            let mut wanted = Vec::new();
+            for (i, read) in rest.iter().copied().zip(self.cached(files, &rest).await?) {
+                match read? {
+                    CachedRead::Hit(v) => out[i] = Some(self.hit(&files[i], v)?),
+                    CachedRead::Miss => wanted.push((i, false)),
+                    CachedRead::Failed(mismatch) => {
+                        self.note_quarantine(&files[i], &mismatch);
+                        wanted.push((i, true));
+                    }
+                }
+            }
+            if !wanted.is_empty() {
+                self.fetch(files, &wanted, &mut out).await?;
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|f| f.expect("every file was served or fetched"))
+            .collect())
+    }
+
+    /// The access time of a memory hit, written off the caller's path (best effort).
+    fn touch_later(&self, file: &ManifestFile) {
+        let (core, origin, digest) = (
+            Arc::clone(self.state.core()),
+            self.origin.clone(),
+            file.digest(),
+        );
+        drop(tokio::task::spawn_blocking(move || {
+            core.touch(&origin, &digest);
+        }));
+    }
+
+    /// The store's reads of `files[at]`, verified in parallel (one hop).
+    async fn cached(
+        &self,
+        files: &[ManifestFile],
+        at: &[usize],
+    ) -> Result<Vec<Result<CachedRead, Error>>, Error> {
+        let (origin, batch) = (
+            self.origin.clone(),
+            at.iter().map(|&i| files[i].clone()).collect::<Vec<_>>(),
+        );
+        self.state
+            .blocking(move |c| Ok(c.read_files(&origin, &batch)))
+            .await
+    }
+
+    /// A verified cache hit, counted by how it was verified, as the file handed out.
+    fn hit(&self, file: &ManifestFile, v: VerifiedBytes) -> Result<SkillFile, Error> {
+        if self.check_hits && self.is_skill_md(file) {
+            check_frontmatter(self.origin, self.entry, v.as_slice())?;
+        }
+        let mode = if v.rehashed() { "hashed" } else { "evidence" };
+        tracing::debug!(
+            origin = self.origin.as_str(),
+            uri = file.uri().as_str(),
+            mode,
+            "cache hit"
+        );
+        self.state.counters().hit(v.rehashed(), v.as_slice().len());
+        Ok(SkillFile::listed(
+            self.origin,
+            file,
+            v,
+            Provenance::Cache,
+            false,
+            true,
+        ))
+    }
+
+    fn is_skill_md(&self, file: &ManifestFile) -> bool {
+        file.uri() == self.entry.uri().file()
+    }
+
+    /// A cached copy failed and the core quarantined it; the one fetch R-V9 allows follows.
+    fn note_quarantine(&self, file: &ManifestFile, mismatch: &Mismatch) {
+        tracing::info!(origin = self.origin.as_str(), uri = file.uri().as_str(), %mismatch, "cached copy quarantined; fetching it once more (R-V9)");
+        self.state.counters().quarantined_and_retried();
+    }
+
+    /// The misses: under the turn of each digest (taken in digest order, so two batches never
+    /// wait on each other in a cycle), looked up once more (another task may have stored them
+    /// meanwhile), fetched, then stored as one batch.
+    async fn fetch(
+        &self,
+        files: &[ManifestFile],
+        wanted: &[(usize, bool)],
+        out: &mut [Option<SkillFile>],
+    ) -> Result<(), Error> {
+        let mut digests: Vec<_> = wanted.iter().map(|&(i, _)| files[i].digest()).collect();
+        digests.sort_unstable();
+        digests.dedup();
+        let flights = self.state.flights();
+        let gates: Vec<(_, Gate)> = digests
+            .iter()
+            .map(|&d| (d, flights.gate(self.origin, d)))
+            .collect();
+        let mut turns = Vec::with_capacity(gates.len());
+        for (_, gate) in &gates {
+            turns.push(Arc::clone(gate).lock_owned().await);
+        }
+        let result = self.fetch_in_turn(files, wanted, out, &mut turns).await;
+        drop(turns);
+        for (d, gate) in &gates {
+            flights.release(self.origin, *d, gate);
+        }
+        result
+    }
+
+    async fn fetch_in_turn(
+        &self,
+        files: &[ManifestFile],
+        wanted: &[(usize, bool)],
+        out: &mut [Option<SkillFile>],
+        turns: &mut [Turn],
+    ) -> Result<(), Error> {
+        // The fetch another task made under one of these turns timed out: the same answer, not
+        // another wait.
+        if let Some((method, after)) = turns.iter().find_map(|t| t.as_ref()) {
+            return Err(Error::Source(crate::error::SourceError::Timeout {
+                origin: self.origin.clone(),
+                method: method.clone(),
+                after: *after,
+            }));
+        }
+        let at: Vec<usize> = wanted.iter().map(|&(i, _)| i).collect();
+        let mut fetch: Vec<(usize, bool)> = Vec::new();
+        for (&(i, retried), read) in wanted.iter().zip(self.cached(files, &at).await?) {
+            match read? {
+                CachedRead::Hit(v) => out[i] = Some(self.hit(&files[i], v)?),
+                CachedRead::Miss => {
+                    tracing::debug!(
+                        origin = self.origin.as_str(),
+                        uri = files[i].uri().as_str(),
+                        "cache miss"
+                    );
+                    self.state.counters().bump(Counter::Misses);
+                    fetch.push((i, retried));
+                }
+                CachedRead::Failed(mismatch) => {
+                    self.state.counters().bump(Counter::Misses);
+                    self.note_quarantine(&files[i], &mismatch);
+                    fetch.push((i, true));
+                }
+            }
+        }
+        let fetched = match self.fetch_concurrently(files, &fetch).await {
+            Ok(v) => v,
+            Err(e) => {
+                if let Error::Source(crate::error::SourceError::Timeout { method, after, .. }) = &e
+                {
+                    // Every turn of the batch answers the same to the tasks waiting on it.
+                    for t in turns.iter_mut() {
+                        **t = Some((method.clone(), *after));
+                    }
+                }
+                return Err(e);
+            }
+        };
+        let stored = self.publish(fetched).await?;
+        for ((i, retried), (file, verified, provenance, stored)) in fetch.into_iter().zip(stored) {
+            if !stored {
+                self.state.counters().bump(Counter::StoreFailures);
+            }
+            self.state.counters().served(verified.as_slice().len());
+            out[i] = Some(SkillFile::listed(
+                self.origin,
+                &file,
+                verified,
+                provenance,
+                retried,
+                stored,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Fetches and verifies `fetch`'s files (from the shared tier or the server), up to
+    /// [`FETCHES_IN_FLIGHT`] at a time; the first failure ends the whole batch (the rest are
+    /// dropped unanswered).
+    async fn fetch_concurrently(
+        &self,
+        files: &[ManifestFile],
+        fetch: &[(usize, bool)],
+    ) -> Result<Vec<(ManifestFile, VerifiedBytes, Provenance)>, Error> {
+        let mut slots: Vec<Option<(VerifiedBytes, Provenance)>> =
+            std::iter::repeat_with(|| None).take(fetch.len()).collect();
+        let mut running = tokio::task::JoinSet::new();
+        let mut next = 0;
+        loop {
+            while next < fetch.len() && running.len() < FETCHES_IN_FLIGHT {
+                let one = Fetch {
+                    state: Arc::clone(self.state),
+                    origin: self.origin.clone(),
+                    source: Arc::clone(self.source),
+                    file: files[fetch[next].0].clone(),
+                    // The skill's own SKILL.md is admitted only with the entry's frontmatter,
+                    // before anything of the batch is stored (R-V6, R-H10).
+                    skill_md: self
+                        .is_skill_md(&files[fetch[next].0])
+                        .then(|| self.entry.clone()),
+                    tier: self.tier.cloned(),
+                };
+                let slot = next;
+                running.spawn(async move { (slot, one.run().await) });
+                next += 1;
+            }
+            let Some(done) = running.join_next().await else {
+                break;
+            };
+            let (slot, got) = match done {
+                Ok(r) => r,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(e) => {
+                    return Err(Error::Source(crate::error::SourceError::Transport {
+                        method: "resources/read".into(),
+                        source: Box::new(e),
+                    }));
+                }
+            };
+            slots[slot] = Some(got?);
+        }
+        Ok(fetch
+            .iter()
+            .zip(slots)
+            .map(|(&(i, _), v)| {
+                let (verified, provenance) = v.expect("every fetch finished");
+                (files[i].clone(), verified, provenance)
+            })
+            .collect())
+    }
+
+    /// Stores fetched, verified files as one batch (one hop). A cache that cannot store (a full
+    /// disk) must not fail a verified load: when a batch of several fails, each file is tried on
+    /// its own, and one that still fails is served with `stored() == false` (logged and counted).
+    async fn publish(
+        &self,
+        fetched: Vec<(ManifestFile, VerifiedBytes, Provenance)>,
+    ) -> Result<Vec<(ManifestFile, VerifiedBytes, Provenance, bool)>, Error> {
+        let origin = self.origin.clone();
+        self.state
+            .blocking(move |c| {
+                let batch: Vec<(&ManifestFile, &[u8])> =
+                    fetched.iter().map(|(f, v, _)| (f, v.as_slice())).collect();
+                let whole = c.store_files(&origin, &batch);
+                drop(batch);
+                let several = fetched.len() > 1;
+                let warn = |uri: &str, e: &Error| {
+                    tracing::warn!(origin = origin.as_str(), uri, disk_full = e.is_disk_full(), error = %e, "store failed: served without keeping a copy");
+                };
+                let mut out = Vec::with_capacity(fetched.len());
+                for (f, v, provenance) in fetched {
+                    let stored = match &whole {
+                        Ok(()) => true,
+                        Err(first) => match several.then(|| c.store_file(&origin, &f, v.as_slice())) {
+                            Some(Ok(())) => true,
+                            Some(Err(e)) => {
+                                warn(f.uri().as_str(), &e);
+                                false
+                            }
+                            None => {
+                                warn(f.uri().as_str(), first);
+                                false
+                            }
+                        },
+                    };
+                    out.push((f, v, provenance, stored));
+                }
+                Ok(out)
+            })
+            .await
+    }
+}
+
+/// One file to fetch on its own task: from the shared tier when it has a good copy, else one
+/// `resources/read`. Bytes that reached us from the server are put to the shared tier before
+/// the local store's syncs, so hosts waiting on this host's claim wait less.
+struct Fetch {
+    state: Arc<State>,
+    origin: Origin,
+    source: Arc<dyn SkillSource>,
+    file: ManifestFile,
+    skill_md: Option<SkillEntry>,
+    tier: Option<TierHandle>,
+}
+
+impl Fetch {
+    async fn run(self) -> Result<(VerifiedBytes, Provenance), Error> {
+        if let Some(v) = self.tier_copy().await {
+            return Ok((v, Provenance::L2));
+        }
+        let uri = self.file.uri().as_str();
+        let result = self
+            .state
+            .ask(
+                &self.origin,
+                self.source.as_ref(),
+                "resources/read",
+                uri,
+                self.source.read_resource(uri),
+            )
+            .await?;
+        let bytes = select_content(&result, self.file.uri())?;
+        self.state.counters().fetched(bytes.len());
+        let verified = self.check(bytes)?;
+        if let Some(t) = &self.tier {
+            t.tier()
+                .put(&self.origin, &self.file, &verified, self.state.counters())
+                .await;
+        }
+        Ok((verified, Provenance::Server))
+    }
+
+    /// The tier's bytes, checked like the server's; a bad or missing object means one server
+    /// read, as without the tier, so the retry budget (R-V9) is unchanged. Nothing here fails.
+    async fn tier_copy(&self) -> Option<VerifiedBytes> {
+        let t = self.tier.as_ref()?;
+        let counters = self.state.counters();
+        let bytes = t.tier().get(&self.origin, &self.file, counters).await?;
+        match self.check(bytes) {
+            Ok(v) => {
+                tracing::debug!(
+                    origin = self.origin.as_str(),
+                    uri = self.file.uri().as_str(),
+                    "l2 hit"
+                );
+                counters.bump(Counter::L2Hits);
+                Some(v)
+            }
+            Err(Error::Verify(VerifyError { mismatch, .. })) => {
+                t.tier()
+                    .rejected(&self.origin, &self.file, &mismatch, counters);
+                None
+            }
+            Err(e) => {
+                tracing::warn!(origin = self.origin.as_str(), uri = self.file.uri().as_str(), error = %e, "an l2 object could not be checked; asking the server");
+                counters.bump(Counter::L2Rejected);
+                None
+            }
+        }
+    }
+
+    /// Size, then digest (R-V3, R-V2), then for the skill's own `SKILL.md` the frontmatter.
+    fn check(&self, bytes: Vec<u8>) -> Result<VerifiedBytes, Error> {
+        let verified = VerifiedBytes::check(bytes, self.file.size(), self.file.digest()).map_err(
+            |mismatch| {
+                Error::Verify(VerifyError {
+                    origin: self.origin.clone(),
+                    uri: self.file.uri().clone(),
+                    mismatch,
+                })
+            },
+        )?;
+        if let Some(entry) = &self.skill_md {
+            check_frontmatter(&self.origin, entry, verified.as_slice())?;
+        }
+        Ok(verified)
+    }
+}

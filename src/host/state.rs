@@ -1,0 +1,122 @@
+//! The state one cache shares between every `SkillCache` handle and every `LoadedSkill`: the sync
+//! core, the bound sources, the host's settings, what this process remembers, and the counters.
+//! Fields are private: the other files of the host layer read them through the methods here.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use super::flight::Flights;
+use super::marks::Marks;
+use super::policy::{ApprovalPolicy, Deadlines, DynamicPolicy, Offline};
+use super::stats::Counters;
+use crate::core::Cache;
+use crate::entry::Validation;
+use crate::error::Error;
+use crate::lockfile::LockFile;
+use crate::origin::Origin;
+use crate::source::SkillSource;
+use crate::tier::BlobTier;
+
+/// What the host chose when it built the cache; fixed from then on.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Settings {
+    pub(super) dynamic: DynamicPolicy,
+    pub(super) validation: Validation,
+    pub(super) deadlines: Deadlines,
+    pub(super) approval: ApprovalPolicy,
+    pub(super) offline: Offline,
+    /// The lock file in force, if any.
+    pub(super) lock: Option<Arc<LockFile>>,
+}
+
+pub(crate) struct State {
+    core: Arc<Cache>,
+    sources: RwLock<HashMap<Origin, Arc<dyn SkillSource>>>,
+    settings: Settings,
+    marks: Marks,
+    flights: Flights,
+    /// What [`SkillCache::stats`](crate::SkillCache::stats) reports (R-P4).
+    counters: Counters,
+    /// The shared tier, if the host configured one; reached only through a
+    /// [`TierHandle`](crate::tier::TierHandle), which admission gives public entries alone.
+    tier: Option<Arc<dyn BlobTier>>,
+}
+
+impl State {
+    pub(super) fn new(core: Cache, settings: Settings, tier: Option<Arc<dyn BlobTier>>) -> State {
+        State {
+            core: Arc::new(core),
+            sources: RwLock::default(),
+            settings,
+            marks: Marks::default(),
+            flights: Flights::default(),
+            counters: Counters::default(),
+            tier,
+        }
+    }
+
+    pub(super) fn core(&self) -> &Arc<Cache> {
+        &self.core
+    }
+
+    pub(super) fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub(super) fn marks(&self) -> &Marks {
+        &self.marks
+    }
+
+    pub(super) fn flights(&self) -> &Flights {
+        &self.flights
+    }
+
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    pub(super) fn tier(&self) -> Option<&Arc<dyn BlobTier>> {
+        self.tier.as_ref()
+    }
+
+    /// Runs a sync core call on the blocking pool: one hop per operation.
+    pub(super) async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Cache) -> Result<T, Error> + Send + 'static,
+    ) -> Result<T, Error> {
+        let core = Arc::clone(&self.core);
+        match tokio::task::spawn_blocking(move || f(&core)).await {
+            Ok(r) => r,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(Error::Source(crate::error::SourceError::Transport {
+                method: "blocking task".into(),
+                source: Box::new(e),
+            })),
+        }
+    }
+
+    /// Binds `origin` to `source`, replacing an earlier binding.
+    pub(super) fn bind(&self, origin: Origin, source: Arc<dyn SkillSource>) {
+        self.sources
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(origin, source);
+    }
+
+    /// Unbinds `origin`.
+    pub(super) fn unbind(&self, origin: &Origin) {
+        self.sources
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(origin);
+    }
+
+    /// The source bound to `origin`, if any.
+    pub(super) fn bound(&self, origin: &Origin) -> Option<Arc<dyn SkillSource>> {
+        self.sources
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(origin)
+            .cloned()
+    }
+}

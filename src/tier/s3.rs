@@ -1,0 +1,625 @@
+//! The shared tier on an object store (feature `l2`): S3 and S3-compatible stores through
+//! `object_store`, or any `ObjectStore` a host builds. What the tier promises and what it may
+//! never do is in the parent module; this is the store behind it: keys, deadlines, conditional
+//! creates, claims.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt as _;
+use object_store::path::Path;
+use object_store::{GetOptions, ObjectStore, ObjectStoreExt as _, PutMode, PutOptions, PutPayload};
+
+use super::{BlobTier, TierFuture};
+use crate::entry::ManifestFile;
+use crate::error::{Error, Mismatch};
+use crate::host::{Counter, Counters};
+use crate::origin::Origin;
+use crate::verify::VerifiedBytes;
+
+/// How long a tier that missed a deadline or failed is left alone before it is tried again.
+const RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// A shared tier for a fleet of hosts: an object store and a key prefix (feature `l2`).
+///
+/// Give it to [`SkillCacheBuilder::l2`](crate::SkillCacheBuilder::l2). Only files of
+/// entries the server marked `cacheScope: public` are read from it or written to it; every
+/// byte read from it is verified against the entry this host holds before it is used; and a
+/// tier that does not answer within [`L2::timeout`] is skipped, never waited for.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use skillcache::L2;
+///
+/// // Any object store: S3 from a URL and the `AWS_*` environment, or one the host builds.
+/// let tier = L2::new(Arc::new(object_store::memory::InMemory::new()), "fleet/skills")?
+///     .timeout(Duration::from_millis(500));
+/// assert_eq!(tier.prefix(), "fleet/skills");
+/// # Ok::<(), skillcache::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct L2 {
+    store: Arc<dyn ObjectStore>,
+    prefix: String,
+    timeout: Duration,
+    claim_wait: Duration,
+}
+
+impl L2 {
+    /// The default deadline of one operation on the tier: 2 s.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+    /// The default longest wait for a file another host claimed: 5 s.
+    pub const DEFAULT_CLAIM_WAIT: Duration = Duration::from_secs(5);
+
+    /// A tier on `store`, with every key under `prefix` (`""` for the store's root).
+    ///
+    /// # Errors
+    /// [`Error::L2Config`] for a prefix that is not a valid object path (an empty segment,
+    /// `.` or `..`, a control character).
+    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str) -> Result<L2, Error> {
+        let trimmed = prefix.trim_matches('/');
+        if !trimmed.is_empty() {
+            Path::parse(trimmed).map_err(|e| Error::L2Config {
+                location: prefix.to_owned(),
+                problem: "the prefix is not a valid object path".into(),
+                source: Some(Box::new(e)),
+            })?;
+        }
+        Ok(L2 {
+            store,
+            prefix: trimmed.to_owned(),
+            timeout: L2::DEFAULT_TIMEOUT,
+            claim_wait: L2::DEFAULT_CLAIM_WAIT,
+        })
+    }
+
+    /// An S3 (or S3-compatible) tier from `s3://bucket/prefix`, configured from the standard
+    /// `AWS_*` environment: `AWS_ENDPOINT_URL` (or `AWS_ENDPOINT`) for a store other than
+    /// AWS, `AWS_ALLOW_HTTP=true` for a plain-HTTP one, `AWS_REGION` or `AWS_DEFAULT_REGION`,
+    /// and credentials (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, or
+    /// the instance's role).
+    ///
+    /// # Errors
+    /// [`Error::L2Config`] for a URL that is not `s3://` (or `s3a://`) with a bucket, or a
+    /// configuration the S3 client refuses.
+    pub fn from_url(url: &str) -> Result<L2, Error> {
+        L2::from_url_with(url, std::iter::empty::<(&str, &str)>())
+    }
+
+    /// [`L2::from_url`] with explicit settings that take precedence over the environment,
+    /// named like the variables in lower case (`aws_endpoint_url`, `aws_allow_http`,
+    /// `aws_region`, `aws_access_key_id`, …).
+    ///
+    /// # Errors
+    /// As [`L2::from_url`]; also a setting name the S3 client does not know.
+    pub fn from_url_with<'a>(
+        url: &str,
+        settings: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<L2, Error> {
+        use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+        let refused = |problem: &str, source: Option<Box<dyn std::error::Error + Send + Sync>>| {
+            Error::L2Config {
+                location: url.to_owned(),
+                problem: problem.to_owned(),
+                source,
+            }
+        };
+        let rest = url
+            .strip_prefix("s3://")
+            .or_else(|| url.strip_prefix("s3a://"))
+            .ok_or_else(|| {
+                refused(
+                    "only s3:// URLs are read here; build any other object store and pass it to L2::new",
+                    None,
+                )
+            })?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(refused(
+                "the URL names no bucket (s3://bucket/prefix)",
+                None,
+            ));
+        }
+        let client = object_store::ClientOptions::new()
+            .with_timeout(L2::DEFAULT_TIMEOUT)
+            .with_connect_timeout(L2::DEFAULT_TIMEOUT);
+        // One quick retry at most: the tier is an optimisation, the server is the fallback.
+        let retry = object_store::RetryConfig {
+            max_retries: 1,
+            retry_timeout: L2::DEFAULT_TIMEOUT,
+            ..object_store::RetryConfig::default()
+        };
+        // Client options first: the environment and the settings then change single fields
+        // of them (`AWS_ALLOW_HTTP`), where replacing them afterwards would drop those.
+        let mut builder = AmazonS3Builder::new()
+            .with_client_options(client)
+            .with_retry(retry);
+        let env = std::env::vars().filter(|(k, _)| k.starts_with("AWS_"));
+        for (name, value) in env {
+            // As `AmazonS3Builder::from_env`: variables it does not know are not its own.
+            if let Ok(key) = name.to_ascii_lowercase().parse::<AmazonS3ConfigKey>() {
+                builder = builder.with_config(key, value);
+            }
+        }
+        for (name, value) in settings {
+            let key: AmazonS3ConfigKey = name.parse().map_err(|e: object_store::Error| {
+                refused(&format!("unknown setting {name:?}"), Some(Box::new(e)))
+            })?;
+            builder = builder.with_config(key, value);
+        }
+        let store = builder
+            .with_bucket_name(bucket)
+            .build()
+            .map_err(|e| refused("the S3 client refused its configuration", Some(Box::new(e))))?;
+        L2::new(Arc::new(store), prefix)
+    }
+
+    /// The deadline of one operation on the tier (a whole get, its body included; a claim;
+    /// a put). A tier that misses it is skipped for 30 s, with one warning, and
+    /// the server serves. Default: [`L2::DEFAULT_TIMEOUT`] (2 s).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> L2 {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long a host that misses a file another host has claimed waits for that host's
+    /// object before it asks the server itself. When a fleet starts cold at once, the first
+    /// host to miss a file claims it (a small marker under `<prefix>/claims/`, created
+    /// conditionally) and the others poll for its object, so the server sees each file about
+    /// once instead of once per host. A claim is only a hint: one left by a host that died
+    /// costs the others this wait once, then they read from the server and clear it.
+    /// Default: [`L2::DEFAULT_CLAIM_WAIT`] (5 s); zero turns claims off.
+    #[must_use]
+    pub fn claim_wait(mut self, wait: Duration) -> L2 {
+        self.claim_wait = wait;
+        self
+    }
+
+    /// The key prefix, without leading or trailing `/`.
+    #[must_use]
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+}
+
+/// The opened tier: the host's [`L2`] and whether it is answering.
+#[derive(Debug)]
+pub(crate) struct Tier {
+    config: L2,
+    /// Until when the tier is skipped after it missed a deadline or failed.
+    down_until: Mutex<Option<Instant>>,
+    /// A put the store refused (read-only credentials, no conditional create) is said once.
+    put_warned: AtomicBool,
+    /// Until when claim markers are not waited on: a claim whose object never came makes
+    /// every claim suspect (a crashed host, or a writer who planted markers for every blob),
+    /// so a cold load pays at most one `claim_wait` per [`RETRY_AFTER`], not one per blob.
+    claims_off_until: Mutex<Option<Instant>>,
+}
+
+/// Whether the window in `until` is still open; a passed window is cleared.
+fn until_passed(until: &Mutex<Option<Instant>>) -> bool {
+    let mut window = until
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match *window {
+        Some(end) if Instant::now() < end => true,
+        Some(_) => {
+            *window = None;
+            false
+        }
+        None => false,
+    }
+}
+
+/// What a get found.
+enum Fetched {
+    /// At most the entry's size in bytes, not yet hashed.
+    Bytes(Vec<u8>),
+    /// No such object.
+    Missing,
+    /// The object's size is not the entry's (nothing or not all of it was read).
+    Rejected(Mismatch),
+    /// The tier did not answer in time, failed, or is being left alone.
+    Unavailable,
+}
+
+/// What a claim found.
+enum Claim {
+    /// This host fetches the file from the server and publishes it.
+    Won,
+    /// Another host claimed it: wait for its object.
+    Taken,
+    /// Claims are off, or the tier did not take the claim: ask the server.
+    Unavailable,
+}
+
+/// What a put did.
+enum Put {
+    Created,
+    /// Another host created it first (or it was there before): not an error.
+    Exists,
+    Unavailable,
+}
+
+/// A failed or late operation.
+enum Failure {
+    NotFound,
+    AlreadyExists,
+    Down,
+}
+
+impl Tier {
+    pub(crate) fn new(config: L2) -> Tier {
+        Tier {
+            config,
+            down_until: Mutex::new(None),
+            put_warned: AtomicBool::new(false),
+            claims_off_until: Mutex::new(None),
+        }
+    }
+
+    fn is_down(&self) -> bool {
+        until_passed(&self.down_until)
+    }
+
+    /// Whether claims are being ignored after one ran out (see `claims_off_until`).
+    fn claims_off(&self) -> bool {
+        until_passed(&self.claims_off_until)
+    }
+
+    /// Stops waiting on claims for [`RETRY_AFTER`]: one claimed object did not come in time.
+    fn distrust_claims(&self) {
+        let mut off = self
+            .claims_off_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if off.is_none() {
+            tracing::warn!(retry_after = ?RETRY_AFTER, "a claimed shared-tier (l2) object never came; claims are ignored for a while");
+        }
+        *off = Some(Instant::now() + RETRY_AFTER);
+    }
+
+    /// Leaves the tier alone for [`RETRY_AFTER`]; the first failure of an outage is a warning.
+    fn mark_down(&self, op: &'static str, key: &Path, why: &dyn std::fmt::Display) {
+        let mut down = self
+            .down_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if down.is_none() {
+            tracing::warn!(op, %key, error = %why, retry_after = ?RETRY_AFTER, "the shared tier (l2) is unavailable; loading from the server");
+        } else {
+            tracing::debug!(op, %key, error = %why, "the shared tier (l2) is still unavailable");
+        }
+        *down = Some(Instant::now() + RETRY_AFTER);
+    }
+
+    /// Runs one store call under the deadline; a late or failed call marks the tier down.
+    async fn call<T>(
+        &self,
+        op: &'static str,
+        key: &Path,
+        call: impl Future<Output = object_store::Result<T>>,
+    ) -> Result<T, Failure> {
+        let deadline = tokio::time::Instant::now() + self.config.timeout;
+        self.call_until(op, key, deadline, call).await
+    }
+
+    /// [`Tier::call`] with the deadline of the whole operation it is part of (a get and
+    /// every chunk of its body share one).
+    async fn call_until<T>(
+        &self,
+        op: &'static str,
+        key: &Path,
+        deadline: tokio::time::Instant,
+        call: impl Future<Output = object_store::Result<T>>,
+    ) -> Result<T, Failure> {
+        match tokio::time::timeout_at(deadline, call).await {
+            Err(_) => {
+                self.mark_down(
+                    op,
+                    key,
+                    &format_args!("no answer within {:?}", self.config.timeout),
+                );
+                Err(Failure::Down)
+            }
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(object_store::Error::NotFound { .. })) => Err(Failure::NotFound),
+            Ok(Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            )) => Err(Failure::AlreadyExists),
+            Ok(Err(e)) => {
+                if op == "get" {
+                    self.mark_down(op, key, &e);
+                } else if !self.put_warned.swap(true, Ordering::Relaxed) {
+                    // A refused write (put, claim, release) says nothing about reads
+                    // (read-only credentials are a normal fleet setup): said once, and the
+                    // tier stays in use for reads.
+                    tracing::warn!(op, %key, error = %e, "the shared tier (l2) refused a write; this host will only read from it");
+                }
+                Err(Failure::Down)
+            }
+        }
+    }
+}
+
+impl Tier {
+    /// `<prefix>/origins/<encoded origin>/sha256/<2 hex>/<62 hex>`: the local store's layout
+    /// under the tier's prefix.
+    fn key(&self, origin: &Origin, file: &ManifestFile) -> Path {
+        let rel = crate::store::blob_rel(origin, &file.digest());
+        let prefix = &self.config.prefix;
+        let full = if prefix.is_empty() {
+            rel
+        } else {
+            format!("{prefix}/{rel}")
+        };
+        // Every part is path-safe by construction (a checked prefix, the origin's encoding,
+        // hex): parse cannot fail, and `from` would only re-encode what it already is.
+        Path::parse(&full).unwrap_or_else(|_| Path::from(full.as_str()))
+    }
+
+    /// `<prefix>/claims/origins/…`: the marker of a host fetching `file` from the server.
+    fn claim_key(&self, origin: &Origin, file: &ManifestFile) -> Path {
+        let rel = crate::store::blob_rel(origin, &file.digest());
+        let prefix = &self.config.prefix;
+        let full = if prefix.is_empty() {
+            format!("claims/{rel}")
+        } else {
+            format!("{prefix}/claims/{rel}")
+        };
+        Path::parse(&full).unwrap_or_else(|_| Path::from(full.as_str()))
+    }
+
+    fn claim_wait(&self) -> Duration {
+        self.config.claim_wait
+    }
+
+    /// A claimed object did not come within `claim_wait`: claims are ignored for a while.
+    fn claim_ran_out(&self) {
+        self.distrust_claims();
+    }
+
+    /// Claims `file` for this host with a conditional create of its marker.
+    async fn claim(&self, origin: &Origin, file: &ManifestFile) -> Claim {
+        let tier = self;
+        if tier.config.claim_wait.is_zero() || tier.is_down() || tier.claims_off() {
+            return Claim::Unavailable;
+        }
+        let key = self.claim_key(origin, file);
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        let marker = PutPayload::from_static(b"claimed\n");
+        match tier
+            .call(
+                "claim",
+                &key,
+                tier.config.store.put_opts(&key, marker, opts),
+            )
+            .await
+        {
+            Ok(_) => Claim::Won,
+            Err(Failure::AlreadyExists) => Claim::Taken,
+            Err(Failure::NotFound | Failure::Down) => Claim::Unavailable,
+        }
+    }
+
+    /// Removes the claim marker of `file`, if any (best effort).
+    async fn release(&self, origin: &Origin, file: &ManifestFile) {
+        let tier = self;
+        if tier.config.claim_wait.is_zero() || tier.is_down() {
+            return;
+        }
+        let key = self.claim_key(origin, file);
+        let _ = tier
+            .call("release", &key, tier.config.store.delete(&key))
+            .await;
+    }
+
+    /// The object for `file`: its listed size is compared first, then at most that many
+    /// bytes are read. The whole get — the answer and every chunk of its body — is one
+    /// operation under one deadline: a tier that drips its body, each chunk just inside a
+    /// per-chunk deadline, cannot stretch a load past [`L2::timeout`] (F4).
+    async fn get_object(&self, origin: &Origin, file: &ManifestFile) -> Fetched {
+        let tier = self;
+        if tier.is_down() {
+            return Fetched::Unavailable;
+        }
+        let key = self.key(origin, file);
+        let size = file.size();
+        let deadline = tokio::time::Instant::now() + tier.config.timeout;
+        let found = match tier
+            .call_until(
+                "get",
+                &key,
+                deadline,
+                tier.config.store.get_opts(&key, GetOptions::default()),
+            )
+            .await
+        {
+            Ok(found) => found,
+            Err(Failure::NotFound) => return Fetched::Missing,
+            Err(Failure::AlreadyExists | Failure::Down) => return Fetched::Unavailable,
+        };
+        if found.meta.size != size {
+            // R-V3: size first; the body is not read.
+            return Fetched::Rejected(Mismatch::Size {
+                expected: size,
+                actual: found.meta.size,
+            });
+        }
+        // The entry's size passed the limits (R-W7) when the entry was validated.
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        let mut body = found.into_stream();
+        loop {
+            match tier
+                .call_until("get", &key, deadline, async {
+                    body.next().await.transpose()
+                })
+                .await
+            {
+                Ok(None) => break,
+                Ok(Some(chunk)) => {
+                    let have = bytes.len() as u64 + chunk.len() as u64;
+                    if have > size {
+                        // A body longer than its own listed size: never buffered past the
+                        // entry's size.
+                        return Fetched::Rejected(Mismatch::Size {
+                            expected: size,
+                            actual: have,
+                        });
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Err(Failure::NotFound) => return Fetched::Missing,
+                Err(Failure::AlreadyExists | Failure::Down) => return Fetched::Unavailable,
+            }
+        }
+        Fetched::Bytes(bytes)
+    }
+
+    /// Publishes verified bytes with a conditional create: never replaces an object.
+    async fn put_object(&self, origin: &Origin, file: &ManifestFile, bytes: &VerifiedBytes) -> Put {
+        let tier = self;
+        if tier.is_down() {
+            return Put::Unavailable;
+        }
+        let key = self.key(origin, file);
+        let payload = PutPayload::from(bytes.clone().into_shared());
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        match tier
+            .call("put", &key, tier.config.store.put_opts(&key, payload, opts))
+            .await
+        {
+            Ok(_) => {
+                tracing::debug!(%key, "published to l2");
+                Put::Created
+            }
+            Err(Failure::AlreadyExists) => Put::Exists,
+            Err(Failure::NotFound | Failure::Down) => Put::Unavailable,
+        }
+    }
+}
+
+impl Tier {
+    /// The claim protocol around a get: a fleet that starts cold at once would send every host
+    /// to the server for the same blob. The first host to miss claims the blob (a conditional
+    /// create of a marker); the others wait — bounded by `claim_wait` — for its object instead
+    /// of asking the server too. A claim is only a hint: whoever waits it out reads from the
+    /// server.
+    async fn fetch(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        counters: &Counters,
+    ) -> Option<Vec<u8>> {
+        let uri = file.uri().as_str();
+        let deadline = tokio::time::Instant::now() + self.claim_wait();
+        let mut pause = Duration::from_millis(20);
+        let mut waiting = false;
+        loop {
+            match self.get_object(origin, file).await {
+                Fetched::Bytes(bytes) => return Some(bytes),
+                Fetched::Missing if !waiting => {
+                    tracing::debug!(origin = origin.as_str(), uri, "l2 miss");
+                    counters.bump(Counter::L2Misses);
+                    match self.claim(origin, file).await {
+                        Claim::Taken => waiting = true,
+                        Claim::Won | Claim::Unavailable => return None,
+                    }
+                }
+                Fetched::Missing => {
+                    if tokio::time::Instant::now() >= deadline {
+                        tracing::debug!(
+                            origin = origin.as_str(),
+                            uri,
+                            "the host that claimed this file did not publish it in time; asking the server"
+                        );
+                        self.claim_ran_out();
+                        return None;
+                    }
+                }
+                Fetched::Unavailable => {
+                    counters.bump(Counter::L2Unavailable);
+                    return None;
+                }
+                Fetched::Rejected(mismatch) => {
+                    self.reject(origin, file, &mismatch, counters);
+                    return None;
+                }
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            tokio::time::sleep(pause.min(left)).await;
+            pause = (pause * 2).min(Duration::from_millis(250));
+        }
+    }
+
+    fn reject(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        mismatch: &Mismatch,
+        counters: &Counters,
+    ) {
+        // Traced with the key so an operator can find and remove the object; it is left in place
+        // (a bad object under a content address cannot fool a reader, only cost it one get).
+        tracing::warn!(origin = origin.as_str(), uri = file.uri().as_str(), key = %self.key(origin, file), %mismatch, "an l2 object failed verification; asking the server");
+        counters.bump(Counter::L2Rejected);
+    }
+}
+
+impl BlobTier for Tier {
+    fn get<'a>(
+        &'a self,
+        origin: &'a Origin,
+        file: &'a ManifestFile,
+        counters: &'a Counters,
+    ) -> TierFuture<'a, Option<Vec<u8>>> {
+        Box::pin(self.fetch(origin, file, counters))
+    }
+
+    fn rejected(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        mismatch: &Mismatch,
+        counters: &Counters,
+    ) {
+        self.reject(origin, file, mismatch, counters);
+    }
+
+    fn put<'a>(
+        &'a self,
+        origin: &'a Origin,
+        file: &'a ManifestFile,
+        bytes: &'a VerifiedBytes,
+        counters: &'a Counters,
+    ) -> TierFuture<'a, ()> {
+        Box::pin(async move {
+            match self.put_object(origin, file, bytes).await {
+                Put::Created => counters.bump(Counter::L2Puts),
+                Put::Exists => {}
+                Put::Unavailable => {
+                    counters.bump(Counter::L2Unavailable);
+                    return;
+                }
+            }
+            // The object is there now: a claim on it (this host's, or a stale one it waited out)
+            // has served its purpose.
+            self.release(origin, file).await;
+        })
+    }
+}
+
+/// The tier a host's [`L2`] opens.
+pub(crate) fn open(config: L2) -> std::sync::Arc<dyn BlobTier> {
+    Arc::new(Tier::new(config))
+}
