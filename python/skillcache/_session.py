@@ -1,0 +1,33 @@
+"""The Python half of `SkillCache.connect_session`: one request over the host's own session.
+
+The Rust side (`src/session.rs`) schedules `ask` on the loop that runs the session and reads its
+answer after checking its size. Nothing here inspects the answer: every field reaches
+skillcache's own validation, as the server sent it.
+"""
+
+import json
+from typing import Any
+
+
+def _raw_request(method: str, params: dict[str, Any]) -> Any:
+    # Imported here, not at module level: the package works without the MCP SDK installed, and a
+    # host that calls `connect_session` has it.
+    from mcp.types import Request
+
+    class _Raw(Request[dict[str, Any], str]):
+        params: dict[str, Any]
+
+    return _Raw(method=method, params=params)
+
+
+def _raw_result() -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(dict[str, Any])
+
+
+async def ask(session: Any, method: str, params: str) -> str:
+    """Sends `method` with `params` (JSON text) over `session` and returns the `result` object
+    as ASCII-only JSON text (so its length in characters is its length in bytes)."""
+    raw = await session.send_request(_raw_request(method, json.loads(params)), _raw_result())
+    return json.dumps(raw, separators=(",", ":"))
