@@ -308,10 +308,10 @@ impl PySkillFile {
     }
     fn __repr__(&self) -> String {
         format!(
-            "SkillFile(uri={:?}, origin={:?}, digest={:?}, size={}, provenance={:?})",
+            "SkillFile(uri={:?}, origin={:?}, digest={}, size={}, provenance={:?})",
             self.uri(),
             self.origin(),
-            self.digest(),
+            self.digest().map_or_else(|| "None".to_owned(), |d| format!("{d:?}")),
             self.file.bytes().len(),
             self.provenance()
         )
