@@ -311,7 +311,8 @@ impl PySkillFile {
             "SkillFile(uri={:?}, origin={:?}, digest={}, size={}, provenance={:?})",
             self.uri(),
             self.origin(),
-            self.digest().map_or_else(|| "None".to_owned(), |d| format!("{d:?}")),
+            self.digest()
+                .map_or_else(|| "None".to_owned(), |d| format!("{d:?}")),
             self.file.bytes().len(),
             self.provenance()
         )
