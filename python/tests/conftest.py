@@ -331,7 +331,3 @@ def files_on_disk(skills: Path, entry: skillcache.SkillEntry) -> dict[str, bytes
     root = entry.uri.removesuffix("SKILL.md")
     folder = skills / root.removeprefix("skill://").rstrip("/")
     return {f.uri: (folder / f.uri.removeprefix(root)).read_bytes() for f in entry.files}
-
-
-
-

@@ -217,3 +217,9 @@ def test_y2_the_readme_examples_run_as_written(doc: str, tmp_path: Path) -> None
             timeout=120,
         )
         assert out.returncode == 0, f"{doc}:\n{block}\n{out.stdout}\n{out.stderr}"
+
+
+def test_y1_connect_session_outside_the_sessions_event_loop_is_refused(tmp_path: Path) -> None:
+    cache = open_cache(tmp_path)
+    with pytest.raises(RuntimeError, match="event loop"):
+        cache.connect_session("local", object())
