@@ -11,9 +11,9 @@ import builtins
 class Error(Exception):
     """Everything that can go wrong in skillcache (`skillcache::Error`).
 
-    `str(e)` is the Rust error's message. `kind` names the Rust variant (`"digest"`,
-    `"not_approved"` is a `reason`, not a kind: see the subclasses). `causes` holds the messages
-    of the Rust error's `source()` chain, outermost first.
+    `str(e)` is the Rust error's message. `kind` names the Rust variant in snake case (for
+    example `"limit_exceeded"`, `"timeout"`, `"lock_file"`; each subclass lists its kinds).
+    `causes` holds the messages of the Rust error's `source()` chain, outermost first.
     """
 
     kind: str | None = None
