@@ -5,29 +5,27 @@ answer after checking its size. Nothing here inspects the answer: every field re
 skillcache's own validation, as the server sent it.
 """
 
+import functools
 import json
 from typing import Any
 
 
-def _raw_request(method: str, params: dict[str, Any]) -> Any:
-    # Imported here, not at module level: the package works without the MCP SDK installed, and a
-    # host that calls `connect_session` has it.
+@functools.cache
+def _raw_types() -> tuple[Any, Any]:
+    """The request class and result adapter, made once. Imported here, not at module level: the
+    package works without the MCP SDK installed, and a host that calls `connect_session` has it."""
     from mcp.types import Request
-
-    class _Raw(Request[dict[str, Any], str]):
-        params: dict[str, Any]
-
-    return _Raw(method=method, params=params)
-
-
-def _raw_result() -> Any:
     from pydantic import TypeAdapter
 
-    return TypeAdapter(dict[str, Any])
+    class RawRequest(Request[dict[str, Any], str]):
+        params: dict[str, Any]
+
+    return RawRequest, TypeAdapter(dict[str, Any])
 
 
 async def ask(session: Any, method: str, params: str) -> str:
     """Sends `method` with `params` (JSON text) over `session` and returns the `result` object
     as ASCII-only JSON text (so its length in characters is its length in bytes)."""
-    raw = await session.send_request(_raw_request(method, json.loads(params)), _raw_result())
+    request, result = _raw_types()
+    raw = await session.send_request(request(method=method, params=json.loads(params)), result)
     return json.dumps(raw, separators=(",", ":"))
