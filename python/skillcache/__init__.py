@@ -1,0 +1,89 @@
+"""skillcache for Python hosts: verified, cached, approval-bound loading of skills served over MCP
+(the Skills extension `io.modelcontextprotocol/skills`, SEP-2640).
+
+A thin layer over the Rust library: every check (size, SHA-256, frontmatter, approval, lock,
+limits, deadlines) is the Rust code's, and every error is a `skillcache.Error`.
+
+    import skillcache
+
+    cache = skillcache.SkillCache(root="/tmp/skills-cache")
+    cache.connect_stdio("docs", ["docs-server", "--stdio"])
+    info = await cache.entry("docs", "skill://release-notes/SKILL.md")
+    await cache.approve("docs", info.entry)
+    skill = await cache.load("docs", info.entry)      # DeclinedError if not approved
+    print(skill.skill_md.text, skill.skill_md.digest)
+    notes = await skill.read("templates/notes.md")    # only files the entry lists
+
+See python/README.md for the whole API.
+"""
+
+from ._errors import (
+    ConfigError,
+    DeclinedError,
+    EntryError,
+    Error,
+    IndexError,
+    L2ConfigError,
+    LimitExceededError,
+    MessageTooLargeError,
+    NotConnectedError,
+    OfflineError,
+    ServerError,
+    SourceError,
+    StoreError,
+    TimeoutError,
+    TransportError,
+    UriError,
+    VerifyError,
+)
+from ._skillcache import (
+    CachedEntry,
+    EntryDiff,
+    EntryInfo,
+    GcReport,
+    Inventory,
+    LoadedSkill,
+    LockedSkill,
+    LockFile,
+    ManifestFile,
+    SkillCache,
+    SkillEntry,
+    SkillFile,
+    VerifyReport,
+    __version__,
+)
+
+# `IndexError` and `TimeoutError` keep the Rust names and would shadow the builtins under a star
+# import, so they are left out of it: use `skillcache.IndexError`, `skillcache.TimeoutError`
+# (which is also a builtin `TimeoutError`).
+__all__ = [
+    "CachedEntry",
+    "ConfigError",
+    "DeclinedError",
+    "EntryDiff",
+    "EntryError",
+    "EntryInfo",
+    "Error",
+    "GcReport",
+    "Inventory",
+    "L2ConfigError",
+    "LimitExceededError",
+    "LoadedSkill",
+    "LockFile",
+    "LockedSkill",
+    "ManifestFile",
+    "MessageTooLargeError",
+    "NotConnectedError",
+    "OfflineError",
+    "ServerError",
+    "SkillCache",
+    "SkillEntry",
+    "SkillFile",
+    "SourceError",
+    "StoreError",
+    "TransportError",
+    "UriError",
+    "VerifyError",
+    "VerifyReport",
+    "__version__",
+]

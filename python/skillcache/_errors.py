@@ -1,0 +1,136 @@
+"""The exception classes: one per kind of `skillcache::Error`, all under `skillcache.Error`.
+
+The extension module raises them (`src/errors.rs` maps every Rust variant, exhaustively) and
+sets the Rust error's fields as attributes. Every attribute exists on every class (`None` where
+a kind has no such field), so a handler can read `e.origin` or `e.uri` without `getattr`.
+"""
+
+import builtins
+
+
+class Error(Exception):
+    """Everything that can go wrong in skillcache (`skillcache::Error`).
+
+    `str(e)` is the Rust error's message. `kind` names the Rust variant in snake case (for
+    example `"limit_exceeded"`, `"timeout"`, `"lock_file"`; each subclass lists its kinds).
+    `causes` holds the messages of the Rust error's `source()` chain, outermost first.
+    """
+
+    kind: str | None = None
+    origin: str | None = None
+    uri: str | None = None
+    causes: list[str] = []
+
+    # Fields of the Rust variants, by name. Each subclass's docstring says which it sets.
+    rule: str | None = None
+    field: str | None = None
+    skill: str | None = None
+    text: str | None = None
+    limit: str | None = None
+    declared: int | None = None
+    max: int | None = None
+    method: str | None = None
+    problem: str | None = None
+    path: str | None = None
+    why: str | None = None
+    mismatch: str | None = None
+    expected: object = None
+    actual: object = None
+    diffs: list[str] | None = None
+    code: int | None = None
+    message: str | None = None
+    after: float | None = None
+    digest: str | None = None
+    root: str | None = None
+    op: str | None = None
+    errno: int | None = None
+    waited: float | None = None
+    holder: str | None = None
+    what: str | None = None
+    found: int | None = None
+    supported: int | None = None
+    reason: str | None = None
+    changes: object = None
+    missing: str | None = None
+    age_ms: int | None = None
+    location: str | None = None
+
+
+class UriError(Error):
+    """A URI is not acceptable as a skill or file URI (R-W4, R-W5, R-V5): `uri`, `rule`."""
+
+
+class EntryError(Error):
+    """Untrusted input broke a rule (R-W*). By `kind`: `"digest"` (`text`, `rule`), `"invalid"`
+    (`skill`, `field`, `rule`), `"limit_exceeded"` (see `LimitExceededError`), `"response"`
+    (`method`, `rule`), `"frontmatter"` (`problem`), `"folder"` (`path`, `why`)."""
+
+
+class LimitExceededError(EntryError):
+    """A skill is larger than the limits (R-W7), declined from its entry alone: `skill` (and
+    `uri`), `limit` (`"files"` or `"total_bytes"`), `declared`, `max`."""
+
+
+class VerifyError(Error):
+    """Bytes did not match their entry and were not used (R-V2…R-V6): `origin`, `uri`,
+    `mismatch` (`"size"`, `"digest"`, `"frontmatter"`, `"frontmatter_unreadable"`,
+    `"unlisted"`, `"not_a_regular_file"`), `expected` and `actual` (ints for a size,
+    `"sha256:…"` strings for a digest), `diffs` (the differing frontmatter keys), `problem`."""
+
+
+class SourceError(Error):
+    """A request to a server failed. See the subclasses; `method` names the request."""
+
+
+class ServerError(SourceError):
+    """The server answered with a JSON-RPC error: `method`, `code`, `message`."""
+
+
+class TransportError(SourceError):
+    """The connection to the server failed: `method`; the cause is in `causes`."""
+
+
+class TimeoutError(SourceError, builtins.TimeoutError):  # noqa: A001 - the Rust name, on purpose
+    """No answer within the deadline (R-B1): `origin`, `method`, `after` (seconds). Also a
+    builtin `TimeoutError`, so `except TimeoutError` catches it either way."""
+
+
+class MessageTooLargeError(SourceError):
+    """An answer larger than the message bound (R-B2): `method`, `max` (bytes)."""
+
+
+class NotConnectedError(SourceError):
+    """No source is connected for `origin`."""
+
+
+class StoreError(Error):
+    """The blob store failed or refused. By `kind`: `"blob_mismatch"` (`origin`, `digest`,
+    `mismatch`, `expected`, `actual`), `"root_refused"` (`root`, `why`, `path`), `"io"` (`op`,
+    `path`, `errno`), `"lock_timeout"` (`path`, `waited`, `holder`)."""
+
+
+class IndexError(Error):  # noqa: A001 - the Rust name, on purpose
+    """The index failed or refused. By `kind`: `"database"` (`what`), `"too_new"` (`found`,
+    `supported`), `"read_only"` (`path`, `what`), `"host_key"` (`path`, `problem`). Not the
+    builtin `IndexError`: import it qualified (`skillcache.IndexError`)."""
+
+
+class ConfigError(Error):
+    """A configuration value, MCP config file or lock file was refused. By `kind`: `"invalid"`
+    (`what`), `"file"` and `"lock_file"` (`path`, `field`, `problem`)."""
+
+
+class L2ConfigError(ConfigError):
+    """The shared tier cannot be set up as given: `location`, `problem`."""
+
+
+class DeclinedError(Error):
+    """The host's policy declined the skill; nothing was requested (R-P1, R-V7, L1): `origin`,
+    `skill` (and `uri`), `reason` (`"dynamic"`, `"not_approved"`, `"revoked"`, `"not_locked"`,
+    `"drift"`), `changes` (an `EntryDiff` for `"revoked"` and `"drift"`)."""
+
+
+class OfflineError(Error):
+    """Offline mode lacks what was asked for; no server was contacted (L2): `origin`, `uri`
+    (`None` for a whole listing), `missing` (`"entry"`, `"stale"`, `"file"`, `"server"`),
+    `age_ms` (for `"stale"`), `method` (for `"server"`)."""

@@ -1,0 +1,31 @@
+"""The Python half of `SkillCache.connect_session`: one request over the host's own session.
+
+The Rust side (`src/session.rs`) schedules `ask` on the loop that runs the session and reads its
+answer after checking its size. Nothing here inspects the answer: every field reaches
+skillcache's own validation, as the server sent it.
+"""
+
+import functools
+import json
+from typing import Any
+
+
+@functools.cache
+def _raw_types() -> tuple[Any, Any]:
+    """The request class and result adapter, made once. Imported here, not at module level: the
+    package works without the MCP SDK installed, and a host that calls `connect_session` has it."""
+    from mcp.types import Request
+    from pydantic import TypeAdapter
+
+    class RawRequest(Request[dict[str, Any], str]):
+        params: dict[str, Any]
+
+    return RawRequest, TypeAdapter(dict[str, Any])
+
+
+async def ask(session: Any, method: str, params: str) -> str:
+    """Sends `method` with `params` (JSON text) over `session` and returns the `result` object
+    as ASCII-only JSON text (so its length in characters is its length in bytes)."""
+    request, result = _raw_types()
+    raw = await session.send_request(request(method=method, params=json.loads(params)), result)
+    return json.dumps(raw, separators=(",", ":"))

@@ -1,0 +1,297 @@
+"""Types of the extension module `skillcache._skillcache` (Y2). The `skillcache` package
+re-exports every class; its exception classes are in `skillcache/_errors.py`."""
+
+import os
+import pathlib
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, final
+
+from ._errors import Error
+
+__version__: str
+
+JSON = Any
+"""A JSON value: dict, list, str, int, float, bool or None."""
+
+StrPath = str | os.PathLike[str]
+
+@final
+class ManifestFile:
+    """One file of a skill's manifest: what its bytes must match."""
+
+    @property
+    def uri(self) -> str: ...
+    @property
+    def digest(self) -> str:
+        """`sha256:` and 64 hex digits."""
+    @property
+    def size(self) -> int: ...
+
+@final
+class SkillEntry:
+    """A validated skill entry: what exists is valid."""
+
+    @property
+    def uri(self) -> str:
+        """The `SKILL.md` URI."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def is_dynamic(self) -> bool:
+        """`resources: "dynamic"`: no digests, nothing to verify against (R-V7)."""
+    @property
+    def binding(self) -> str | None:
+        """The approval binding (hex); `None` for a dynamic skill."""
+    @property
+    def files(self) -> list[ManifestFile]: ...
+    @property
+    def frontmatter(self) -> dict[str, JSON]: ...
+    @property
+    def requested_tools(self) -> JSON | None:
+        """The frontmatter's `allowed-tools`, verbatim: a request, never a grant."""
+    def to_json(self) -> dict[str, JSON]:
+        """The entry in wire form."""
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class EntryDiff:
+    """What changed between two entries of one skill (R-A2)."""
+
+    @property
+    def added(self) -> list[str]: ...
+    @property
+    def removed(self) -> list[str]: ...
+    @property
+    def changed(self) -> list[tuple[str, str, str]]:
+        """`(uri, old digest, new digest)` of each changed file."""
+    @property
+    def frontmatter(self) -> list[str]:
+        """The frontmatter keys that differ."""
+    @property
+    def dynamic_changed(self) -> bool: ...
+
+@final
+class EntryInfo:
+    """An entry as `SkillCache.entry`, `refresh` or `list` resolved it."""
+
+    @property
+    def entry(self) -> SkillEntry: ...
+    @property
+    def from_cache(self) -> bool:
+        """It was fresh in the index and the server was not asked."""
+    @property
+    def revoked(self) -> bool:
+        """Storing it revoked an approval (R-A2)."""
+    @property
+    def diff(self) -> EntryDiff | None: ...
+    @property
+    def stale(self) -> bool:
+        """A cached entry past its `ttlMs`, used offline because stale entries are allowed."""
+
+@final
+class SkillFile:
+    """One file's bytes, with their origin, URI and what they were checked against (R-P3)."""
+
+    @property
+    def bytes(self) -> bytes: ...
+    @property
+    def text(self) -> str:
+        """The bytes as UTF-8 (`UnicodeDecodeError` for a file that is not text)."""
+    @property
+    def origin(self) -> str: ...
+    @property
+    def uri(self) -> str: ...
+    @property
+    def digest(self) -> str | None:
+        """The digest the bytes matched on this access; `None` for a dynamic skill's file."""
+    @property
+    def verified(self) -> bool: ...
+    @property
+    def provenance(self) -> Literal["cache", "server", "l2"]: ...
+    @property
+    def retried(self) -> bool:
+        """A cached copy failed and the file was fetched once more (R-V9)."""
+    @property
+    def stored(self) -> bool: ...
+    def __len__(self) -> int: ...
+
+@final
+class LoadedSkill:
+    """A loaded skill: reads stay inside the held entry's files and its origin's source."""
+
+    @property
+    def origin(self) -> str: ...
+    @property
+    def entry(self) -> SkillEntry: ...
+    @property
+    def skill_md(self) -> SkillFile: ...
+    @property
+    def granted_tools(self) -> JSON | None: ...
+    @property
+    def files(self) -> list[ManifestFile]: ...
+    async def read(self, reference: str) -> SkillFile:
+        """A file, by a reference relative to the skill root (R-V5) listed in the entry (R-V4)."""
+    async def read_all(self) -> list[SkillFile]: ...
+
+@final
+class VerifyReport:
+    @property
+    def checked(self) -> int: ...
+    @property
+    def corrupt(self) -> list[tuple[str, str]]:
+        """`(origin, digest)` of each corrupt blob (quarantined)."""
+    @property
+    def missing(self) -> list[tuple[str, str]]: ...
+    @property
+    def orphaned(self) -> list[tuple[str, str]]: ...
+    @property
+    def strays(self) -> list[str]: ...
+    @property
+    def is_clean(self) -> bool: ...
+
+@final
+class GcReport:
+    @property
+    def unreferenced(self) -> int: ...
+    @property
+    def not_blobs(self) -> int: ...
+    @property
+    def evicted(self) -> int: ...
+    @property
+    def temporaries(self) -> int: ...
+    @property
+    def bytes_before(self) -> int: ...
+    @property
+    def bytes_after(self) -> int: ...
+    @property
+    def over_budget(self) -> bool: ...
+
+@final
+class Inventory:
+    @property
+    def origins(self) -> int: ...
+    @property
+    def entries(self) -> int: ...
+    @property
+    def blobs(self) -> int: ...
+    @property
+    def blob_bytes(self) -> int: ...
+    @property
+    def quarantined(self) -> int: ...
+    @property
+    def schema_version(self) -> int: ...
+    @property
+    def index_read_only(self) -> bool: ...
+
+@final
+class CachedEntry:
+    @property
+    def origin(self) -> str: ...
+    @property
+    def uri(self) -> str: ...
+    @property
+    def scope(self) -> Literal["public", "private"]: ...
+    @property
+    def principal(self) -> str: ...
+    @property
+    def files(self) -> int: ...
+    @property
+    def bytes(self) -> int: ...
+    @property
+    def fresh(self) -> bool: ...
+
+@final
+class LockedSkill:
+    @property
+    def origin(self) -> str: ...
+    @property
+    def uri(self) -> str: ...
+    @property
+    def binding(self) -> str: ...
+    @property
+    def files(self) -> list[tuple[str, str, int]]:
+        """`(uri, digest, size)` of each pinned file."""
+
+@final
+class LockFile:
+    """A lock file (`skills.lock`, L1)."""
+
+    def __init__(self) -> None: ...
+    @staticmethod
+    def read(path: StrPath) -> LockFile: ...
+    def insert(self, origin: str, entry: SkillEntry) -> None: ...
+    def check(self, origin: str, entry: SkillEntry) -> None:
+        """`DeclinedError` (`"not_locked"`, `"drift"`) unless `entry` is exactly as pinned."""
+    def write(self, path: StrPath) -> None: ...
+    @property
+    def skills(self) -> list[LockedSkill]: ...
+    def __len__(self) -> int: ...
+
+@final
+class SkillCache:
+    """The verified skill cache."""
+
+    def __init__(
+        self,
+        root: StrPath | None = None,
+        *,
+        key_file: StrPath | None = None,
+        isolation: Literal["rehash", "guaranteed"] = "rehash",
+        approval: Literal["required", "not_required"] = "required",
+        dynamic: Literal["decline", "allow_unverified"] = "decline",
+        memory_tier: int | None = None,
+        offline: bool = False,
+        allow_stale: bool = False,
+        locked: LockFile | None = None,
+        principal: str | None = None,
+        request_timeout: float | None = None,
+        connect_timeout: float | None = None,
+        lock_timeout: float | None = None,
+        max_files: int | None = None,
+        max_total_bytes: int | None = None,
+        strict: bool = False,
+        discovery_paths: Sequence[StrPath] | None = None,
+    ) -> None: ...
+    @property
+    def root(self) -> pathlib.Path: ...
+    @property
+    def healed_index(self) -> pathlib.Path | None: ...
+    def for_principal(self, principal: str) -> SkillCache: ...
+    def connect_stdio(
+        self,
+        origin: str,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        cwd: StrPath | None = None,
+    ) -> None: ...
+    def connect_http(
+        self, origin: str, url: str, headers: Mapping[str, str] | None = None
+    ) -> None: ...
+    def connect_session(self, origin: str, session: Any) -> None:
+        """An `mcp.ClientSession` (anything with its `send_request`), from the loop running it."""
+    def notify(self, origin: str, uri: str | None = None) -> None: ...
+    def disconnect(self, origin: str) -> None: ...
+    async def list(self, origin: str) -> list[EntryInfo | Error]:
+        """Every skill of `origin`; a refused entry is its `Error`, in its slot, not raised."""
+    async def entry(self, origin: str, uri: str) -> EntryInfo: ...
+    async def refresh(self, origin: str, uri: str) -> EntryInfo: ...
+    async def approve(
+        self, origin: str, entry: SkillEntry, grant_tools: JSON | None = None
+    ) -> None: ...
+    async def is_approved(self, origin: str, entry: SkillEntry) -> bool: ...
+    async def load(self, origin: str, entry: SkillEntry) -> LoadedSkill: ...
+    async def load_all(
+        self, origin: str, entry: SkillEntry
+    ) -> tuple[LoadedSkill, list[SkillFile]]: ...
+    async def verify(self, origin: str | None = None) -> VerifyReport: ...
+    async def gc(self, max_bytes: int | None = None) -> GcReport: ...
+    async def purge(self, origin: str) -> None: ...
+    async def inventory(self) -> Inventory: ...
+    async def cached_entries(self, origin: str | None = None) -> list[CachedEntry]: ...
+    def stats(self) -> dict[str, int]: ...
+
+async def _ready() -> None:
+    """An awaitable that does nothing (the bench's bare await); not part of the API."""

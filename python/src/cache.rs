@@ -1,0 +1,599 @@
+//! `skillcache.SkillCache` and `skillcache.LoadedSkill`: the host API as asyncio.
+//!
+//! Every `async` method is the Rust method's future run on the package's tokio runtime
+//! (`pyo3_async_runtimes`), awaited from Python as an asyncio future: the event loop never runs
+//! Rust work, and the Rust work never holds the GIL (Y1). The few synchronous calls that touch
+//! the disk (opening the cache) release the GIL while they do.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList};
+use pyo3_async_runtimes::tokio::future_into_py;
+use skillcache::entry::{Limits, Validation};
+use skillcache::source::Change;
+use skillcache::{
+    ApprovalPolicy, DynamicPolicy, Error, Isolation, Origin, ServerConfig, SkillCache, SkillUri,
+};
+
+use crate::errors::{as_value, raise, to_py_err};
+use crate::json;
+use crate::lockfile::PyLockFile;
+use crate::session::{SessionSource, Shared};
+use crate::types::{
+    Loaded, PyCachedEntry, PyEntryInfo, PyGcReport, PyInventory, PySkillEntry, PySkillFile,
+    PyVerifyReport,
+};
+
+/// The baseline of R-W7's total size (16 MiB), the default of `max_total_bytes`.
+///
+/// The Rust API does not expose a `Limits`'s values nor its message bound
+/// (`skillcache::source::message_bound` is internal; the public surface is at its bound), and a
+/// session source needs the bound: this crate keeps the value it was given instead.
+const BASELINE_TOTAL_BYTES: u64 = 16 * 1024 * 1024;
+/// R-B2's room for the envelope of an answer, as `skillcache::source::MESSAGE_OVERHEAD`.
+const MESSAGE_OVERHEAD: u64 = 64 * 1024;
+
+/// R-B2's bound for an answer over a session: twice the largest skill (a file as escaped text)
+/// plus the envelope, as the Rust sources compute it.
+fn session_message_bound(max_total_bytes: u64) -> u64 {
+    max_total_bytes
+        .saturating_mul(2)
+        .saturating_add(MESSAGE_OVERHEAD)
+}
+
+fn origin(label: &str) -> PyResult<Origin> {
+    Origin::new(label).map_err(|e| to_py_err(&Error::Config(e)))
+}
+
+fn skill_uri(uri: &str) -> PyResult<SkillUri> {
+    SkillUri::parse(uri).map_err(|e| to_py_err(&Error::Uri(e)))
+}
+
+fn seconds(what: &str, s: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(s).map_err(|_| {
+        PyValueError::new_err(format!(
+            "{what} must be a non-negative number of seconds, not {s}"
+        ))
+    })
+}
+
+fn err(e: &Error) -> PyErr {
+    to_py_err(e)
+}
+
+/// The verified skill cache. See the package docstring for an example.
+#[pyclass(module = "skillcache", name = "SkillCache", frozen)]
+pub(crate) struct PySkillCache {
+    inner: SkillCache,
+    /// The limits in force: MCP sources get their message bound from them.
+    limits: Option<Limits>,
+    /// `max_total_bytes` as given: a session source's message bound.
+    max_total_bytes: u64,
+    /// The sessions bound with `connect_session`, by origin, for `notify` (R-B5).
+    sessions: Arc<Mutex<HashMap<String, Shared>>>,
+}
+
+impl PySkillCache {
+    fn with_limits(&self, source: skillcache::source::McpSource) -> skillcache::source::McpSource {
+        match &self.limits {
+            Some(limits) => source.limits(limits),
+            None => source,
+        }
+    }
+
+    fn bind(&self, label: &str, source: Arc<dyn skillcache::source::SkillSource>) -> PyResult<()> {
+        let origin = origin(label)?;
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(label);
+        self.inner.connect(origin, source);
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl PySkillCache {
+    /// Opens (or creates) the cache. Every argument has the Rust builder's default.
+    #[new]
+    #[pyo3(signature = (
+        root=None, *, key_file=None, isolation="rehash", approval="required", dynamic="decline",
+        memory_tier=None, offline=false, allow_stale=false, locked=None, principal=None,
+        request_timeout=None, connect_timeout=None, lock_timeout=None, max_files=None,
+        max_total_bytes=None, strict=false, discovery_paths=None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        root: Option<PathBuf>,
+        key_file: Option<PathBuf>,
+        isolation: &str,
+        approval: &str,
+        dynamic: &str,
+        memory_tier: Option<u64>,
+        offline: bool,
+        allow_stale: bool,
+        locked: Option<PyRef<'_, PyLockFile>>,
+        principal: Option<String>,
+        request_timeout: Option<f64>,
+        connect_timeout: Option<f64>,
+        lock_timeout: Option<f64>,
+        max_files: Option<u64>,
+        max_total_bytes: Option<u64>,
+        strict: bool,
+        discovery_paths: Option<Vec<PathBuf>>,
+    ) -> PyResult<PySkillCache> {
+        let mut b = SkillCache::builder()
+            .isolation(match isolation {
+                "rehash" => Isolation::Rehash,
+                "guaranteed" => Isolation::Guaranteed,
+                other => return Err(choice("isolation", other, &["rehash", "guaranteed"])),
+            })
+            .approval(match approval {
+                "required" => ApprovalPolicy::Required,
+                "not_required" => ApprovalPolicy::NotRequired,
+                other => return Err(choice("approval", other, &["required", "not_required"])),
+            })
+            .dynamic(match dynamic {
+                "decline" => DynamicPolicy::Decline,
+                "allow_unverified" => DynamicPolicy::AllowUnverified,
+                other => return Err(choice("dynamic", other, &["decline", "allow_unverified"])),
+            })
+            .offline(offline)
+            .allow_stale(allow_stale);
+        if let Some(root) = root {
+            b = b.root(root);
+        }
+        if let Some(key) = key_file {
+            b = b.key_file(key);
+        }
+        if let Some(bytes) = memory_tier {
+            b = b.memory_tier(bytes);
+        }
+        if let Some(lock) = locked {
+            b = b.locked(lock.snapshot());
+        }
+        if let Some(p) = principal {
+            b = b.principal(p);
+        }
+        if let Some(s) = request_timeout {
+            b = b.request_timeout(seconds("request_timeout", s)?);
+        }
+        if let Some(s) = connect_timeout {
+            b = b.connect_timeout(seconds("connect_timeout", s)?);
+        }
+        if let Some(s) = lock_timeout {
+            b = b.lock_timeout(seconds("lock_timeout", s)?);
+        }
+        for path in discovery_paths.unwrap_or_default() {
+            b = b.discovery_path(path);
+        }
+        let limits = if max_files.is_some() || max_total_bytes.is_some() {
+            // The baseline where one of the two is not given: `Limits::new` refuses less.
+            let limits = Limits::new(
+                max_files.unwrap_or(512),
+                max_total_bytes.unwrap_or(BASELINE_TOTAL_BYTES),
+            )
+            .map_err(|e| err(&Error::Config(e)))?;
+            Some(limits)
+        } else {
+            None
+        };
+        let mut validation = Validation::default().strict(strict);
+        if let Some(limits) = limits {
+            validation = validation.limits(limits);
+        }
+        b = b.validation(validation);
+        // Opening creates folders and opens SQLite: off the GIL.
+        let inner = py.detach(move || b.open()).map_err(|e| raise(py, &e))?;
+        Ok(PySkillCache {
+            inner,
+            limits,
+            max_total_bytes: max_total_bytes.unwrap_or(BASELINE_TOTAL_BYTES),
+            sessions: Arc::default(),
+        })
+    }
+
+    /// The cache root.
+    #[getter]
+    fn root(&self) -> PathBuf {
+        self.inner.root().to_path_buf()
+    }
+
+    /// Where a damaged index was moved when the cache was opened, if it was (R-H6).
+    #[getter]
+    fn healed_index(&self) -> Option<PathBuf> {
+        self.inner.healed_index().map(std::path::Path::to_path_buf)
+    }
+
+    /// A handle on the same cache acting as `principal` (R-C6, R-H11).
+    fn for_principal(&self, principal: String) -> PySkillCache {
+        PySkillCache {
+            inner: self.inner.for_principal(principal),
+            limits: self.limits,
+            max_total_bytes: self.max_total_bytes,
+            sessions: Arc::clone(&self.sessions),
+        }
+    }
+
+    /// Binds `origin` to a server spawned from `argv` over stdio. Nothing starts until a request
+    /// needs it (R-B4). `env` adds to the inherited environment; `cwd` is its working folder.
+    #[pyo3(signature = (origin, argv, env=None, cwd=None))]
+    fn connect_stdio(
+        &self,
+        origin: &str,
+        argv: Vec<String>,
+        env: Option<BTreeMap<String, String>>,
+        cwd: Option<PathBuf>,
+    ) -> PyResult<()> {
+        let mut argv = argv.into_iter();
+        let Some(command) = argv.next() else {
+            return Err(PyValueError::new_err("argv must name a program"));
+        };
+        let config = ServerConfig::Stdio {
+            command,
+            args: argv.collect(),
+            env: env.unwrap_or_default(),
+            cwd,
+        };
+        let source = config.source().map_err(|e| err(&e))?;
+        self.bind(origin, Arc::new(self.with_limits(source)))
+    }
+
+    /// Binds `origin` to a Streamable HTTP endpoint, with `headers` on every request.
+    #[pyo3(signature = (origin, url, headers=None))]
+    fn connect_http(
+        &self,
+        origin: &str,
+        url: String,
+        headers: Option<BTreeMap<String, String>>,
+    ) -> PyResult<()> {
+        let config = ServerConfig::Http {
+            url,
+            headers: headers.unwrap_or_default(),
+        };
+        let source = config.source().map_err(|e| err(&e))?;
+        self.bind(origin, Arc::new(self.with_limits(source)))
+    }
+
+    /// Binds `origin` to an MCP session the host already holds (an `mcp.ClientSession`, or
+    /// anything with its `send_request`). Call it from the event loop that runs the session:
+    /// every request is sent on that loop.
+    fn connect_session(&self, py: Python<'_>, origin: &str, session: Py<PyAny>) -> PyResult<()> {
+        let source = Arc::new(SessionSource::new(
+            py,
+            session,
+            session_message_bound(self.max_total_bytes),
+        )?);
+        self.bind(origin, Arc::clone(&source) as _)?;
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(origin.to_owned(), source);
+        Ok(())
+    }
+
+    /// Forwards a change notification the host's session received (R-B5): `uri` for
+    /// `notifications/resources/updated`, `None` for `list_changed`. Only for origins bound
+    /// with `connect_session` (the others receive their notifications themselves).
+    #[pyo3(signature = (origin, uri=None))]
+    fn notify(&self, origin: &str, uri: Option<String>) -> PyResult<()> {
+        let source = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(origin)
+            .cloned();
+        let Some(source) = source else {
+            return Err(err(&Error::Source(
+                skillcache::error::SourceError::NotConnected {
+                    origin: self::origin(origin)?,
+                },
+            )));
+        };
+        source.notify(uri.map_or(Change::ListChanged, |uri| Change::Updated { uri }));
+        Ok(())
+    }
+
+    /// Unbinds `origin`; its cached content stays.
+    fn disconnect(&self, origin: &str) -> PyResult<()> {
+        let origin = self::origin(origin)?;
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(origin.as_str());
+        self.inner.disconnect(&origin);
+        Ok(())
+    }
+
+    /// Every skill of `origin`: `skills/list`, validated, stored; no file fetched (R-V1). Each
+    /// item is an `EntryInfo`, or the `skillcache.Error` (not raised) that refused that entry.
+    fn list<'py>(&self, py: Python<'py>, origin: &str) -> PyResult<Bound<'py, PyAny>> {
+        let (cache, origin) = (self.inner.clone(), self::origin(origin)?);
+        future_into_py(py, async move {
+            let items = cache.list(&origin).await.map_err(|e| err(&e))?;
+            Python::attach(|py| {
+                let list = PyList::empty(py);
+                for item in items {
+                    match item {
+                        Ok(info) => list.append(PyEntryInfo::new(py, info)?)?,
+                        Err(e) => list.append(as_value(py, &e))?,
+                    }
+                }
+                Ok(list.unbind())
+            })
+        })
+    }
+
+    /// The entry for `uri`: from the index while fresh, else `skills/get` (R-C6). No file.
+    fn entry<'py>(&self, py: Python<'py>, origin: &str, uri: &str) -> PyResult<Bound<'py, PyAny>> {
+        let (cache, origin, uri) = (self.inner.clone(), self::origin(origin)?, skill_uri(uri)?);
+        future_into_py(py, async move {
+            let info = cache.entry(&origin, &uri).await.map_err(|e| err(&e))?;
+            Python::attach(|py| PyEntryInfo::new(py, info))
+        })
+    }
+
+    /// `skills/get` again, whatever the index holds (R-V9, R-V4).
+    fn refresh<'py>(
+        &self,
+        py: Python<'py>,
+        origin: &str,
+        uri: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (cache, origin, uri) = (self.inner.clone(), self::origin(origin)?, skill_uri(uri)?);
+        future_into_py(py, async move {
+            let info = cache.refresh(&origin, &uri).await.map_err(|e| err(&e))?;
+            Python::attach(|py| PyEntryInfo::new(py, info))
+        })
+    }
+
+    /// Approves `entry` as it is now (R-A1); `grant_tools` is what the user granted of the
+    /// tools it requests (R-A5; `entry.requested_tools` grants all it asks for).
+    #[pyo3(signature = (origin, entry, grant_tools=None))]
+    fn approve<'py>(
+        &self,
+        py: Python<'py>,
+        origin: &str,
+        entry: &Bound<'py, PySkillEntry>,
+        grant_tools: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (cache, origin) = (self.inner.clone(), self::origin(origin)?);
+        let entry = entry.get().inner.clone();
+        let granted = grant_tools
+            .filter(|g| !g.is_none())
+            .map(|g| json::from_py(&g))
+            .transpose()?;
+        future_into_py(py, async move {
+            cache
+                .approve(&origin, &entry, granted)
+                .await
+                .map_err(|e| err(&e))
+        })
+    }
+
+    /// Whether this principal approved `entry` as it is now.
+    fn is_approved<'py>(
+        &self,
+        py: Python<'py>,
+        origin: &str,
+        entry: &Bound<'py, PySkillEntry>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (cache, origin, entry) = (
+            self.inner.clone(),
+            self::origin(origin)?,
+            entry.get().inner.clone(),
+        );
+        future_into_py(py, async move {
+            cache
+                .is_approved(&origin, &entry)
+                .await
+                .map_err(|e| err(&e))
+        })
+    }
+
+    /// Loads a skill: the limits, the dynamic policy, the lock and the approval are checked
+    /// before any request (`DeclinedError`); then its `SKILL.md` is read, verified and checked
+    /// against the entry's frontmatter (R-V6).
+    fn load<'py>(
+        &self,
+        py: Python<'py>,
+        origin: &str,
+        entry: &Bound<'py, PySkillEntry>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (cache, origin, entry) = (
+            self.inner.clone(),
+            self::origin(origin)?,
+            entry.get().inner.clone(),
+        );
+        future_into_py(py, async move {
+            let loaded = cache.load(&origin, &entry).await.map_err(|e| err(&e))?;
+            Ok(PyLoadedSkill::new(loaded))
+        })
+    }
+
+    /// `load`, then every file, as one batch: `(LoadedSkill, [SkillFile])` in manifest order.
+    fn load_all<'py>(
+        &self,
+        py: Python<'py>,
+        origin: &str,
+        entry: &Bound<'py, PySkillEntry>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (cache, origin, entry) = (
+            self.inner.clone(),
+            self::origin(origin)?,
+            entry.get().inner.clone(),
+        );
+        future_into_py(py, async move {
+            let (loaded, files) = cache.load_all(&origin, &entry).await.map_err(|e| err(&e))?;
+            let files: Vec<PySkillFile> = files.into_iter().map(PySkillFile::from).collect();
+            Ok((PyLoadedSkill::new(loaded), files))
+        })
+    }
+
+    /// Re-hashes every cached blob (of `origin`, or all); a corrupt one is quarantined.
+    #[pyo3(signature = (origin=None))]
+    fn verify<'py>(&self, py: Python<'py>, origin: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+        let cache = self.inner.clone();
+        let origin = origin.map(self::origin).transpose()?;
+        future_into_py(py, async move {
+            let report = cache
+                .verify(origin.as_ref(), |_, _| {})
+                .await
+                .map_err(|e| err(&e))?;
+            Ok(PyVerifyReport::from(report))
+        })
+    }
+
+    /// Removes unreferenced blobs and temporaries; with `max_bytes`, evicts until the store fits.
+    #[pyo3(signature = (max_bytes=None))]
+    fn gc<'py>(&self, py: Python<'py>, max_bytes: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
+        let cache = self.inner.clone();
+        future_into_py(py, async move {
+            let report = cache.gc(max_bytes).await.map_err(|e| err(&e))?;
+            Ok(PyGcReport::from(report))
+        })
+    }
+
+    /// Removes everything of `origin` (R-C5).
+    fn purge<'py>(&self, py: Python<'py>, origin: &str) -> PyResult<Bound<'py, PyAny>> {
+        let (cache, origin) = (self.inner.clone(), self::origin(origin)?);
+        future_into_py(py, async move {
+            cache.purge(&origin).await.map_err(|e| err(&e))
+        })
+    }
+
+    /// Counts what the cache root holds.
+    fn inventory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let cache = self.inner.clone();
+        future_into_py(py, async move {
+            let inventory = cache.inventory().await.map_err(|e| err(&e))?;
+            Ok(PyInventory::from(inventory))
+        })
+    }
+
+    /// Every entry the cache holds (of `origin`, or all), for every principal.
+    #[pyo3(signature = (origin=None))]
+    fn cached_entries<'py>(
+        &self,
+        py: Python<'py>,
+        origin: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let cache = self.inner.clone();
+        let origin = origin.map(self::origin).transpose()?;
+        future_into_py(py, async move {
+            let entries = cache
+                .cached_entries(origin.as_ref())
+                .await
+                .map_err(|e| err(&e))?;
+            Ok(entries
+                .into_iter()
+                .map(PyCachedEntry::from)
+                .collect::<Vec<_>>())
+        })
+    }
+
+    /// What this cache did since it was opened (R-P4): each counter by name.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        for (counter, value) in self.inner.stats() {
+            dict.set_item(counter.to_string(), value)?;
+        }
+        Ok(dict)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "SkillCache(root={:?})",
+            self.inner.root().display().to_string()
+        )
+    }
+}
+
+fn choice(what: &str, given: &str, allowed: &[&str]) -> PyErr {
+    PyValueError::new_err(format!("{what} must be one of {allowed:?}, not {given:?}"))
+}
+
+/// A loaded skill: the acting window (R-V4). Reads stay inside the held entry's files and go to
+/// its origin's source only.
+#[pyclass(module = "skillcache", name = "LoadedSkill", frozen)]
+pub(crate) struct PyLoadedSkill {
+    inner: Loaded,
+    skill_md: PyOnceLock<Py<PySkillFile>>,
+}
+
+impl PyLoadedSkill {
+    fn new(loaded: skillcache::LoadedSkill) -> PyLoadedSkill {
+        PyLoadedSkill {
+            inner: Arc::new(loaded),
+            skill_md: PyOnceLock::new(),
+        }
+    }
+}
+
+#[pymethods]
+impl PyLoadedSkill {
+    #[getter]
+    fn origin(&self) -> &str {
+        self.inner.origin().as_str()
+    }
+    /// The held entry.
+    #[getter]
+    fn entry(&self) -> PySkillEntry {
+        PySkillEntry {
+            inner: self.inner.entry().clone(),
+        }
+    }
+    /// The verified `SKILL.md` (unverified for a dynamic skill).
+    #[getter]
+    fn skill_md<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PySkillFile>> {
+        self.skill_md
+            .get_or_try_init(py, || {
+                Py::new(py, PySkillFile::from(self.inner.skill_md().clone()))
+            })
+            .map(|f| f.bind(py))
+    }
+    /// What the approval that admitted this load granted (R-A5); `None` without one.
+    #[getter]
+    fn granted_tools<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner
+            .granted_tools()
+            .map(|v| json::to_py(py, v))
+            .transpose()
+    }
+    /// The files this window may read (the held entry's manifest).
+    #[getter]
+    fn files(&self) -> Vec<crate::types::PyManifestFile> {
+        self.entry().files_list()
+    }
+    /// Reads a file: `reference` is resolved against the skill root (R-V5) and must be listed in
+    /// the held entry (R-V4: otherwise a `VerifyError` and no request).
+    fn read<'py>(&self, py: Python<'py>, reference: String) -> PyResult<Bound<'py, PyAny>> {
+        let loaded = Arc::clone(&self.inner);
+        future_into_py(py, async move {
+            let file = loaded.read(&reference).await.map_err(|e| err(&e))?;
+            Ok(PySkillFile::from(file))
+        })
+    }
+    /// Every file of the held entry, in manifest order, verified (one batch on a cold cache).
+    fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let loaded = Arc::clone(&self.inner);
+        future_into_py(py, async move {
+            let files = loaded.read_all().await.map_err(|e| err(&e))?;
+            Ok(files.into_iter().map(PySkillFile::from).collect::<Vec<_>>())
+        })
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "LoadedSkill(origin={:?}, uri={:?})",
+            self.origin(),
+            self.inner.entry().uri().as_str()
+        )
+    }
+}

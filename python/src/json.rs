@@ -1,0 +1,108 @@
+//! JSON values between Rust (`serde_json::Value`) and Python (dict, list, str, int, float,
+//! bool, None): frontmatter, requested and granted tools, an entry in wire form.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Number, Value};
+
+/// How deep a Python value given as JSON may nest: deeper is refused, never a stack overflow.
+const MAX_DEPTH: usize = 64;
+
+/// `value` as a Python object.
+pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (k, v) in map {
+                dict.set_item(k, to_py(py, v)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// A Python object as JSON: dicts with string keys, lists and tuples, str, int, float (finite),
+/// bool and None; anything else is a `TypeError` naming where it is.
+pub(crate) fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    convert(obj, "$", 0)
+}
+
+fn convert(obj: &Bound<'_, PyAny>, at: &str, depth: usize) -> PyResult<Value> {
+    if depth > MAX_DEPTH {
+        return Err(PyValueError::new_err(format!(
+            "{at}: nested deeper than {MAX_DEPTH} levels"
+        )));
+    }
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    // bool before int: a Python bool is an int.
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<i64>() {
+            return Ok(Value::from(i));
+        }
+        if let Ok(u) = obj.extract::<u64>() {
+            return Ok(Value::from(u));
+        }
+        return Err(PyValueError::new_err(format!(
+            "{at}: integer out of JSON's range"
+        )));
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Number::from_f64(f.value())
+            .map(Value::Number)
+            .ok_or_else(|| {
+                PyValueError::new_err(format!("{at}: {} is not a JSON number", f.value()))
+            });
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::String(s.to_str()?.to_owned()));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut map = Map::new();
+        for (k, v) in d.iter() {
+            let key = k
+                .cast::<PyString>()
+                .map_err(|_| PyTypeError::new_err(format!("{at}: a key that is not a str")))?
+                .to_str()?
+                .to_owned();
+            let value = convert(&v, &format!("{at}.{key}"), depth + 1)?;
+            map.insert(key, value);
+        }
+        return Ok(Value::Object(map));
+    }
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        let mut items = Vec::new();
+        for (i, item) in obj.try_iter()?.enumerate() {
+            items.push(convert(&item?, &format!("{at}[{i}]"), depth + 1)?);
+        }
+        return Ok(Value::Array(items));
+    }
+    Err(PyTypeError::new_err(format!(
+        "{at}: a {} is not a JSON value",
+        obj.get_type().name()?
+    )))
+}

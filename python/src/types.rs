@@ -1,0 +1,432 @@
+//! The host API's values as Python classes: thin wrappers that hold the Rust value and hand out
+//! its fields. Nothing here decides anything; every check stays in the Rust library.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyString};
+use skillcache::entry::EntryDiff;
+use skillcache::{
+    CachedEntry, EntryInfo, GcReport, Inventory, Provenance, SkillEntry, SkillFile, Verification,
+    VerifyReport,
+};
+
+use crate::json;
+
+/// One file of a skill's manifest: what its bytes must match.
+#[pyclass(module = "skillcache", name = "ManifestFile", frozen, get_all)]
+#[derive(Clone)]
+pub(crate) struct PyManifestFile {
+    /// The file's URI (the server's spelling).
+    uri: String,
+    /// `sha256:` and 64 hex digits.
+    digest: String,
+    /// Bytes.
+    size: u64,
+}
+
+#[pymethods]
+impl PyManifestFile {
+    fn __repr__(&self) -> String {
+        format!(
+            "ManifestFile(uri={:?}, digest={:?}, size={})",
+            self.uri, self.digest, self.size
+        )
+    }
+}
+
+/// A validated skill entry (`skillcache::SkillEntry`): what exists is valid.
+#[pyclass(module = "skillcache", name = "SkillEntry", frozen)]
+pub(crate) struct PySkillEntry {
+    pub(crate) inner: SkillEntry,
+}
+
+impl PySkillEntry {
+    pub(crate) fn files_list(&self) -> Vec<PyManifestFile> {
+        self.inner.manifest().map_or_else(Vec::new, |m| {
+            m.files()
+                .iter()
+                .map(|f| PyManifestFile {
+                    uri: f.uri().as_str().to_owned(),
+                    digest: f.digest().to_string(),
+                    size: f.size(),
+                })
+                .collect()
+        })
+    }
+}
+
+#[pymethods]
+impl PySkillEntry {
+    /// The `SKILL.md` URI.
+    #[getter]
+    fn uri(&self) -> &str {
+        self.inner.uri().as_str()
+    }
+    #[getter]
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    #[getter]
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    /// `resources: "dynamic"`: no digests, nothing to verify against (R-V7).
+    #[getter]
+    fn is_dynamic(&self) -> bool {
+        self.inner.is_dynamic()
+    }
+    /// The approval binding (hex), `None` for a dynamic skill.
+    #[getter]
+    fn binding(&self) -> Option<String> {
+        self.inner.binding().map(|b| b.to_string())
+    }
+    /// The manifest's files (empty for a dynamic skill).
+    #[getter]
+    fn files(&self) -> Vec<PyManifestFile> {
+        self.files_list()
+    }
+    /// The entry's frontmatter, as a dict.
+    #[getter]
+    fn frontmatter<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json::to_py(py, &self.inner.to_json()["frontmatter"])
+    }
+    /// What the frontmatter's `allowed-tools` asks for, verbatim (a request, never a grant).
+    #[getter]
+    fn requested_tools<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner
+            .requested_tools()
+            .map(|v| json::to_py(py, v))
+            .transpose()
+    }
+    /// The entry in wire form (a dict).
+    fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        json::to_py(py, &self.inner.to_json())
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PySkillEntry>()
+            .is_ok_and(|o| o.get().inner == self.inner)
+    }
+    fn __hash__(&self) -> u64 {
+        // Entries are equal when their wire forms are: hash the URI and the binding.
+        let mut h = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(self.inner.uri().as_str(), &mut h);
+        std::hash::Hash::hash(&self.binding(), &mut h);
+        std::hash::Hasher::finish(&h)
+    }
+    fn __repr__(&self) -> String {
+        format!("SkillEntry(uri={:?}, name={:?})", self.uri(), self.name())
+    }
+}
+
+/// What changed between two entries of one skill (R-A2).
+#[pyclass(module = "skillcache", name = "EntryDiff", frozen, get_all)]
+pub(crate) struct PyEntryDiff {
+    /// Files listed now and not before.
+    added: Vec<String>,
+    /// Files listed before and not now.
+    removed: Vec<String>,
+    /// `(uri, old digest, new digest)` for each file whose digest changed.
+    changed: Vec<(String, String, String)>,
+    /// Frontmatter keys that differ.
+    frontmatter: Vec<String>,
+    /// Whether the skill went from a manifest to `"dynamic"` or back.
+    dynamic_changed: bool,
+}
+
+impl From<EntryDiff> for PyEntryDiff {
+    fn from(d: EntryDiff) -> PyEntryDiff {
+        PyEntryDiff {
+            added: d.added.iter().map(|u| u.as_str().to_owned()).collect(),
+            removed: d.removed.iter().map(|u| u.as_str().to_owned()).collect(),
+            changed: d
+                .changed
+                .iter()
+                .map(|c| {
+                    (
+                        c.uri.as_str().to_owned(),
+                        c.old.to_string(),
+                        c.new.to_string(),
+                    )
+                })
+                .collect(),
+            frontmatter: d.frontmatter.iter().map(|f| f.key.clone()).collect(),
+            dynamic_changed: d.dynamic_changed,
+        }
+    }
+}
+
+#[pymethods]
+impl PyEntryDiff {
+    fn __repr__(&self) -> String {
+        format!(
+            "EntryDiff(added={:?}, removed={:?}, changed={:?}, frontmatter={:?}, dynamic_changed={})",
+            self.added,
+            self.removed,
+            self.changed,
+            self.frontmatter,
+            if self.dynamic_changed {
+                "True"
+            } else {
+                "False"
+            }
+        )
+    }
+}
+
+/// An entry as `SkillCache.entry`, `refresh` or `list` resolved it.
+#[pyclass(module = "skillcache", name = "EntryInfo", frozen, get_all)]
+pub(crate) struct PyEntryInfo {
+    entry: Py<PySkillEntry>,
+    /// It was fresh in the index and the server was not asked.
+    from_cache: bool,
+    /// Storing it revoked an approval (R-A2).
+    revoked: bool,
+    /// What changed since the approved (or previously stored) entry.
+    diff: Option<Py<PyEntryDiff>>,
+    /// A cached entry past its `ttlMs`, used offline because stale entries are allowed.
+    stale: bool,
+}
+
+impl PyEntryInfo {
+    pub(crate) fn new(py: Python<'_>, info: EntryInfo) -> PyResult<PyEntryInfo> {
+        Ok(PyEntryInfo {
+            entry: Py::new(py, PySkillEntry { inner: info.entry })?,
+            from_cache: info.from_cache,
+            revoked: info.revoked,
+            diff: info
+                .diff
+                .map(|d| Py::new(py, PyEntryDiff::from(d)))
+                .transpose()?,
+            stale: info.stale,
+        })
+    }
+}
+
+#[pymethods]
+impl PyEntryInfo {
+    fn __repr__(&self) -> String {
+        format!(
+            "EntryInfo(entry={}, from_cache={}, revoked={}, stale={})",
+            self.entry.get().__repr__(),
+            py_bool(self.from_cache),
+            py_bool(self.revoked),
+            py_bool(self.stale)
+        )
+    }
+}
+
+fn py_bool(b: bool) -> &'static str {
+    if b { "True" } else { "False" }
+}
+
+/// One file's bytes with their origin, URI and what they were checked against (R-P3).
+#[pyclass(module = "skillcache", name = "SkillFile", frozen)]
+pub(crate) struct PySkillFile {
+    file: SkillFile,
+    /// The bytes as a Python `bytes`, made on first use and then shared.
+    bytes: PyOnceLock<Py<PyBytes>>,
+}
+
+impl From<SkillFile> for PySkillFile {
+    fn from(file: SkillFile) -> PySkillFile {
+        PySkillFile {
+            file,
+            bytes: PyOnceLock::new(),
+        }
+    }
+}
+
+#[pymethods]
+impl PySkillFile {
+    /// The bytes (verified on this access unless `verified` is false: a dynamic skill's file).
+    #[getter]
+    fn bytes<'py>(&self, py: Python<'py>) -> &Bound<'py, PyBytes> {
+        self.bytes
+            .get_or_init(py, || PyBytes::new(py, self.file.bytes()).unbind())
+            .bind(py)
+    }
+    /// The bytes decoded as UTF-8 (a `UnicodeDecodeError` for a file that is not text).
+    #[getter]
+    fn text<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
+        match std::str::from_utf8(self.file.bytes()) {
+            Ok(s) => Ok(PyString::new(py, s)),
+            // Python's own error, with the position, from Python's own decoder.
+            Err(_) => self
+                .bytes(py)
+                .call_method1("decode", ("utf-8",))?
+                .cast_into::<PyString>()
+                .map_err(Into::into),
+        }
+    }
+    /// The origin the bytes came from: tag model context with it.
+    #[getter]
+    fn origin(&self) -> &str {
+        self.file.origin().as_str()
+    }
+    #[getter]
+    fn uri(&self) -> &str {
+        self.file.uri().as_str()
+    }
+    /// The digest the bytes matched on this access; `None` for a dynamic skill's file.
+    #[getter]
+    fn digest(&self) -> Option<String> {
+        match self.file.verification() {
+            Verification::Verified(d) => Some(d.to_string()),
+            Verification::Unverified => None,
+        }
+    }
+    /// Whether the bytes matched the held entry's size and digest (and, for a `SKILL.md`, its
+    /// frontmatter) on this access.
+    #[getter]
+    fn verified(&self) -> bool {
+        matches!(self.file.verification(), Verification::Verified(_))
+    }
+    /// `"cache"`, `"server"` or `"l2"`.
+    #[getter]
+    fn provenance(&self) -> &'static str {
+        match self.file.provenance() {
+            Provenance::Cache => "cache",
+            Provenance::Server => "server",
+            Provenance::L2 => "l2",
+        }
+    }
+    /// Whether a cached copy failed and the file was fetched once more (R-V9).
+    #[getter]
+    fn retried(&self) -> bool {
+        self.file.retried()
+    }
+    /// Whether the bytes are kept in the cache.
+    #[getter]
+    fn stored(&self) -> bool {
+        self.file.stored()
+    }
+    fn __len__(&self) -> usize {
+        self.file.bytes().len()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "SkillFile(uri={:?}, origin={:?}, digest={}, size={}, provenance={:?})",
+            self.uri(),
+            self.origin(),
+            self.digest()
+                .map_or_else(|| "None".to_owned(), |d| format!("{d:?}")),
+            self.file.bytes().len(),
+            self.provenance()
+        )
+    }
+}
+
+/// What `SkillCache.verify` found.
+#[pyclass(module = "skillcache", name = "VerifyReport", frozen, get_all)]
+pub(crate) struct PyVerifyReport {
+    checked: usize,
+    /// `(origin, digest)` of each corrupt blob: quarantined and forgotten.
+    corrupt: Vec<(String, String)>,
+    missing: Vec<(String, String)>,
+    orphaned: Vec<(String, String)>,
+    strays: Vec<String>,
+    is_clean: bool,
+}
+
+impl From<VerifyReport> for PyVerifyReport {
+    fn from(r: VerifyReport) -> PyVerifyReport {
+        let pairs = |v: &[(skillcache::Origin, skillcache::Digest)]| {
+            v.iter()
+                .map(|(o, d)| (o.as_str().to_owned(), d.to_string()))
+                .collect()
+        };
+        PyVerifyReport {
+            checked: r.checked,
+            is_clean: r.is_clean(),
+            corrupt: pairs(&r.corrupt),
+            missing: pairs(&r.missing),
+            orphaned: pairs(&r.orphaned),
+            strays: r.strays.iter().map(|p| p.display().to_string()).collect(),
+        }
+    }
+}
+
+/// What `SkillCache.gc` did.
+#[pyclass(module = "skillcache", name = "GcReport", frozen, get_all)]
+pub(crate) struct PyGcReport {
+    unreferenced: usize,
+    not_blobs: usize,
+    evicted: usize,
+    temporaries: usize,
+    bytes_before: u64,
+    bytes_after: u64,
+    over_budget: bool,
+}
+
+impl From<GcReport> for PyGcReport {
+    fn from(r: GcReport) -> PyGcReport {
+        PyGcReport {
+            unreferenced: r.unreferenced,
+            not_blobs: r.not_blobs,
+            evicted: r.evicted,
+            temporaries: r.temporaries,
+            bytes_before: r.bytes_before,
+            bytes_after: r.bytes_after,
+            over_budget: r.over_budget,
+        }
+    }
+}
+
+/// What the cache root holds.
+#[pyclass(module = "skillcache", name = "Inventory", frozen, get_all)]
+pub(crate) struct PyInventory {
+    origins: usize,
+    entries: usize,
+    blobs: usize,
+    blob_bytes: u64,
+    quarantined: usize,
+    schema_version: u32,
+    index_read_only: bool,
+}
+
+impl From<Inventory> for PyInventory {
+    fn from(i: Inventory) -> PyInventory {
+        PyInventory {
+            origins: i.origins,
+            entries: i.entries,
+            blobs: i.blobs,
+            blob_bytes: i.blob_bytes,
+            quarantined: i.quarantined,
+            schema_version: i.schema_version,
+            index_read_only: i.index_read_only,
+        }
+    }
+}
+
+/// One entry the cache holds.
+#[pyclass(module = "skillcache", name = "CachedEntry", frozen, get_all)]
+pub(crate) struct PyCachedEntry {
+    origin: String,
+    uri: String,
+    /// `"public"` or `"private"`.
+    scope: String,
+    principal: String,
+    files: u64,
+    bytes: u64,
+    fresh: bool,
+}
+
+impl From<CachedEntry> for PyCachedEntry {
+    fn from(e: CachedEntry) -> PyCachedEntry {
+        PyCachedEntry {
+            origin: e.origin.as_str().to_owned(),
+            uri: e.uri.as_str().to_owned(),
+            scope: e.scope.to_string(),
+            principal: e.principal,
+            files: e.files,
+            bytes: e.bytes,
+            fresh: e.fresh,
+        }
+    }
+}
+
+/// Shared by a loaded skill and the reads through it.
+pub(crate) type Loaded = Arc<skillcache::LoadedSkill>;

@@ -1,0 +1,225 @@
+"""Y1/Y2: the package's surface — the stubs match the extension, every Rust error kind has its
+class under `skillcache.Error` with its fields, lock files, maintenance, and the README's
+example runs as written."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import skillcache
+import skillcache._errors as errors
+import skillcache._skillcache as native
+
+from conftest import REPO, FIXTURE_SKILLS, open_cache, serve_argv, skillcache_bin, within
+
+PACKAGE = Path(skillcache.__file__).resolve().parent
+SOURCES = REPO / "python"
+NOTES = "skill://release-notes/SKILL.md"
+
+
+# --- Y2: types --------------------------------------------------------------------------------
+
+
+def stub_classes() -> dict[str, set[str]]:
+    tree = ast.parse((SOURCES / "skillcache" / "_skillcache.pyi").read_text())
+    return {
+        node.name: {
+            item.name
+            for item in node.body
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+    }
+
+
+def test_y2_the_stubs_name_every_class_and_member_of_the_extension_and_nothing_else() -> None:
+    stubs = stub_classes()
+    runtime = {
+        name: cls for name, cls in vars(native).items() if inspect.isclass(cls)
+    }
+    assert set(stubs) == set(runtime)
+    for name, members in stubs.items():
+        public = {m for m in dir(runtime[name]) if not m.startswith("_")}
+        assert public == {m for m in members if not m.startswith("_")}, name
+    assert (PACKAGE / "py.typed").is_file()
+
+
+def test_y2_the_package_exports_every_class_of_the_extension_and_of_the_errors() -> None:
+    for name, cls in [*vars(native).items(), *vars(errors).items()]:
+        if inspect.isclass(cls) and cls.__module__ in (native.__name__, errors.__name__, "skillcache"):
+            assert getattr(skillcache, name) is cls, name
+
+
+# --- Y1: errors -------------------------------------------------------------------------------
+
+
+def test_y1_every_error_class_the_extension_raises_exists_under_skillcache_error() -> None:
+    # The classes named by the Rust mapping (python/src/errors.rs), which matches every variant.
+    named = set(re.findall(r'Raised::new\("(\w+)"', (SOURCES / "src" / "errors.rs").read_text()))
+    assert len(named) >= 15
+    for name in named:
+        cls = getattr(skillcache, name)
+        assert issubclass(cls, skillcache.Error), name
+    for cls in vars(errors).values():
+        if inspect.isclass(cls) and issubclass(cls, Exception):
+            assert issubclass(cls, skillcache.Error)
+    assert issubclass(skillcache.TimeoutError, TimeoutError)
+    assert issubclass(skillcache.TimeoutError, skillcache.SourceError)
+    assert skillcache.IndexError is not IndexError
+    assert "IndexError" not in skillcache.__all__ and "TimeoutError" not in skillcache.__all__
+
+
+def test_y1_refused_configuration_is_a_config_error_with_its_fields(tmp_path: Path) -> None:
+    with pytest.raises(skillcache.ConfigError) as caught:
+        open_cache(tmp_path, max_files=1)
+    assert caught.value.kind == "invalid" and "baseline" in caught.value.what
+    cache = open_cache(tmp_path)
+    with pytest.raises(skillcache.ConfigError):
+        cache.connect_stdio("", ["server"])
+    with pytest.raises(ValueError):
+        open_cache(tmp_path, isolation="sometimes")
+    with pytest.raises(skillcache.UriError) as uri:
+        cache.connect_stdio("docs", ["server"])
+        import asyncio
+
+        asyncio.run(cache.entry("docs", "../etc/passwd"))
+    assert uri.value.uri == "../etc/passwd" and uri.value.rule
+
+
+def test_y1_a_host_key_that_others_can_read_is_refused_as_an_index_error(tmp_path: Path) -> None:
+    key = tmp_path / "host.key"
+    key.write_bytes(b"k" * 32)
+    key.chmod(0o644)
+    with pytest.raises(skillcache.IndexError) as caught:
+        skillcache.SkillCache(root=tmp_path / "root", key_file=key)
+    assert caught.value.kind == "host_key" and caught.value.path == str(key)
+    assert caught.value.problem
+
+
+# --- L1: lock files ---------------------------------------------------------------------------
+
+
+async def test_l1_a_lock_file_round_trips_and_a_broken_one_is_refused_naming_the_field(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    cache = open_cache(tmp_path)
+    cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))
+    entry = (await within(cache.entry("local", NOTES))).entry
+    lock = skillcache.LockFile()
+    lock.insert("local", entry)
+    lock.write(tmp_path / "skills.lock")
+    read = skillcache.LockFile.read(tmp_path / "skills.lock")
+    assert len(read) == 1
+    (pinned,) = read.skills
+    assert (pinned.origin, pinned.uri, pinned.binding) == ("local", NOTES, entry.binding)
+    assert sorted(pinned.files) == sorted((f.uri, f.digest, f.size) for f in entry.files)
+    read.check("local", entry)
+
+    text = (tmp_path / "skills.lock").read_text()
+    digest = entry.files[0].digest
+    (tmp_path / "broken.lock").write_text(text.replace(digest, "sha256:nothex"))
+    with pytest.raises(skillcache.ConfigError) as caught:
+        skillcache.LockFile.read(tmp_path / "broken.lock")
+    e = caught.value
+    assert e.kind == "lock_file" and e.path == str(tmp_path / "broken.lock")
+    assert "digest" in e.field
+    with pytest.raises(skillcache.StoreError) as missing:
+        skillcache.LockFile.read(tmp_path / "absent.lock")
+    assert missing.value.kind == "io" and missing.value.errno == 2
+
+
+# --- maintenance: V9 and the admin calls ------------------------------------------------------
+
+
+async def test_v9_a_cached_copy_damaged_on_disk_is_refetched_once_and_verify_gc_purge_report(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    argv = serve_argv(skills_dir, tmp_path)
+    cache = open_cache(tmp_path, approval="not_required")
+    cache.connect_stdio("local", argv)
+    entry = (await within(cache.entry("local", NOTES))).entry
+    await within(cache.load_all("local", entry))
+    md = FIXTURE_SKILLS["release-notes"]["SKILL.md"]
+    blob = next(
+        p for p in (tmp_path / "cache" / "root" / "origins").rglob("*")
+        if p.is_file() and p.name == entry.files[0].digest.removeprefix("sha256:")[2:]
+    )
+    blob.chmod(0o644)
+    blob.write_bytes(b"X" + md[1:])
+    blob.chmod(0o444)
+
+    fresh = open_cache(tmp_path, approval="not_required")  # no memory tier of its own yet
+    fresh.connect_stdio("local", argv)
+    skill = await within(fresh.load("local", entry))
+    assert skill.skill_md.bytes == md and skill.skill_md.retried
+    stats = fresh.stats()
+    assert (stats["quarantines"], stats["retries"]) == (1, 1)
+
+    report = await within(fresh.verify())
+    assert report.is_clean and report.checked == len(entry.files) and report.corrupt == []
+    inventory = await within(fresh.inventory())
+    assert inventory.quarantined == 1 and inventory.blobs == len(entry.files)
+    (held,) = await within(fresh.cached_entries("local"))
+    assert (held.origin, held.uri, held.files) == ("local", NOTES, len(entry.files))
+    gc = await within(fresh.gc())
+    assert gc.bytes_after == gc.bytes_before
+    await within(fresh.purge("local"))
+    after = await within(fresh.inventory())
+    assert (after.entries, after.blobs, after.quarantined) == (0, 0, 0)
+
+
+async def test_c6_a_principals_approval_does_not_admit_another_principal(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    cache = open_cache(tmp_path)
+    cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))
+    alice, bob = cache.for_principal("alice"), cache.for_principal("bob")
+    entry = (await within(alice.entry("local", NOTES))).entry
+    await within(alice.approve("local", entry, grant_tools=["Read"]))
+    skill = await within(alice.load("local", entry))
+    assert skill.granted_tools == ["Read"]
+    with pytest.raises(skillcache.DeclinedError):
+        await within(bob.load("local", (await within(bob.entry("local", NOTES))).entry))
+
+
+# --- Y2: the documented example runs ----------------------------------------------------------
+
+
+def python_blocks(markdown: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", markdown.read_text(), re.S)
+
+
+@pytest.mark.parametrize("doc", ["README.md", "python/README.md"])
+def test_y2_the_readme_examples_run_as_written(doc: str, tmp_path: Path) -> None:
+    blocks = python_blocks(REPO / doc)
+    assert blocks, f"{doc} has no python example"
+    env = dict(
+        os.environ,
+        PATH=f"{skillcache_bin().parent}{os.pathsep}{os.environ['PATH']}",
+        HOME=str(tmp_path),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
+    for variable in ("SKILLCACHE_ROOT", "SKILLCACHE_KEY_FILE"):
+        env.pop(variable, None)
+    for block in blocks:
+        out = subprocess.run(
+            [sys.executable, "-c", block], cwd=REPO, env=env, capture_output=True, text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, f"{doc}:\n{block}\n{out.stdout}\n{out.stderr}"
+
+
+def test_y1_connect_session_outside_the_sessions_event_loop_is_refused(tmp_path: Path) -> None:
+    cache = open_cache(tmp_path)
+    with pytest.raises(RuntimeError, match="event loop"):
+        cache.connect_session("local", object())
