@@ -1,12 +1,15 @@
-//! A verified cache hit through the public API, beside the raw floor (open + read + sha2 of the
-//! same file), beside hashing the same bytes from memory (hash only), and beside cacache reading
-//! the same bytes by digest and by key.
+//! A verified cache hit, beside the raw floor (open + read + sha2 of the same file), beside
+//! hashing the same bytes from memory (hash only), and beside cacache reading the same bytes by
+//! digest and by key.
+//!
+//! - `public_*`: what a host calls — `LoadedSkill::read` of a listed file on a multi-threaded
+//!   tokio runtime (as a host runs one), and `SkillCache::entry` + `load` of a fresh entry
+//!   (`public_load_fresh`). `async_call` is the bare cost of that async call: `block_on` of a
+//!   future that does nothing.
+//! - `core_*`: the internal sync layer (`core::Cache::read_file`), labelled as such.
 //!
 //! The disk rows run with the memory tier off (`memory_tier(0)`), so they measure the verified
-//! disk read; `skillcache_memory` is the same call answered by the memory tier (issue 12).
-//!
-//! `Cache::read_file` is the call `LoadedSkill::read` makes for a listed file: the held entry
-//! already names the digest, so it is the lowest public call on the hit path.
+//! disk read; the `*_memory` rows are the same calls answered by the memory tier.
 
 mod support;
 
@@ -15,9 +18,11 @@ use std::io::Read;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use sha2::{Digest as _, Sha256};
-use skillcache::Origin;
+use std::sync::Arc;
+
 use skillcache::core::{Cache, CachedRead};
 use skillcache::store::Isolation;
+use skillcache::{ApprovalPolicy, LoadedSkill, Origin, SkillCache};
 
 fn hit(c: &Cache, o: &Origin, f: &skillcache::entry::ManifestFile) -> usize {
     match c.read_file(o, f) {
@@ -87,18 +92,19 @@ fn cache_hit(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("hash_only_sha2", label), |b| {
             b.iter(|| black_box(Sha256::digest(black_box(&data))));
         });
-        group.bench_function(BenchmarkId::new("skillcache_rehash", label), |b| {
+        group.bench_function(BenchmarkId::new("core_rehash", label), |b| {
             b.iter(|| black_box(hit(&rehash, &origin, &file)));
         });
-        group.bench_function(BenchmarkId::new("skillcache_guaranteed", label), |b| {
+        group.bench_function(BenchmarkId::new("core_guaranteed", label), |b| {
             b.iter(|| black_box(hit(&guaranteed, &origin, &file)));
         });
         // The first read verifies the disk copy and keeps it in memory; every later one is a
         // memory hit (16 MiB fits the default 64 MiB bound too).
         hit(&memory, &origin, &file);
-        group.bench_function(BenchmarkId::new("skillcache_memory", label), |b| {
+        group.bench_function(BenchmarkId::new("core_memory", label), |b| {
             b.iter(|| black_box(hit(&memory, &origin, &file)));
         });
+        public_rows(&mut group, label, &dir, &entry, &files);
         group.bench_function(BenchmarkId::new("cacache_by_digest", label), |b| {
             b.iter(|| {
                 black_box(
@@ -113,6 +119,85 @@ fn cache_hit(c: &mut Criterion) {
         });
     }
     group.finish();
+}
+
+/// The public rows for one size: a host's `LoadedSkill::read` under each verification mode, the
+/// bare async call beside them, and a warm `entry` + `load` of a fresh entry.
+fn public_rows(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    label: &str,
+    dir: &support::Scratch,
+    entry: &skillcache::SkillEntry,
+    files: &support::Files,
+) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let origin = Origin::new("bench").expect("label");
+    let source = Arc::new(support::MemorySource::new(&[(
+        entry.clone(),
+        files.clone(),
+    )]));
+    let open = |name: &str, isolation: Isolation, tier: u64| {
+        let cache = SkillCache::builder()
+            .root(dir.path().join(format!("public-{name}-{label}")))
+            .isolation(isolation)
+            .memory_tier(tier)
+            .approval(ApprovalPolicy::Required)
+            .open()
+            .expect("open");
+        cache.connect(origin.clone(), source.clone());
+        let skill: LoadedSkill = rt.block_on(async {
+            let info = cache.entry(&origin, entry.uri()).await.expect("entry");
+            cache
+                .approve(&origin, &info.entry, None)
+                .await
+                .expect("approve");
+            let skill = cache.load(&origin, &info.entry).await.expect("load");
+            // Stored (and, with the tier on, held in memory) before the clock starts.
+            skill.read("data.bin").await.expect("read");
+            skill
+        });
+        (cache, skill)
+    };
+    group.bench_function(BenchmarkId::new("async_call", label), |b| {
+        b.iter(|| rt.block_on(async { black_box(0) }));
+    });
+    for (name, isolation, tier) in [
+        ("public_read_rehash", Isolation::Rehash, 0),
+        ("public_read_guaranteed", Isolation::Guaranteed, 0),
+        ("public_read_memory", Isolation::Rehash, 64 << 20),
+    ] {
+        let (_cache, skill) = open(name, isolation, tier);
+        group.bench_function(BenchmarkId::new(name, label), |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    black_box(skill.read("data.bin").await.expect("hit").bytes().len())
+                })
+            });
+        });
+    }
+    // A host's warm load of a fresh entry: the index answers `entry`, the approval gate admits,
+    // the SKILL.md is a verified hit (tier off: re-hashed from disk).
+    let (cache, _) = open("public_load_fresh", Isolation::Rehash, 0);
+    group.bench_function(BenchmarkId::new("public_load_fresh", label), |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let info = cache.entry(&origin, entry.uri()).await.expect("fresh");
+                black_box(
+                    cache
+                        .load(&origin, &info.entry)
+                        .await
+                        .expect("load")
+                        .skill_md()
+                        .bytes()
+                        .len(),
+                )
+            })
+        });
+    });
 }
 
 /// Where a read-only map starts to beat a private copy (`store::MAP_ABOVE`): the raw floor of
