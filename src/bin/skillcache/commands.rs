@@ -641,19 +641,17 @@ fn read_local_names(path: &Path) -> Result<Vec<String>> {
         .collect())
 }
 
-/// The rows of one origin's listing; with `handles`, each skill's catalog handle first.
+/// The rows of one origin's listing; with `handles`, each skill's catalog handle in place of
+/// its name (the handle ends in the name).
 fn print_rows(rows: &[Value], handles: bool) {
-    let handle = |text: &str| {
-        if handles {
-            format!("{text:<28} ")
-        } else {
-            String::new()
-        }
+    let (title, key) = if handles {
+        ("HANDLE", "handle")
+    } else {
+        ("NAME", "name")
     };
     outln!(
-        "{}{:<28} {:>5} {:>9}  {:<14} URI",
-        handle("HANDLE"),
-        "NAME",
+        "{:<28} {:>5} {:>9}  {:<14} URI",
+        title,
         "FILES",
         "BYTES",
         "FLAGS"
@@ -669,9 +667,8 @@ fn print_rows(rows: &[Value], handles: bool) {
             if r["fresh"] == true { "fresh" } else { "stale" }
         );
         outln!(
-            "{}{:<28} {:>5} {:>9}  {:<14} {}",
-            handle(r["handle"].as_str().unwrap_or_default()),
-            r["name"].as_str().unwrap_or_default(),
+            "{:<28} {:>5} {:>9}  {:<14} {}",
+            r[key].as_str().unwrap_or_default(),
             r["files"].as_u64().unwrap_or_default(),
             r["bytes"].as_u64().unwrap_or_default(),
             flags,
