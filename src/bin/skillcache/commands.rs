@@ -209,7 +209,7 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
             local_names,
             local_names_file,
             ..
-        } => list_all(&ctx, local_names, local_names_file.as_deref()).await,
+        } => list_all(&ctx, &local_names, local_names_file.as_deref()).await,
         Command::List { server, .. } => list(&ctx, &server).await,
         Command::Lock {
             skill_uris,
@@ -494,7 +494,9 @@ fn failed(errors: Vec<Error>) -> Result<Outcome> {
 /// skill with its handle and the handles it collides with; the host's local skill names take
 /// part. A server that fails is reported (stderr, and in the JSON) and the others are still
 /// listed; so is a refused entry.
-async fn list_all(ctx: &Ctx, mut local: Vec<String>, file: Option<&Path>) -> Result<Outcome> {
+async fn list_all(ctx: &Ctx, given: &[String], file: Option<&Path>) -> Result<Outcome> {
+    // `--local-names "a, b"` means `a` and `b`.
+    let mut local: Vec<String> = given.iter().map(|n| n.trim().to_owned()).collect();
     if let Some(path) = file {
         local.extend(read_local_names(path)?);
     }
