@@ -25,10 +25,13 @@ macro_rules! internal_pub {
 // the store or the index, so it cannot break "a row never points at a missing blob" or forge a
 // binding. Tests and benches that need the layers below enable the non-default `internals`
 // feature (the crate's own dev-dependency on itself does so for `cargo test` and `cargo bench`).
+mod catalog;
 mod config;
 mod config_error;
 pub mod entry;
 pub mod error;
+// `SkillFile::framed`: the frame a file enters model context in (R-Q2).
+mod frame;
 pub mod local;
 mod lockfile;
 mod mismatch;
@@ -70,6 +73,7 @@ internal_mod! {
     uri;
 }
 
+pub use catalog::{Catalog, CatalogSkill};
 pub use config::{McpConfig, ServerConfig};
 pub use digest::Digest;
 pub use entry::{Binding, Limits, SkillEntry};

@@ -1,4 +1,4 @@
-//! `verify` and `gc`: maintenance over the whole root.
+//! `verify`, `gc` and `purge_absent`: maintenance over the whole root.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -172,6 +172,38 @@ impl Cache {
         self.forget_all();
         self.store.keep_reserve();
         Ok(report)
+    }
+
+    /// Every origin the root holds anything of: rows in the index, or a folder in the store
+    /// (blobs, staging, quarantine), sorted by label.
+    ///
+    /// # Errors
+    /// I/O and index errors.
+    pub fn origins(&self) -> Result<Vec<Origin>, Error> {
+        let mut all = self.index.origins()?;
+        all.extend(self.store.origins()?);
+        all.sort();
+        all.dedup();
+        Ok(all)
+    }
+
+    /// Purges ([`Cache::purge`], one origin at a time) every origin the root holds anything of
+    /// that `keep` does not name, and returns them: a server the host no longer configures leaves
+    /// no entry, approval, blob, temporary or quarantined copy behind (R-Q3). Stops at the first
+    /// origin that cannot be purged; those before it are gone.
+    ///
+    /// # Errors
+    /// Those of [`Cache::origins`] and [`Cache::purge`].
+    pub fn purge_absent(&self, keep: &[Origin]) -> Result<Vec<Origin>, Error> {
+        let absent: Vec<Origin> = self
+            .origins()?
+            .into_iter()
+            .filter(|o| !keep.contains(o))
+            .collect();
+        for origin in &absent {
+            self.purge(origin)?;
+        }
+        Ok(absent)
     }
 
     /// Forgets a blob's record and removes it: row first (R-C3); if the index cannot take the

@@ -1,4 +1,5 @@
-//! What a host or an operator asks of the cache as a whole: what it holds, verify, gc, purge.
+//! What a host or an operator asks of the cache as a whole: what it holds, verify, gc, purge
+//! (one origin, or every origin the host no longer configures).
 //!
 //! These are the maintenance calls of the host API. Each runs the sync core on the blocking pool
 //! (one hop), like the loading calls; none of them contacts a server.
@@ -140,6 +141,44 @@ impl SkillCache {
     pub async fn purge(&self, origin: &Origin) -> Result<(), Error> {
         let origin = origin.clone();
         self.state().blocking(move |core| core.purge(&origin)).await
+    }
+
+    /// Every origin the root holds anything of (entries, approvals, blobs, staged or
+    /// quarantined copies), sorted by label; bound or not.
+    ///
+    /// # Errors
+    /// Index and I/O errors.
+    pub async fn origins(&self) -> Result<Vec<Origin>, Error> {
+        self.state().blocking(crate::core::Cache::origins).await
+    }
+
+    /// Removes everything of every origin the root holds that `keep` does not name — the
+    /// servers the host no longer configures — through [`purge`](Self::purge), one origin at a
+    /// time, and returns the origins removed (R-Q3; SEP-2640: a host SHOULD remove a server's
+    /// cached content when the user removes the server). Stops at the first origin that cannot be
+    /// purged; those before it are gone.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), skillcache::Error> {
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// use skillcache::{McpConfig, Origin, SkillCache};
+    /// let cache = SkillCache::builder().root(tmp.path().join("cache")).open()?;
+    /// # std::fs::write(tmp.path().join("mcp.json"), r#"{"mcpServers": {"docs": {"command": "docs-server"}}}"#).unwrap();
+    /// let config = McpConfig::read(tmp.path().join("mcp.json"))?;
+    /// let keep: Vec<Origin> = config.servers().map(|(o, _)| o.clone()).collect();
+    /// let removed = cache.purge_absent(&keep).await?;
+    /// assert!(removed.is_empty()); // a new cache holds no origin
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// Index and I/O errors, the cache lock ([`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout)).
+    pub async fn purge_absent(&self, keep: &[Origin]) -> Result<Vec<Origin>, Error> {
+        let keep = keep.to_vec();
+        self.state()
+            .blocking(move |core| core.purge_absent(&keep))
+            .await
     }
 
     /// Counts what the cache root holds.

@@ -12,6 +12,7 @@ use super::offline::{self, OfflineSource};
 use super::state::State;
 use super::stats::Stats;
 use super::window::LoadedSkill;
+use crate::catalog::{self, Catalog};
 use crate::entry::{CacheHints, Listing, SkillEntry, parse_get_result, parse_list_result};
 use crate::error::{Error, Mismatch};
 use crate::index::PutOutcome;
@@ -255,6 +256,47 @@ impl SkillCache {
             });
         }
         Ok(out)
+    }
+
+    /// Lists every bound origin (concurrently, each as [`list`](Self::list) does) into one
+    /// [`Catalog`]: every skill under a handle unique across origins and stable across runs, and
+    /// every name collision reported with all its parties — two skills of one origin, skills of
+    /// several origins, and `local_names`, the host's own filesystem skills, which an MCP skill
+    /// never shadows or poses as (R-Q1). An origin whose listing fails, and each refused entry,
+    /// is in [`Catalog::failures`]; the other origins are listed all the same.
+    ///
+    /// # Errors
+    /// Only a local name that is empty or holds `:` or `/` (the marks of a qualified handle):
+    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid).
+    pub async fn catalog(&self, local_names: &[&str]) -> Result<Catalog, Error> {
+        let local = catalog::local_names(local_names)?;
+        let mut listings = tokio::task::JoinSet::new();
+        for origin in self.state.bound_origins() {
+            let cache = self.clone();
+            listings.spawn(async move {
+                let listed = cache.list(&origin).await;
+                (origin, listed)
+            });
+        }
+        let (mut skills, mut failures) = (Vec::new(), Vec::new());
+        while let Some(done) = listings.join_next().await {
+            // A listing task only ends by finishing or panicking (none is aborted): a panic is
+            // passed on, never turned into a missing origin.
+            let (origin, listed) =
+                done.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            match listed {
+                Ok(slots) => {
+                    for slot in slots {
+                        match slot {
+                            Ok(info) => skills.push((origin.clone(), info.entry)),
+                            Err(e) => failures.push((origin.clone(), e)),
+                        }
+                    }
+                }
+                Err(e) => failures.push((origin, e)),
+            }
+        }
+        Ok(catalog::build(skills, failures, &local))
     }
 
     /// Approves `entry` as it is now, optionally granting the tools it requests (R-A1, R-A5).

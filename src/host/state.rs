@@ -119,4 +119,17 @@ impl State {
             .get(origin)
             .cloned()
     }
+
+    /// Every bound origin, in label order.
+    pub(super) fn bound_origins(&self) -> Vec<Origin> {
+        let mut origins: Vec<Origin> = self
+            .sources
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        origins.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        origins
+    }
 }

@@ -176,6 +176,27 @@ impl BlobStore {
         Ok(there)
     }
 
+    /// Every origin that has a folder under `origins/` (whatever it holds: blobs, staging,
+    /// quarantine), recovered from its name (R-O2). A name that is no origin's encoding is left
+    /// to `blobs`, which reports it as a stray.
+    ///
+    /// # Errors
+    /// [`StoreError::Io`](StoreError::Io) if the folder cannot be read.
+    pub fn origins(&self) -> Result<Vec<Origin>, StoreError> {
+        let path = self.layout.origins();
+        let Some(origins) = find_dir(self.disk.as_ref(), &self.root, Parent::Private, ORIGINS)
+            .map_err(io_err("open", &path))?
+        else {
+            return Ok(Vec::new());
+        };
+        Ok(origins
+            .names()
+            .map_err(io_err("read directory", &path))?
+            .into_iter()
+            .filter_map(|(component, _)| Origin::from_path_component(&component))
+            .collect())
+    }
+
     /// Removes an origin's whole store: blobs, staging and quarantine (R-C5, R-H9).
     ///
     /// # Errors

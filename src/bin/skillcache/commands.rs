@@ -100,6 +100,7 @@ fn validate(cli: &Cli) -> Result<()> {
         Command::List {
             all: true,
             server: s,
+            ..
         } => every_configured(s),
         Command::List { server: s, .. } => server(s, false),
         Command::Lock {
@@ -147,12 +148,27 @@ fn validate(cli: &Cli) -> Result<()> {
         Command::Entries { origin } | Command::Verify { origin } => origin
             .as_deref()
             .map_or(Ok(()), |o| origin_usage(o).map(drop)),
-        Command::Purge { origin } => origin_usage(origin).map(drop),
+        Command::Purge { origin, .. } => purge_args(origin.as_deref(), has_config),
         Command::Inspect { dir, .. } | Command::Serve(ServeArgs { dir, .. }) => folder(dir),
         Command::Gc { .. } | Command::Stats | Command::Demo => Ok(()),
     }
 }
 
+/// `purge`: one origin by a valid label, or `--absent` against `--config`.
+// `Error` is large (see `origin_arg`); this is the cold path.
+#[allow(clippy::result_large_err)]
+fn purge_args(origin: Option<&str>, has_config: bool) -> Result<()> {
+    match origin {
+        Some(o) => origin_usage(o).map(drop),
+        None if has_config => Ok(()),
+        None => Err(Failure::Usage(
+            "purge --absent removes every origin --config does not name: give --config".into(),
+        )),
+    }
+}
+
+// The builder, then one arm per command: a dispatch table grows with the commands' flags.
+#[allow(clippy::too_many_lines)]
 pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
     validate(&cli)?;
     // Read before anything starts: a refused file is exit 2 with its path and field.
@@ -188,7 +204,12 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
         isolation: cli.isolation.into(),
     };
     match cli.command {
-        Command::List { all: true, .. } => list_all(&ctx).await,
+        Command::List {
+            all: true,
+            local_names,
+            local_names_file,
+            ..
+        } => list_all(&ctx, &local_names, local_names_file.as_deref()).await,
         Command::List { server, .. } => list(&ctx, &server).await,
         Command::Lock {
             skill_uris,
@@ -218,31 +239,44 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
             require_approval,
             locked,
             all,
+            framed,
             server,
         } => {
             let gate = Gate {
                 require_approval,
                 locked,
             };
-            load(&ctx, &server, &skill_uri, None, gate, all).await
+            load(&ctx, &server, &skill_uri, None, gate, all, framed).await
         }
         Command::Read {
             skill_uri,
             reference,
             require_approval,
             locked,
+            framed,
             server,
         } => {
             let gate = Gate {
                 require_approval,
                 locked,
             };
-            load(&ctx, &server, &skill_uri, Some(&reference), gate, false).await
+            load(
+                &ctx,
+                &server,
+                &skill_uri,
+                Some(&reference),
+                gate,
+                false,
+                framed,
+            )
+            .await
         }
         Command::Entries { origin } => entries(&ctx, origin.as_deref()).await,
         Command::Verify { origin } => verify(&ctx, origin.as_deref()).await,
         Command::Gc { max_bytes } => gc(&ctx, max_bytes).await,
-        Command::Purge { origin } => purge(&ctx, &origin).await,
+        Command::Purge {
+            origin, dry_run, ..
+        } => purge(&ctx, origin.as_deref(), dry_run).await,
         Command::Stats => stats(&ctx).await,
         Command::Inspect { dir, base_uri } => inspect_dir(&dir, base_uri),
         Command::Serve(args) => run_serve(args).await,
@@ -416,7 +450,7 @@ async fn list(ctx: &Ctx, s: &ServerArgs) -> Result<Outcome> {
             "skills": rows,
         }));
     } else {
-        print_rows(&rows);
+        print_rows(&rows, false);
     }
     Ok(Outcome::Ok)
 }
@@ -456,9 +490,16 @@ fn failed(errors: Vec<Error>) -> Result<Outcome> {
     }
 }
 
-/// `list --all`: every configured server's skills, one origin each. A server that fails is
-/// reported (stderr, and in the JSON) and the others are still listed.
-async fn list_all(ctx: &Ctx) -> Result<Outcome> {
+/// `list --all`: every configured server's skills in one catalog (R-Q1), one origin each, each
+/// skill with its handle and the handles it collides with; the host's local skill names take
+/// part. A server that fails is reported (stderr, and in the JSON) and the others are still
+/// listed; so is a refused entry.
+async fn list_all(ctx: &Ctx, given: &[String], file: Option<&Path>) -> Result<Outcome> {
+    // `--local-names "a, b"` means `a` and `b`.
+    let mut local: Vec<String> = given.iter().map(|n| n.trim().to_owned()).collect();
+    if let Some(path) = file {
+        local.extend(read_local_names(path)?);
+    }
     let plain = ServerArgs {
         origin: None,
         stdio: None,
@@ -467,44 +508,152 @@ async fn list_all(ctx: &Ctx) -> Result<Outcome> {
         allow_dynamic: false,
     };
     let (cache, origins) = every_configured(ctx, &plain)?;
-    let bar = progress(
-        ctx,
-        origins.len(),
-        "listing {bar:30} {pos}/{len} servers {msg}",
-    );
+    let names: Vec<&str> = local.iter().map(String::as_str).collect();
+    let catalog = cache.catalog(&names).await?;
     let mut out = Vec::new();
-    let mut errors = Vec::new();
     for origin in &origins {
-        bar.set_message(origin.as_str().to_owned());
-        match list_rows(&cache, origin).await {
-            Ok(rows) => out.push(json!({"origin": origin.as_str(), "skills": rows})),
-            Err(e) => {
-                out.push(json!({"origin": origin.as_str(), "error": e.to_string()}));
-                errors.push(e);
-            }
+        let mut rows = Vec::new();
+        for skill in catalog.skills().iter().filter(|s| s.origin() == origin) {
+            let mut row = entry_row(&cache, origin, skill.entry()).await;
+            row["handle"] = json!(skill.handle());
+            row["collides_with"] = json!(skill.collides_with());
+            rows.push(row);
         }
-        bar.inc(1);
+        let errors: Vec<String> = catalog
+            .failures()
+            .iter()
+            .filter(|(o, _)| o == origin)
+            .map(|(_, e)| e.to_string())
+            .collect();
+        let mut listed = json!({"origin": origin.as_str(), "skills": rows});
+        if let Some(first) = errors.first() {
+            listed["error"] = json!(first);
+            listed["errors"] = json!(errors);
+        }
+        out.push(listed);
     }
-    bar.finish_and_clear();
+    let collisions = collisions(&catalog, &local);
     if ctx.json {
-        print_json(&json!({"origins": out}));
+        print_json(&json!({"origins": out, "collisions": collisions}));
     } else {
         for o in &out {
             outln!("origin {}", o["origin"].as_str().unwrap_or_default());
             if let Some(rows) = o.get("skills").and_then(Value::as_array) {
-                print_rows(rows);
-            } else {
-                outln!("  failed: {}", o["error"].as_str().unwrap_or_default());
+                print_rows(rows, true);
+            }
+            for e in o
+                .get("errors")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                outln!("  failed: {}", e.as_str().unwrap_or_default());
             }
         }
     }
-    failed(errors)
+    for c in &collisions {
+        let parties: Vec<String> = c["handles"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|h| {
+                if c["local"] == true && h == c["name"] {
+                    format!("{h} (local skill)")
+                } else {
+                    h.to_owned()
+                }
+            })
+            .collect();
+        eprintln!(
+            "skillcache: notice: {} skills are named {:?}: {}; each is listed under its own handle, none stands in for another",
+            parties.len(),
+            c["name"].as_str().unwrap_or_default(),
+            parties.join(", ")
+        );
+    }
+    // Every failure is reported; the first one's kind decides the exit code.
+    for (_, e) in catalog.failures() {
+        crate::report(e);
+    }
+    Ok(catalog
+        .failures()
+        .first()
+        .map_or(Outcome::Ok, |(_, e)| Outcome::Code(crate::exit_code(e))))
 }
 
-fn print_rows(rows: &[Value]) {
+/// Every name the catalog holds more than once, or shares with a local skill: the name, whether
+/// a local skill has it, and the handles of every party (a local skill's is its bare name).
+fn collisions(catalog: &skillcache::Catalog, local: &[String]) -> Vec<Value> {
+    let mut by_name: std::collections::BTreeMap<&str, Vec<&str>> =
+        std::collections::BTreeMap::new();
+    for skill in catalog.skills() {
+        if !skill.collides_with().is_empty() {
+            by_name
+                .entry(skill.entry().name())
+                .or_default()
+                .push(skill.handle());
+        }
+    }
+    by_name
+        .into_iter()
+        .map(|(name, mut handles)| {
+            let is_local = local.iter().any(|l| l == name);
+            if is_local {
+                handles.push(name);
+            }
+            handles.sort_unstable();
+            json!({"name": name, "local": is_local, "handles": handles})
+        })
+        .collect()
+}
+
+/// The largest `--local-names-file` read: a list of names, far below this.
+const MAX_LOCAL_NAMES_BYTES: u64 = 1 << 20;
+
+/// `--local-names-file`: one name a line; blank lines and `#` comments skipped. Only a regular
+/// file is read (opened without blocking, so a FIFO is refused at once), bounded, and UTF-8.
+fn read_local_names(path: &Path) -> Result<Vec<String>> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let refused = |why: &dyn std::fmt::Display| {
+        Failure::Usage(format!("local names file {}: {why}", path.display()))
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| refused(&e))?;
+    if !file.metadata().map_err(|e| refused(&e))?.is_file() {
+        return Err(refused(&"not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_LOCAL_NAMES_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| refused(&e))?;
+    if bytes.len() as u64 > MAX_LOCAL_NAMES_BYTES {
+        return Err(refused(&format!("over {MAX_LOCAL_NAMES_BYTES} bytes")));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| refused(&"not UTF-8"))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect())
+}
+
+/// The rows of one origin's listing; with `handles`, each skill's catalog handle in place of
+/// its name (the handle ends in the name).
+fn print_rows(rows: &[Value], handles: bool) {
+    let (title, key) = if handles {
+        ("HANDLE", "handle")
+    } else {
+        ("NAME", "name")
+    };
     outln!(
         "{:<28} {:>5} {:>9}  {:<14} URI",
-        "NAME",
+        title,
         "FILES",
         "BYTES",
         "FLAGS"
@@ -521,7 +670,7 @@ fn print_rows(rows: &[Value]) {
         );
         outln!(
             "{:<28} {:>5} {:>9}  {:<14} {}",
-            r["name"].as_str().unwrap_or_default(),
+            r[key].as_str().unwrap_or_default(),
             r["files"].as_u64().unwrap_or_default(),
             r["bytes"].as_u64().unwrap_or_default(),
             flags,
@@ -820,6 +969,7 @@ async fn load(
     reference: Option<&str>,
     gate: Gate,
     all: bool,
+    framed: bool,
 ) -> Result<Outcome> {
     // The gates are the library's (R-P1, the lock): with --require-approval or --locked, `load`
     // itself refuses the skill (exit 5) before any file is read.
@@ -860,6 +1010,9 @@ async fn load(
         }
         out["counters"] = counters_json(&cache);
         out["protocol_version"] = revision(source.as_ref());
+        if framed {
+            out["framed"] = json!(file.framed());
+        }
         print_json(&out);
     } else {
         if info.stale {
@@ -868,9 +1021,11 @@ async fn load(
                 info.entry.uri()
             );
         }
-        // The bytes, unchanged.
+        // The bytes, unchanged; or, with `--framed`, inside the frame for model context (R-Q2).
+        let framed = framed.then(|| file.framed());
+        let bytes = framed.as_ref().map_or(file.bytes(), String::as_bytes);
         let mut out = std::io::stdout().lock();
-        if let Err(e) = out.write_all(file.bytes()).and_then(|()| out.flush()) {
+        if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
             crate::stdout_failed(&e);
         }
     }
@@ -1013,13 +1168,56 @@ async fn gc(ctx: &Ctx, max_bytes: Option<u64>) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-async fn purge(ctx: &Ctx, origin: &str) -> Result<Outcome> {
+/// `purge`: one origin, or with `--absent` (no `--origin`) every origin `--config` lacks.
+async fn purge(ctx: &Ctx, origin: Option<&str>, dry_run: bool) -> Result<Outcome> {
+    let Some(origin) = origin else {
+        return purge_absent(ctx, dry_run).await;
+    };
     let origin = origin_usage(origin)?;
     local_cache(ctx)?.purge(&origin).await?;
     if ctx.json {
         print_json(&json!({"purged": origin.as_str()}));
     } else {
         outln!("purged origin {origin}");
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `purge --absent`: every origin in the cache that `--config` does not name is removed (or,
+/// with `--dry-run`, only listed), each through the library's per-origin purge (R-Q3).
+async fn purge_absent(ctx: &Ctx, dry_run: bool) -> Result<Outcome> {
+    let (path, config) = ctx
+        .config
+        .as_ref()
+        .ok_or_else(|| Failure::Usage("purge --absent needs --config".into()))?;
+    let keep: Vec<Origin> = config.servers().map(|(o, _)| o.clone()).collect();
+    let cache = local_cache(ctx)?;
+    let absent = if dry_run {
+        let mut all = cache.origins().await?;
+        all.retain(|o| !keep.contains(o));
+        all
+    } else {
+        cache.purge_absent(&keep).await?
+    };
+    if ctx.json {
+        print_json(&json!({
+            "config": path.display().to_string(),
+            "absent": absent.iter().map(Origin::as_str).collect::<Vec<_>>(),
+            "dry_run": dry_run,
+        }));
+    } else if absent.is_empty() {
+        outln!(
+            "nothing to purge: {} names every origin in the cache",
+            path.display()
+        );
+    } else {
+        for origin in &absent {
+            if dry_run {
+                outln!("would purge origin {origin} (not in {})", path.display());
+            } else {
+                outln!("purged origin {origin} (not in {})", path.display());
+            }
+        }
     }
     Ok(Outcome::Ok)
 }

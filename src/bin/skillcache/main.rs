@@ -141,10 +141,19 @@ struct ServerArgs {
 enum Command {
     /// The server's skills (name, URI, files, bytes, dynamic, fresh).
     List {
-        /// Every server of `--config`, one origin each; a server that fails is reported and the
-        /// others are still listed.
+        /// Every server of `--config` in one catalog: each skill under a handle unique across
+        /// servers, name collisions reported; a server that fails is reported and the others are
+        /// still listed.
         #[arg(long, conflicts_with = "origin")]
         all: bool,
+        /// With `--all`: the host's own (filesystem) skill names, comma-separated; an MCP skill
+        /// of the same name is qualified by its origin and reported as a collision.
+        #[arg(long, value_name = "A,B,…", value_delimiter = ',', requires = "all")]
+        local_names: Vec<String>,
+        /// With `--all`: a file of local skill names, one a line (blank lines and `#` comments
+        /// skipped).
+        #[arg(long, value_name = "FILE", requires = "all")]
+        local_names_file: Option<PathBuf>,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -198,6 +207,10 @@ enum Command {
         /// fetched and stored as one batch), so that later reads are cache hits.
         #[arg(long)]
         all: bool,
+        /// Print the SKILL.md framed for model context: tagged with its origin and URI as
+        /// content from an MCP server, closed by a boundary the content does not contain.
+        #[arg(long)]
+        framed: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -213,6 +226,10 @@ enum Command {
         /// Refuse (exit 5) unless the skill is pinned in this lock file exactly as it is now.
         #[arg(long, value_name = "FILE")]
         locked: Option<PathBuf>,
+        /// Print the file framed for model context (see `load --framed`); a binary file is
+        /// described, not inlined.
+        #[arg(long)]
+        framed: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -234,11 +251,18 @@ enum Command {
         #[arg(long)]
         max_bytes: Option<u64>,
     },
-    /// Remove everything of one origin.
+    /// Remove everything of one origin, or of every origin `--config` does not name.
     Purge {
         /// The origin.
+        #[arg(long, required_unless_present = "absent", conflicts_with = "absent")]
+        origin: Option<String>,
+        /// Every origin in the cache that `--config` does not name (servers removed from the
+        /// configuration): entries, approvals and cached files; each is listed.
         #[arg(long)]
-        origin: String,
+        absent: bool,
+        /// With `--absent`: list the origins that would be removed, and remove nothing.
+        #[arg(long, requires = "absent")]
+        dry_run: bool,
     },
     /// Counts and sizes.
     Stats,
@@ -337,7 +361,7 @@ pub(crate) fn exit_code(e: &Error) -> u8 {
 }
 
 /// One line: the error and its cause chain.
-fn report(e: &(dyn std::error::Error + 'static)) {
+pub(crate) fn report(e: &(dyn std::error::Error + 'static)) {
     let mut line = format!("skillcache: error: {e}");
     let mut source = e.source();
     while let Some(s) = source {

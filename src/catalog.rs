@@ -1,0 +1,381 @@
+//! `Catalog`: the skills of every bound origin in one view (R-Q1), each under a *handle* a host
+//! shows the model and the user and looks the skill up by.
+//!
+//! A skill's identity is (origin, URI) (R-O1); its `name` is only a label (R-O3). The spec's
+//! rules for names (SEP-2640, Names; Security Considerations, name collisions) are what the
+//! handles carry out:
+//!
+//! - names within one listing may repeat: both skills are kept, told apart by path;
+//! - names across origins resolve within a per-origin namespace, by the host's label;
+//! - an MCP-served skill never silently shadows, or stands in for, a same-named skill of another
+//!   origin — another server's or the host's own filesystem skills — and collisions are surfaced.
+//!
+//! The handle of a skill is:
+//!
+//! | the skill's `name` is … | handle | example |
+//! |---|---|---|
+//! | unique in the catalog (no other origin, no local skill, no other path) | the name | `refunds` |
+//! | shared by two skills of its origin only | the skill's root URI | `skill://acme/billing/refunds` |
+//! | shared with another origin or a local skill | `origin:` + the name | `docs:refunds` |
+//! | both | `origin:` + the root URI | `docs:skill://acme/billing/refunds` |
+//!
+//! Handles are a function of what the catalog holds — the same skills and local names give the
+//! same handles, in any listing order, in any process — so they are stable across runs. When a
+//! collision appears, *every* party's handle is qualified: a bare name that used to mean one skill
+//! then means none, instead of quietly meaning the newcomer. A local skill keeps its bare name
+//! (the host's own namespace), so no MCP skill's handle ever equals it.
+//!
+//! Why the handles cannot coincide: a name obeys the Agent Skills rule (`a-z`, `0-9`, `-`: no
+//! `:` or `/`, R-W6) and local names may contain neither, so a bare handle has no `:` while every
+//! qualified one does; a root URI ends in its skill's name after a `/`, while an `origin:name`
+//! handle's last `/`-segment (if any) still holds the `:`; two `origin:` handles share a name only
+//! if they share the origin (the text after the last `:` is the name, or a root URI, which holds
+//! `//` only after its scheme since empty segments are refused, R-W4), and within one origin root
+//! URIs are distinct (a listing refuses a repeated URI, R-W9).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::config_error::ConfigError;
+use crate::entry::SkillEntry;
+use crate::error::Error;
+use crate::origin::Origin;
+
+/// The skills of every origin bound to a [`SkillCache`](crate::SkillCache), as
+/// [`SkillCache::catalog`](crate::SkillCache::catalog) lists them: each under a handle unique
+/// across origins and stable across runs, with every collision reported (R-Q1).
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use skillcache::{Origin, SkillCache};
+/// # use skillcache::local::SkillServer;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), skillcache::Error> {
+/// # let tmp = tempfile::tempdir().unwrap();
+/// # for (server, path) in [("docs", "refunds"), ("team", "refunds"), ("team", "notes")] {
+/// #     let dir = tmp.path().join(server).join(path);
+/// #     std::fs::create_dir_all(&dir).unwrap();
+/// #     let name = path.rsplit('/').next().unwrap();
+/// #     std::fs::write(dir.join("SKILL.md"), format!("---\nname: {name}\ndescription: The {name} skill.\n---\n")).unwrap();
+/// # }
+/// let cache = SkillCache::builder().root(tmp.path().join("cache")).open()?;
+/// for label in ["docs", "team"] {
+///     cache.connect(Origin::new(label)?, Arc::new(SkillServer::new(tmp.path().join(label))));
+/// }
+/// // The host's own filesystem skills take part by name.
+/// let catalog = cache.catalog(&["notes"]).await?;
+/// let handles: Vec<&str> = catalog.skills().iter().map(|s| s.handle()).collect();
+/// assert_eq!(handles, ["docs:refunds", "team:notes", "team:refunds"]);
+/// let refunds = catalog.get("docs:refunds").expect("listed");
+/// assert_eq!(refunds.origin().as_str(), "docs");
+/// assert_eq!(refunds.collides_with(), ["team:refunds"]);
+/// // `notes` is the local skill's: the MCP one is qualified and says whom it collides with.
+/// assert!(catalog.get("notes").is_none());
+/// assert_eq!(catalog.get("team:notes").expect("listed").collides_with(), ["notes"]);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Catalog {
+    /// Sorted by origin, then by canonical URI.
+    skills: Vec<CatalogSkill>,
+    /// Handle → index into `skills`.
+    by_handle: HashMap<String, usize>,
+    /// What could not be listed, per origin.
+    failures: Vec<(Origin, Error)>,
+}
+
+/// One skill of a [`Catalog`]: its handle, its origin and its entry, and the handles of every
+/// other skill — or local skill — that shares its name.
+#[derive(Debug, Clone)]
+pub struct CatalogSkill {
+    handle: String,
+    origin: Origin,
+    entry: SkillEntry,
+    collides_with: Vec<String>,
+}
+
+impl Catalog {
+    /// Every listed skill, by origin label and then by URI.
+    #[must_use]
+    pub fn skills(&self) -> &[CatalogSkill] {
+        &self.skills
+    }
+
+    /// The skill with this handle, exactly as [`CatalogSkill::handle`] spells it. A bare name
+    /// finds nothing once the name collides (the colliding skills are all qualified), and a local
+    /// skill's name never finds an MCP skill.
+    #[must_use]
+    pub fn get(&self, handle: &str) -> Option<&CatalogSkill> {
+        self.by_handle.get(handle).map(|&i| &self.skills[i])
+    }
+
+    /// What could not be listed, each with its origin: an origin whose listing failed (its
+    /// skills are absent from this catalog; the other origins' are not), or one entry of an
+    /// origin that was refused (that skill alone is absent).
+    #[must_use]
+    pub fn failures(&self) -> &[(Origin, Error)] {
+        &self.failures
+    }
+}
+
+impl CatalogSkill {
+    /// The handle: unique in the catalog, and the same whenever the catalog holds the same
+    /// skills (the rules are in the [`Catalog`] docs).
+    #[must_use]
+    pub fn handle(&self) -> &str {
+        &self.handle
+    }
+
+    /// The origin that serves it (the host's label, R-O1).
+    #[must_use]
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// Its entry, as the origin listed it: what [`SkillCache::approve`](crate::SkillCache::approve)
+    /// and [`SkillCache::load`](crate::SkillCache::load) take.
+    #[must_use]
+    pub fn entry(&self) -> &SkillEntry {
+        &self.entry
+    }
+
+    /// The handles of every other skill with the same `name` — of this origin at another path,
+    /// of another origin, and the host's local skill of that name (whose handle is the bare
+    /// name) — sorted; empty when the name is unique.
+    #[must_use]
+    pub fn collides_with(&self) -> &[String] {
+        &self.collides_with
+    }
+}
+
+/// Checks the host's local skill names: non-empty, and without `:` or `/`, the characters that
+/// mark a qualified handle, so that no local name can equal an MCP skill's handle.
+pub(crate) fn local_names(names: &[&str]) -> Result<BTreeSet<String>, ConfigError> {
+    names
+        .iter()
+        .map(|&name| {
+            if name.is_empty() || name.contains([':', '/']) {
+                Err(ConfigError::Invalid {
+                    what: format!(
+                        "a local skill name must be non-empty and contain no ':' or '/' (got {name:?})"
+                    ),
+                })
+            } else {
+                Ok(name.to_owned())
+            }
+        })
+        .collect()
+}
+
+/// The catalog of `listed` skills (every origin's valid entries), `failures` and the host's
+/// `local` names: assigns every handle (R-Q1).
+pub(crate) fn build(
+    mut listed: Vec<(Origin, SkillEntry)>,
+    mut failures: Vec<(Origin, Error)>,
+    local: &BTreeSet<String>,
+) -> Catalog {
+    listed.sort_by(|(a, x), (b, y)| a.cmp(b).then_with(|| x.uri().cmp(y.uri())));
+    failures.sort_by(|(a, _), (b, _)| a.cmp(b));
+    // name → origin → how many skills of that origin carry it.
+    let mut names: BTreeMap<&str, BTreeMap<&Origin, usize>> = BTreeMap::new();
+    for (origin, entry) in &listed {
+        *names
+            .entry(entry.name())
+            .or_default()
+            .entry(origin)
+            .or_default() += 1;
+    }
+    let handles: Vec<String> = listed
+        .iter()
+        .map(|(origin, entry)| {
+            let name = entry.name();
+            let per_origin = &names[name];
+            let across = per_origin.len() > 1 || local.contains(name);
+            let within = per_origin[origin] > 1;
+            let tail = if within { entry.uri().root() } else { name };
+            if across {
+                format!("{}:{tail}", origin.as_str())
+            } else {
+                tail.to_owned()
+            }
+        })
+        .collect();
+    // name → the handles of every party carrying it (the local skill's is its bare name).
+    let mut parties: HashMap<&str, Vec<&str>> = HashMap::new();
+    for ((_, entry), handle) in listed.iter().zip(&handles) {
+        parties.entry(entry.name()).or_default().push(handle);
+    }
+    for (name, handles) in &mut parties {
+        if let Some(own) = local.get(*name) {
+            handles.push(own);
+        }
+        handles.sort_unstable();
+    }
+    let collides: Vec<Vec<String>> = listed
+        .iter()
+        .zip(&handles)
+        .map(|((_, entry), own)| {
+            parties[entry.name()]
+                .iter()
+                .filter(|h| **h != own.as_str())
+                .map(|h| (*h).to_owned())
+                .collect()
+        })
+        .collect();
+    let skills: Vec<CatalogSkill> = listed
+        .into_iter()
+        .zip(handles)
+        .zip(collides)
+        .map(|(((origin, entry), handle), collides_with)| CatalogSkill {
+            handle,
+            origin,
+            entry,
+            collides_with,
+        })
+        .collect();
+    let by_handle = skills
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.handle.clone(), i))
+        .collect();
+    Catalog {
+        skills,
+        by_handle,
+        failures,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeSet, HashSet};
+
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::{build, local_names};
+    use crate::digest::Digest;
+    use crate::entry::{SkillEntry, Validation};
+    use crate::origin::Origin;
+
+    fn entry(path: &str) -> SkillEntry {
+        let name = path.rsplit('/').next().expect("a name");
+        let uri = format!("skill://{path}/SKILL.md");
+        let wire = json!({
+            "uri": uri,
+            "frontmatter": {"name": name, "description": "d"},
+            "resources": [{"uri": uri, "digest": Digest::of(b"x").to_string(), "size": 1}],
+        });
+        SkillEntry::from_json(&wire, &Validation::default()).expect("valid fixture")
+    }
+
+    fn catalog(skills: &[(&str, &str)], local: &[&str]) -> super::Catalog {
+        let listed = skills
+            .iter()
+            .map(|(o, p)| (Origin::new(*o).expect("label"), entry(p)))
+            .collect();
+        build(
+            listed,
+            Vec::new(),
+            &local_names(local).expect("local names"),
+        )
+    }
+
+    fn handles(c: &super::Catalog) -> Vec<&str> {
+        c.skills().iter().map(super::CatalogSkill::handle).collect()
+    }
+
+    #[test]
+    fn q1_every_form_of_handle_for_one_name() {
+        // Two paths in `docs`, one in `team`, and a local skill: every form at once.
+        let c = catalog(
+            &[
+                ("team", "refunds"),
+                ("docs", "acme/support/refunds"),
+                ("docs", "acme/billing/refunds"),
+                ("docs", "notes"),
+            ],
+            &["refunds"],
+        );
+        assert_eq!(
+            handles(&c),
+            [
+                "docs:skill://acme/billing/refunds",
+                "docs:skill://acme/support/refunds",
+                "notes",
+                "team:refunds",
+            ]
+        );
+        let billing = c.get("docs:skill://acme/billing/refunds").expect("found");
+        assert_eq!(
+            billing.collides_with(),
+            [
+                "docs:skill://acme/support/refunds",
+                "refunds",
+                "team:refunds"
+            ]
+        );
+        assert!(c.get("notes").expect("found").collides_with().is_empty());
+        assert!(
+            c.get("refunds").is_none(),
+            "the bare name is the local skill's"
+        );
+    }
+
+    #[test]
+    fn q1_local_names_that_could_pose_as_a_handle_are_refused() {
+        for bad in ["", "docs:refunds", "skill://x/refunds", "a/b"] {
+            assert!(local_names(&[bad]).is_err(), "{bad:?}");
+        }
+        assert!(local_names(&["My Skill", "notes"]).is_ok());
+    }
+
+    /// Labels made of the handles' own punctuation (`:`, `/`, `skill:`) still give distinct
+    /// handles, none equal to a local name.
+    fn label() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "a", "b", "a:b", "a:skill", "skill", "skill:", "x://y", "a/b", ":", "::",
+        ])
+        .prop_map(str::to_owned)
+    }
+
+    fn path() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            "refunds",
+            "a/refunds",
+            "b/refunds",
+            "a/b/refunds",
+            "notes",
+            "skill/refunds",
+            "a/notes",
+            "b",
+            "a/b",
+        ])
+        .prop_map(str::to_owned)
+    }
+
+    proptest! {
+        #[test]
+        fn q1_handles_are_unique_order_free_and_never_a_local_name(
+            skills in prop::collection::vec((label(), path()), 0..12),
+            local in prop::collection::vec(prop::sample::select(vec!["refunds", "notes", "b", "x"]), 0..3),
+        ) {
+            // One origin lists a URI once (a repeated URI is refused by the listing).
+            let mut seen = HashSet::new();
+            let skills: Vec<(&str, &str)> = skills
+                .iter()
+                .filter(|(o, p)| seen.insert((o.clone(), p.clone())))
+                .map(|(o, p)| (o.as_str(), p.as_str()))
+                .collect();
+            let c = catalog(&skills, &local);
+            let all: Vec<&str> = handles(&c);
+            let unique: BTreeSet<&str> = all.iter().copied().collect();
+            prop_assert_eq!(unique.len(), all.len(), "{:?}", all);
+            for h in &all {
+                prop_assert!(!local.contains(h), "{} poses as a local skill", h);
+            }
+            let mut reversed = skills.clone();
+            reversed.reverse();
+            let again = catalog(&reversed, &local);
+            prop_assert_eq!(handles(&again), all);
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! R-Q3, removed servers: one call removes the cached content, entries and approvals of every
+//! origin the host no longer configures (SEP-2640: a host SHOULD remove a server's cached skill
+//! content when the user removes the server), through the per-origin purge (R-C5), and leaves the
+//! origins it still configures as they were. Checked by content: no byte of a removed origin is
+//! left anywhere under the root.
+
+#[path = "common/cli_env.rs"]
+mod cli_env;
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cli_env::{BIN, Env, code};
+use serde_json::{Value, json};
+use skillcache::local::SkillServer;
+use skillcache::{Origin, Provenance, SkillCache, SkillUri};
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn origin(label: &str) -> Origin {
+    Origin::new(label).expect("a valid label")
+}
+
+/// Every regular file under `dir` with its bytes (links are not followed).
+fn all_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries {
+        let p = e.expect("entry").path();
+        let m = fs::symlink_metadata(&p).expect("stat");
+        if m.is_dir() {
+            out.extend(all_files(&p));
+        } else if m.is_file() {
+            out.push((p.clone(), fs::read(&p).unwrap_or_default()));
+        }
+    }
+    out
+}
+
+/// Whether any file under `dir` holds `marker`.
+fn holds(dir: &Path, marker: &str) -> bool {
+    all_files(dir)
+        .iter()
+        .any(|(_, b)| String::from_utf8_lossy(b).contains(marker))
+}
+
+/// A skill `notes` under `dir/label` whose template carries `marker`.
+fn serve_folder(dir: &Path, label: &str, marker: &str) -> PathBuf {
+    let folder = dir.join(label).join("notes");
+    fs::create_dir_all(folder.join("templates")).expect("mkdir");
+    fs::write(
+        folder.join("SKILL.md"),
+        "---\nname: notes\ndescription: Takes notes.\n---\nUse templates/a.md.\n",
+    )
+    .expect("write");
+    fs::write(folder.join("templates/a.md"), marker).expect("write");
+    dir.join(label)
+}
+
+#[tokio::test]
+async fn q3_purge_absent_leaves_no_byte_of_a_removed_origin_and_keeps_the_rest() {
+    let dir = common::scratch();
+    let cache = SkillCache::builder()
+        .root(dir.path().join("root"))
+        .key_file(dir.path().join("host.key"))
+        .open()
+        .expect("open");
+    let (gone, kept) = (origin("gone"), origin("kept"));
+    let uri = SkillUri::parse("skill://notes/SKILL.md").expect("uri");
+    let mut entries = Vec::new();
+    for (o, marker) in [
+        (&gone, "MARKER-gone-template"),
+        (&kept, "KEEP-kept-template"),
+    ] {
+        let served = serve_folder(dir.path(), o.as_str(), marker);
+        cache.connect(o.clone(), Arc::new(SkillServer::new(served)));
+        let entry = cache.entry(o, &uri).await.expect("entry").entry;
+        cache.approve(o, &entry, None).await.expect("approve");
+        cache.load_all(o, &entry).await.expect("load all");
+        entries.push(entry);
+    }
+    // A copy of the removed origin caught tampered (now in its quarantine), and a crashed
+    // publisher's temporary: both must go too.
+    let root = dir.path().join("root");
+    let blob = all_files(&root.join("origins/gone"))
+        .into_iter()
+        .find(|(_, b)| b.as_slice() == b"MARKER-gone-template")
+        .expect("the template's blob")
+        .0;
+    let shard = blob.parent().expect("shard");
+    fs::set_permissions(shard, fs::Permissions::from_mode(0o755)).expect("chmod");
+    fs::remove_file(&blob).expect("remove");
+    fs::write(&blob, b"MARKER-gone-tampered").expect("tamper");
+    let report = cache.verify(Some(&gone), |_, _| {}).await.expect("verify");
+    assert_eq!(report.corrupt.len(), 1, "the tampered copy is quarantined");
+    fs::write(
+        root.join("origins/gone/tmp/999-0-leftover.tmp"),
+        b"MARKER-gone-partial",
+    )
+    .expect("a leftover temporary");
+    assert!(holds(&root, "MARKER-gone-"));
+
+    let removed = tokio::time::timeout(DEADLINE, cache.purge_absent(std::slice::from_ref(&kept)))
+        .await
+        .expect("within the deadline")
+        .expect("purge_absent");
+    assert_eq!(removed, std::slice::from_ref(&gone));
+
+    for (path, bytes) in all_files(&root) {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("MARKER-gone-"),
+            "{} still holds the removed origin's bytes",
+            path.display()
+        );
+    }
+    assert!(!root.join("origins/gone").exists());
+    assert!(
+        cache
+            .cached_entries(Some(&gone))
+            .await
+            .expect("entries")
+            .is_empty()
+    );
+    assert!(!cache.is_approved(&gone, &entries[0]).await.expect("index"));
+    assert_eq!(
+        cache.origins().await.expect("origins"),
+        std::slice::from_ref(&kept)
+    );
+
+    // The kept origin is as it was: approved, and served from the cache.
+    assert!(holds(&root, "KEEP-kept-template"));
+    assert!(cache.is_approved(&kept, &entries[1]).await.expect("index"));
+    let skill = cache.load(&kept, &entries[1]).await.expect("still loads");
+    let template = skill.read("templates/a.md").await.expect("read");
+    assert_eq!(template.provenance(), Provenance::Cache);
+    assert_eq!(template.bytes(), b"KEEP-kept-template");
+
+    // Nothing is left to remove.
+    assert!(cache.purge_absent(&[kept]).await.expect("again").is_empty());
+}
+
+#[tokio::test]
+async fn q3_an_origin_left_only_in_the_store_is_found_and_removed() {
+    // The index forgot the origin (a damaged index was rebuilt, say), but its blobs remain:
+    // the origin is still in the root, and still removed.
+    let dir = common::scratch();
+    let cache = SkillCache::builder()
+        .root(dir.path().join("root"))
+        .key_file(dir.path().join("host.key"))
+        .approval(skillcache::ApprovalPolicy::NotRequired)
+        .open()
+        .expect("open");
+    let ghost = origin("ghost");
+    let served = serve_folder(dir.path(), "ghost", "MARKER-ghost-template");
+    cache.connect(ghost.clone(), Arc::new(SkillServer::new(served)));
+    let uri = SkillUri::parse("skill://notes/SKILL.md").expect("uri");
+    let entry = cache.entry(&ghost, &uri).await.expect("entry").entry;
+    cache.load_all(&ghost, &entry).await.expect("load all");
+    cache
+        .core()
+        .index()
+        .purge(&ghost)
+        .expect("the index forgets it");
+    assert_eq!(
+        cache.origins().await.expect("origins"),
+        std::slice::from_ref(&ghost)
+    );
+    assert_eq!(cache.purge_absent(&[]).await.expect("purge"), [ghost]);
+    let root = dir.path().join("root");
+    assert!(!holds(&root, "MARKER-ghost-"));
+    assert!(cache.origins().await.expect("origins").is_empty());
+}
+
+// ---- the CLI ------------------------------------------------------------------------------
+
+fn write_config(env: &Env, name: &str, labels: &[&str]) -> String {
+    let servers: serde_json::Map<String, Value> = labels
+        .iter()
+        .map(|l| {
+            (
+                (*l).to_owned(),
+                json!({"command": BIN, "args": ["serve", env.path(&format!("served/{l}"))]}),
+            )
+        })
+        .collect();
+    let path = env.path(name);
+    fs::write(&path, json!({"mcpServers": servers}).to_string()).expect("write config");
+    path.to_str().expect("utf-8").to_owned()
+}
+
+fn run(env: &Env, args: &[&str]) -> std::process::Output {
+    let mut cli = env.cli();
+    cli.args(args);
+    common::within(DEADLINE, move || cli.output().expect("run skillcache"))
+        .expect("the command ends within the deadline")
+}
+
+#[test]
+fn q3_cli_purge_absent_removes_every_origin_the_config_no_longer_names() {
+    let env = Env::keyed();
+    for label in ["docs", "old", "older"] {
+        serve_folder(
+            &env.path("served"),
+            label,
+            &format!("MARKER-{label}-template"),
+        );
+    }
+    let before = write_config(&env, "before.json", &["docs", "old", "older"]);
+    for label in ["docs", "old", "older"] {
+        let load = run(
+            &env,
+            &[
+                "--config",
+                &before,
+                "load",
+                "--all",
+                "--origin",
+                label,
+                "skill://notes/SKILL.md",
+            ],
+        );
+        assert_eq!(code(&load), 0, "{}", String::from_utf8_lossy(&load.stderr));
+    }
+    let after = write_config(&env, "after.json", &["docs"]);
+
+    // Listed, nothing removed.
+    let dry = run(
+        &env,
+        &["--config", &after, "purge", "--absent", "--dry-run"],
+    );
+    assert_eq!(code(&dry), 0, "{}", String::from_utf8_lossy(&dry.stderr));
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        text.contains("would purge origin old") && text.contains("would purge origin older"),
+        "{text}"
+    );
+    assert!(!text.contains("origin docs"), "{text}");
+    assert!(holds(&env.root(), "MARKER-old-") && holds(&env.root(), "MARKER-older-"));
+
+    let purge = run(&env, &["--config", &after, "--json", "purge", "--absent"]);
+    assert_eq!(
+        code(&purge),
+        0,
+        "{}",
+        String::from_utf8_lossy(&purge.stderr)
+    );
+    let v: Value = serde_json::from_slice(&purge.stdout).expect("json");
+    assert_eq!(v["absent"], json!(["old", "older"]));
+    assert_eq!(v["dry_run"], false);
+    for (path, bytes) in all_files(&env.root()) {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains("MARKER-old-") && !text.contains("MARKER-older-"),
+            "{} still holds a removed origin's bytes",
+            path.display()
+        );
+    }
+    let entries = run(&env, &["--json", "entries"]);
+    let rows: Value = serde_json::from_slice(&entries.stdout).expect("json");
+    let origins: Vec<&str> = rows
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|r| r["origin"].as_str())
+        .collect();
+    assert_eq!(origins, ["docs"]);
+
+    // The kept origin is intact: it loads offline (its ttlMs is 0: stale, allowed), every byte
+    // from the cache.
+    let offline = run(
+        &env,
+        &[
+            "--offline",
+            "--allow-stale",
+            "read",
+            "--origin",
+            "docs",
+            "skill://notes/SKILL.md",
+            "templates/a.md",
+        ],
+    );
+    assert_eq!(
+        code(&offline),
+        0,
+        "{}",
+        String::from_utf8_lossy(&offline.stderr)
+    );
+    assert_eq!(offline.stdout, b"MARKER-docs-template");
+
+    let again = run(&env, &["--config", &after, "purge", "--absent"]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to purge"));
+    // Without a config there is nothing to compare with: a usage error, nothing removed.
+    let bare = run(&env, &["purge", "--absent"]);
+    assert_eq!(code(&bare), 2);
+    assert!(holds(&env.root(), "MARKER-docs-"));
+}
