@@ -104,7 +104,7 @@ impl SkillCacheBuilder {
         self
     }
     /// In offline mode, use a cached entry whose `ttlMs` has passed instead of refusing it; it
-    /// is reported as stale ([`EntryInfo::stale`]). Online, a stale entry is always refreshed,
+    /// is reported as stale ([`EntryInfo::stale`](crate::EntryInfo::stale)). Online, a stale entry is always refreshed,
     /// so this changes nothing there. Default: off.
     #[must_use]
     pub fn allow_stale(mut self, allow: bool) -> Self {
@@ -112,8 +112,8 @@ impl SkillCacheBuilder {
         self
     }
     /// A lock file in force: [`SkillCache::load`] declines, before any request, a skill the
-    /// lock does not list ([`Declined::NotLocked`]) or whose entry differs from the pinned one
-    /// ([`Declined::Drift`], naming every file added, removed or changed). It is checked in
+    /// lock does not list ([`Declined::NotLocked`](crate::error::Declined::NotLocked)) or whose entry differs from the pinned one
+    /// ([`Declined::Drift`](crate::error::Declined::Drift), naming every file added, removed or changed). It is checked in
     /// addition to the approval policy. Default: none.
     #[must_use]
     pub fn locked(mut self, lock: LockFile) -> Self {
