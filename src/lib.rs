@@ -27,6 +27,7 @@ macro_rules! internal_pub {
 // feature (the crate's own dev-dependency on itself does so for `cargo test` and `cargo bench`).
 mod config;
 mod config_error;
+mod display;
 pub mod entry;
 pub mod error;
 pub mod local;
@@ -79,6 +80,7 @@ pub use cache::{
 };
 pub use config::{McpConfig, ServerConfig};
 pub use digest::Digest;
+pub use display::display_safe;
 pub use entry::{Binding, Limits, SkillEntry};
 pub use error::{Error, Result};
 pub use isolation::Isolation;

@@ -18,7 +18,7 @@ use crate::entry::{
     EntryDiff, Listing, SkillEntry, Validation,
     parse_get_result, parse_list_result,
 };
-use crate::error::{Declined, Error, Limit, Mismatch};
+use crate::error::{ConfigError, Declined, Error, Limit, Mismatch};
 use crate::lockfile::LockFile;
 use crate::origin::Origin;
 use crate::source::SkillSource;
@@ -95,7 +95,8 @@ impl SkillCacheBuilder {
     /// The *default* principal: the one the opened [`SkillCache`] acts as. A principal is the
     /// authorization context private entries are stored under (R-C6) and whose approvals are
     /// granted and checked (R-H11). Default: `""`. A host serving several users opens one cache
-    /// and acts for each through [`SkillCache::for_principal`].
+    /// and acts for each through [`SkillCache::for_principal`]. A principal with a character
+    /// that is not visible is refused by [`open`](Self::open) (R-E6).
     #[must_use]
     pub fn principal(mut self, principal: impl Into<String>) -> Self {
         self.principal = principal.into();
@@ -186,8 +187,11 @@ impl SkillCacheBuilder {
     /// Opens the cache.
     ///
     /// # Errors
-    /// Opens (or creates) the cache root and its index.
+    /// Opens (or creates) the cache root and its index. [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) for a
+    /// [`principal`](Self::principal) with an invisible character (R-E6), before anything is
+    /// opened.
     pub fn open(self) -> Result<SkillCache, Error> {
+        check_principal(&self.principal)?;
         Ok(SkillCache {
             principal: Arc::from(self.principal),
             inner: Arc::new(Inner {
@@ -206,6 +210,17 @@ impl SkillCacheBuilder {
                 l2: super::l2::open(self.l2),
             }),
         })
+    }
+}
+
+/// A principal is a label a person reads (whose approval this is): every character of it must
+/// be visible (R-E6). The empty principal, the default, is allowed.
+fn check_principal(principal: &str) -> Result<(), ConfigError> {
+    match crate::display::invisible_in_label(principal) {
+        Some(why) => Err(ConfigError::Invalid {
+            what: format!("the principal {why}: every character of a principal must be visible"),
+        }),
+        None => Ok(()),
     }
 }
 
@@ -263,12 +278,29 @@ impl SkillCache {
     /// (R-H11). It shares everything else — the root, the index, the sources bound with
     /// [`connect`](Self::connect), the in-flight fetches and the counters — so it costs two
     /// reference counts, and verified bytes fetched for one principal serve the others.
-    #[must_use]
-    pub fn for_principal(&self, principal: impl Into<String>) -> SkillCache {
-        SkillCache {
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let cache = skillcache::SkillCache::builder().root(dir.path().join("root"))
+    /// #     .key_file(dir.path().join("host.key")).open()?;
+    /// let alice = cache.for_principal("alice")?;
+    /// // Two principals a person could not tell apart are one refused (R-E6).
+    /// assert!(cache.for_principal("alice\u{200B}").is_err());
+    /// # drop(alice);
+    /// # Ok::<(), skillcache::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) for a principal with a
+    /// control, format, bidi or other invisible character, or a space at either end, naming it
+    /// (R-E6): whose entries and approvals these are must be plain to whoever reads them.
+    pub fn for_principal(&self, principal: impl Into<String>) -> Result<SkillCache, ConfigError> {
+        let principal = principal.into();
+        check_principal(&principal)?;
+        Ok(SkillCache {
             inner: Arc::clone(&self.inner),
-            principal: Arc::from(principal.into()),
-        }
+            principal: Arc::from(principal),
+        })
     }
 
     internal_pub! {
