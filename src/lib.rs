@@ -30,6 +30,8 @@ mod config_error;
 mod display;
 pub mod entry;
 pub mod error;
+mod hostfile;
+mod json_weight;
 pub mod local;
 mod lockfile;
 mod mismatch;
