@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use skillcache::local::{SkillServer, inspect};
 use skillcache::source::{McpSource, SkillSource};
-use skillcache::{ApprovalPolicy, Counter, DynamicPolicy, EntryInfo, SkillCache};
+use skillcache::{ApprovalPolicy, Counter, DynamicPolicy, EntryInfo, SkillCache, display_safe};
 use skillcache::{
     Error, LockFile, McpConfig, Origin, SkillEntry, SkillFile, SkillUri, Verification,
 };
@@ -30,8 +30,14 @@ pub(crate) struct Ctx {
     isolation: skillcache::Isolation,
 }
 
+/// `--json`: one value whose text is inert (R-E5) and whose strings are exactly the server's.
 fn print_json(v: &Value) {
-    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    outln!("{}", crate::inert::json(v));
+}
+
+/// A string of a JSON row, display-safe for a person (R-E5).
+fn shown(v: &Value) -> impl std::fmt::Display + '_ {
+    display_safe(v.as_str().unwrap_or_default())
 }
 
 /// A usage error for an argument: `what` (e.g. `--origin`) and why.
@@ -93,7 +99,10 @@ fn validate(cli: &Cli) -> Result<()> {
         if dir.is_dir() {
             Ok(())
         } else {
-            Err(Failure::Usage(format!("{} is not a folder", dir.display())))
+            Err(Failure::Usage(format!(
+                "{} is not a folder",
+                display_safe(&dir.to_string_lossy())
+            )))
         }
     };
     match &cli.command {
@@ -349,7 +358,7 @@ fn bind(
                 return Err(Failure::Usage(format!(
                     "no server named {:?} in {} (configured: {})",
                     origin.as_str(),
-                    path.display(),
+                    display_safe(&path.to_string_lossy()),
                     config
                         .servers()
                         .map(|(o, _)| o.as_str())
@@ -490,7 +499,7 @@ async fn list_all(ctx: &Ctx) -> Result<Outcome> {
         print_json(&json!({"origins": out}));
     } else {
         for o in &out {
-            outln!("origin {}", o["origin"].as_str().unwrap_or_default());
+            outln!("origin {}", shown(&o["origin"]));
             if let Some(rows) = o.get("skills").and_then(Value::as_array) {
                 print_rows(rows);
             } else {
@@ -511,6 +520,7 @@ fn print_rows(rows: &[Value]) {
     );
     for r in rows {
         if let Some(err) = r.get("error") {
+            // The error's own text: skillcache's errors are display-safe already.
             outln!("{:<28} refused: {}", "-", err.as_str().unwrap_or_default());
             continue;
         }
@@ -521,11 +531,11 @@ fn print_rows(rows: &[Value]) {
         );
         outln!(
             "{:<28} {:>5} {:>9}  {:<14} {}",
-            r["name"].as_str().unwrap_or_default(),
+            shown(&r["name"]),
             r["files"].as_u64().unwrap_or_default(),
             r["bytes"].as_u64().unwrap_or_default(),
             flags,
-            r["uri"].as_str().unwrap_or_default()
+            shown(&r["uri"])
         );
     }
 }
@@ -539,10 +549,17 @@ async fn lock(
     all: bool,
     output: &Path,
 ) -> Result<Outcome> {
-    let mut lock = if output.exists() {
-        LockFile::read(output)?
-    } else {
-        LockFile::new()
+    // An existing lock is updated. It is read as every host file is (R-E4): a FIFO or a link to
+    // something that is not a regular file is refused at once, before any server is asked,
+    // and never written through; only a lock that is not there at all starts a new one.
+    let mut lock = match LockFile::read(output) {
+        Ok(lock) => lock,
+        Err(Error::Store(skillcache::error::StoreError::Io { source, .. }))
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            LockFile::new()
+        }
+        Err(e) => return Err(e.into()),
     };
     let (cache, origins) = if s.origin.is_some() {
         let (cache, origin, _) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
@@ -607,15 +624,15 @@ async fn lock(
         for r in &rows {
             outln!(
                 "locked {} from {} (files: {}, binding {})",
-                r["uri"].as_str().unwrap_or_default(),
-                r["origin"].as_str().unwrap_or_default(),
+                shown(&r["uri"]),
+                shown(&r["origin"]),
                 r["files"],
-                r["binding"].as_str().unwrap_or_default()
+                shown(&r["binding"])
             );
         }
         outln!(
             "wrote {} ({} skills pinned)",
-            output.display(),
+            display_safe(&output.to_string_lossy()),
             lock.skills().count()
         );
     }
@@ -838,9 +855,16 @@ async fn load(
                 info.entry.uri()
             );
         }
-        // The bytes, unchanged.
+        // To a pipe or a file, the verified bytes unchanged: they are what a script asked for.
+        // To a person at a terminal, the text with everything hidden escaped (R-E5): a
+        // SKILL.md is the server's text, and its escape codes would drive the terminal.
         let mut out = std::io::stdout().lock();
-        if let Err(e) = out.write_all(file.bytes()).and_then(|()| out.flush()) {
+        let written = if out.is_terminal() {
+            out.write_all(crate::inert::file_text(file.bytes()).as_bytes())
+        } else {
+            out.write_all(file.bytes())
+        };
+        if let Err(e) = written.and_then(|()| out.flush()) {
             crate::stdout_failed(&e);
         }
     }
@@ -858,7 +882,7 @@ fn notice_healed(cache: &SkillCache) {
     if let Some(moved) = cache.healed_index() {
         eprintln!(
             "skillcache: notice: the cache index was damaged; moved it to {} and started a fresh one (cached files kept, approvals lost: approve again)",
-            moved.display()
+            display_safe(&moved.to_string_lossy())
         );
     }
 }
@@ -894,12 +918,12 @@ async fn entries(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
         for r in &json_rows {
             outln!(
                 "{:<20} {:<8} {:>5} {:>9}  {:<6} {}",
-                r["origin"].as_str().unwrap_or_default(),
-                r["scope"].as_str().unwrap_or_default(),
+                shown(&r["origin"]),
+                shown(&r["scope"]),
                 r["files"].as_u64().unwrap_or_default(),
                 r["bytes"].as_u64().unwrap_or_default(),
                 r["fresh"].as_bool().unwrap_or_default().to_string(),
-                r["uri"].as_str().unwrap_or_default()
+                shown(&r["uri"])
             );
         }
     }
@@ -1025,7 +1049,8 @@ async fn stats(ctx: &Ctx) -> Result<Outcome> {
                 }
                 v => outln!(
                     "{k:<15} {}",
-                    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+                    v.as_str()
+                        .map_or_else(|| v.to_string(), |s| display_safe(s).to_string())
                 ),
             }
         }
