@@ -252,11 +252,8 @@ fn a_hand_edited_lock_is_refused_naming_the_path_and_the_field() {
     let text = std::fs::read_to_string(&path).expect("read");
 
     // A digest that is not one.
-    std::fs::write(
-        &path,
-        text.replacen("digest = \"sha256:", "digest = \"sha1:", 1),
-    )
-    .expect("edit");
+    let edited = text.replacen("digest = \"sha256:", "digest = \"sha1:", 1);
+    std::fs::write(&path, &edited).expect("edit");
     let Err(Error::Config(skillcache::error::ConfigError::LockFile {
         path: named,
         field,
@@ -269,7 +266,7 @@ fn a_hand_edited_lock_is_refused_naming_the_path_and_the_field() {
     assert_eq!(named, path);
     assert_eq!(field, "skill[0].file[0].digest");
     // R-E4: the line and column of the value, counted in the file as written.
-    let line = text
+    let line = edited
         .lines()
         .position(|l| l.starts_with("digest = \"sha1:"))
         .expect("the edited line");
