@@ -9,16 +9,18 @@
 //! SERVER is `{"command", "args"?, "env"?, "cwd"?}` (a stdio child) or `{"url", "headers"?}`
 //! (Streamable HTTP). NAME becomes the [`Origin`]: the host's label for the server, never the
 //! server's own name (R-O1). Fields a host adds for itself (`disabled`, `inputs`, …) are ignored;
-//! the fields read here are checked, and a bad one is refused with the file's path and a JSON
-//! pointer to the field ([`ConfigError::File`](crate::error::ConfigError::File)). Variables (`${input:…}`, `${env:…}`) are
-//! not expanded: the value is used as written.
+//! the fields read here are checked, and a bad one is refused with the file's path, the line and
+//! column, and a JSON pointer to the field ([`ConfigError::File`](crate::error::ConfigError::File)),
+//! never quoting the file (R-E4). Variables (`${input:…}`, `${env:…}`) are not expanded: the
+//! value is used as written.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::error::{Error, FileProblem};
+use crate::error::{ConfigError, Error, FileProblem};
+use crate::hostfile::{self, Format, Refused};
 use crate::origin::Origin;
 
 /// How to reach one configured server.
@@ -99,9 +101,11 @@ pub struct McpConfig {
     servers: BTreeMap<Origin, ServerConfig>,
 }
 
-/// The fields of a file being read, with the path every error names.
+/// The fields of a file being read, with the path every error names and the text its
+/// positions are found in.
 struct Reader<'p> {
     path: &'p Path,
+    text: &'p str,
 }
 
 /// `~` and `/` escaped as in RFC 6901, so a server named `a/b` is one pointer segment.
@@ -111,9 +115,10 @@ fn segment(key: &str) -> String {
 
 impl Reader<'_> {
     fn fail(&self, field: &str, problem: FileProblem) -> Error {
-        Error::Config(crate::error::ConfigError::File {
+        Error::Config(ConfigError::File {
             path: self.path.to_owned(),
             field: field.to_owned(),
+            position: Some(hostfile::position(self.text, locate(self.text, field))),
             problem,
         })
     }
@@ -201,12 +206,11 @@ impl Reader<'_> {
                     "has neither \"command\" (a stdio server) nor \"url\" (an HTTP server)",
                 ));
             }
-            (Some(other), _, _) => {
+            (Some(_), _, _) => {
+                // The value is not quoted: an error shows no text of the file (R-E4).
                 return Err(self.invalid(
                     &format!("{at}/type"),
-                    format!(
-                        "{other:?} is not supported; use \"stdio\" or \"http\" (Streamable HTTP)"
-                    ),
+                    "is not a supported type; use \"stdio\" or \"http\" (Streamable HTTP)",
                 ));
             }
         };
@@ -256,10 +260,7 @@ impl Reader<'_> {
                 .filter(|u| !u.is_empty())
                 .ok_or_else(|| self.fail(&format!("{at}/url"), FileProblem::Missing))?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(self.invalid(
-                    &format!("{at}/url"),
-                    format!("{url:?} is not an http:// or https:// URL"),
-                ));
+                return Err(self.invalid(&format!("{at}/url"), "is not an http:// or https:// URL"));
             }
             let headers = self.table(server, at, "headers")?;
             #[cfg(feature = "mcp")]
@@ -277,39 +278,6 @@ impl Reader<'_> {
     }
 }
 
-/// The largest configuration file read (host configurations are a few KiB).
-const MAX_CONFIG_BYTES: u64 = 16 << 20;
-
-/// The text of a file a user named (a configuration or a lock file), read without trusting its
-/// size: at most `max` bytes are read, so a huge file, or `/dev/zero`, costs bounded memory.
-/// `Ok(Err(problem))` for a file larger than `max` or not UTF-8, for the caller to name.
-pub(crate) fn read_text(
-    path: &Path,
-    max: u64,
-    op: &'static str,
-) -> Result<Result<String, FileProblem>, Error> {
-    use std::io::Read as _;
-    let io = |source| {
-        Error::Store(crate::error::StoreError::Io {
-            op,
-            path: path.to_owned(),
-            source,
-        })
-    };
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
-        .map_err(io)?;
-    if bytes.len() as u64 > max {
-        return Ok(Err(FileProblem::Invalid {
-            why: format!("the file is larger than {max} bytes"),
-        }));
-    }
-    Ok(String::from_utf8(bytes).map_err(|e| FileProblem::Syntax {
-        message: format!("not UTF-8 (byte {})", e.utf8_error().valid_up_to()),
-    }))
-}
-
 /// `text` as JSON, refusing an object that gives a key twice: `Err` with the key's JSON pointer,
 /// or `None` for any other syntax error.
 fn no_duplicates(text: &str) -> Result<Value, (Option<String>, serde_json::Error)> {
@@ -317,7 +285,7 @@ fn no_duplicates(text: &str) -> Result<Value, (Option<String>, serde_json::Error
     let dup = std::cell::RefCell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);
     let value = Unique {
-        at: String::new(),
+        at: None,
         dup: &dup,
     }
     .deserialize(&mut de)
@@ -325,9 +293,34 @@ fn no_duplicates(text: &str) -> Result<Value, (Option<String>, serde_json::Error
     value.map_err(|e| (dup.take(), e))
 }
 
+/// One step of the path to a value: a key or an index, and the steps before it. The pointer is
+/// spelled out only for a key given twice, so parsing costs no string per value, whatever the
+/// length of the keys above it.
+struct Step<'a> {
+    before: Option<&'a Step<'a>>,
+    key: Result<&'a str, usize>,
+}
+
+impl Step<'_> {
+    fn pointer(&self) -> String {
+        let mut steps = vec![self];
+        while let Some(before) = steps.last().and_then(|s| s.before) {
+            steps.push(before);
+        }
+        steps.iter().rev().fold(String::new(), |mut out, s| {
+            out.push('/');
+            match s.key {
+                Ok(key) => out.push_str(&segment(key)),
+                Err(i) => out.push_str(&i.to_string()),
+            }
+            out
+        })
+    }
+}
+
 /// A JSON value whose objects give every key once (the pointer of the first repeat is kept).
 struct Unique<'a> {
-    at: String,
+    at: Option<&'a Step<'a>>,
     dup: &'a std::cell::RefCell<Option<String>>,
 }
 
@@ -366,10 +359,18 @@ impl<'de> serde::de::Visitor<'de> for Unique<'_> {
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut out = Vec::new();
-        while let Some(v) = seq.next_element_seed(Unique {
-            at: format!("{}/{}", self.at, out.len()),
-            dup: self.dup,
-        })? {
+        loop {
+            let step = Step {
+                before: self.at,
+                key: Err(out.len()),
+            };
+            let Some(v) = seq.next_element_seed(Unique {
+                at: Some(&step),
+                dup: self.dup,
+            })?
+            else {
+                break;
+            };
             out.push(v);
         }
         Ok(Value::Array(out))
@@ -377,16 +378,166 @@ impl<'de> serde::de::Visitor<'de> for Unique<'_> {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            let at = format!("{}/{}", self.at, segment(&key));
+            let step = Step {
+                before: self.at,
+                key: Ok(&key),
+            };
             if out.contains_key(&key) {
-                *self.dup.borrow_mut() = Some(at);
+                *self.dup.borrow_mut() = Some(step.pointer());
                 return Err(serde::de::Error::custom("a key is given twice"));
             }
-            let value = map.next_value_seed(Unique { at, dup: self.dup })?;
+            let value = map.next_value_seed(Unique {
+                at: Some(&step),
+                dup: self.dup,
+            })?;
             out.insert(key, value);
         }
         Ok(Value::Object(out))
     }
+}
+
+/// What `serde_json` can say about a text that is not JSON, in its own fixed words: its message
+/// is shown only if it is one of these, so no text of the file can reach an error (R-E4).
+const JSON_SYNTAX: &[&str] = &[
+    "EOF while parsing a list",
+    "EOF while parsing an object",
+    "EOF while parsing a string",
+    "EOF while parsing a value",
+    "expected `:`",
+    "expected `,` or `]`",
+    "expected `,` or `}`",
+    "expected ident",
+    "expected value",
+    "expected `\"`",
+    "invalid escape",
+    "invalid number",
+    "number out of range",
+    "invalid unicode code point",
+    "control character (\\u0000-\\u001F) found while parsing a string",
+    "key must be a string",
+    "lone leading surrogate in hex escape",
+    "trailing comma",
+    "trailing characters",
+    "unexpected end of hex escape",
+    "recursion limit exceeded",
+];
+
+/// The fixed words for `serde_json`'s syntax error `e` (see [`JSON_SYNTAX`]).
+fn json_syntax(e: &serde_json::Error) -> &'static str {
+    let text = e.to_string();
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(m, _)| m);
+    JSON_SYNTAX
+        .iter()
+        .find(|known| **known == message)
+        .copied()
+        .unwrap_or("is not valid JSON here")
+}
+
+/// The byte offset of `serde_json`'s error position (line, byte column) in `text`.
+fn json_error_offset(text: &str, e: &serde_json::Error) -> usize {
+    let line_start = text
+        .split_inclusive('\n')
+        .take(e.line().saturating_sub(1))
+        .map(str::len)
+        .sum::<usize>();
+    line_start + e.column().saturating_sub(1)
+}
+
+/// The byte offset in `text`, a JSON text that parsed, of the value at `pointer` — or, where the
+/// pointer leaves the document (a key that is missing), of the last value on its way. Only a
+/// refusal calls it: errors name a line and a column (R-E4), and `serde_json::Value` keeps none.
+fn locate(text: &str, pointer: &str) -> usize {
+    let b = text.as_bytes();
+    let blank = |mut i: usize| {
+        while b.get(i).is_some_and(|c| b" \t\r\n".contains(c)) {
+            i += 1;
+        }
+        i
+    };
+    // The end of the string starting at `i`.
+    let string_end = |i: usize| {
+        let mut j = i + 1;
+        loop {
+            match b.get(j)? {
+                b'\\' => j += 2,
+                b'"' => return Some(j + 1),
+                _ => j += 1,
+            }
+        }
+    };
+    // The end of the value starting at `i`.
+    let value_end = |i: usize| match b.get(i)? {
+        b'"' => string_end(i),
+        b'{' | b'[' => {
+            let (mut depth, mut j) = (0usize, i);
+            loop {
+                match b.get(j)? {
+                    b'"' => {
+                        j = string_end(j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => Some(
+            (i..b.len())
+                .find(|&j| b",}] \t\r\n".contains(&b[j]))
+                .unwrap_or(b.len()),
+        ),
+    };
+    // The value at `key` of the object or array at `at`.
+    let child = |at: usize, key: &str| -> Option<usize> {
+        match b.get(at)? {
+            b'{' => {
+                let mut i = blank(at + 1);
+                while b.get(i) == Some(&b'"') {
+                    let end = string_end(i)?;
+                    let name: String = serde_json::from_str(&text[i..end]).ok()?;
+                    let value = blank(blank(end) + 1);
+                    if name == key {
+                        return Some(value);
+                    }
+                    i = blank(value_end(value)?);
+                    if b.get(i) == Some(&b',') {
+                        i = blank(i + 1);
+                    }
+                }
+                None
+            }
+            b'[' => {
+                let index: usize = key.parse().ok()?;
+                let mut i = blank(at + 1);
+                for _ in 0..index {
+                    i = blank(value_end(i)?);
+                    if b.get(i) != Some(&b',') {
+                        return None;
+                    }
+                    i = blank(i + 1);
+                }
+                (b.get(i) != Some(&b']')).then_some(i)
+            }
+            _ => None,
+        }
+    };
+    let mut at = blank(0);
+    for raw in pointer.split('/').skip(1) {
+        match child(at, &raw.replace("~1", "/").replace("~0", "~")) {
+            Some(next) => at = next,
+            None => break,
+        }
+    }
+    at
 }
 
 impl McpConfig {
@@ -397,9 +548,14 @@ impl McpConfig {
     /// anything refused.
     pub fn read(path: impl AsRef<Path>) -> Result<McpConfig, Error> {
         let path = path.as_ref();
-        match read_text(path, MAX_CONFIG_BYTES, "read the config file")? {
+        match hostfile::read(path, Format::Json, "read the config file")? {
             Ok(text) => McpConfig::parse(path, &text),
-            Err(problem) => Err(Reader { path }.fail("", problem)),
+            Err(Refused { position, problem }) => Err(Error::Config(ConfigError::File {
+                path: path.to_owned(),
+                field: String::new(),
+                position,
+                problem,
+            })),
         }
     }
 
@@ -410,20 +566,27 @@ impl McpConfig {
         /// [`ConfigError::File`](crate::error::ConfigError::File) naming the field for anything refused.
         fn parse(path: impl AsRef<Path>, text: &str) -> Result<McpConfig, Error> {
             let path = path.as_ref();
-            let r = Reader { path };
+            let r = Reader { path, text };
             let value = no_duplicates(text).map_err(|(at, e)| match at {
                 // A name or field given twice: serde_json would keep the last silently, so
-                // the server a reviewer reads in the file need not be the one started.
-                Some(at) => r.invalid(
-                    &at,
-                    "is given twice; the host and a reader of the file could take different values",
-                ),
-                None => r.fail(
-                    "",
-                    FileProblem::Syntax {
-                        message: e.to_string(),
+                // the server a reviewer reads in the file need not be the one started. Its
+                // position is where the parser stopped: the second time.
+                Some(at) => Error::Config(ConfigError::File {
+                    path: path.to_owned(),
+                    field: at,
+                    position: Some(hostfile::position(text, json_error_offset(text, &e))),
+                    problem: FileProblem::Invalid {
+                        why: "is given twice; the host and a reader of the file could take different values".into(),
                     },
-                ),
+                }),
+                None => Error::Config(ConfigError::File {
+                    path: path.to_owned(),
+                    field: String::new(),
+                    position: Some(hostfile::position(text, json_error_offset(text, &e))),
+                    problem: FileProblem::Syntax {
+                        message: json_syntax(&e),
+                    },
+                }),
             })?;
             let top = value
                 .as_object()
@@ -493,6 +656,7 @@ mod tests {
                 path,
                 field,
                 problem,
+                ..
             })) => {
                 assert_eq!(path, std::path::Path::new("/etc/mcp.json"));
                 (field, problem)
@@ -591,7 +755,7 @@ mod tests {
         .expect_err("refused");
         assert_eq!(
             e.to_string(),
-            "config file /home/u/mcp.json: /mcpServers/d/command: must be a string"
+            "config file /home/u/mcp.json: line 1, column 34: /mcpServers/d/command: must be a string"
         );
         assert!(matches!(e, Error::Config(_)), "{e:?}");
     }

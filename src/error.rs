@@ -69,7 +69,7 @@ pub enum Error {
 
     /// Offline mode: what was asked for needs a server, and the cache cannot stand in for it.
     /// No server was contacted.
-    #[error("offline: {} from origin {origin}: {missing}", uri.as_ref().map_or("the listing", FileUri::as_str))]
+    #[error("offline: {} from origin {origin}: {missing}", OfflineWhat(uri.as_ref()))]
     Offline {
         /// The origin.
         origin: Origin,
@@ -83,7 +83,10 @@ pub enum Error {
     /// supported store, a prefix that is not a valid object path, or a store that refused its
     /// configuration. Only configuration fails: an unreachable tier at run time never fails a
     /// load, it falls through to the server.
-    #[error("cannot use {location:?} as the shared tier: {problem}")]
+    #[error(
+        "cannot use {:?} as the shared tier: {problem}",
+        crate::display::display_safe(location)
+    )]
     L2Config {
         /// The URL or prefix as given.
         location: String,
@@ -111,6 +114,18 @@ impl Error {
     /// survive (R-H5).
     pub(crate) fn cannot_record(&self) -> bool {
         matches!(self, Error::Index(e) if e.cannot_record())
+    }
+}
+
+/// What `Error::Offline` names: the file's URI (display-safe, R-E5), or the listing.
+struct OfflineWhat<'a>(Option<&'a FileUri>);
+
+impl fmt::Display for OfflineWhat<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(uri) => fmt::Display::fmt(uri, f),
+            None => f.write_str("the listing"),
+        }
     }
 }
 

@@ -20,6 +20,7 @@
 use std::fmt::Write as _;
 
 use crate::digest::{Digest, Hasher};
+use crate::display::display_safe;
 use crate::host::{SkillFile, Verification};
 
 /// The frame's element name; the closing line is `</` this ` boundary="…">`.
@@ -65,9 +66,9 @@ impl SkillFile {
             Verification::Unverified => ("unverified".to_owned(), Digest::of(bytes)),
         };
         let mut out = format!(
-            "<{TAG} from=\"MCP server\" origin=\"{}\" uri=\"{}\" size=\"{}\" verification=\"{verification}\"",
-            attribute(self.origin().as_str()),
-            attribute(self.uri().as_str()),
+            "<{TAG} from=\"MCP server\" origin={:?} uri={:?} size=\"{}\" verification=\"{verification}\"",
+            display_safe(self.origin().as_str()),
+            display_safe(self.uri().as_str()),
             bytes.len(),
         );
         let text = std::str::from_utf8(bytes)
@@ -105,35 +106,11 @@ fn boundary(text: &str, digest: &Digest) -> String {
         .unwrap_or_default()
 }
 
-/// An attribute value made display-safe: `"` and `\` escaped with a backslash, and control,
-/// bidi, zero-width and other invisible characters as `\u{…}`, so the value cannot close its
-/// quotes, break its line or render as something else.
-// E5: replace with the shared display-safe form when it lands.
-fn attribute(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for c in value.chars() {
-        let invisible = matches!(c,
-            '\u{00AD}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
-            | '\u{2028}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}'
-            | '\u{FEFF}' | '\u{FFA0}' | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E0FFF}');
-        match c {
-            '"' | '\\' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if c.is_control() || invisible => {
-                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{attribute, boundary};
+    use super::boundary;
     use crate::digest::Digest;
+    use crate::display::display_safe;
 
     #[test]
     fn q2_a_boundary_the_text_holds_is_passed_over() {
@@ -149,11 +126,14 @@ mod tests {
 
     #[test]
     fn q2_attributes_cannot_close_their_quotes_or_hide_characters() {
-        assert_eq!(attribute(r#"a"b\c"#), r#"a\"b\\c"#);
+        // An attribute is the quoted display-safe form (R-E5): quotes and backslashes escaped,
+        // hidden characters and line breaks as escapes.
+        let attribute = |v: &str| format!("{:?}", display_safe(v));
+        assert_eq!(attribute(r#"a"b\c"#), r#""a\"b\\c""#);
         assert_eq!(
             attribute("a\u{202E}b\u{200B}c\n"),
-            "a\\u{202e}b\\u{200b}c\\u{a}"
+            r#""a\u{202E}b\u{200B}c\n""#
         );
-        assert_eq!(attribute("docs-server"), "docs-server");
+        assert_eq!(attribute("docs-server"), "\"docs-server\"");
     }
 }

@@ -28,10 +28,13 @@ macro_rules! internal_pub {
 mod catalog;
 mod config;
 mod config_error;
+mod display;
 pub mod entry;
 pub mod error;
 // `SkillFile::framed`: the frame a file enters model context in (R-Q2).
 mod frame;
+mod hostfile;
+mod json_weight;
 pub mod local;
 mod lockfile;
 mod mismatch;
@@ -76,6 +79,7 @@ internal_mod! {
 pub use catalog::{Catalog, CatalogSkill};
 pub use config::{McpConfig, ServerConfig};
 pub use digest::Digest;
+pub use display::display_safe;
 pub use entry::{Binding, Limits, SkillEntry};
 pub use error::{Error, Result};
 #[cfg(feature = "l2")]

@@ -10,51 +10,89 @@
 //! [`SkillCacheBuilder::locked`]: crate::host::SkillCacheBuilder::locked
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
 
 use crate::digest::Digest;
 use crate::entry::{Binding, ChangedFile, EntryDiff, SkillEntry};
-use crate::error::{Declined, Error, FileProblem};
+use crate::error::{ConfigError, Declined, Error, FileProblem};
+use crate::hostfile::{self, Format, Refused};
 use crate::origin::Origin;
 use crate::uri::{FileUri, SkillUri};
-
-/// The largest lock file read: room for hundreds of skills at the file limit (R-W7).
-const MAX_LOCK_BYTES: u64 = 64 << 20;
-
-/// The longest parser message an error carries.
-const MAX_MESSAGE_CHARS: usize = 512;
 
 /// The format version written and read.
 const VERSION: u32 = 1;
 
 const HEADER: &str = "# skills.lock: skills pinned by `skillcache lock`. A skill whose files differ from what is\n# pinned here is refused by `load --locked` / `read --locked`. Re-lock to accept a change.\n\n";
 
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Doc {
-    version: u32,
-    #[serde(default, rename = "skill")]
-    skills: Vec<RawSkill>,
-}
+/// What the TOML parser can say about a text that is not TOML, in its own fixed words: its
+/// message is shown only if it starts with one of these, so no text of the file can reach an
+/// error (R-E4) — the parser's full message quotes the offending line.
+const TOML_SYNTAX: &[&str] = &[
+    "duplicate key",
+    "carriage return must be followed by newline",
+    "missing opening quote",
+    "missing comma between array elements",
+    "integers with a radix cannot be signed",
+    "radix must be lowercase",
+    "missing assignment between key-value pairs",
+    "unexpected leading zero",
+    "unclosed array table",
+    "missing key for inline table element",
+    "missing inline table opening",
+    "missing escaped value",
+    "missing array opening",
+    "invalid unquoted key",
+    "cannot recurse further; max recursion depth met",
+    "unquoted keys cannot be empty",
+    "unexpected sign",
+    "unexpected key or value",
+    "unexpected content between comment and newline",
+    "unexpected content",
+    "unexpected `=` in array",
+    "unclosed table",
+    "unclosed inline table",
+    "unclosed array",
+    "too few unicode value digits",
+    "string values must be quoted",
+    "redundant numeric sign",
+    "redundant integer number prefix",
+    "recursion limit",
+    "missing value for key",
+    "missing value",
+    "missing table open",
+    "missing comment start",
+    "missing comma between key-value pairs",
+    "keys cannot be multi-line literal strings",
+    "keys cannot be multi-line basic strings",
+    "key with no value",
+    "invalid value",
+    "invalid key-value pair",
+    "invalid inline table element",
+    "invalid comment character",
+    "extra comma in inline table",
+    "extra comma in array",
+    "extra assignment between key-value pairs",
+    "extra `=`",
+    "`_` may only go between digits",
+];
 
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSkill {
-    origin: String,
-    uri: String,
-    binding: String,
-    #[serde(rename = "file")]
-    files: Vec<RawFile>,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFile {
-    uri: String,
-    digest: String,
-    size: u64,
+/// The fixed words for the TOML parser's error `e` (see [`TOML_SYNTAX`]).
+fn toml_syntax(e: &toml::de::Error) -> &'static str {
+    let message = e.message();
+    TOML_SYNTAX
+        .iter()
+        .find(|known| {
+            message
+                .strip_prefix(**known)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(','))
+        })
+        .copied()
+        .unwrap_or("is not valid TOML here")
 }
 
 /// One pinned skill.
@@ -154,15 +192,20 @@ impl LockFile {
 
     /// Reads and checks the lock file at `path`.
     ///
+    /// It must be a regular file (a link is followed only to one); it is read bounded in bytes
+    /// and in structure before it is parsed; a refusal names the line, the column and the key,
+    /// and never quotes the file (R-E4).
+    ///
     /// # Errors
     /// [`StoreError::Io`](crate::error::StoreError::Io) if it cannot be read; [`ConfigError::LockFile`](crate::error::ConfigError::LockFile) naming the field.
     pub fn read(path: impl AsRef<Path>) -> Result<LockFile, Error> {
         let path = path.as_ref();
-        match crate::config::read_text(path, MAX_LOCK_BYTES, "read the lock file")? {
+        match hostfile::read(path, Format::Toml, "read the lock file")? {
             Ok(text) => LockFile::parse(path, &text),
-            Err(problem) => Err(Error::Config(crate::error::ConfigError::LockFile {
+            Err(Refused { position, problem }) => Err(Error::Config(ConfigError::LockFile {
                 path: path.to_owned(),
                 field: String::new(),
+                position,
                 problem,
             })),
         }
@@ -173,94 +216,20 @@ impl LockFile {
         ///
         /// # Errors
         /// [`ConfigError::LockFile`](crate::error::ConfigError::LockFile) naming the field: TOML that does not parse, an unknown
-        /// version, an invalid origin, URI or digest, a file outside its skill, a skill twice.
+        /// version or key, an invalid origin, URI or digest, a file outside its skill, a skill
+        /// twice.
         fn parse(path: impl AsRef<Path>, text: &str) -> Result<LockFile, Error> {
             let path = path.as_ref();
-            let fail = |field: String, problem| Error::Config(crate::error::ConfigError::LockFile {
-                path: path.to_owned(),
-                field,
-                problem,
-            });
-            let invalid = |field: String, why: String| fail(field, FileProblem::Invalid { why });
-            let doc: Doc = toml::from_str(text).map_err(|e| {
-                // The parser quotes the offending line, which may be the whole file: the
-                // message is bounded, so an error about a huge line is not a huge error.
-                let mut message = e.to_string().trim_end().replace('\n', " ");
-                if let Some((cut, _)) = message.char_indices().nth(MAX_MESSAGE_CHARS) {
-                    message.truncate(cut);
-                    message.push_str(" …");
-                }
-                fail(String::new(), FileProblem::Syntax { message })
+            let doc = DeTable::parse(text).map_err(|e| {
+                Pins { path, text }.fail(
+                    String::new(),
+                    e.span(),
+                    FileProblem::Syntax {
+                        message: toml_syntax(&e),
+                    },
+                )
             })?;
-            if doc.version != VERSION {
-                return Err(invalid(
-                    "version".into(),
-                    format!(
-                        "{} is not a version this skillcache reads ({VERSION})",
-                        doc.version
-                    ),
-                ));
-            }
-            let mut lock = LockFile {
-                path: Some(path.to_owned()),
-                skills: BTreeMap::new(),
-            };
-            for (i, raw) in doc.skills.into_iter().enumerate() {
-                let at = format!("skill[{i}]");
-                let origin = Origin::new(raw.origin)
-                    .map_err(|e| invalid(format!("{at}.origin"), e.to_string()))?;
-                let uri = SkillUri::parse(&raw.uri)
-                    .map_err(|e| invalid(format!("{at}.uri"), e.to_string()))?;
-                let binding = format!("sha256:{}", raw.binding)
-                    .parse::<Digest>()
-                    .map(|d| Binding::from_bytes(*d.as_bytes()))
-                    .map_err(|_| {
-                        invalid(
-                            format!("{at}.binding"),
-                            "is not 64 lowercase hex digits".into(),
-                        )
-                    })?;
-                let mut files = BTreeMap::new();
-                for (j, f) in raw.files.into_iter().enumerate() {
-                    let at = format!("{at}.file[{j}]");
-                    let file = FileUri::parse(&f.uri)
-                        .map_err(|e| invalid(format!("{at}.uri"), e.to_string()))?;
-                    if !uri.contains(&file) {
-                        return Err(invalid(
-                            format!("{at}.uri"),
-                            format!("is not inside the skill {uri}"),
-                        ));
-                    }
-                    let digest = f
-                        .digest
-                        .parse::<Digest>()
-                        .map_err(|e| invalid(format!("{at}.digest"), e.to_string()))?;
-                    let key = file.canonical().to_owned();
-                    if files.insert(key, (file, digest, f.size)).is_some() {
-                        return Err(invalid(format!("{at}.uri"), "is listed twice".into()));
-                    }
-                }
-                if !files.contains_key(uri.file().canonical()) {
-                    return Err(invalid(
-                        format!("{at}.file"),
-                        format!("does not list {uri}"),
-                    ));
-                }
-                let key = (origin.clone(), uri.canonical().to_owned());
-                let skill = LockedSkill {
-                    origin,
-                    uri,
-                    binding,
-                    files,
-                };
-                if lock.skills.insert(key, skill).is_some() {
-                    return Err(invalid(
-                        at,
-                        "locks a skill of an origin already locked above".into(),
-                    ));
-                }
-            }
-            Ok(lock)
+            Pins { path, text }.lock(&doc)
         }
     }
 
@@ -334,9 +303,10 @@ impl LockFile {
             }));
         }
         if entry.binding() != Some(locked.binding) {
-            return Err(Error::Config(crate::error::ConfigError::LockFile {
+            return Err(Error::Config(ConfigError::LockFile {
                 path: self.path.clone().unwrap_or_default(),
                 field: format!("binding of {} (origin {origin})", entry.uri()),
+                position: None,
                 problem: FileProblem::Invalid {
                     why: "does not match the skill's pinned files; lock the skill again".into(),
                 },
@@ -346,32 +316,27 @@ impl LockFile {
     }
 
     internal_pub! {
-        /// The lock as TOML, in a stable order.
+        /// The lock as TOML, in a stable order: by origin, then skill URI, then file URI. The
+        /// text is written here, not by a serializer, so it cannot drift, and every string is
+        /// a basic string whose hidden characters (R-E5) are `\u` escapes: a reviewer reading
+        /// the lock sees every character of a URI, and the value read back is unchanged.
         #[must_use]
         fn to_toml(&self) -> String {
-            let doc = Doc {
-                version: VERSION,
-                skills: self
-                    .skills
-                    .values()
-                    .map(|s| RawSkill {
-                        origin: s.origin.as_str().to_owned(),
-                        uri: s.uri.as_str().to_owned(),
-                        binding: s.binding.to_string(),
-                        files: s
-                            .files()
-                            .map(|(u, d, size)| RawFile {
-                                uri: u.as_str().to_owned(),
-                                digest: d.to_string(),
-                                size,
-                            })
-                            .collect(),
-                    })
-                    .collect(),
-            };
-            // Plain strings and integers only: serialising them cannot fail.
-            let body = toml::to_string_pretty(&doc).unwrap_or_default();
-            format!("{HEADER}{body}")
+            let mut out = String::from(HEADER);
+            let _ = writeln!(out, "version = {VERSION}");
+            for s in self.skills.values() {
+                out.push_str("\n[[skill]]\norigin = ");
+                basic_string(&mut out, s.origin.as_str());
+                out.push_str("\nuri = ");
+                basic_string(&mut out, s.uri.as_str());
+                let _ = write!(out, "\nbinding = \"{}\"\n", s.binding);
+                for (uri, digest, size) in s.files() {
+                    out.push_str("\n[[skill.file]]\nuri = ");
+                    basic_string(&mut out, uri.as_str());
+                    let _ = write!(out, "\ndigest = \"{digest}\"\nsize = {size}\n");
+                }
+            }
+            out
         }
     }
 
@@ -422,6 +387,273 @@ impl LockFile {
     }
 }
 
+/// `text` as a TOML basic string: `"` and `\\` escaped, and every character that would be
+/// hidden from a reader (R-E5: controls, bidi, zero-width, …) as a `\\u`/`\\U` escape.
+fn basic_string(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if crate::display::hidden(c).is_some() => {
+                let u = u32::from(c);
+                let _ = if u <= 0xFFFF {
+                    write!(out, "\\u{u:04X}")
+                } else {
+                    write!(out, "\\U{u:08X}")
+                };
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// A lock file's text being checked: the path every error names and the text its positions
+/// are found in.
+#[derive(Clone, Copy)]
+struct Pins<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+/// A TOML table as parsed, with the spans of its keys and values.
+type Table<'i> = DeTable<'i>;
+
+impl Pins<'_> {
+    fn fail(self, field: String, span: Option<Range<usize>>, problem: FileProblem) -> Error {
+        Error::Config(ConfigError::LockFile {
+            path: self.path.to_owned(),
+            field,
+            position: span.map(|s| hostfile::position(self.text, s.start)),
+            problem,
+        })
+    }
+
+    fn invalid(self, field: String, span: Range<usize>, why: impl Into<String>) -> Error {
+        self.fail(field, Some(span), FileProblem::Invalid { why: why.into() })
+    }
+
+    /// Refuses a key of `table` that is not one of `known`: a hand edit or a newer format this
+    /// skillcache would silently ignore. The key itself is not quoted (R-E4); its position is.
+    fn only(self, at: &str, table: &Table<'_>, known: &[&str]) -> Result<(), Error> {
+        match table
+            .iter()
+            .find(|(k, _)| !known.contains(&k.get_ref().as_ref()))
+        {
+            Some((k, _)) => Err(self.invalid(
+                at.to_owned(),
+                k.span(),
+                format!(
+                    "has a key a lock file does not have here (it has {})",
+                    known.join(", ")
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The value of `key` in `table` (at `at`, spanning `span`), which must be there.
+    fn get<'t, 'i>(
+        self,
+        table: &'t Table<'i>,
+        at: &str,
+        span: &Range<usize>,
+        key: &str,
+    ) -> Result<&'t Spanned<DeValue<'i>>, Error> {
+        table
+            .get(key)
+            .ok_or_else(|| self.fail(join(at, key), Some(span.clone()), FileProblem::Missing))
+    }
+
+    fn string<'t>(
+        self,
+        table: &'t Table<'_>,
+        at: &str,
+        span: &Range<usize>,
+        key: &str,
+    ) -> Result<(&'t str, Range<usize>), Error> {
+        let value = self.get(table, at, span, key)?;
+        value
+            .get_ref()
+            .as_str()
+            .map(|s| (s, value.span()))
+            .ok_or_else(|| {
+                self.fail(
+                    join(at, key),
+                    Some(value.span()),
+                    FileProblem::WrongType {
+                        expected: "a string",
+                    },
+                )
+            })
+    }
+
+    fn integer(
+        self,
+        table: &Table<'_>,
+        at: &str,
+        span: &Range<usize>,
+        key: &str,
+    ) -> Result<u64, Error> {
+        let value = self.get(table, at, span, key)?;
+        let wrong = || {
+            self.fail(
+                join(at, key),
+                Some(value.span()),
+                FileProblem::WrongType {
+                    expected: "an integer from 0 to 2^64-1",
+                },
+            )
+        };
+        let int = value.get_ref().as_integer().ok_or_else(wrong)?;
+        u64::from_str_radix(int.as_str(), int.radix()).map_err(|_| wrong())
+    }
+
+    /// The tables of the array at `key` (`[[key]]`), if any.
+    fn tables<'t, 'i>(
+        self,
+        table: &'t Table<'i>,
+        at: &str,
+        key: &str,
+    ) -> Result<Vec<(&'t Table<'i>, Range<usize>)>, Error> {
+        let Some(value) = table.get(key) else {
+            return Ok(Vec::new());
+        };
+        let wrong = |span| {
+            self.fail(
+                join(at, key),
+                Some(span),
+                FileProblem::WrongType {
+                    expected: "an array of tables",
+                },
+            )
+        };
+        let list = value
+            .get_ref()
+            .as_array()
+            .ok_or_else(|| wrong(value.span()))?;
+        list.iter()
+            .map(|v| {
+                v.get_ref()
+                    .as_table()
+                    .map(|t| (t, v.span()))
+                    .ok_or_else(|| wrong(v.span()))
+            })
+            .collect()
+    }
+
+    /// The lock `doc` holds, every value checked.
+    fn lock(self, doc: &Spanned<Table<'_>>) -> Result<LockFile, Error> {
+        let top = doc.get_ref();
+        let whole = doc.span();
+        self.only("", top, &["version", "skill"])?;
+        let version = self.integer(top, "", &whole, "version")?;
+        if version != u64::from(VERSION) {
+            let span = top.get("version").map_or(whole.clone(), Spanned::span);
+            return Err(self.invalid(
+                "version".into(),
+                span,
+                format!("is not a version this skillcache reads ({VERSION})"),
+            ));
+        }
+        let mut lock = LockFile {
+            path: Some(self.path.to_owned()),
+            skills: BTreeMap::new(),
+        };
+        for (i, (raw, span)) in self.tables(top, "", "skill")?.into_iter().enumerate() {
+            let at = format!("skill[{i}]");
+            self.only(&at, raw, &["origin", "uri", "binding", "file"])?;
+            let (text, origin_span) = self.string(raw, &at, &span, "origin")?;
+            let origin = Origin::new(text)
+                .map_err(|e| self.invalid(join(&at, "origin"), origin_span, e.to_string()))?;
+            let (text, uri_span) = self.string(raw, &at, &span, "uri")?;
+            // The URI is not quoted: a refused one is shown by its position (R-E4).
+            let uri = SkillUri::parse(text)
+                .map_err(|e| self.invalid(join(&at, "uri"), uri_span, uri_rule(&e.rule)))?;
+            let (text, binding_span) = self.string(raw, &at, &span, "binding")?;
+            let binding = format!("sha256:{text}")
+                .parse::<Digest>()
+                .map(|d| Binding::from_bytes(*d.as_bytes()))
+                .map_err(|_| {
+                    self.invalid(
+                        join(&at, "binding"),
+                        binding_span,
+                        "is not 64 lowercase hex digits",
+                    )
+                })?;
+            let mut files = BTreeMap::new();
+            for (j, (f, fspan)) in self.tables(raw, &at, "file")?.into_iter().enumerate() {
+                let at = format!("{at}.file[{j}]");
+                self.only(&at, f, &["uri", "digest", "size"])?;
+                let (text, file_span) = self.string(f, &at, &fspan, "uri")?;
+                let file = FileUri::parse(text).map_err(|e| {
+                    self.invalid(join(&at, "uri"), file_span.clone(), uri_rule(&e.rule))
+                })?;
+                if !uri.contains(&file) {
+                    return Err(self.invalid(
+                        join(&at, "uri"),
+                        file_span,
+                        "is not inside the skill of this pin",
+                    ));
+                }
+                let (text, digest_span) = self.string(f, &at, &fspan, "digest")?;
+                let digest = text.parse::<Digest>().map_err(|e| {
+                    let rule = match e {
+                        crate::error::EntryError::Digest { rule, .. } => rule.to_string(),
+                        _ => "is not a digest".into(),
+                    };
+                    self.invalid(join(&at, "digest"), digest_span, rule)
+                })?;
+                let size = self.integer(f, &at, &fspan, "size")?;
+                let key = file.canonical().to_owned();
+                if files.insert(key, (file, digest, size)).is_some() {
+                    return Err(self.invalid(join(&at, "uri"), file_span, "is listed twice"));
+                }
+            }
+            if !files.contains_key(uri.file().canonical()) {
+                return Err(self.invalid(
+                    join(&at, "file"),
+                    span,
+                    "does not list the skill's own SKILL.md",
+                ));
+            }
+            let key = (origin.clone(), uri.canonical().to_owned());
+            let skill = LockedSkill {
+                origin,
+                uri,
+                binding,
+                files,
+            };
+            if lock.skills.insert(key, skill).is_some() {
+                return Err(self.invalid(
+                    at,
+                    span,
+                    "locks a skill of an origin already locked above",
+                ));
+            }
+        }
+        Ok(lock)
+    }
+}
+
+/// The rule a lock's URI broke, without the segment it quotes (R-E4: the position names it).
+fn uri_rule(rule: &crate::rule::Rule) -> String {
+    match rule {
+        crate::rule::Rule::Segment { why, .. } => format!("has a path segment that {why}"),
+        other => other.to_string(),
+    }
+}
+
+/// `at.key`, or `key` at the top.
+fn join(at: &str, key: &str) -> String {
+    if at.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{at}.{key}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::LockFile;
@@ -449,7 +681,10 @@ mod tests {
     fn each_bad_field_of_a_lock_is_named() {
         let b = "ab".repeat(32);
         assert_eq!(field_of("version = 2\n"), "version");
-        assert_eq!(field_of("version = \"1\"\n"), "");
+        assert_eq!(field_of("version = \"1\"\n"), "version");
+        assert_eq!(field_of("version = -1\n"), "version");
+        assert_eq!(field_of("version = 1\nskill = 3\n"), "skill");
+        assert_eq!(field_of("version = 1\n[[skill]]\nextra = 1\n"), "skill[0]");
         assert_eq!(field_of("version = 1\nextra = 1\n"), "");
         assert_eq!(
             field_of(&one("", "skill://a/SKILL.md", &b, "skill://a/SKILL.md", MD)),
@@ -494,6 +729,32 @@ mod tests {
                 .replace("version = 1\n", "")
         );
         assert_eq!(field_of(&twice), "skill[1]");
+    }
+
+    #[test]
+    fn e4_a_pinned_file_costs_about_thirty_tokens_of_the_structure_bound() {
+        use std::fmt::Write as _;
+        // The bound's arithmetic (hostfile::Format::max_weight): what one pin weighs.
+        let one = |n: usize| {
+            let mut text = format!(
+                "version = 1\n[[skill]]\norigin = \"docs\"\nuri = \"skill://notes/SKILL.md\"\nbinding = \"{}\"\n",
+                "ab".repeat(32)
+            );
+            for i in 0..n {
+                let _ = write!(
+                    text,
+                    "\n[[skill.file]]\nuri = \"skill://notes/templates/file-{i}.md\"\ndigest = \"{MD}\"\nsize = 1234\n"
+                );
+            }
+            let mut t = crate::hostfile::TomlTokens::default();
+            assert!(!t.feed(text.as_bytes(), u64::MAX));
+            t
+        };
+        let per_file = one(101).count() - one(100).count();
+        assert!(
+            (25..=35).contains(&per_file),
+            "{per_file} tokens a pinned file"
+        );
     }
 
     #[test]

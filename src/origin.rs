@@ -11,8 +11,11 @@ use crate::config_error::ConfigError;
 /// characters, so an encoded label always fits one 255-byte path component.
 pub const MAX_LABEL_BYTES: usize = 80;
 
-/// A host-assigned origin label: 1 to 80 bytes of UTF-8 without control
-/// characters.
+/// A host-assigned origin label: 1 to 80 bytes of UTF-8, every character of it visible.
+///
+/// A person tells origins apart by their labels (in `list --all`, in a `skills.lock` under
+/// review), so a label with a control, format, bidi or other invisible character (R-E6: `team`
+/// and `team` + U+200B would look the same) is refused, naming the character.
 ///
 /// ```
 /// use skillcache::Origin;
@@ -20,6 +23,8 @@ pub const MAX_LABEL_BYTES: usize = 80;
 /// assert_eq!(o.as_str(), "docs-server");
 /// assert!(Origin::new("").is_err());
 /// assert!(Origin::new("x".repeat(300)).is_err());
+/// let e = Origin::new("team\u{200B}").unwrap_err();
+/// assert!(e.to_string().contains("U+200B"), "{e}");
 /// // Hostile labels are fine as labels: they are encoded before they touch a path.
 /// assert_eq!(Origin::new("..").unwrap().path_component(), "%2E.");
 /// // Labels that differ only in case never share a folder, even where the filesystem folds case.
@@ -36,22 +41,25 @@ impl Origin {
     /// Validates a label.
     ///
     /// # Errors
-    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) for an empty or over-long label or one with control characters.
+    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) for an empty or over-long
+    /// label, or one with a character that is not visible (R-E6), naming its code point. The
+    /// message does not repeat the label: it may be long, or come from a file (R-E4).
     pub fn new(label: impl Into<String>) -> Result<Origin, ConfigError> {
         let label = label.into();
         let what = if label.is_empty() {
-            "an origin label must not be empty"
+            "the origin label is empty: give the host's name for the server, 1 to 80 bytes".into()
         } else if label.len() > MAX_LABEL_BYTES {
-            "an origin label must be at most 80 bytes"
-        } else if label.chars().any(char::is_control) {
-            "an origin label must not contain control characters"
+            format!(
+                "the origin label is {} bytes long: at most {MAX_LABEL_BYTES} are allowed",
+                label.len()
+            )
+        } else if let Some(why) = crate::display::invisible_in_label(&label) {
+            format!("the origin label {why}: every character of a label must be visible")
         } else {
             let component = encode(&label);
             return Ok(Origin { label, component });
         };
-        Err(ConfigError::Invalid {
-            what: format!("{what} (got {label:?})"),
-        })
+        Err(ConfigError::Invalid { what })
     }
 
     /// The label.
@@ -144,6 +152,7 @@ impl std::borrow::Borrow<str> for Origin {
     }
 }
 
+// The label as it is: every character of it is visible (R-E6), so it is inert shown (R-E5).
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.label)

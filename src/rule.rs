@@ -3,6 +3,9 @@
 
 use std::fmt;
 
+// Every string a rule carries came from a server or a file: shown display-safe (R-E5).
+use crate::display::display_safe as safe;
+
 /// A rule that untrusted input broke. Each variant's message names the rule.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,12 +156,16 @@ impl fmt::Display for Rule {
                 f.write_str("must be a non-empty array of {uri, digest, size} or \"dynamic\"")
             }
             Rule::MissingSkillMd => f.write_str("must list the skill's own SKILL.md"),
-            Rule::DuplicateUri { uri } => write!(f, "lists {uri} more than once"),
-            Rule::OutsideRoot { root } => write!(f, "must be inside the skill root {root}/"),
+            Rule::DuplicateUri { uri } => write!(f, "lists {} more than once", safe(uri)),
+            Rule::OutsideRoot { root } => {
+                write!(f, "must be inside the skill root {}/", safe(root))
+            }
             Rule::Name { why } => write!(f, "invalid skill name: {why}"),
             Rule::NameMismatch { segment, name } => write!(
                 f,
-                "the skill path ends in {segment:?} but frontmatter.name is {name:?}"
+                "the skill path ends in {:?} but frontmatter.name is {:?}",
+                safe(segment),
+                safe(name)
             ),
             Rule::DescriptionLength { chars } => {
                 write!(f, "must be 1 to 1024 characters, not {chars}")
@@ -171,7 +178,7 @@ impl fmt::Display for Rule {
             Rule::Query => f.write_str("must not have a query"),
             Rule::Fragment => f.write_str("must not have a fragment"),
             Rule::Authority { why } => write!(f, "invalid authority: {why}"),
-            Rule::Segment { segment, why } => write!(f, "path segment {segment:?} {why}"),
+            Rule::Segment { segment, why } => write!(f, "path segment {:?} {why}", safe(segment)),
             Rule::PercentEncoding => f.write_str("has a '%' not followed by two hex digits"),
             Rule::ControlCharacter => f.write_str("contains a control character"),
             Rule::NotSkillMd => {
@@ -183,22 +190,41 @@ impl fmt::Display for Rule {
                 requested,
                 returned,
             } => {
-                write!(f, "asked for {requested} but got {returned}")
+                write!(
+                    f,
+                    "asked for {} but got {}",
+                    safe(requested),
+                    safe(returned)
+                )
             }
             Rule::RepeatedSkill { uri } => {
-                write!(f, "{uri} is listed more than once; every copy is refused")
+                write!(
+                    f,
+                    "{} is listed more than once; every copy is refused",
+                    safe(uri)
+                )
             }
             Rule::RepeatedCursor { cursor } => {
-                write!(f, "nextCursor {cursor:?} was already seen; paging stopped")
+                write!(
+                    f,
+                    "nextCursor {:?} was already seen; paging stopped",
+                    safe(cursor)
+                )
             }
-            Rule::NoContent { uri } => write!(f, "no content item for {uri}"),
-            Rule::ConflictingContent { uri } => write!(f, "two different content items for {uri}"),
+            Rule::NoContent { uri } => write!(f, "no content item for {}", safe(uri)),
+            Rule::ConflictingContent { uri } => {
+                write!(f, "two different content items for {}", safe(uri))
+            }
             Rule::ContentShape => {
                 f.write_str("a content item must have exactly one of text or blob")
             }
             Rule::Base64 => f.write_str("blob is not valid base64"),
             Rule::ResultType { actual } => {
-                write!(f, "resultType is {actual:?}; only \"complete\" is accepted")
+                write!(
+                    f,
+                    "resultType is {:?}; only \"complete\" is accepted",
+                    safe(actual)
+                )
             }
             Rule::Capability { missing } => write!(f, "the server did not declare {missing}"),
         }

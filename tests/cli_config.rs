@@ -182,7 +182,11 @@ fn cli_bad_config_files_name_the_path_and_the_field_and_exit_2() {
             r#"{"servers": {"x": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}}"#,
             "/servers/x/type",
         ),
-        (r#"{"mcpServers": "#, "the whole file"),
+        // R-E4: a syntax error is named by its line and column, in the parser's fixed words.
+        (
+            r#"{"mcpServers": "#,
+            "line 1, column 15: cannot be parsed: EOF while parsing a value",
+        ),
     ] {
         std::fs::write(&path, text).expect("write");
         let out = env.with_config(&path, &["list", "--origin", "x"]);

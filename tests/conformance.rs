@@ -293,7 +293,7 @@ async fn sec_cached_content_stays_mcp_content_after_a_restart_and_with_no_server
     assert_eq!(skill.granted_tools(), None, "the request is not a grant");
     assert_eq!(entry.requested_tools(), Some(&json!("Bash")));
     // Another principal has not approved it: the gate holds for cached bytes too.
-    let other = cache.for_principal("bob");
+    let other = cache.for_principal("bob").expect("a visible principal");
     match other.load(&origin, &entry).await {
         Err(Error::Declined {
             reason: Declined::NotApproved,

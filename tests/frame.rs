@@ -225,7 +225,7 @@ async fn q2_origin_label_and_uri_in_the_frame_are_display_safe() {
         "quotes and backslashes escaped: {open}"
     );
     assert!(
-        open.contains(r#"uri="skill://notes/ref\u{202e}dm.txt\u{200b}""#),
+        open.contains(r#"uri="skill://notes/ref\u{202E}dm.txt\u{200B}""#),
         "{open}"
     );
     assert!(

@@ -388,7 +388,10 @@ async fn c6_private_entry_of_one_handle_is_never_served_to_another() {
     double.publish(&v1, &files1);
     let o = origin("hr");
     cache.connect(o.clone(), double.clone());
-    let (alice, bob) = (cache.for_principal("alice"), cache.for_principal("bob"));
+    let (alice, bob) = (
+        cache.for_principal("alice").expect("a visible principal"),
+        cache.for_principal("bob").expect("a visible principal"),
+    );
     assert_eq!((alice.principal(), bob.principal()), ("alice", "bob"));
 
     let a = alice.entry(&o, v1.uri()).await.expect("alice's entry");
@@ -425,7 +428,10 @@ async fn h11_approvals_are_per_handle_and_sources_and_bytes_are_shared() {
     let o = origin("docs");
     // Bound once, on the default handle: every handle reads through it.
     cache.connect(o.clone(), double.clone());
-    let (alice, bob) = (cache.for_principal("alice"), cache.for_principal("bob"));
+    let (alice, bob) = (
+        cache.for_principal("alice").expect("a visible principal"),
+        cache.for_principal("bob").expect("a visible principal"),
+    );
 
     let e = alice.entry(&o, v1.uri()).await.expect("entry").entry;
     alice.approve(&o, &e, None).await.expect("alice approves");
@@ -492,6 +498,7 @@ async fn h11_the_builder_principal_is_the_default_handle() {
     assert!(
         cache
             .for_principal("carol")
+            .expect("a visible principal")
             .is_approved(&o, &e)
             .await
             .expect("index")
@@ -499,6 +506,7 @@ async fn h11_the_builder_principal_is_the_default_handle() {
     assert!(
         !cache
             .for_principal("")
+            .expect("the default principal")
             .is_approved(&o, &e)
             .await
             .expect("index")

@@ -252,14 +252,12 @@ fn a_hand_edited_lock_is_refused_naming_the_path_and_the_field() {
     let text = std::fs::read_to_string(&path).expect("read");
 
     // A digest that is not one.
-    std::fs::write(
-        &path,
-        text.replacen("digest = \"sha256:", "digest = \"sha1:", 1),
-    )
-    .expect("edit");
+    let edited = text.replacen("digest = \"sha256:", "digest = \"sha1:", 1);
+    std::fs::write(&path, &edited).expect("edit");
     let Err(Error::Config(skillcache::error::ConfigError::LockFile {
         path: named,
         field,
+        position,
         problem,
     })) = LockFile::read(&path)
     else {
@@ -267,6 +265,12 @@ fn a_hand_edited_lock_is_refused_naming_the_path_and_the_field() {
     };
     assert_eq!(named, path);
     assert_eq!(field, "skill[0].file[0].digest");
+    // R-E4: the line and column of the value, counted in the file as written.
+    let line = edited
+        .lines()
+        .position(|l| l.starts_with("digest = \"sha1:"))
+        .expect("the edited line");
+    assert_eq!(position, Some((line + 1, 10)));
     assert!(
         matches!(problem, FileProblem::Invalid { .. }),
         "{problem:?}"
@@ -311,12 +315,13 @@ fn l1_a_lock_or_config_file_too_large_or_not_utf8_is_refused_naming_the_path() {
             .expect("sparse file");
         p
     };
-    let lock = big("huge.lock", (64 << 20) + 1);
+    let lock = big("huge.lock", (16 << 20) + 1);
     match LockFile::read(&lock) {
         Err(Error::Config(skillcache::error::ConfigError::LockFile {
             path,
             field,
             problem: FileProblem::Invalid { why },
+            ..
         })) => {
             assert_eq!((path, field.as_str()), (lock, ""));
             assert!(why.contains("larger than"), "{why}");
@@ -418,4 +423,50 @@ fn l1_writing_a_lock_never_writes_through_a_planted_temporary() {
         "the lock is a regular file of its own"
     );
     assert_eq!(LockFile::read(&path).expect("reads").skills().count(), 0);
+}
+
+#[test]
+fn e5_a_written_lock_shows_every_hidden_character_as_an_escape_and_reads_back_the_same() {
+    // A reviewer reads `skills.lock` in a diff: a URI with a bidi override, a zero-width space
+    // or a C1 control must not look like another one there. The lock writes them as TOML
+    // escapes; the value read back is the URI itself.
+    let dir = common::scratch();
+    let path = dir.path().join("skills.lock");
+    let md = b"---\nname: notes\ndescription: Notes.\n---\n";
+    let hostile = "skill://notes/refs/\u{202e}gpj.md\u{200b}\u{9b}\"";
+    let entry = SkillEntry::from_json(
+        &serde_json::json!({
+            "uri": "skill://notes/SKILL.md",
+            "frontmatter": {"name": "notes", "description": "Notes."},
+            "resources": [
+                {"uri": "skill://notes/SKILL.md", "digest": skillcache::Digest::of(md).to_string(), "size": md.len()},
+                {"uri": hostile, "digest": skillcache::Digest::of(b"x").to_string(), "size": 1},
+            ]
+        }),
+        &skillcache::entry::Validation::default(),
+    )
+    .expect("a valid entry");
+    let origin = Origin::new("docs").expect("origin");
+    let mut lock = LockFile::new();
+    lock.insert(&origin, &entry).expect("pinned");
+    lock.write(&path).expect("written");
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(
+        !text.contains(['\u{202e}', '\u{200b}', '\u{9b}']),
+        "hidden characters written raw:\n{text}"
+    );
+    assert!(
+        text.contains(r#"uri = "skill://notes/refs/\u202Egpj.md\u200B\u009B\"""#),
+        "{text}"
+    );
+    let read = LockFile::read(&path).expect("reads back");
+    read.check(&origin, &entry).expect("the same pins");
+    assert!(
+        read.skills()
+            .flat_map(|s| s
+                .files()
+                .map(|(u, _, _)| u.as_str().to_owned())
+                .collect::<Vec<_>>())
+            .any(|u| u == hostile)
+    );
 }

@@ -212,14 +212,18 @@ impl PySkillCache {
         self.inner.healed_index().map(std::path::Path::to_path_buf)
     }
 
-    /// A handle on the same cache acting as `principal` (R-C6, R-H11).
-    fn for_principal(&self, principal: String) -> PySkillCache {
-        PySkillCache {
-            inner: self.inner.for_principal(principal),
+    /// A handle on the same cache acting as `principal` (R-C6, R-H11); a principal with an
+    /// invisible character is refused as a `ConfigError` (R-E6).
+    fn for_principal(&self, principal: String) -> PyResult<PySkillCache> {
+        Ok(PySkillCache {
+            inner: self
+                .inner
+                .for_principal(principal)
+                .map_err(|e| err(&Error::from(e)))?,
             limits: self.limits,
             max_total_bytes: self.max_total_bytes,
             sessions: Arc::clone(&self.sessions),
-        }
+        })
     }
 
     /// Binds `origin` to a server spawned from `argv` over stdio. Nothing starts until a request

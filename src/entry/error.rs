@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::display::{SafePath, display_safe};
 use crate::frontmatter::FrontmatterProblem;
 use crate::rule::Rule;
 use crate::uri::SkillUri;
@@ -10,7 +11,7 @@ use crate::uri::SkillUri;
 #[derive(Debug, thiserror::Error)]
 pub enum EntryError {
     /// A digest string is not `sha256:` followed by 64 lowercase hex digits (R-W1).
-    #[error("invalid digest {text:?}: {rule}")]
+    #[error("invalid digest {:?}: {rule}", display_safe(text))]
     Digest {
         /// The text that was offered as a digest.
         text: String,
@@ -19,7 +20,7 @@ pub enum EntryError {
     },
 
     /// A skill entry from a server breaks a rule; nothing from it is cached or loaded (R-W*).
-    #[error("invalid skill entry{}: {field}: {rule}", skill_label(skill.as_deref()))]
+    #[error("invalid skill entry{}: {}: {rule}", skill_label(skill.as_deref()), display_safe(field))]
     Invalid {
         /// The entry's `uri`, when it could be read.
         skill: Option<String>,
@@ -59,7 +60,7 @@ pub enum EntryError {
     },
 
     /// A local skill folder holds something a published skill cannot.
-    #[error("{}: {why}", path.display())]
+    #[error("{}: {why}", SafePath(path))]
     Folder {
         /// The offending path.
         path: std::path::PathBuf,
@@ -69,7 +70,7 @@ pub enum EntryError {
 }
 
 fn skill_label(skill: Option<&str>) -> String {
-    skill.map_or_else(String::new, |s| format!(" {s}"))
+    skill.map_or_else(String::new, |s| format!(" {}", display_safe(s)))
 }
 
 /// A limit of R-W7.

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::display::display_safe as safe;
+
 /// Why a `SKILL.md` frontmatter could not be read (R-V6: these fail closed).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,15 +65,16 @@ impl fmt::Display for FrontmatterProblem {
             Self::NoClosing => f.write_str("no closing '---' line"),
             Self::NotUtf8 => f.write_str("not valid UTF-8"),
             Self::TooLarge { max } => write!(f, "larger than {max} bytes"),
-            Self::Syntax { message } => write!(f, "yaml syntax error: {message}"),
+            // The parser's message and the file's keys and scalars are the server's text (R-E5).
+            Self::Syntax { message } => write!(f, "yaml syntax error: {}", safe(message)),
             Self::NotAMapping => f.write_str("not a mapping"),
             Self::Anchor => f.write_str("anchors are not allowed"),
             Self::Alias => f.write_str("aliases are not allowed"),
             Self::Tag => f.write_str("explicit tags are not allowed"),
-            Self::DuplicateKey { key } => write!(f, "duplicate key {key:?}"),
+            Self::DuplicateKey { key } => write!(f, "duplicate key {:?}", safe(key)),
             Self::NonStringKey => f.write_str("keys must be strings"),
             Self::NonFinite { scalar } => {
-                write!(f, "{scalar:?} is not a finite number and has no JSON form")
+                write!(f, "{:?} is not a finite number and has no JSON form", safe(scalar))
             }
             Self::TooDeep { max } => write!(f, "nested deeper than {max} levels"),
             Self::TooManyNodes { max } => write!(f, "more than {max} nodes"),

@@ -79,7 +79,8 @@ impl SkillCacheBuilder {
     /// The *default* principal: the one the opened [`SkillCache`] acts as. A principal is the
     /// authorization context private entries are stored under (R-C6) and whose approvals are
     /// granted and checked (R-H11). Default: `""`. A host serving several users opens one cache
-    /// and acts for each through [`SkillCache::for_principal`].
+    /// and acts for each through [`SkillCache::for_principal`]. A principal with a character
+    /// that is not visible is refused by [`open`](Self::open) (R-E6).
     #[must_use]
     pub fn principal(mut self, principal: impl Into<String>) -> Self {
         self.principal = principal.into();
@@ -170,8 +171,11 @@ impl SkillCacheBuilder {
     /// Opens the cache.
     ///
     /// # Errors
-    /// Opens (or creates) the cache root and its index.
+    /// Opens (or creates) the cache root and its index. [`ConfigError::Invalid`](crate::error::ConfigError::Invalid)
+    /// for a [`principal`](Self::principal) with an invisible character (R-E6), before anything
+    /// is opened.
     pub fn open(self) -> Result<SkillCache, Error> {
+        super::cache::check_principal(&self.principal)?;
         let state = State::new(self.core.open()?, self.settings, self.tier);
         Ok(SkillCache::new(state, self.principal))
     }

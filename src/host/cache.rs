@@ -14,7 +14,7 @@ use super::stats::Stats;
 use super::window::LoadedSkill;
 use crate::catalog::{self, Catalog};
 use crate::entry::{CacheHints, Listing, SkillEntry, parse_get_result, parse_list_result};
-use crate::error::{Error, Mismatch};
+use crate::error::{ConfigError, Error, Mismatch};
 use crate::index::PutOutcome;
 use crate::origin::Origin;
 use crate::source::SkillSource;
@@ -63,12 +63,29 @@ impl SkillCache {
     /// (R-H11). It shares everything else — the root, the index, the sources bound with
     /// [`connect`](Self::connect), the in-flight fetches and the counters — so it costs two
     /// reference counts, and verified bytes fetched for one principal serve the others.
-    #[must_use]
-    pub fn for_principal(&self, principal: impl Into<String>) -> SkillCache {
-        SkillCache {
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let cache = skillcache::SkillCache::builder().root(dir.path().join("root"))
+    /// #     .key_file(dir.path().join("host.key")).open()?;
+    /// let alice = cache.for_principal("alice")?;
+    /// // Two principals a person could not tell apart: one is refused (R-E6).
+    /// assert!(cache.for_principal("alice\u{200B}").is_err());
+    /// # drop(alice);
+    /// # Ok::<(), skillcache::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] for a principal with a control, format, bidi or other invisible
+    /// character, or a space at either end, naming it (R-E6): whose entries and approvals these
+    /// are must be plain to whoever reads them.
+    pub fn for_principal(&self, principal: impl Into<String>) -> Result<SkillCache, ConfigError> {
+        let principal = principal.into();
+        check_principal(&principal)?;
+        Ok(SkillCache {
             state: Arc::clone(&self.state),
-            principal: Arc::from(principal.into()),
-        }
+            principal: Arc::from(principal),
+        })
     }
 
     internal_pub! {
@@ -399,5 +416,16 @@ impl SkillCache {
             admitted.granted,
             admitted.tier,
         ))
+    }
+}
+
+/// A principal is a label a person reads (whose approval this is): every character of it must
+/// be visible (R-E6). The empty principal, the default, is allowed.
+pub(super) fn check_principal(principal: &str) -> Result<(), ConfigError> {
+    match crate::display::invisible_in_label(principal) {
+        Some(why) => Err(ConfigError::Invalid {
+            what: format!("the principal {why}: every character of a principal must be visible"),
+        }),
+        None => Ok(()),
     }
 }

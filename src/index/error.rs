@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::display::SafePath;
+
 /// The index database failed or refused.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
@@ -27,7 +29,7 @@ pub enum IndexError {
 
     /// The index could only be opened read-only (a read-only mount, no room for its shared
     /// memory file), so nothing can be recorded; cached entries are still served (R-H5).
-    #[error("the index {} is open read-only (read-only mount or disk full): cannot {what}", path.display())]
+    #[error("the index {} is open read-only (read-only mount or disk full): cannot {what}", SafePath(path))]
     ReadOnly {
         /// The database file.
         path: std::path::PathBuf,
@@ -48,7 +50,7 @@ pub enum IndexError {
     },
 
     /// The host key that seals index rows is refused or unreadable (R-H3).
-    #[error("host key {} refused: {problem}", path.display())]
+    #[error("host key {} refused: {problem}", SafePath(path))]
     HostKey {
         /// The key file.
         path: std::path::PathBuf,
@@ -131,7 +133,7 @@ impl fmt::Display for KeyProblem {
             KeyProblem::InsideRoot { root } => write!(
                 f,
                 "it lies inside the cache root {}; keep it outside the root (the default is ~/.config/skillcache/host.key)",
-                root.display()
+                SafePath(root)
             ),
         }
     }

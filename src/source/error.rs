@@ -1,13 +1,18 @@
 //! The source layer's errors: what talking to a server can fail with.
 
+use crate::display::display_safe;
 use crate::origin::Origin;
 
 /// A request to a server failed: the server refused it, the connection failed, no answer came in
 /// time, or the answer was too large.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    /// The server answered a request with a JSON-RPC error.
-    #[error("{method} failed on the server: {message} (code {code})")]
+    /// The server answered a request with a JSON-RPC error. Its message is the server's text,
+    /// shown display-safe (R-E5): escape codes in it reach no terminal.
+    #[error(
+        "{method} failed on the server: {} (code {code})",
+        display_safe(message)
+    )]
     Server {
         /// The method.
         method: String,
@@ -17,7 +22,9 @@ pub enum SourceError {
         message: String,
     },
 
-    /// The connection to the server failed.
+    /// The connection to the server failed. The cause is the transport's own error, which may
+    /// carry text the server sent: show it display-safe too
+    /// ([`display_safe`](crate::display_safe)), as the `skillcache` command line does.
     #[error("{method}: the connection to the server failed")]
     Transport {
         /// The method (or `connect`).

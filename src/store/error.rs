@@ -1,6 +1,7 @@
 //! The store layer's errors: the cache root, its files and its lock.
 
 use crate::digest::Digest;
+use crate::display::{SafePath, display_safe};
 use crate::mismatch::Mismatch;
 use crate::origin::Origin;
 
@@ -19,7 +20,7 @@ pub enum StoreError {
     },
 
     /// The cache root is refused (R-C1).
-    #[error("cache root {} refused: {why} {}", root.display(), path.display())]
+    #[error("cache root {} refused: {why} {}", SafePath(root), SafePath(path))]
     RootRefused {
         /// The root that was asked for.
         root: std::path::PathBuf,
@@ -30,7 +31,7 @@ pub enum StoreError {
     },
 
     /// An I/O operation failed.
-    #[error("cannot {op} {}", path.display())]
+    #[error("cannot {op} {}", SafePath(path))]
     Io {
         /// What was being done.
         op: &'static str,
@@ -43,9 +44,10 @@ pub enum StoreError {
     /// The cache's lock was still held when the wait ran out (R-H11).
     #[error(
         "the cache lock {} is still held after {:.1} s (by {}); try again when that is done",
-        path.display(),
+        SafePath(path),
         waited.as_secs_f64(),
-        holder.as_deref().unwrap_or("other skillcache processes")
+        // Read from the lock file, which anyone who may write the root could have written.
+        display_safe(holder.as_deref().unwrap_or("other skillcache processes"))
     )]
     LockTimeout {
         /// The lock file.

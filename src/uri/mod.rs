@@ -93,9 +93,11 @@ impl Ord for FileUri {
         self.canonical.cmp(&other.canonical)
     }
 }
+// Display-safe (R-E5): a URI is the server's text, and may hold a bidi override or an escape
+// code (only C0 controls are refused). `as_str` is the URI as given.
 impl fmt::Display for FileUri {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.raw)
+        fmt::Display::fmt(&crate::display::display_safe(&self.raw), f)
     }
 }
 impl fmt::Debug for FileUri {
@@ -223,9 +225,10 @@ impl SkillUri {
     }
 }
 
+// Display-safe, as `FileUri`'s (R-E5).
 impl fmt::Display for SkillUri {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        fmt::Display::fmt(&crate::display::display_safe(self.as_str()), f)
     }
 }
 impl fmt::Debug for SkillUri {

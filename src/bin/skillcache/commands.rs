@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use skillcache::local::{SkillServer, inspect};
 use skillcache::source::{McpSource, SkillSource};
-use skillcache::{ApprovalPolicy, Counter, DynamicPolicy, EntryInfo, SkillCache};
+use skillcache::{ApprovalPolicy, Counter, DynamicPolicy, EntryInfo, SkillCache, display_safe};
 use skillcache::{
     Error, LockFile, McpConfig, Origin, SkillEntry, SkillFile, SkillUri, Verification,
 };
@@ -30,8 +30,14 @@ pub(crate) struct Ctx {
     isolation: skillcache::Isolation,
 }
 
+/// `--json`: one value whose text is inert (R-E5) and whose strings are exactly the server's.
 fn print_json(v: &Value) {
-    outln!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    outln!("{}", crate::inert::json(v));
+}
+
+/// A string of a JSON row, display-safe for a person (R-E5).
+fn shown(v: &Value) -> impl std::fmt::Display + '_ {
+    display_safe(v.as_str().unwrap_or_default())
 }
 
 /// A usage error for an argument: `what` (e.g. `--origin`) and why.
@@ -93,7 +99,10 @@ fn validate(cli: &Cli) -> Result<()> {
         if dir.is_dir() {
             Ok(())
         } else {
-            Err(Failure::Usage(format!("{} is not a folder", dir.display())))
+            Err(Failure::Usage(format!(
+                "{} is not a folder",
+                display_safe(&dir.to_string_lossy())
+            )))
         }
     };
     match &cli.command {
@@ -383,7 +392,7 @@ fn bind(
                 return Err(Failure::Usage(format!(
                     "no server named {:?} in {} (configured: {})",
                     origin.as_str(),
-                    path.display(),
+                    display_safe(&path.to_string_lossy()),
                     config
                         .servers()
                         .map(|(o, _)| o.as_str())
@@ -537,7 +546,7 @@ async fn list_all(ctx: &Ctx, given: &[String], file: Option<&Path>) -> Result<Ou
         print_json(&json!({"origins": out, "collisions": collisions}));
     } else {
         for o in &out {
-            outln!("origin {}", o["origin"].as_str().unwrap_or_default());
+            outln!("origin {}", shown(&o["origin"]));
             if let Some(rows) = o.get("skills").and_then(Value::as_array) {
                 print_rows(rows, true);
             }
@@ -611,17 +620,23 @@ fn collisions(catalog: &skillcache::Catalog, local: &[String]) -> Vec<Value> {
 /// The largest `--local-names-file` read: a list of names, far below this.
 const MAX_LOCAL_NAMES_BYTES: u64 = 1 << 20;
 
-/// `--local-names-file`: one name a line; blank lines and `#` comments skipped. Only a regular
-/// file is read (opened without blocking, so a FIFO is refused at once), bounded, and UTF-8.
+/// `--local-names-file`: one name a line; blank lines and `#` comments skipped. Read by the host
+/// file rules (R-E4) the library's reader keeps for config and lock files: opened without
+/// blocking and without taking a terminal, the opened descriptor must be a regular file (a FIFO
+/// is refused at once), bounded, UTF-8, and the refusal names the path display-safe and quotes
+/// nothing of the file.
 fn read_local_names(path: &Path) -> Result<Vec<String>> {
     use std::io::Read as _;
     use std::os::unix::fs::OpenOptionsExt as _;
     let refused = |why: &dyn std::fmt::Display| {
-        Failure::Usage(format!("local names file {}: {why}", path.display()))
+        Failure::Usage(format!(
+            "local names file {}: {why}",
+            display_safe(&path.to_string_lossy())
+        ))
     };
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
         .open(path)
         .map_err(|e| refused(&e))?;
     if !file.metadata().map_err(|e| refused(&e))?.is_file() {
@@ -660,6 +675,7 @@ fn print_rows(rows: &[Value], handles: bool) {
     );
     for r in rows {
         if let Some(err) = r.get("error") {
+            // The error's own text: skillcache's errors are display-safe already.
             outln!("{:<28} refused: {}", "-", err.as_str().unwrap_or_default());
             continue;
         }
@@ -670,11 +686,11 @@ fn print_rows(rows: &[Value], handles: bool) {
         );
         outln!(
             "{:<28} {:>5} {:>9}  {:<14} {}",
-            r[key].as_str().unwrap_or_default(),
+            shown(&r[key]),
             r["files"].as_u64().unwrap_or_default(),
             r["bytes"].as_u64().unwrap_or_default(),
             flags,
-            r["uri"].as_str().unwrap_or_default()
+            shown(&r["uri"])
         );
     }
 }
@@ -688,10 +704,17 @@ async fn lock(
     all: bool,
     output: &Path,
 ) -> Result<Outcome> {
-    let mut lock = if output.exists() {
-        LockFile::read(output)?
-    } else {
-        LockFile::new()
+    // An existing lock is updated. It is read as every host file is (R-E4): a FIFO or a link to
+    // something that is not a regular file is refused at once, before any server is asked,
+    // and never written through; only a lock that is not there at all starts a new one.
+    let mut lock = match LockFile::read(output) {
+        Ok(lock) => lock,
+        Err(Error::Store(skillcache::error::StoreError::Io { source, .. }))
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            LockFile::new()
+        }
+        Err(e) => return Err(e.into()),
     };
     let (cache, origins) = if s.origin.is_some() {
         let (cache, origin, _) = connect(ctx, s, ApprovalPolicy::NotRequired)?;
@@ -756,15 +779,15 @@ async fn lock(
         for r in &rows {
             outln!(
                 "locked {} from {} (files: {}, binding {})",
-                r["uri"].as_str().unwrap_or_default(),
-                r["origin"].as_str().unwrap_or_default(),
+                shown(&r["uri"]),
+                shown(&r["origin"]),
                 r["files"],
-                r["binding"].as_str().unwrap_or_default()
+                shown(&r["binding"])
             );
         }
         outln!(
             "wrote {} ({} skills pinned)",
-            output.display(),
+            display_safe(&output.to_string_lossy()),
             lock.skills().count()
         );
     }
@@ -1022,10 +1045,18 @@ async fn load(
             );
         }
         // The bytes, unchanged; or, with `--framed`, inside the frame for model context (R-Q2).
+        // To a pipe or a file, those bytes unchanged: they are what a script asked for. To a
+        // person at a terminal, the text with everything hidden escaped (R-E5): a SKILL.md is
+        // the server's text, and its escape codes would drive the terminal.
         let framed = framed.then(|| file.framed());
         let bytes = framed.as_ref().map_or(file.bytes(), String::as_bytes);
         let mut out = std::io::stdout().lock();
-        if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
+        let written = if out.is_terminal() {
+            out.write_all(crate::inert::file_text(bytes).as_bytes())
+        } else {
+            out.write_all(bytes)
+        };
+        if let Err(e) = written.and_then(|()| out.flush()) {
             crate::stdout_failed(&e);
         }
     }
@@ -1043,7 +1074,7 @@ fn notice_healed(cache: &SkillCache) {
     if let Some(moved) = cache.healed_index() {
         eprintln!(
             "skillcache: notice: the cache index was damaged; moved it to {} and started a fresh one (cached files kept, approvals lost: approve again)",
-            moved.display()
+            display_safe(&moved.to_string_lossy())
         );
     }
 }
@@ -1079,12 +1110,12 @@ async fn entries(ctx: &Ctx, origin: Option<&str>) -> Result<Outcome> {
         for r in &json_rows {
             outln!(
                 "{:<20} {:<8} {:>5} {:>9}  {:<6} {}",
-                r["origin"].as_str().unwrap_or_default(),
-                r["scope"].as_str().unwrap_or_default(),
+                shown(&r["origin"]),
+                shown(&r["scope"]),
                 r["files"].as_u64().unwrap_or_default(),
                 r["bytes"].as_u64().unwrap_or_default(),
                 r["fresh"].as_bool().unwrap_or_default().to_string(),
-                r["uri"].as_str().unwrap_or_default()
+                shown(&r["uri"])
             );
         }
     }
@@ -1253,7 +1284,8 @@ async fn stats(ctx: &Ctx) -> Result<Outcome> {
                 }
                 v => outln!(
                     "{k:<15} {}",
-                    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+                    v.as_str()
+                        .map_or_else(|| v.to_string(), |s| display_safe(s).to_string())
                 ),
             }
         }

@@ -9,7 +9,8 @@
 //! missing or revoked, a skill not locked or drifted from the lock, offline and not in the cache,
 //! a reference that leaves the skill); 1 a local failure (the cache root, the index, I/O).
 //! Errors go to stderr as one line each, with their cause chain. `list --all` and `lock --all`
-//! go on past a server that fails, and exit with the code of the first failure.
+//! go on past a server that fails, and exit with the code of the first failure. Every string a
+//! server or a file chose is printed display-safe (R-E5, `inert`).
 
 /// `println!` for the CLI: a closed stdout (`skillcache demo | head`) ends the program quietly
 /// instead of panicking, as command-line tools are expected to.
@@ -26,6 +27,7 @@ mod cmdline;
 mod commands;
 mod demo;
 mod failure;
+mod inert;
 
 /// Stdout is gone: a reader that stopped reading (broken pipe) is not an error.
 pub(crate) fn stdout_failed(e: &std::io::Error) -> ! {
@@ -360,12 +362,12 @@ pub(crate) fn exit_code(e: &Error) -> u8 {
     }
 }
 
-/// One line: the error and its cause chain.
+/// One line: the error and its cause chain, each inert (R-E5).
 pub(crate) fn report(e: &(dyn std::error::Error + 'static)) {
-    let mut line = format!("skillcache: error: {e}");
+    let mut line = format!("skillcache: error: {}", inert::error_text(e));
     let mut source = e.source();
     while let Some(s) = source {
-        let _ = write!(line, ": {s}");
+        let _ = write!(line, ": {}", inert::error_text(s));
         source = s.source();
     }
     eprintln!("{line}");
