@@ -218,6 +218,7 @@ fn e1_the_folder_of_a_served_file_swapped_for_a_link_is_never_followed() {
         tally
     })
     .expect("every request was answered before the deadline");
+    println!("folder swap: {tally:?}");
     assert!(
         tally.other.is_empty(),
         "other bytes answered: {:?}",
@@ -234,6 +235,10 @@ fn e1_a_served_file_swapped_for_a_link_to_dev_zero_is_refused_in_bounded_memory(
         (tally, serve.peak_kib())
     })
     .expect("every request was answered before the deadline");
+    println!(
+        "/dev/zero: {tally:?}; serve peaked at {} MiB",
+        peak_kib / 1024
+    );
     assert!(tally.other.is_empty(), "{:?}", tally.other.first());
     assert!(
         peak_kib < 150 * 1024,
@@ -279,6 +284,7 @@ fn e1_a_served_file_swapped_for_a_fifo_never_leaves_a_request_waiting() {
             answered.load(Ordering::SeqCst)
         );
     };
+    println!("FIFO: {tally:?}; serve holds {threads} threads");
     assert!(tally.other.is_empty(), "{:?}", tally.other.first());
     assert!(threads < 64, "serve holds {threads} threads after the race");
 }

@@ -112,6 +112,10 @@ fn e2_a_body_dense_in_json_values_inside_the_byte_bound_is_refused_before_parsin
     });
     let (statuses, served_after, peak_kib, mut serve) =
         outcome.expect("answered before the deadline");
+    println!(
+        "dense bodies: {statuses:?}; serve peaked at {} MiB",
+        peak_kib / 1024
+    );
     assert!(serve.alive(), "serve died");
     assert!(
         statuses.iter().all(|s| *s != Some(200)),
@@ -207,6 +211,7 @@ fn e2_thousands_of_sessions_never_closed_hold_bounded_memory() {
         (serve.peak_kib(), lists(&serve.authority))
     })
     .expect("answered before the deadline");
+    println!("3000 sessions: serve peaked at {} MiB", peak_kib / 1024);
     assert!(served_after);
     assert!(
         peak_kib < 100 * 1024,
@@ -288,6 +293,7 @@ fn e2_legitimate_clients_are_served_while_a_thousand_slow_ones_wait() {
         (slow.len(), served, waiting, serve)
     });
     let (opened, served, waiting, _serve) = outcome.expect("answered before the deadline");
+    println!("{opened} slow connections, {waiting} still waiting; legitimate: {served:?}");
     assert_eq!(opened, 1_030);
     assert!(
         served.iter().all(|s| *s),
@@ -333,6 +339,45 @@ fn e2_clients_that_never_read_their_answers_delay_the_others_only_until_the_idle
     })
     .expect("the other client was answered before the deadline");
     assert!(served);
+}
+
+#[test]
+fn e2_a_body_that_trickles_in_holds_no_work_slot_and_runs_out_of_time() {
+    let tmp = folder(0);
+    let authority = serve_in_process(
+        &tmp.path().join("served"),
+        HttpLimits {
+            max_in_flight: 1,
+            body_timeout: Duration::from_secs(2),
+            ..HttpLimits::default()
+        },
+    );
+    let (served, trickler) = common::within(Duration::from_secs(120), move || {
+        // Headers at once, then a few bytes of a 4 KiB body, and nothing more.
+        let mut slow: Vec<TcpStream> = (0..4)
+            .map(|_| {
+                let mut s = TcpStream::connect(&authority).expect("connect");
+                let head = format!(
+                    "POST /mcp HTTP/1.1\r\nHost: {authority}\r\n{}Content-Length: 4096\r\n\r\n{{\"jsonrpc\"",
+                    http::header_lines(&MCP_POST)
+                );
+                s.write_all(head.as_bytes()).expect("head");
+                s
+            })
+            .collect();
+        let served = lists(&authority);
+        let mut status = [0u8; 12];
+        slow[0]
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        let trickler = slow[0]
+            .read_exact(&mut status)
+            .map(|()| String::from_utf8_lossy(&status[9..12]).into_owned());
+        (served, trickler)
+    })
+    .expect("answered before the deadline");
+    assert!(served, "a slow body held the only work slot");
+    assert_eq!(trickler.expect("an answer"), "408");
 }
 
 #[test]

@@ -3,7 +3,9 @@
 //!
 //! - **Bodies** are read here, before rmcp sees them: at most the message bound in bytes and
 //!   at most the stdio transport's JSON weight (`source::stdio`, the same rule, not a copy),
-//!   counted as the bytes arrive; over either, `413` before anything is parsed.
+//!   counted as the bytes arrive; over either, `413` before anything is parsed. A body has
+//!   [`HttpLimits::body_timeout`] to arrive, and all bodies being read share
+//!   [`HttpLimits::body_budget`] bytes (a reader waits when it is spent).
 //! - **Connections** are capped ([`HttpLimits::max_connections`]). At the cap a new connection
 //!   takes the place of the oldest one with no request in flight (one that never finished its
 //!   headers first, then an idle keep-alive one); with none, it is closed at once. So a
@@ -13,9 +15,11 @@
 //!   [`HttpLimits::header_timeout`] (hyper's header read timeout, which also ends idle
 //!   keep-alive connections), and one that makes no progress reading or writing for
 //!   [`HttpLimits::idle_timeout`] (a client that does not read its answer) is dropped.
-//! - **Work** is fair: at most [`HttpLimits::max_in_flight`] requests are answered at once, in
-//!   the order they arrived (a FIFO semaphore), each holding its place until its answer is
-//!   written, so answers nobody reads are bounded and no client can push ahead of the others.
+//! - **Work** is fair: once its body is in, a request waits for one of
+//!   [`HttpLimits::max_in_flight`] places, in the order requests arrived (a FIFO semaphore), and
+//!   holds it until its answer is written: answers nobody reads are bounded, a slow body holds
+//!   no place, and no client can push ahead of the others (HTTP/1.1 answers a connection's
+//!   requests one at a time).
 //! - **Sessions** (`initialize` clients) are capped ([`HttpLimits::max_sessions`]): at the cap
 //!   the least recently used session is closed for the new one, and sessions idle for
 //!   [`HttpLimits::session_idle`] expire (rmcp's keep-alive).
@@ -73,6 +77,11 @@ internal_pub! {
         pub session_idle: Duration,
         /// Requests answered at once, in arrival order (default 16).
         pub max_in_flight: usize,
+        /// The time a request's body has to arrive once its headers have (default 30 s).
+        pub body_timeout: Duration,
+        /// The bytes of request bodies held at once, all connections together (default
+        /// 128 MiB, four bodies at the message bound).
+        pub body_budget: usize,
     }
 }
 
@@ -85,6 +94,8 @@ impl Default for HttpLimits {
             max_sessions: 256,
             session_idle: Duration::from_secs(300),
             max_in_flight: 16,
+            body_timeout: Duration::from_secs(30),
+            body_budget: 128 << 20,
         }
     }
 }
@@ -165,6 +176,8 @@ struct Ctx {
     /// When each session was last used, by id (for evicting the least recently used).
     used: Mutex<HashMap<String, Instant>>,
     work: Arc<Semaphore>,
+    /// Request body bytes held at once.
+    bodies: Arc<Semaphore>,
     limits: HttpLimits,
 }
 
@@ -197,6 +210,8 @@ impl Ctx {
             sessions,
             used: Mutex::default(),
             work: Arc::new(Semaphore::new(limits.max_in_flight.max(1))),
+            // Never less than one body at the bound, so every body within it can be read.
+            bodies: Arc::new(Semaphore::new(limits.body_budget.max(bound()))),
             limits,
         }
     }
@@ -206,14 +221,19 @@ impl Ctx {
     }
 
     /// Makes room for one more session: at the cap, the least recently used one is closed.
+    /// Forgets the use of sessions that ended on their own meanwhile.
     async fn room_for_a_session(&self) {
-        let live: Vec<String> = {
+        let (live, full): (Vec<String>, bool) = {
             let sessions = self.sessions.sessions.read().await;
-            if sessions.len() < self.limits.max_sessions {
-                return;
-            }
-            sessions.keys().map(ToString::to_string).collect()
+            (
+                sessions.keys().map(ToString::to_string).collect(),
+                sessions.len() >= self.limits.max_sessions,
+            )
         };
+        if !full {
+            self.used().retain(|id, _| live.contains(id));
+            return;
+        }
         let victim = {
             let mut used = self.used();
             used.retain(|id, _| live.contains(id));
@@ -248,22 +268,36 @@ async fn respond(
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    if let Some(id) = &session {
-        ctx.used().insert(id.clone(), Instant::now());
-    }
     if req.method() != hyper::Method::POST {
         // GET (a session's notification stream) and DELETE hold no work slot: they carry no
         // answer to a request.
         return ctx.service.handle(req).await.map(|b| guard(b, None, busy));
     }
+    let (parts, body) = req.into_parts();
+    // The body first, bounded in bytes, weight, time and (with every other body being read)
+    // memory; a slow body holds no work slot (R-E2).
+    let read = tokio::time::timeout(
+        ctx.limits.body_timeout,
+        read_body(body, bound(), ctx.bodies.clone()),
+    )
+    .await;
+    let (bytes, budget) = match read {
+        Ok(Ok(read)) => read,
+        Ok(Err(answer)) => return answer.map(unguarded),
+        Err(_) => {
+            return plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "Request Timeout: the body did not arrive in time",
+            )
+            .map(unguarded);
+        }
+    };
+    // From here until the answer is handed over the server, not the client, is the one to
+    // wait for: the connection is not idle meanwhile.
+    let working = Working::new(&busy.0);
     // Arrival order, and a bounded number of answers held at once (R-E2).
     let Ok(permit) = ctx.work.clone().acquire_owned().await else {
         return plain(StatusCode::SERVICE_UNAVAILABLE, "shutting down").map(unguarded);
-    };
-    let (parts, body) = req.into_parts();
-    let bytes = match read_body(body, bound()).await {
-        Ok(bytes) => bytes,
-        Err(answer) => return answer.map(unguarded),
     };
     let initialize = session.is_none() && is_initialize(&bytes);
     if initialize {
@@ -273,6 +307,7 @@ async fn respond(
         .service
         .handle(Request::from_parts(parts, Full::new(bytes)))
         .await;
+    drop(budget);
     // A session's answer comes from rmcp as an SSE stream of one event; the transport lets a
     // POST be answered with one JSON body instead, which no client's event limit applies to.
     let answer = if session.is_some() || initialize {
@@ -280,14 +315,36 @@ async fn respond(
     } else {
         answer
     };
-    if let Some(id) = answer
+    // Only sessions that exist are remembered (a made-up id is a 404, never an entry).
+    let used = answer
         .headers()
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
-    {
-        ctx.used().insert(id.to_owned(), Instant::now());
+        .map(str::to_owned)
+        .or(session.filter(|_| answer.status() != StatusCode::NOT_FOUND));
+    if let Some(id) = used {
+        ctx.used().insert(id, Instant::now());
     }
+    drop(working);
     answer.map(|b| guard(b, Some(permit), busy))
+}
+
+/// Marks a connection as waiting for the server (a work slot, the handler): not idle.
+struct Working<'a>(&'a Conn);
+
+impl Working<'_> {
+    fn new(conn: &Conn) -> Working<'_> {
+        conn.working.fetch_add(1, Ordering::SeqCst);
+        Working(conn)
+    }
+}
+
+impl Drop for Working<'_> {
+    fn drop(&mut self) {
+        // The client's turn starts now.
+        self.0.touch();
+        self.0.working.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// `answer` as one `application/json` body when it is an SSE stream that carries exactly one
@@ -372,17 +429,31 @@ fn is_initialize(body: &[u8]) -> bool {
 
 /// The whole body, refused with `413` as soon as it is longer than `max` bytes or heavier in
 /// JSON values than any request within the limits (the stdio rule, R-B2, R-E2): a dense body
-/// never reaches a parser.
-async fn read_body(mut body: Incoming, max: usize) -> Result<Bytes, Answer> {
+/// never reaches a parser. Every byte read is counted against `budget` (bytes, shared by every
+/// body being read), waiting when it is spent; the permit returned holds the body's share.
+async fn read_body(
+    mut body: Incoming,
+    max: usize,
+    budget: Arc<Semaphore>,
+) -> Result<(Bytes, OwnedSemaphorePermit), Answer> {
     let mut weight = JsonWeight::default();
     let mut out = Vec::new();
-    while let Some(frame) =
-        std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
-    {
+    let closed = || plain(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
+    let mut held = budget
+        .clone()
+        .acquire_many_owned(0)
+        .await
+        .map_err(|_| closed())?;
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
         let Ok(frame) = frame else {
-            return Err(plain(StatusCode::BAD_REQUEST, "Bad Request: the body broke off"));
+            return Err(plain(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: the body broke off",
+            ));
         };
-        let Ok(data) = frame.into_data() else { continue };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
         if out.len() + data.len() > max {
             return Err(plain(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -395,9 +466,17 @@ async fn read_body(mut body: Incoming, max: usize) -> Result<Bytes, Answer> {
                 "Payload Too Large: more JSON values than any request within the limits holds",
             ));
         }
+        let bytes = u32::try_from(data.len()).unwrap_or(u32::MAX);
+        held.merge(
+            budget
+                .clone()
+                .acquire_many_owned(bytes)
+                .await
+                .map_err(|_| closed())?,
+        );
         out.extend_from_slice(&data);
     }
-    Ok(Bytes::from(out))
+    Ok((Bytes::from(out), held))
 }
 
 /// A response body that holds its request's work slot and marks its connection busy until it
@@ -447,6 +526,8 @@ struct Conn {
     id: u64,
     /// Requests in flight (a connection with one is never evicted).
     busy: AtomicUsize,
+    /// Requests waiting for the server (a work slot, the handler): the connection is not idle.
+    working: AtomicUsize,
     /// Whether it ever sent a whole request head.
     proven: std::sync::atomic::AtomicBool,
     /// Milliseconds since `born` of its last read or write.
@@ -526,6 +607,7 @@ impl Connections {
         let conn = Arc::new(Conn {
             id,
             busy: AtomicUsize::new(0),
+            working: AtomicUsize::new(0),
             proven: std::sync::atomic::AtomicBool::new(false),
             last: AtomicU64::new(0),
             born: Instant::now(),
@@ -579,9 +661,12 @@ async fn connection(
     conns.close(conn.id);
 }
 
-/// Returns once `conn` has made no progress for `timeout`.
+/// Returns once `conn` has made no progress for `timeout` while it was the client's turn.
 async fn idle(conn: &Conn, timeout: Duration) {
     loop {
+        if conn.working.load(Ordering::SeqCst) > 0 {
+            conn.touch();
+        }
         let quiet = conn.idle_for();
         if quiet >= timeout {
             return;
