@@ -25,6 +25,8 @@ macro_rules! internal_pub {
 // the store or the index, so it cannot break "a row never points at a missing blob" or forge a
 // binding. Tests and benches that need the layers below enable the non-default `internals`
 // feature (the crate's own dev-dependency on itself does so for `cargo test` and `cargo bench`).
+// The one opener of files under a folder's descriptor: the store's and serve's (R-H1, R-E1).
+mod beneath;
 mod catalog;
 mod config;
 mod config_error;

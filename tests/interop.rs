@@ -20,16 +20,18 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::io::BufRead as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use skillcache::Origin;
 use skillcache::entry::Validation;
 use skillcache::local::{find_skills, inspect};
 use skillcache::source::{McpSource, SkillSource};
 
-use common::peers::{enabled, install_peers, interop_dir, load_every_skill, run_harness};
+use common::peers::{
+    enabled, install_fastmcp, install_peers, interop_dir, load_every_skill, run_harness,
+};
 
 const SCENARIOS: [&str; 4] = [
     "sep-2640-client-no-prefetch",
@@ -351,55 +353,6 @@ async fn run_pass(
         revision: source.protocol_version().map(str::to_owned),
         disagreements: tally.disagreements,
     }
-}
-
-/// `FastMCP` pinned (`interop/requirements.txt`) in the git-ignored `interop/.venv`, created when
-/// absent or not holding the pinned version; once per test process. Fails loudly when it cannot.
-fn install_fastmcp() -> &'static Path {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let dir = interop_dir();
-        let venv = dir.join(".venv");
-        let python = venv.join("bin/python");
-        let pinned = || {
-            Command::new(&python)
-                .args([
-                    "-c",
-                    "import sys, fastmcp; sys.exit(fastmcp.__version__ != '4.1.6')",
-                ])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        };
-        if !pinned() {
-            let run = |command: &mut Command| {
-                let out = command.output().expect("python3 must be installed");
-                assert!(
-                    out.status.success(),
-                    "SKILLCACHE_INTEROP=1 but FastMCP could not be installed into {}:\n{}",
-                    venv.display(),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            };
-            run(Command::new("python3")
-                .args(["-m", "venv", "--clear"])
-                .arg(&venv));
-            run(Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    "-r",
-                ])
-                .arg(dir.join("requirements.txt")));
-            assert!(
-                pinned(),
-                "the virtualenv does not hold fastmcp 4.1.6 after installing it"
-            );
-        }
-        python
-    })
 }
 
 /// A port free on loopback now (the server binds it a moment later).

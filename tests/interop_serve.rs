@@ -1,6 +1,8 @@
 //! `skillcache serve` judged by others and by our own client (issue 13, item 1), on the valid
 //! part of `shared/corpus/skills` (the folders `skillcache inspect` accepts, copied into a
-//! temporary folder).
+//! temporary folder). `serve` publishes by the strict Agent Skills rules by default (R-E8), so
+//! what it must publish is what `inspect` accepts under those rules; `--lenient` publishes the
+//! rest too.
 //!
 //! - The official conformance harness (`@modelcontextprotocol/conformance` 0.2.0-alpha.12): the
 //!   SEP-2640 server scenarios `sep-2640-skills-enumeration`, `sep-2640-skills-manifest` and
@@ -8,22 +10,36 @@
 //!   (`server/discover`, stateless) and 2025-11-25 (`initialize`, a session): no check may
 //!   fail. Off by default because it needs the npm registry:
 //!   `SKILLCACHE_INTEROP=1 cargo test --test interop_serve -- --nocapture`.
+//! - The official Python SDK (`mcp`, pinned in `interop/requirements.txt`, in the git-ignored
+//!   `interop/.venv`; `interop/python-sdk-client.py`) over stdio and Streamable HTTP, in both its
+//!   modes (2026-07-28 `auto`, 2025-11-25 `legacy`): it lists every page, gets every skill, reads
+//!   every file and checks size and SHA-256 itself; every file must verify. Its SSE reader caps
+//!   one event at 1 MiB, which a corpus file (2.1 MB) is over: `serve` answers in plain JSON.
+//!   FastMCP's client (same virtualenv, `interop/fastmcp-skills-client.py`) must list every skill
+//!   `serve` publishes; it refuses a whole page for one entry the strict rules refuse, so against
+//!   `--lenient` it lists nothing. Both with `SKILLCACHE_INTEROP=1` (they need `PyPI`).
 //! - Our client (`McpSource`) over stdio and over Streamable HTTP loads and verifies every skill
-//!   `serve` publishes, from an empty cache and again from a warm one. Always on: it needs only
-//!   `shared/`.
+//!   `serve` publishes, from an empty cache and again from a warm one, strict and lenient.
+//!   Always on: it needs only `shared/`.
 #![allow(clippy::result_large_err)]
 
 mod common;
+#[path = "common/http.rs"]
+mod http;
 
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 
+use skillcache::entry::Validation;
 use skillcache::source::McpSource;
 use skillcache::{ApprovalPolicy, Origin, SkillCache};
 
-use common::peers::{enabled, install_peers, load_every_skill, run_harness};
+use common::peers::{
+    enabled, install_fastmcp, install_peers, interop_dir, load_every_skill, run_harness,
+};
+use http::ServeChild as HttpServe;
 
 const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
 const SCENARIOS: [&str; 3] = [
@@ -43,10 +59,17 @@ fn inspect_accepts(dir: &Path) -> bool {
         .success()
 }
 
+/// How many skill folders `serve` must publish: by default (the strict rules) and with
+/// `--lenient`.
+#[derive(Debug, Clone, Copy)]
+struct Publishable {
+    strict: usize,
+    lenient: usize,
+}
+
 /// Copies every top-level corpus folder that `skillcache inspect` accepts into `dest`; returns
-/// how many skill folders (nested ones included) `inspect` accepts there — what `serve` must
-/// publish.
-fn valid_corpus(dest: &Path) -> usize {
+/// how many skill folders (nested ones included) are valid there under each rule set.
+fn valid_corpus(dest: &Path) -> Publishable {
     let corpus = common::corpus_skills();
     let mut names: Vec<PathBuf> = std::fs::read_dir(&corpus)
         .expect("read the corpus")
@@ -57,10 +80,20 @@ fn valid_corpus(dest: &Path) -> usize {
     for dir in names.into_iter().filter(|d| inspect_accepts(d)) {
         copy_tree(&dir, &dest.join(dir.file_name().expect("name")));
     }
-    skill_folders(dest)
-        .into_iter()
-        .filter(|d| inspect_accepts(d))
-        .count()
+    let valid = |strict: bool| {
+        skill_folders(dest)
+            .into_iter()
+            .filter(|d| {
+                let rel = d.strip_prefix(dest).expect("under dest").to_string_lossy();
+                let rules = Validation::default().strict(strict);
+                skillcache::local::inspect(d, &format!("skill://{rel}"), &rules).is_ok()
+            })
+            .count()
+    };
+    Publishable {
+        strict: valid(true),
+        lenient: valid(false),
+    }
 }
 
 /// Every folder under `dir` holding a `SKILL.md`.
@@ -96,46 +129,6 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// A running `skillcache serve DIR --http 127.0.0.1:0 …`, killed when dropped.
-struct HttpServe {
-    child: Child,
-    url: String,
-}
-
-impl HttpServe {
-    fn start(dir: &Path, extra: &[&str]) -> HttpServe {
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .arg(dir)
-            .args(["--http", "127.0.0.1:0"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start skillcache serve --http");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let url = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|line| {
-                line.split_once("listening on ")
-                    .map(|(_, url)| url.trim().to_owned())
-            })
-            .expect("serve prints the URL it listens on");
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        HttpServe { child, url }
-    }
-}
-
-impl Drop for HttpServe {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The harness's closing line: (passed, total, failed, warnings).
 fn summary(text: &str) -> Option<(u32, u32, u32, u32)> {
     let line = text.lines().rev().find(|l| l.starts_with("Passed: "))?;
@@ -159,7 +152,10 @@ fn interop_serve_passes_the_conformance_server_scenarios_over_http() {
     let tmp = common::scratch();
     let served = tmp.path().join("skills");
     let publishable = valid_corpus(&served);
-    assert!(publishable >= 25, "only {publishable} valid corpus skills");
+    assert!(
+        publishable.strict >= 25,
+        "only {publishable:?} valid corpus skills"
+    );
     let serve = HttpServe::start(&served, &["--directory-read"]);
 
     println!("\n| scenario | protocol | passed | failed | warnings |");
@@ -240,43 +236,55 @@ async fn serve_our_client_loads_every_skill_serve_publishes_over_stdio_and_http_
     let tmp = common::scratch();
     let served = tmp.path().join("skills");
     let publishable = valid_corpus(&served);
-    let http = HttpServe::start(&served, &[]);
-    let stdio = || {
-        let mut command = tokio::process::Command::new(BIN);
-        command.arg("serve").arg(&served);
-        McpSource::stdio(command)
-    };
     let mut rows = Vec::new();
-    for pass in ["cold", "warm"] {
-        rows.push(run_pass("stdio", pass, &tmp.path().join("root-stdio"), stdio()).await);
-        rows.push(
-            run_pass(
-                "http",
-                pass,
-                &tmp.path().join("root-http"),
-                McpSource::http(&http.url),
-            )
-            .await,
-        );
+    // Strict (the default) cold and warm; lenient cold, into roots of its own.
+    for (rules, flags, passes) in [
+        ("strict", &[][..], &["cold", "warm"][..]),
+        ("lenient", &["--lenient"][..], &["cold"][..]),
+    ] {
+        let http = HttpServe::start(&served, flags);
+        let stdio = || {
+            let mut command = tokio::process::Command::new(BIN);
+            command.arg("serve").arg(&served).args(flags);
+            McpSource::stdio(command)
+        };
+        for pass in passes {
+            let root = |t: &str| tmp.path().join(format!("root-{rules}-{t}"));
+            let row = run_pass("stdio", pass, &root("stdio"), stdio()).await;
+            rows.push((rules, row));
+            let row = run_pass("http", pass, &root("http"), McpSource::http(&http.url)).await;
+            rows.push((rules, row));
+        }
     }
     println!(
-        "\n| transport | pass | skills `serve` publishes | loaded by skillcache | files verified | of them from the cache | disagreements |"
+        "\n| rules | transport | pass | skills `serve` publishes | loaded by skillcache | files verified | of them from the cache | disagreements |"
     );
-    println!("|---|---|---|---|---|---|---|");
-    for (t, pass, listed, loaded, files, cached, d) in &rows {
+    println!("|---|---|---|---|---|---|---|---|");
+    for (rules, (t, pass, listed, loaded, files, cached, d)) in &rows {
         println!(
-            "| {t} | {pass} | {listed} | {loaded} | {files} | {cached} | {} |",
+            "| {rules} | {t} | {pass} | {listed} | {loaded} | {files} | {cached} | {} |",
             d.len()
         );
     }
-    for (t, pass, listed, loaded, files, cached, d) in &rows {
-        assert!(d.is_empty(), "{t} {pass}: {d:#?}");
+    for (rules, (t, pass, listed, loaded, files, cached, d)) in &rows {
+        assert!(d.is_empty(), "{rules} {t} {pass}: {d:#?}");
+        let want = if *rules == "strict" {
+            publishable.strict
+        } else {
+            publishable.lenient
+        };
         assert_eq!(
-            *listed, publishable,
-            "{t} {pass}: serve publishes what inspect accepts"
+            *listed, want,
+            "{rules} {t} {pass}: serve publishes what inspect accepts under these rules"
         );
-        assert_eq!(loaded, listed, "{t} {pass}: every published skill loads");
-        assert!(*files > 400, "{t} {pass}: only {files} files verified");
+        assert_eq!(
+            loaded, listed,
+            "{rules} {t} {pass}: every published skill loads"
+        );
+        assert!(
+            *files > 400,
+            "{rules} {t} {pass}: only {files} files verified"
+        );
         if *pass == "warm" {
             assert_eq!(
                 cached, files,
@@ -290,6 +298,97 @@ async fn serve_our_client_loads_every_skill_serve_publishes_over_stdio_and_http_
             );
         }
     }
+    assert!(
+        publishable.lenient > publishable.strict,
+        "the corpus holds skills only --lenient publishes: {publishable:?}"
+    );
+}
+
+// ---- The Python clients (R-E8: conservative in what it sends) ------------------------------
+
+/// Runs `interop/SCRIPT ARGS…` on the pinned virtualenv's Python; its one-line JSON report.
+fn python_report(script: &str, args: &[&str]) -> serde_json::Value {
+    let python = install_fastmcp();
+    let out = Command::new(python)
+        .arg(interop_dir().join(script))
+        .args(args)
+        .output()
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{script} {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[test]
+fn interop_serve_the_python_sdk_verifies_every_file_over_stdio_and_http_in_both_modes() {
+    if !enabled() {
+        return;
+    }
+    let tmp = common::scratch();
+    let served = tmp.path().join("skills");
+    let publishable = valid_corpus(&served);
+    let http = HttpServe::start(&served, &[]);
+    let stdio = format!("'{BIN}' serve '{}'", served.display());
+    println!(
+        "\n| transport | mode | protocol | pages | skills | files verified | bytes | failures |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut failures = Vec::new();
+    for (transport, target) in [
+        ("stdio", ["--stdio", &stdio]),
+        ("http", ["--http", &http.url]),
+    ] {
+        for mode in ["auto", "legacy"] {
+            let report = python_report(
+                "python-sdk-client.py",
+                &[target[0], target[1], "--mode", mode],
+            );
+            println!(
+                "| {transport} | {mode} | {} | {} | {} | {}/{} | {} | {} |",
+                report["protocol"],
+                report["pages"],
+                report["skills"],
+                report["verified"],
+                report["files"],
+                report["bytes"],
+                report["failures"].as_array().map_or(0, Vec::len)
+            );
+            if report["failures"].as_array().is_none_or(|f| !f.is_empty())
+                || report["listed"] != publishable.strict
+                || report["skills"] != publishable.strict
+                || report["verified"] != report["files"]
+                || report["files"].as_u64().is_none_or(|n| n < 400)
+            {
+                failures.push(format!("{transport} {mode}: {report}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn interop_serve_fastmcps_client_lists_every_skill_serve_publishes_and_nothing_from_a_lenient_one()
+{
+    if !enabled() {
+        return;
+    }
+    let tmp = common::scratch();
+    let served = tmp.path().join("skills");
+    let publishable = valid_corpus(&served);
+    let strict = HttpServe::start(&served, &[]);
+    let report = python_report("fastmcp-skills-client.py", &[&strict.url]);
+    println!("FastMCP against serve: {report}");
+    assert_eq!(report["error"], serde_json::Value::Null, "{report}");
+    assert_eq!(report["listed"], publishable.strict, "{report}");
+    // Why the strict rules are the default: one lenient entry and this client lists nothing.
+    let lenient = HttpServe::start(&served, &["--lenient"]);
+    let report = python_report("fastmcp-skills-client.py", &[&lenient.url]);
+    println!("FastMCP against serve --lenient: {report}");
+    assert_eq!(report["listed"], 0, "{report}");
 }
 
 // ---- Change notifications (R-W8: a held entry goes stale when the server says so) ----------
@@ -416,7 +515,7 @@ async fn serve_w8_an_edit_makes_our_clients_fresh_entry_stale_through_the_notifi
 }
 
 #[test]
-fn serve_b2_drops_a_request_over_the_bound_as_it_arrives_and_answers_the_next() {
+fn serve_b2_refuses_a_request_over_the_bound_as_it_arrives_and_answers_the_next() {
     use std::io::Write as _;
     let tmp = common::scratch();
     let served = notes_folder(tmp.path(), "first");
@@ -459,6 +558,10 @@ fn serve_b2_drops_a_request_over_the_bound_as_it_arrives_and_answers_the_next() 
         let message: serde_json::Value =
             serde_json::from_str(&line.expect("a line")).expect("JSON");
         ids.push(message["id"].clone());
+        if message["id"].is_null() {
+            // R-E3: the refused line is answered, with the id it could not be read for.
+            assert_eq!(message["error"]["code"], -32600, "{message}");
+        }
         if message["id"] == 4 {
             assert_eq!(
                 message["result"]["skills"][0]["uri"], "skill://notes/SKILL.md",
@@ -469,8 +572,13 @@ fn serve_b2_drops_a_request_over_the_bound_as_it_arrives_and_answers_the_next() 
     }
     assert_eq!(
         ids,
-        [1, 2, 4].map(serde_json::Value::from),
-        "a request inside the bound is answered, the one over it is not"
+        [
+            serde_json::Value::from(1),
+            serde_json::Value::from(2),
+            serde_json::Value::Null,
+            serde_json::Value::from(4)
+        ],
+        "a request inside the bound is answered; the one over it gets -32600 and id null"
     );
     drop(writer.join().expect("writer").expect("write"));
     let _ = child.kill();

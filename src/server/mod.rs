@@ -6,33 +6,59 @@
 //! side (an rmcp `ServerHandler`), speaking both the `initialize` handshake and the 2026-07-28
 //! flow (`server/discover`, per-request metadata), over stdio or Streamable HTTP.
 //!
-//! The catalog is built once and kept: before each catalog query a metadata scan (no file is
-//! opened) says whether the folder changed, and only changed skill folders are inspected and
-//! hashed again (module `catalog`). It publishes only folders that are valid skills
-//! ([`crate::local::inspect`]) and reports the others through `tracing`.
+//! - `inspect`: a folder on disk → the entry a server would publish (behind `local::inspect`).
+//! - `catalog`: the served folder as a snapshot, rescanned on the watch interval (R-E3).
+//! - `read`: `resources/read` from the folder's descriptor, only the bytes published (R-E1).
+//! - `wire`: the JSON answers, paging and cursors (R-E8).
+//! - `rmcp_server`: the rmcp handler and the watcher; `stdio` and `http`: the two transports,
+//!   each bounded (R-E2, R-E3).
+//!
+//! It publishes only folders that are valid skills by the strict Agent Skills rules (R-E8;
+//! [`SkillServer::lenient`] opts out) and reports the others through `tracing`.
 
 mod catalog;
 #[cfg(feature = "serve")]
+mod http;
+pub(crate) mod inspect;
+mod read;
+#[cfg(feature = "serve")]
 mod rmcp_server;
+#[cfg(feature = "serve")]
+mod stdio;
 mod wire;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::entry::Scope;
+use crate::entry::{Scope, Validation};
 use crate::error::Error;
 use crate::source::{SKILLS_EXTENSION, SkillSource, SourceFuture};
 use crate::uri::FileUri;
-use catalog::Catalog;
-#[cfg(any(feature = "serve", test))]
-use catalog::Changes;
+use catalog::{Built, Shared, Snapshot};
+internal_pub! {
+    use catalog::Changes;
+}
 
 #[cfg(feature = "serve")]
-pub use rmcp_server::{serve_http, serve_stdio};
+pub use http::serve_http;
+#[cfg(feature = "serve")]
+internal_pub! {
+    use http::{HttpLimits, serve_http_with};
+}
+#[cfg(feature = "serve")]
+pub use rmcp_server::serve_stdio;
+#[cfg(feature = "serve")]
+internal_pub! {
+    use stdio::read_message;
+}
 
+/// JSON-RPC "parse error": the request is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC "invalid request": JSON, but not a request.
+pub const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC "invalid params", also the spec's code for an unknown skill or resource.
 pub const INVALID_PARAMS: i64 = -32602;
 /// JSON-RPC "method not found".
@@ -48,12 +74,14 @@ pub struct SkillServer {
     scope: Scope,
     dynamic: HashSet<String>,
     directory_read: bool,
+    lenient: bool,
     /// How often `serve_stdio`/`serve_http` scan the folder for changes to announce.
     pub(crate) watch_interval: std::time::Duration,
-    catalog: Arc<Mutex<Catalog>>,
+    shared: Arc<Shared>,
 }
 
-/// A JSON-RPC error: code and message.
+/// A JSON-RPC error: code and message. Messages never quote the request (R-E3: what a client
+/// sent is not echoed back, whatever it holds).
 pub type RpcError = (i64, String);
 
 impl SkillServer {
@@ -66,8 +94,9 @@ impl SkillServer {
             scope: Scope::Public,
             dynamic: HashSet::new(),
             directory_read: false,
+            lenient: false,
             watch_interval: std::time::Duration::from_secs(1),
-            catalog: Arc::default(),
+            shared: Arc::default(),
         }
     }
 
@@ -92,13 +121,31 @@ impl SkillServer {
         self
     }
 
-    /// How often [`serve_stdio`](crate::serve_stdio) and [`serve_http`](crate::serve_http) scan
-    /// the folder for changes to announce to connected peers (default: every second). Requests
-    /// do not wait for it: each catalog query scans first.
+    /// Publishes skills that break the strict Agent Skills rules too (default: off). By
+    /// default a folder whose `allowed-tools` is not a string, or whose `metadata` does not map
+    /// strings to strings, is not published (and logged, like any invalid folder): strict
+    /// clients refuse a whole listing for one such entry (R-E8). skillcache itself accepts
+    /// them as a client (R-W6).
+    #[must_use]
+    pub fn lenient(mut self, on: bool) -> SkillServer {
+        self.lenient = on;
+        self
+    }
+
+    /// How often the folder is scanned for changes (default: every second). Under
+    /// [`serve_stdio`](crate::serve_stdio) and [`serve_http`](crate::serve_http) a watcher
+    /// scans on this timer and announces changes to connected peers; requests never scan the
+    /// whole folder, they answer from the last scan (a `skills/get` re-checks its own skill's
+    /// folder). In-process, with no watcher, a request rescans once the last scan is older.
     #[must_use]
     pub fn watch_interval(mut self, every: std::time::Duration) -> SkillServer {
         self.watch_interval = every;
         self
+    }
+
+    /// The rules folders are published by.
+    fn validation(&self) -> Validation {
+        Validation::default().strict(!self.lenient)
     }
 
     /// The extension's settings object under `capabilities.extensions`.
@@ -110,29 +157,30 @@ impl SkillServer {
         }
     }
 
-    /// Runs `f` on the catalog after a metadata scan has brought it up to date.
-    fn with_catalog<T>(&self, f: impl FnOnce(&Catalog) -> T) -> Result<T, RpcError> {
-        let mut catalog = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
-        catalog
-            .refresh(&self.root)
-            .map_err(|e| (INTERNAL_ERROR, e.to_string()))?;
-        Ok(f(&catalog))
+    /// The snapshot to answer from (R-E3: no scan of the whole folder per request).
+    fn snapshot(&self) -> Result<Arc<Snapshot>, RpcError> {
+        self.shared
+            .snapshot(&self.root, &self.validation(), self.watch_interval)
+            .map_err(|e| (INTERNAL_ERROR, e.to_string()))
     }
 
-    /// Scans the folder and hands out what changed since the last call (the watcher's view).
-    #[cfg(any(feature = "serve", test))]
-    pub(crate) fn changes(&self) -> Result<Changes, Error> {
-        let mut catalog = self.catalog.lock().unwrap_or_else(PoisonError::into_inner);
-        catalog.refresh(&self.root)?;
-        Ok(catalog.take_changes())
+    internal_pub! {
+        /// Scans the whole folder now and hands out what changed since the last call: the
+        /// watcher's work (and the benches' measure of it).
+        ///
+        /// # Errors
+        /// The served folder cannot be opened.
+        fn changes(&self) -> Result<Changes, Error> {
+            self.shared.rescan(&self.root, &self.validation())
+        }
     }
 
-    fn entry_json(&self, rel: &str, skill: &crate::local::LocalSkill) -> Value {
-        let mut v = skill.entry.to_json();
-        if self.dynamic.contains(rel) {
+    fn entry_json(&self, built: &Built) -> Option<Value> {
+        let mut v = built.entry()?.json.clone();
+        if self.dynamic.contains(&built.rel) {
             v["resources"] = json!("dynamic");
         }
-        v
+        Some(v)
     }
 
     fn hints(&self, mut result: Value) -> Value {
@@ -148,14 +196,8 @@ impl SkillServer {
         ///
         /// # Errors
         /// A JSON-RPC error for unknown methods, skills and resources (`-32602` for an unknown
-        /// skill or resource URI).
+        /// skill or resource URI, or a bad cursor). No message quotes the request.
         fn call(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
-            let uri_param = || {
-                params
-                    .get("uri")
-                    .and_then(Value::as_str)
-                    .ok_or((INVALID_PARAMS, "params.uri is required".to_owned()))
-            };
             match method {
                 "initialize" => Ok(json!({
                     "protocolVersion": params.get("protocolVersion").and_then(Value::as_str).unwrap_or("2025-11-25"),
@@ -165,69 +207,95 @@ impl SkillServer {
                     "serverInfo": {"name": "skillcache-serve", "version": env!("CARGO_PKG_VERSION")},
                 })),
                 "ping" => Ok(json!({})),
-                "skills/list" => {
-                    let skills = self.with_catalog(|c| {
-                        c.skills()
-                            .map(|(rel, s)| self.entry_json(rel, s))
-                            .collect::<Vec<_>>()
-                    })?;
-                    Ok(self.hints(json!({"skills": skills})))
-                }
-                "skills/get" => {
-                    let uri =
-                        FileUri::parse(uri_param()?).map_err(|e| (INVALID_PARAMS, e.to_string()))?;
-                    // No cursor: a single entry is not a list (SEP-2640).
-                    self.with_catalog(|c| {
-                        c.skills()
-                            .find(|(_, s)| s.entry.uri().file() == &uri)
-                            .map(|(rel, s)| self.hints(json!({"skill": self.entry_json(rel, s)})))
-                    })?
-                    .ok_or((INVALID_PARAMS, format!("no skill is served at {uri}")))
-                }
-                "resources/list" => {
-                    let resources = self.with_catalog(|c| {
-                        c.skills()
-                            .map(|(_, s)| wire::skill_md_resource(s))
-                            .collect::<Vec<_>>()
-                    })?;
-                    Ok(self.hints(json!({"resources": resources})))
-                }
-                "resources/directory/read" if self.directory_read => {
-                    let dir = uri_param()?.trim_end_matches('/');
-                    self.with_catalog(|c| {
-                        c.skills()
-                            .find_map(|(_, s)| wire::directory_children(s, dir))
-                            .map(|children| self.hints(json!({"resources": children})))
-                    })?
-                    .ok_or((
-                        INVALID_PARAMS,
-                        format!("{dir} is not a directory served here"),
-                    ))
-                }
-                "resources/read" => {
-                    let uri =
-                        FileUri::parse(uri_param()?).map_err(|e| (INVALID_PARAMS, e.to_string()))?;
-                    let find = |c: &Catalog| {
-                        c.skills()
-                            .flat_map(|(_, s)| s.files.iter())
-                            .find(|f| f.uri == uri)
-                            .map(|f| f.path.clone())
-                    };
-                    let path = self
-                        .with_catalog(find)?
-                        .ok_or((INVALID_PARAMS, format!("no resource is served at {uri}")))?;
-                    let bytes = std::fs::read(&path).map_err(|e| {
-                        (
-                            INTERNAL_ERROR,
-                            format!("cannot read {}: {e}", path.display()),
-                        )
-                    })?;
-                    let item = wire::content(uri.as_str(), &path, bytes);
-                    Ok(self.hints(json!({"contents": [item]})))
-                }
-                other => Err((METHOD_NOT_FOUND, format!("method not found: {other}"))),
+                "skills/list" => self.list_skills_page(params),
+                "skills/get" => self.get(params),
+                "resources/list" => self.list_resources_page(params),
+                "resources/directory/read" if self.directory_read => self.directory(params),
+                "resources/read" => self.read(params),
+                _ => Err((METHOD_NOT_FOUND, "method not found".to_owned())),
             }
         }
+    }
+
+    /// One page of `skills/list` (R-E8: a page stays far below the 1 MiB clients cap an event
+    /// at; the cursor is opaque and checked).
+    fn list_skills_page(&self, params: &Value) -> Result<Value, RpcError> {
+        let after = wire::cursor_param(params)?;
+        let snap = self.snapshot()?;
+        let page = wire::page(snap.skills_after(after.as_deref()), wire::SKILLS_PAGE, |b| {
+            b.entry().map_or(0, |e| e.json_len)
+        });
+        let mut result = json!({
+            "skills": page.items.iter().filter_map(|b| self.entry_json(b)).collect::<Vec<_>>(),
+        });
+        if let Some(next) = page.next {
+            result["nextCursor"] = json!(next);
+        }
+        Ok(self.hints(result))
+    }
+
+    /// One page of `resources/list`: each published `SKILL.md`.
+    fn list_resources_page(&self, params: &Value) -> Result<Value, RpcError> {
+        let after = wire::cursor_param(params)?;
+        let snap = self.snapshot()?;
+        let page = wire::page(
+            snap.skills_after(after.as_deref()),
+            wire::RESOURCES_PAGE,
+            |b| b.entry().map_or(0, |e| wire::resource_len(&e.skill)),
+        );
+        let mut result = json!({
+            "resources": page
+                .items
+                .iter()
+                .filter_map(|b| b.entry().map(|e| wire::skill_md_resource(&e.skill)))
+                .collect::<Vec<_>>(),
+        });
+        if let Some(next) = page.next {
+            result["nextCursor"] = json!(next);
+        }
+        Ok(self.hints(result))
+    }
+
+    /// `skills/get`: the skill's folder is re-checked first (a metadata scan of that folder
+    /// only), so a skill edited a moment ago is answered as it now is.
+    fn get(&self, params: &Value) -> Result<Value, RpcError> {
+        let uri = uri_param(params)?;
+        let snap = self.snapshot()?;
+        let unknown = || (INVALID_PARAMS, "no skill is served at that URI".to_owned());
+        let built = snap.skill(&uri).ok_or_else(unknown)?.clone();
+        let snap = self
+            .shared
+            .recheck(snap, &built, &self.root, &self.validation());
+        // No cursor: a single entry is not a list (SEP-2640).
+        let skill = snap.skill(&uri).and_then(|b| self.entry_json(b));
+        skill
+            .map(|skill| self.hints(json!({"skill": skill})))
+            .ok_or_else(unknown)
+    }
+
+    /// `resources/directory/read`: the direct children of a folder of a published skill.
+    fn directory(&self, params: &Value) -> Result<Value, RpcError> {
+        let dir = params
+            .get("uri")
+            .and_then(Value::as_str)
+            .ok_or((INVALID_PARAMS, "params.uri is required".to_owned()))?
+            .trim_end_matches('/');
+        let snap = self.snapshot()?;
+        snap.skill_holding(dir)
+            .and_then(|b| wire::directory_children(&b.entry()?.skill, dir))
+            .map(|children| self.hints(json!({"resources": children})))
+            .ok_or((
+                INVALID_PARAMS,
+                "that URI is not a directory served here".to_owned(),
+            ))
+    }
+
+    /// `resources/read`: the published bytes, or an error (R-E1).
+    fn read(&self, params: &Value) -> Result<Value, RpcError> {
+        let uri = uri_param(params)?;
+        let snap = self.snapshot()?;
+        let item = read::published(self, &snap, &uri)?;
+        Ok(self.hints(json!({"contents": [item]})))
     }
 
     internal_pub! {
@@ -251,10 +319,27 @@ impl SkillServer {
     }
 }
 
+/// `params.uri` as a file URI; the error never quotes the URI (R-E3), nor the rule it broke
+/// (some rules name the offending segment).
+fn uri_param(params: &Value) -> Result<FileUri, RpcError> {
+    let text = params
+        .get("uri")
+        .and_then(Value::as_str)
+        .ok_or((INVALID_PARAMS, "params.uri is required".to_owned()))?;
+    FileUri::parse(text).map_err(|e| {
+        tracing::debug!(rule = %e.rule, "a request named an invalid URI");
+        (
+            INVALID_PARAMS,
+            "params.uri is not a valid file URI".to_owned(),
+        )
+    })
+}
+
 impl SkillSource for SkillServer {
-    fn list_skills<'a>(&'a self, _cursor: Option<&'a str>) -> SourceFuture<'a> {
+    fn list_skills<'a>(&'a self, cursor: Option<&'a str>) -> SourceFuture<'a> {
         Box::pin(async move {
-            self.call("skills/list", &json!({}))
+            let params = cursor.map_or_else(|| json!({}), |c| json!({"cursor": c}));
+            self.call("skills/list", &params)
                 .map_err(|e| server_err("skills/list", e))
         })
     }
@@ -281,142 +366,4 @@ fn server_err(method: &str, (code, message): RpcError) -> Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A folder with one skill `esc` holding `files` besides its SKILL.md.
-    fn folder(files: &[(&str, &[u8])]) -> crate::scratch::Scratch {
-        let dir = crate::scratch::scratch();
-        let skill = dir.path().join("esc");
-        std::fs::create_dir_all(&skill).expect("mkdir");
-        std::fs::write(
-            skill.join("SKILL.md"),
-            "---\nname: esc\ndescription: Escapes.\n---\n",
-        )
-        .expect("write");
-        for (name, bytes) in files {
-            let path = skill.join(name);
-            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-            std::fs::write(path, bytes).expect("write");
-        }
-        dir
-    }
-
-    #[test]
-    fn b2_serve_sends_text_heavy_in_escapes_as_a_blob() {
-        let dir = folder(&[
-            ("plain.txt", b"plain words\n"),
-            ("controls.txt", "\u{1}\u{2}\u{3}".repeat(100).as_bytes()),
-        ]);
-        let server = SkillServer::new(dir.path());
-        let read = |name: &str| {
-            server
-                .call(
-                    "resources/read",
-                    &json!({"uri": format!("skill://esc/{name}")}),
-                )
-                .expect("read")["contents"][0]
-                .clone()
-        };
-        assert_eq!(read("plain.txt")["text"], "plain words\n");
-        let controls = read("controls.txt");
-        assert!(controls.get("text").is_none(), "{controls}");
-        assert!(controls["blob"].as_str().is_some_and(|b| b.len() == 400));
-        assert_eq!(wire::json_len("a\"\u{1}"), 2 + 1 + 2 + 6);
-        assert_eq!(wire::base64_len(4), 8 + 2);
-    }
-
-    #[test]
-    fn serve_lists_each_skill_md_as_markdown_named_by_its_frontmatter() {
-        let dir = folder(&[]);
-        let listed = SkillServer::new(dir.path())
-            .call("resources/list", &json!({}))
-            .expect("resources/list");
-        assert_eq!(
-            listed["resources"],
-            json!([{"uri": "skill://esc/SKILL.md", "name": "esc", "description": "Escapes.",
-                    "mimeType": "text/markdown", "size": 40}])
-        );
-        assert!(listed.get("nextCursor").is_none());
-    }
-
-    #[test]
-    fn serve_unknown_skill_is_invalid_params_and_get_carries_hints_but_no_cursor() {
-        let dir = folder(&[]);
-        let server = SkillServer::new(dir.path()).ttl_ms(5_000);
-        let err = server
-            .call("skills/get", &json!({"uri": "skill://nope/SKILL.md"}))
-            .expect_err("unknown skill");
-        assert_eq!(err.0, INVALID_PARAMS, "{err:?}");
-        let got = server
-            .call("skills/get", &json!({"uri": "skill://esc/SKILL.md"}))
-            .expect("known skill");
-        assert_eq!(
-            (got["ttlMs"].clone(), got["cacheScope"].clone()),
-            (json!(5_000), json!("public"))
-        );
-        assert!(got.get("nextCursor").is_none(), "{got}");
-    }
-
-    #[test]
-    fn serve_directory_read_lists_direct_children_and_refuses_a_file() {
-        let dir = folder(&[("references/a.md", b"a"), ("references/deep/b.md", b"b")]);
-        let server = SkillServer::new(dir.path());
-        let off = server
-            .call("resources/directory/read", &json!({"uri": "skill://esc"}))
-            .expect_err("off unless enabled");
-        assert_eq!(off.0, METHOD_NOT_FOUND);
-        let server = server.directory_read(true);
-        let top = server
-            .call("resources/directory/read", &json!({"uri": "skill://esc"}))
-            .expect("the skill root is a directory");
-        let names: Vec<(&str, &str)> = top["resources"]
-            .as_array()
-            .expect("resources")
-            .iter()
-            .map(|r| {
-                (
-                    r["name"].as_str().expect("name"),
-                    r["mimeType"].as_str().expect("mime"),
-                )
-            })
-            .collect();
-        assert_eq!(
-            names,
-            [
-                ("SKILL.md", "text/markdown"),
-                ("references", "inode/directory")
-            ]
-        );
-        let sub = server
-            .call(
-                "resources/directory/read",
-                &json!({"uri": "skill://esc/references"}),
-            )
-            .expect("a subfolder is a directory");
-        assert_eq!(sub["resources"].as_array().map(Vec::len), Some(2));
-        let file = server
-            .call(
-                "resources/directory/read",
-                &json!({"uri": "skill://esc/SKILL.md"}),
-            )
-            .expect_err("a file is not a directory");
-        assert_eq!(file.0, INVALID_PARAMS);
-    }
-
-    #[test]
-    fn serve_an_edited_file_is_served_as_it_now_is() {
-        let dir = folder(&[("notes.md", b"v1")]);
-        let server = SkillServer::new(dir.path());
-        let digest = |s: &SkillServer| {
-            s.call("skills/get", &json!({"uri": "skill://esc/SKILL.md"}))
-                .expect("get")["skill"]["resources"]
-                .clone()
-        };
-        let before = digest(&server);
-        std::fs::write(dir.path().join("esc/notes.md"), b"version two").expect("edit");
-        assert_ne!(digest(&server), before, "the catalog follows the folder");
-        let changes = server.changes().expect("changes");
-        assert!(changes.uris.contains("skill://esc/notes.md"), "{changes:?}");
-    }
-}
+mod tests;

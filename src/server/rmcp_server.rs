@@ -1,5 +1,6 @@
-//! [`SkillServer`] on rmcp's server side: an rmcp `ServerHandler` over stdio or Streamable
-//! HTTP, and the watcher that tells peers when the folder changes.
+//! [`SkillServer`] on rmcp's server side: an rmcp `ServerHandler` over stdio (our bounded
+//! transport, module `stdio`) or Streamable HTTP (module `http`), and the watcher that rescans
+//! the folder and tells peers when it changes.
 //!
 //! rmcp 3.11 negotiates the protocol revision: the `initialize` handshake (up to 2025-11-25) and
 //! the 2026-07-28 flow (`server/discover`, per-request `_meta`), where it also requires the
@@ -21,27 +22,29 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
-    ErrorCode, GetSkillRequestParams, GetSkillResult, Implementation, ListResourcesResult,
+    CustomRequest, CustomResult, ErrorCode, GetSkillRequestParams, GetSkillResult, Implementation, ListResourcesResult,
     ListSkillsResult, PaginatedRequestParams, ReadResourceDirectoryRequestParams,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
     SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
-use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt as _};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use super::stdio::StdioTransport;
 use super::{Changes, RpcError, SkillServer};
 use crate::entry::Limits;
 use crate::source::{SKILLS_EXTENSION, message_bound};
 
 /// Serves the folder over stdio (newline-delimited JSON-RPC) until the peer closes stdin.
-/// A request longer than the message bound of the baseline limits is discarded as it is read
-/// (R-B2).
+///
+/// A request longer than the message bound of the baseline limits, or denser in JSON values
+/// than any request within them, is refused as it is read (R-B2) and answered with `-32600`;
+/// a line that is not JSON gets `-32700`; at most a few answers wait for a client that does not
+/// read them before no further request is read (R-E3). The catalog is a snapshot, rescanned
+/// every [`SkillServer::watch_interval`].
 ///
 /// # Errors
 /// The root is not a readable folder; the transport failed.
@@ -49,8 +52,7 @@ pub async fn serve_stdio(server: SkillServer) -> io::Result<()> {
     let every = server.watch_interval;
     start(&server)?;
     let listeners = Listeners::shared();
-    let transport = AsyncRwTransport::new_server(tokio::io::stdin(), tokio::io::stdout())
-        .with_max_line_length(bound());
+    let transport = StdioTransport::new(tokio::io::stdin(), tokio::io::stdout(), bound());
     let handler = Handler::new(server.clone(), listeners.clone());
     let running = match handler.serve(transport).await {
         Ok(running) => running,
@@ -65,60 +67,10 @@ pub async fn serve_stdio(server: SkillServer) -> io::Result<()> {
     Ok(())
 }
 
-/// Serves the folder over Streamable HTTP at `/mcp` (any path, in fact) on `listener` until the
-/// process ends. Sessions from `initialize` get server-initiated notifications on their GET
-/// stream; 2026-07-28 requests are served statelessly. Only loopback `Host` headers are
-/// accepted (rmcp's DNS-rebinding guard). A request body over the message bound is refused
-/// (413).
-///
-/// # Errors
-/// The root is not a readable folder; the listener cannot be used.
-pub async fn serve_http(server: SkillServer, listener: std::net::TcpListener) -> io::Result<()> {
-    let every = server.watch_interval;
-    start(&server)?;
-    listener.set_nonblocking(true)?;
-    let listener = tokio::net::TcpListener::from_std(listener)?;
-    let listeners = Listeners::shared();
-    let config = StreamableHttpServerConfig::default().with_max_request_body_bytes(bound());
-    let (for_sessions, listeners_for_sessions) = (server.clone(), listeners.clone());
-    let service = StreamableHttpService::new(
-        move || {
-            Ok(Handler::new(
-                for_sessions.clone(),
-                listeners_for_sessions.clone(),
-            ))
-        },
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    tokio::spawn(watch(server, listeners, every));
-    loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                // Out of descriptors and the like: wait for a connection to close.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
-        let service = hyper_util::service::TowerToHyperService::new(service.clone());
-        tokio::spawn(async move {
-            let io = hyper_util::rt::TokioIo::new(stream);
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, service)
-                .await
-            {
-                tracing::debug!(%peer, error = %e, "connection ended");
-            }
-        });
-    }
-}
-
 /// The largest request the server reads: the bound for a message under the baseline limits
 /// (R-B2), larger than rmcp's defaults (16 MiB a line, 4 MiB a body) so that everything a
 /// skillcache host may send fits, and no more.
-fn bound() -> usize {
+pub(super) fn bound() -> usize {
     usize::try_from(message_bound(&Limits::BASELINE)).unwrap_or(usize::MAX)
 }
 
@@ -131,24 +83,23 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The first scan: fails for a root that is not a folder, logs how much is published (each
 /// refused folder was logged with its reasons as it was inspected), and drains the "changes" of
-/// building the catalog so no peer is told about them.
-fn start(server: &SkillServer) -> io::Result<()> {
+/// building the catalog so no peer is told about them. From here on the watcher rescans and
+/// requests answer from its snapshots (R-E3).
+pub(super) fn start(server: &SkillServer) -> io::Result<()> {
     server.changes().map_err(io::Error::other)?;
-    server
-        .with_catalog(|c| {
-            tracing::info!(
-                root = %server.root.display(),
-                published = c.skills().count(),
-                refused = c.refused().count(),
-                "serving"
-            );
-        })
-        .map_err(|(_, message)| io::Error::other(message))
+    server.shared.watch();
+    let published = server
+        .snapshot()
+        .map_err(|(_, message)| io::Error::other(message))?
+        .len();
+    let refused = server.shared.with_catalog(|c| c.refused().count());
+    tracing::info!(root = %server.root.display(), published, refused, "serving");
+    Ok(())
 }
 
 /// Everyone to tell about changes.
 #[derive(Debug, Default)]
-struct Listeners {
+pub(super) struct Listeners {
     /// Sessions from `initialize`: their peer and the URIs they subscribed to.
     sessions: Vec<Arc<Session>>,
     /// 2026-07-28 `subscriptions/listen` streams, by a local id.
@@ -156,10 +107,10 @@ struct Listeners {
     next_stream: u64,
 }
 
-type Shared = Arc<Mutex<Listeners>>;
+pub(super) type Shared = Arc<Mutex<Listeners>>;
 
 impl Listeners {
-    fn shared() -> Shared {
+    pub(super) fn shared() -> Shared {
         Arc::default()
     }
 
@@ -179,14 +130,14 @@ struct Session {
 
 /// The rmcp handler: one per stdio connection, per HTTP session, or per stateless HTTP request.
 #[derive(Debug, Clone)]
-struct Handler {
+pub(super) struct Handler {
     server: SkillServer,
     listeners: Shared,
     session: Arc<Session>,
 }
 
 impl Handler {
-    fn new(server: SkillServer, listeners: Shared) -> Handler {
+    pub(super) fn new(server: SkillServer, listeners: Shared) -> Handler {
         Handler {
             server,
             listeners,
@@ -201,14 +152,27 @@ impl Handler {
         method: &'static str,
         params: Value,
     ) -> Result<T, ErrorData> {
-        let server = self.server.clone();
-        let result = tokio::task::spawn_blocking(move || server.call(method, &params))
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("{method} failed: {e}"), None))?
-            .map_err(rpc_error)?;
+        let result = self.call_json(method.to_owned(), params).await?;
         serde_json::from_value(result).map_err(|e| {
             ErrorData::internal_error(format!("{method}: cannot build the result: {e}"), None)
         })
+    }
+
+    /// [`SkillServer::call`] on the blocking pool, its answer as JSON.
+    async fn call_json(&self, method: String, params: Value) -> Result<Value, ErrorData> {
+        let server = self.server.clone();
+        tokio::task::spawn_blocking(move || server.call(&method, &params))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("the request failed: {e}"), None))?
+            .map_err(rpc_error)
+    }
+}
+
+/// The params of a listing: its cursor, if any.
+fn cursor(request: Option<PaginatedRequestParams>) -> Value {
+    match request.and_then(|r| r.cursor) {
+        Some(cursor) => json!({"cursor": cursor}),
+        None => json!({}),
     }
 }
 
@@ -235,11 +199,11 @@ impl ServerHandler for Handler {
 
     async fn list_skills(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
-        // One page: the whole catalog (entries are never split, SEP-2640).
-        self.call("skills/list", json!({})).await
+        // Pages well under a client's event limit; entries are never split (SEP-2640, R-E8).
+        self.call("skills/list", cursor(request)).await
     }
 
     async fn get_skill(
@@ -252,10 +216,10 @@ impl ServerHandler for Handler {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.call("resources/list", json!({})).await
+        self.call("resources/list", cursor(request)).await
     }
 
     async fn read_resource(
@@ -275,6 +239,21 @@ impl ServerHandler for Handler {
     ) -> Result<ListResourcesResult, ErrorData> {
         self.call("resources/directory/read", json!({"uri": request.uri}))
             .await
+    }
+
+    /// What rmcp did not type — an unknown method, or a known one whose params do not fit
+    /// rmcp's types (`resources/read` with a numeric `uri`) — is answered by our own dispatch:
+    /// `-32601` or `-32602`, quoting nothing of the request (rmcp's default names the method,
+    /// R-E3).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let CustomRequest { method, params, .. } = request;
+        self.call_json(method, params.unwrap_or(Value::Null))
+            .await
+            .map(CustomResult)
     }
 
     #[allow(deprecated)] // the legacy (pre-2026-07-28) subscription, for `initialize` peers
@@ -329,7 +308,7 @@ impl ServerHandler for Handler {
 }
 
 /// Scans the folder every `every` and tells the listeners what changed.
-async fn watch(server: SkillServer, listeners: Shared, every: Duration) {
+pub(super) async fn watch(server: SkillServer, listeners: Shared, every: Duration) {
     loop {
         tokio::time::sleep(every).await;
         let scanned = {
@@ -337,17 +316,26 @@ async fn watch(server: SkillServer, listeners: Shared, every: Duration) {
             tokio::task::spawn_blocking(move || server.changes()).await
         };
         match scanned {
-            Ok(Ok(changes)) if changes != Changes::default() => notify(&listeners, &changes).await,
+            // Told on their own task: a peer that does not take its notifications never holds
+            // up the next scan (one client cannot starve the rest, R-E2).
+            Ok(Ok(changes)) if changes != Changes::default() => notify(&listeners, &changes),
             Ok(Ok(_)) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "cannot scan the served folder"),
             Err(e) => tracing::warn!(error = %e, "the folder scan failed"),
         }
+        // Sessions that ended (closed, evicted, expired) are let go of on every tick, not only
+        // when the next one starts: their peers hold memory (R-E2).
+        lock(&listeners).prune();
     }
 }
 
-/// Sends `changes` to every live listener, dropping the ones that are gone. A skillcache host
+/// How long one notification may take to send before the peer is skipped.
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Sends `changes` to every live listener, dropping the ones that are gone, each on its own task
+/// bounded in time: a peer that does not read is skipped, never waited on. A skillcache host
 /// marks the affected entries stale on either notification (R-B5).
-async fn notify(listeners: &Shared, changes: &Changes) {
+fn notify(listeners: &Shared, changes: &Changes) {
     let (sessions, streams) = {
         let mut l = lock(listeners);
         l.prune();
@@ -370,25 +358,43 @@ async fn notify(listeners: &Shared, changes: &Changes) {
             .intersection(&lock(&session.subscribed))
             .cloned()
             .collect();
+        let list_changed = changes.list_changed;
         // A peer that went away mid-send is dropped at the next change.
-        if changes.list_changed {
-            let _ = peer.notify_resource_list_changed().await;
-        }
-        for uri in subscribed {
-            let _ = peer
-                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
-                .await;
-        }
+        tokio::spawn(bounded(async move {
+            if list_changed {
+                let _ = peer.notify_resource_list_changed().await;
+            }
+            for uri in subscribed {
+                let _ = peer
+                    .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                    .await;
+            }
+        }));
     }
     for sink in streams {
         let accepted = sink.accepted().clone();
-        if changes.list_changed && accepted.resources_list_changed == Some(true) {
-            let _ = sink.notify_resource_list_changed().await;
-        }
-        for uri in accepted.resource_subscriptions.iter().flatten() {
-            if changes.uris.contains(uri) {
-                let _ = sink.notify_resource_updated(uri.clone()).await;
+        let list_changed = changes.list_changed && accepted.resources_list_changed == Some(true);
+        let updated: Vec<String> = accepted
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| changes.uris.contains(*uri))
+            .cloned()
+            .collect();
+        tokio::spawn(bounded(async move {
+            if list_changed {
+                let _ = sink.notify_resource_list_changed().await;
             }
-        }
+            for uri in updated {
+                let _ = sink.notify_resource_updated(uri).await;
+            }
+        }));
+    }
+}
+
+/// `f`, given up after [`NOTIFY_TIMEOUT`].
+async fn bounded(f: impl Future<Output = ()>) {
+    if tokio::time::timeout(NOTIFY_TIMEOUT, f).await.is_err() {
+        tracing::debug!("a peer did not take its notifications in time; skipped");
     }
 }

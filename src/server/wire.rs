@@ -1,14 +1,113 @@
 //! The JSON the skills server answers with, built from the catalog: entries, resource listings,
-//! directory listings and resource contents.
+//! directory listings and resource contents, and the pages and cursors of the listings.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::local::LocalSkill;
+use super::catalog::Built;
+use super::inspect::LocalSkill;
+use super::{INVALID_PARAMS, RpcError};
 use crate::uri::SKILL_MD;
+
+/// How much one page of a listing may hold.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PageBound {
+    /// At most this many items...
+    pub entries: usize,
+    /// ...and at most this many bytes of them as JSON, unless one item alone is larger (an entry
+    /// is never split, SEP-2640).
+    pub bytes: usize,
+}
+
+/// A `skills/list` page: well under the 1 MiB one SSE event may hold in the Python SDK, so
+/// every client can read every page (R-E8).
+pub(crate) const SKILLS_PAGE: PageBound = PageBound {
+    entries: 100,
+    bytes: 256 << 10,
+};
+
+/// A `resources/list` page.
+pub(crate) const RESOURCES_PAGE: PageBound = PageBound {
+    entries: 500,
+    bytes: 256 << 10,
+};
+
+/// One page of a listing: its items, and the cursor of the next page if there is one.
+pub(crate) struct Page<'a> {
+    pub items: Vec<&'a Arc<Built>>,
+    pub next: Option<String>,
+}
+
+/// Takes the first page of `items` within `bound`, each weighing `len` bytes.
+pub(crate) fn page<'a>(
+    items: impl Iterator<Item = &'a Arc<Built>>,
+    bound: PageBound,
+    len: impl Fn(&Built) -> usize,
+) -> Page<'a> {
+    let mut out: Vec<&'a Arc<Built>> = Vec::new();
+    let mut bytes = 0usize;
+    for item in items {
+        let weight = len(item);
+        if let Some(last) = out.last()
+            && (out.len() >= bound.entries || bytes.saturating_add(weight) > bound.bytes)
+        {
+            let next = Some(cursor(&last.rel));
+            return Page { items: out, next };
+        }
+        bytes = bytes.saturating_add(weight);
+        out.push(item);
+    }
+    Page {
+        items: out,
+        next: None,
+    }
+}
+
+/// What every cursor this server gives out starts with, before encoding: a cursor from anyone
+/// else, or from another version of this server, is refused instead of misread.
+const CURSOR_PREFIX: &str = "skillcache-serve/1:";
+
+/// The opaque cursor of the page that starts after the skill at `rel` (its URI path: a key that
+/// stays meaningful when skills are added or removed between pages).
+pub(crate) fn cursor(rel: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{CURSOR_PREFIX}{rel}"))
+}
+
+/// `params.cursor`, decoded to the key it stands for; `-32602` for anything this server did not
+/// give out (the message does not quote it).
+pub(crate) fn cursor_param(params: &Value) -> Result<Option<String>, RpcError> {
+    let bad = || {
+        (
+            INVALID_PARAMS,
+            "params.cursor is not a cursor this server gave out".to_owned(),
+        )
+    };
+    match params.get("cursor") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.len() <= 8192 => {
+            let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(text)
+                .map_err(|_| bad())?;
+            let text = String::from_utf8(bytes).map_err(|_| bad())?;
+            let rel = text.strip_prefix(CURSOR_PREFIX).ok_or_else(bad)?;
+            if rel.is_empty() || !rel.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(bad());
+            }
+            Ok(Some(rel.to_owned()))
+        }
+        Some(_) => Err(bad()),
+    }
+}
+
+/// The length of a skill's `resources/list` item as JSON, near enough to page by.
+pub(crate) fn resource_len(skill: &LocalSkill) -> usize {
+    let uri = skill.entry.uri().as_str();
+    json_len(uri) + json_len(skill.entry.name()) + json_len(skill.entry.description()) + 96
+}
 
 /// The MIME type SEP-2640 gives directory resources (`resources/directory/read`).
 pub(crate) const DIRECTORY_MIME: &str = "inode/directory";

@@ -7,8 +7,9 @@
 pub(crate) mod error;
 #[cfg(feature = "mcp")]
 mod mcp;
+// Its line framing and JSON weight are `serve`'s too (R-E2, R-E3): one bound, not two copies.
 #[cfg(feature = "mcp")]
-mod stdio;
+pub(crate) mod stdio;
 
 #[cfg(feature = "mcp")]
 pub use mcp::McpSource;

@@ -61,64 +61,42 @@ impl std::error::Error for Ended {}
 /// Where the transport leaves the reason it ended, for the source to report per request.
 pub(crate) type EndSlot = Arc<Mutex<Option<Ended>>>;
 
-/// A spawned child speaking MCP on stdio. Dropping it kills the child.
-pub(crate) struct ChildTransport {
-    child: Child,
-    read: BufReader<ChildStdout>,
-    /// The message read so far. It survives a cancelled `receive` (rmcp polls it in a
-    /// `select!`), so a message split across reads is resumed, never lost.
+/// Newline-delimited messages read from `R`, each bounded in bytes and in JSON structure while
+/// it arrives (R-B2): the framing of both sides of stdio, the child transport here and
+/// `serve`'s own (R-E3).
+#[derive(Debug)]
+pub(crate) struct LineReader<R> {
+    read: BufReader<R>,
+    /// The message read so far. It survives a cancelled [`LineReader::next_line`] (rmcp polls
+    /// it in a `select!`), so a message split across reads is resumed, never lost.
     line: Vec<u8>,
     /// The weight of the line being read.
     weight: JsonWeight,
     max: usize,
-    write: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
-    ended: EndSlot,
 }
 
-impl ChildTransport {
-    /// Spawns the host's `command` with piped stdin/stdout (the MCP stream); its stderr is as
-    /// the host set it (inherited by default). The child dies with the transport.
-    pub(crate) fn spawn(
-        command: &mut tokio::process::Command,
-        max: usize,
-        ended: EndSlot,
-    ) -> std::io::Result<ChildTransport> {
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(std::io::Error::other("the child has no stdin or stdout"));
-        };
-        Ok(ChildTransport {
-            child,
-            // A large buffer keeps a 32 MiB message to a few hundred reads.
-            read: BufReader::with_capacity(256 * 1024, stdout),
+impl<R: tokio::io::AsyncRead + Unpin> LineReader<R> {
+    /// Reads lines of at most `max` bytes from `read`, through a buffer of `capacity` bytes.
+    pub(crate) fn new(read: R, capacity: usize, max: usize) -> LineReader<R> {
+        LineReader {
+            read: BufReader::with_capacity(capacity, read),
             line: Vec::new(),
             weight: JsonWeight::default(),
             max,
-            write: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
-            ended,
-        })
-    }
-
-    fn end(&self, why: Ended) {
-        tracing::debug!(%why, "closing the connection to the server");
-        *self
-            .ended
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+        }
     }
 
     /// The next whole line (without its newline), `Ok(None)` at the end of the stream.
     /// Never holds more than `max` bytes of one line (R-B2).
-    async fn next_line(&mut self) -> Result<Option<Vec<u8>>, Ended> {
+    ///
+    /// # Errors
+    /// Why the line was refused; the rest of it is still unread ([`LineReader::skip_line`]).
+    pub(crate) async fn next_line(&mut self) -> Result<Option<Vec<u8>>, Ended> {
         loop {
             let available = match self.read.fill_buf().await {
                 Ok(a) => a,
                 Err(e) => {
-                    tracing::warn!(error = %e, "reading from the server failed");
+                    tracing::warn!(error = %e, "reading from the peer failed");
                     return Ok(None);
                 }
             };
@@ -153,6 +131,69 @@ impl ChildTransport {
             }
         }
     }
+
+    /// Drops what was read of a refused line and reads past its end, holding nothing (a peer
+    /// that keeps a connection after a refused message, as `serve` does). `false` if the
+    /// stream ended first.
+    #[cfg_attr(not(feature = "serve"), allow(dead_code))]
+    pub(crate) async fn skip_line(&mut self) -> bool {
+        self.line = Vec::new();
+        self.weight = JsonWeight::default();
+        loop {
+            let available = match self.read.fill_buf().await {
+                Ok(a) if !a.is_empty() => a,
+                _ => return false,
+            };
+            if let Some(i) = available.iter().position(|&b| b == b'\n') {
+                self.read.consume(i + 1);
+                return true;
+            }
+            let n = available.len();
+            self.read.consume(n);
+        }
+    }
+}
+
+/// A spawned child speaking MCP on stdio. Dropping it kills the child.
+pub(crate) struct ChildTransport {
+    child: Child,
+    read: LineReader<ChildStdout>,
+    write: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    ended: EndSlot,
+}
+
+impl ChildTransport {
+    /// Spawns the host's `command` with piped stdin/stdout (the MCP stream); its stderr is as
+    /// the host set it (inherited by default). The child dies with the transport.
+    pub(crate) fn spawn(
+        command: &mut tokio::process::Command,
+        max: usize,
+        ended: EndSlot,
+    ) -> std::io::Result<ChildTransport> {
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(std::io::Error::other("the child has no stdin or stdout"));
+        };
+        Ok(ChildTransport {
+            child,
+            // A large buffer keeps a 32 MiB message to a few hundred reads.
+            read: LineReader::new(stdout, 256 * 1024, max),
+            write: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
+            ended,
+        })
+    }
+
+    fn end(&self, why: Ended) {
+        tracing::debug!(%why, "closing the connection to the server");
+        *self
+            .ended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+    }
 }
 
 impl Transport<RoleClient> for ChildTransport {
@@ -177,7 +218,7 @@ impl Transport<RoleClient> for ChildTransport {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
-            let line = match self.next_line().await {
+            let line = match self.read.next_line().await {
                 Ok(Some(line)) => line,
                 Ok(None) => return None,
                 Err(why) => {

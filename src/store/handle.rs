@@ -10,15 +10,19 @@
 //! Something that is not a folder where a folder belongs (a link, a file, a socket, a FIFO, a
 //! device) is removed — the link itself, never its target — and a folder is made in its place,
 //! with a warning.
+//!
+//! The opening itself (the flags, `openat2`, the fallback for kernels without it) is the
+//! crate's one opener, [`crate::beneath`], which `serve` uses too (R-E1).
 
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{FileType, Mode};
 
 use super::disk::Disk;
+use crate::beneath::{self, DIR_FLAGS};
 
 /// Mode of a blob folder at rest: nobody may add or remove a name (R-C2).
 pub(super) const READ_ONLY_DIR: u32 = 0o555;
@@ -47,11 +51,6 @@ fn is_not_a_folder(e: &io::Error) -> bool {
     // O_NOFOLLOW on a link: ELOOP; O_DIRECTORY on anything else that is not a folder: ENOTDIR.
     matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR))
 }
-
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
 
 impl Dir {
     /// Opens the root itself. The root's own path was resolved and checked by the caller; its
@@ -84,14 +83,10 @@ impl Dir {
     /// # Errors
     /// `ELOOP`/`ENOTDIR` if something else is there; other system errors.
     pub(super) fn child(&self, name: &str) -> io::Result<Option<Dir>> {
-        match rustix::fs::openat(&self.fd, name, DIR_FLAGS, Mode::empty()) {
-            Ok(fd) => Ok(Some(Dir {
-                fd,
-                path: self.path.join(name),
-            })),
-            Err(rustix::io::Errno::NOENT) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        Ok(beneath::open_dir(self.fd(), Path::new(name))?.map(|fd| Dir {
+            fd,
+            path: self.path.join(name),
+        }))
     }
 
     /// The names in this folder (without `.` and `..`) and their types as the folder lists them.
@@ -113,45 +108,14 @@ impl Dir {
     }
 
     /// Opens a file below this folder for reading, without following any link on the way and
-    /// without blocking on a FIFO (R-H1, R-H7).
+    /// without blocking on a FIFO (R-H1, R-H7): [`beneath::open_file`].
     pub(super) fn open_file_beneath(&self, rel: &str) -> io::Result<File> {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let resolve =
-            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-        match rustix::fs::openat2(&self.fd, rel, flags, Mode::empty(), resolve) {
-            Ok(fd) => Ok(File::from(fd)),
-            // A kernel without openat2 (before 5.6), or a sandbox that forbids it: walk the
-            // components one `openat` at a time, which is as strict, only slower.
-            Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => self.open_file_walking(rel),
-            Err(e) => Err(e.into()),
-        }
+        beneath::open_file(self.fd(), Path::new(rel))
     }
 
     /// Opens file `name` in this folder for reading, without following a link or blocking.
     pub(super) fn open_file_here(&self, name: &str) -> io::Result<File> {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        Ok(File::from(rustix::fs::openat(
-            &self.fd,
-            name,
-            flags,
-            Mode::empty(),
-        )?))
-    }
-
-    fn open_file_walking(&self, rel: &str) -> io::Result<File> {
-        let mut parts: Vec<&str> = rel.split('/').collect();
-        let Some(last) = parts.pop() else {
-            return Err(io::Error::from_raw_os_error(libc::ENOENT));
-        };
-        let mut dir: Option<Dir> = None;
-        for part in parts {
-            let here = dir.as_ref().unwrap_or(self);
-            match here.child(part)? {
-                Some(d) => dir = Some(d),
-                None => return Err(io::Error::from_raw_os_error(libc::ENOENT)),
-            }
-        }
-        dir.as_ref().unwrap_or(self).open_file_here(last)
+        beneath::open_file_here(self.fd(), Path::new(name))
     }
 }
 

@@ -157,3 +157,53 @@ pub fn run_harness<S: AsRef<std::ffi::OsStr>>(
     );
     (out.status, text)
 }
+
+/// `FastMCP` pinned (`interop/requirements.txt`) in the git-ignored `interop/.venv`, created when
+/// absent or not holding the pinned version; once per test process. Fails loudly when it cannot.
+/// The same virtualenv holds the official Python SDK (`mcp`, pinned there too).
+pub fn install_fastmcp() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let dir = interop_dir();
+        let venv = dir.join(".venv");
+        let python = venv.join("bin/python");
+        let pinned = || {
+            Command::new(&python)
+                .args([
+                    "-c",
+                    "import sys, fastmcp; sys.exit(fastmcp.__version__ != '4.1.6')",
+                ])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if !pinned() {
+            let run = |command: &mut Command| {
+                let out = command.output().expect("python3 must be installed");
+                assert!(
+                    out.status.success(),
+                    "SKILLCACHE_INTEROP=1 but FastMCP could not be installed into {}:\n{}",
+                    venv.display(),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            };
+            run(Command::new("python3")
+                .args(["-m", "venv", "--clear"])
+                .arg(&venv));
+            run(Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "-r",
+                ])
+                .arg(dir.join("requirements.txt")));
+            assert!(
+                pinned(),
+                "the virtualenv does not hold fastmcp 4.1.6 after installing it"
+            );
+        }
+        python
+    })
+}

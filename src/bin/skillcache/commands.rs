@@ -158,7 +158,8 @@ fn validate(cli: &Cli) -> Result<()> {
             .as_deref()
             .map_or(Ok(()), |o| origin_usage(o).map(drop)),
         Command::Purge { origin, .. } => purge_args(origin.as_deref(), has_config),
-        Command::Inspect { dir, .. } | Command::Serve(ServeArgs { dir, .. }) => folder(dir),
+        Command::Inspect { dir, .. } => folder(dir),
+        Command::Serve(args) => serve_usage(args).and_then(|()| folder(&args.dir)),
         Command::Gc { .. } | Command::Stats | Command::Demo => Ok(()),
     }
 }
@@ -293,6 +294,20 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
     }
 }
 
+/// R-E2: `--http` on an address other than loopback would make every published skill
+/// readable from the network; only an explicit flag may ask for that.
+#[allow(clippy::result_large_err)]
+fn serve_usage(args: &ServeArgs) -> Result<()> {
+    match args.http {
+        Some(addr) if !addr.ip().is_loopback() && !args.allow_remote => {
+            Err(Failure::Usage(format!(
+                "--http {addr} is not a loopback address: it would serve every published skill to anyone who can reach it; pass --allow-remote to mean that"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `serve`: a folder of skills on rmcp's server side, over stdio or Streamable HTTP.
 async fn run_serve(args: ServeArgs) -> Result<Outcome> {
     let ServeArgs {
@@ -302,11 +317,15 @@ async fn run_serve(args: ServeArgs) -> Result<Outcome> {
         http,
         directory_read,
         watch_ms,
+        lenient,
+        // Checked before anything ran (`validate`).
+        allow_remote: _,
     } = args;
     let options = dynamic.into_iter().fold(
         SkillServer::new(dir)
             .ttl_ms(ttl_ms)
             .directory_read(directory_read)
+            .lenient(lenient)
             .watch_interval(std::time::Duration::from_millis(watch_ms)),
         SkillServer::dynamic,
     );

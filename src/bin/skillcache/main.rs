@@ -296,14 +296,25 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     pub(crate) dynamic: Vec<String>,
     /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8080; port 0 picks one) instead
-    /// of stdio. The endpoint URL is printed on stderr once the port is bound.
+    /// of stdio. The endpoint URL is printed on stderr once the port is bound. An address that
+    /// is not loopback needs --allow-remote.
     #[arg(long, value_name = "ADDR")]
     pub(crate) http: Option<std::net::SocketAddr>,
+    /// Allow --http on an address other than loopback: every published skill is then readable
+    /// by anyone who can reach it (there is no authentication).
+    #[arg(long, requires = "http")]
+    pub(crate) allow_remote: bool,
+    /// Also publish skills that break the strict Agent Skills rules (`allowed-tools` as a list,
+    /// `metadata` values that are not strings); by default they are skipped and logged, since
+    /// strict clients refuse a whole listing for one of them.
+    #[arg(long)]
+    pub(crate) lenient: bool,
     /// Also serve `resources/directory/read` (declares `directoryRead: true`).
     #[arg(long)]
     pub(crate) directory_read: bool,
-    /// How often, in milliseconds, the folder is scanned for changes to announce to
-    /// connected peers (requests always see the folder as it is).
+    /// How often, in milliseconds, the folder is scanned for changes; changes are announced to
+    /// connected peers, and requests answer from the last scan (a skills/get re-checks its own
+    /// skill's folder).
     #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) watch_ms: u64,
 }

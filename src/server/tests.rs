@@ -1,0 +1,260 @@
+//! The server's answers, in-process.
+
+use super::*;
+
+/// A folder with one skill `esc` holding `files` besides its SKILL.md.
+fn folder(files: &[(&str, &[u8])]) -> crate::scratch::Scratch {
+    let dir = crate::scratch::scratch();
+    let skill = dir.path().join("esc");
+    std::fs::create_dir_all(&skill).expect("mkdir");
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: esc\ndescription: Escapes.\n---\n",
+    )
+    .expect("write");
+    for (name, bytes) in files {
+        let path = skill.join(name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, bytes).expect("write");
+    }
+    dir
+}
+
+/// `n` skills `s000`, `s001`, … in one folder.
+fn many(n: usize) -> crate::scratch::Scratch {
+    let dir = crate::scratch::scratch();
+    for i in 0..n {
+        let name = format!("s{i:03}");
+        let skill = dir.path().join(&name);
+        std::fs::create_dir_all(&skill).expect("mkdir");
+        std::fs::write(
+            skill.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: Skill {i}.\n---\n"),
+        )
+        .expect("write");
+    }
+    dir
+}
+
+#[test]
+fn b2_serve_sends_text_heavy_in_escapes_as_a_blob() {
+    let dir = folder(&[
+        ("plain.txt", b"plain words\n"),
+        ("controls.txt", "\u{1}\u{2}\u{3}".repeat(100).as_bytes()),
+    ]);
+    let server = SkillServer::new(dir.path());
+    let read = |name: &str| {
+        server
+            .call(
+                "resources/read",
+                &json!({"uri": format!("skill://esc/{name}")}),
+            )
+            .expect("read")["contents"][0]
+            .clone()
+    };
+    assert_eq!(read("plain.txt")["text"], "plain words\n");
+    let controls = read("controls.txt");
+    assert!(controls.get("text").is_none(), "{controls}");
+    assert!(controls["blob"].as_str().is_some_and(|b| b.len() == 400));
+    assert_eq!(wire::json_len("a\"\u{1}"), 2 + 1 + 2 + 6);
+    assert_eq!(wire::base64_len(4), 8 + 2);
+}
+
+#[test]
+fn serve_lists_each_skill_md_as_markdown_named_by_its_frontmatter() {
+    let dir = folder(&[]);
+    let listed = SkillServer::new(dir.path())
+        .call("resources/list", &json!({}))
+        .expect("resources/list");
+    assert_eq!(
+        listed["resources"],
+        json!([{"uri": "skill://esc/SKILL.md", "name": "esc", "description": "Escapes.",
+                "mimeType": "text/markdown", "size": 40}])
+    );
+    assert!(listed.get("nextCursor").is_none());
+}
+
+#[test]
+fn serve_unknown_skill_is_invalid_params_and_get_carries_hints_but_no_cursor() {
+    let dir = folder(&[]);
+    let server = SkillServer::new(dir.path()).ttl_ms(5_000);
+    let err = server
+        .call("skills/get", &json!({"uri": "skill://nope/SKILL.md"}))
+        .expect_err("unknown skill");
+    assert_eq!(err.0, INVALID_PARAMS, "{err:?}");
+    assert!(!err.1.contains("nope"), "the message quotes no input: {err:?}");
+    let got = server
+        .call("skills/get", &json!({"uri": "skill://esc/SKILL.md"}))
+        .expect("known skill");
+    assert_eq!(
+        (got["ttlMs"].clone(), got["cacheScope"].clone()),
+        (json!(5_000), json!("public"))
+    );
+    assert!(got.get("nextCursor").is_none(), "{got}");
+}
+
+#[test]
+fn serve_directory_read_lists_direct_children_and_refuses_a_file() {
+    let dir = folder(&[("references/a.md", b"a"), ("references/deep/b.md", b"b")]);
+    let server = SkillServer::new(dir.path());
+    let off = server
+        .call("resources/directory/read", &json!({"uri": "skill://esc"}))
+        .expect_err("off unless enabled");
+    assert_eq!(off.0, METHOD_NOT_FOUND);
+    let server = server.directory_read(true);
+    let top = server
+        .call("resources/directory/read", &json!({"uri": "skill://esc"}))
+        .expect("the skill root is a directory");
+    let names: Vec<(&str, &str)> = top["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().expect("name"),
+                r["mimeType"].as_str().expect("mime"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("SKILL.md", "text/markdown"),
+            ("references", "inode/directory")
+        ]
+    );
+    let sub = server
+        .call(
+            "resources/directory/read",
+            &json!({"uri": "skill://esc/references"}),
+        )
+        .expect("a subfolder is a directory");
+    assert_eq!(sub["resources"].as_array().map(Vec::len), Some(2));
+    let file = server
+        .call(
+            "resources/directory/read",
+            &json!({"uri": "skill://esc/SKILL.md"}),
+        )
+        .expect_err("a file is not a directory");
+    assert_eq!(file.0, INVALID_PARAMS);
+}
+
+#[test]
+fn serve_an_edited_file_is_served_as_it_now_is() {
+    let dir = folder(&[("notes.md", b"v1")]);
+    let server = SkillServer::new(dir.path());
+    let digest = |s: &SkillServer| {
+        s.call("skills/get", &json!({"uri": "skill://esc/SKILL.md"}))
+            .expect("get")["skill"]["resources"]
+            .clone()
+    };
+    let before = digest(&server);
+    std::fs::write(dir.path().join("esc/notes.md"), b"version two").expect("edit");
+    assert_ne!(digest(&server), before, "skills/get re-checks its skill's folder");
+    let changes = server.changes().expect("changes");
+    assert!(changes.uris.contains("skill://esc/notes.md"), "{changes:?}");
+}
+
+#[test]
+fn e1_a_file_edited_since_the_scan_is_an_error_answer_then_the_skill_is_published_anew() {
+    let dir = folder(&[("notes.md", b"first")]);
+    let server = SkillServer::new(dir.path()).watch_interval(std::time::Duration::from_secs(3600));
+    let uri = json!({"uri": "skill://esc/notes.md"});
+    assert_eq!(
+        server.call("resources/read", &uri).expect("read")["contents"][0]["text"],
+        "first"
+    );
+    // Same length, other bytes: only the digest can tell.
+    std::fs::write(dir.path().join("esc/notes.md"), b"FIRST").expect("edit");
+    let err = server.call("resources/read", &uri).expect_err("changed");
+    assert_eq!(err.0, INTERNAL_ERROR, "{err:?}");
+    // The error rescanned the skill: the new bytes are now the published ones.
+    let get = server
+        .call("skills/get", &json!({"uri": "skill://esc/SKILL.md"}))
+        .expect("get");
+    let listed = get["skill"]["resources"].to_string();
+    assert!(
+        listed.contains(&crate::digest::Digest::of(b"FIRST").to_string()),
+        "{listed}"
+    );
+    assert_eq!(
+        server.call("resources/read", &uri).expect("read")["contents"][0]["text"],
+        "FIRST"
+    );
+}
+
+#[test]
+fn e8_skills_list_pages_by_size_and_count_and_a_page_cursor_continues_it() {
+    let dir = many(250);
+    let server = SkillServer::new(dir.path());
+    let mut cursor: Option<String> = None;
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    loop {
+        let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({"cursor": c}));
+        let page = server.call("skills/list", &params).expect("a page");
+        pages += 1;
+        let skills = page["skills"].as_array().expect("skills");
+        assert!(skills.len() <= wire::SKILLS_PAGE.entries);
+        assert!(page.to_string().len() < 1 << 20, "a page stays under 1 MiB");
+        seen.extend(skills.iter().map(|s| s["uri"].as_str().expect("uri").to_owned()));
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(seen.len(), 250);
+    let mut sorted = seen.clone();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 250, "no skill twice");
+}
+
+#[test]
+fn e8_a_cursor_this_server_did_not_give_out_is_invalid_params() {
+    let dir = many(3);
+    let server = SkillServer::new(dir.path());
+    for bad in [json!("nonsense!"), json!(42), json!(wire::cursor("").replace('A', "B")), json!("a".repeat(10_000))] {
+        let err = server
+            .call("skills/list", &json!({"cursor": bad}))
+            .expect_err("a bad cursor");
+        assert_eq!(err.0, INVALID_PARAMS, "{bad}: {err:?}");
+        assert!(!err.1.contains("nonsense"), "{err:?}");
+    }
+    let after_first = wire::cursor("s000");
+    let rest = server
+        .call("skills/list", &json!({"cursor": after_first}))
+        .expect("a cursor of ours");
+    assert_eq!(rest["skills"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn e8_strict_by_default_and_lenient_publishes_what_the_agent_skills_rules_refuse() {
+    let dir = crate::scratch::scratch();
+    for (name, extra) in [
+        ("tools", "allowed-tools: [Read, Grep]"),
+        ("meta", "metadata:\n  version: 2"),
+        ("plain", "allowed-tools: Read Grep\nmetadata:\n  version: \"2\""),
+    ] {
+        let skill = dir.path().join(name);
+        std::fs::create_dir_all(&skill).expect("mkdir");
+        std::fs::write(
+            skill.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: The {name} skill.\n{extra}\n---\n"),
+        )
+        .expect("write");
+    }
+    let names = |server: SkillServer| -> Vec<String> {
+        server.call("skills/list", &json!({})).expect("list")["skills"]
+            .as_array()
+            .expect("skills")
+            .iter()
+            .map(|s| s["uri"].as_str().expect("uri").to_owned())
+            .collect()
+    };
+    assert_eq!(names(SkillServer::new(dir.path())), ["skill://plain/SKILL.md"]);
+    assert_eq!(
+        names(SkillServer::new(dir.path()).lenient(true)),
+        ["skill://meta/SKILL.md", "skill://plain/SKILL.md", "skill://tools/SKILL.md"]
+    );
+}

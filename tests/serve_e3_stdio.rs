@@ -1,0 +1,201 @@
+//! R-E3: `serve` over stdio answers every request — with `-32700` for one that is not JSON —
+//! and holds a bounded amount for a client that does not read its answers (backpressure, not
+//! a queue). Each test runs `skillcache serve` as a child, under a deadline; memory is the
+//! child's own (`VmHWM`).
+
+mod common;
+#[path = "common/http.rs"]
+mod http;
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// A served folder: one skill, `notes`, with a 200 KB `refs/big.md`.
+fn folder() -> common::Scratch {
+    let tmp = common::scratch();
+    let skill = tmp.path().join("served/notes");
+    std::fs::create_dir_all(skill.join("refs")).expect("mkdir");
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: notes\ndescription: Notes.\n---\n# Notes\n",
+    )
+    .expect("write");
+    std::fs::write(skill.join("refs/big.md"), "words ".repeat(200_000 / 6)).expect("write");
+    tmp
+}
+
+/// `skillcache serve DIR` over pipes, initialized (2025-11-25).
+struct StdioServe {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl StdioServe {
+    fn start(tmp: &common::Scratch) -> StdioServe {
+        let mut child = Command::new(http::serve_bin())
+            .arg("serve")
+            .arg(tmp.path().join("served"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start serve");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut s = StdioServe {
+            child,
+            stdin,
+            stdout,
+        };
+        s.send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e3","version":"1"}}}"#);
+        assert_eq!(s.recv()["id"], 0);
+        s.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        s
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin");
+        writeln!(stdin, "{line}").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+
+    fn peak_kib(&self) -> u64 {
+        http::proc_status(self.child.id(), "VmHWM:")
+    }
+}
+
+impl Drop for StdioServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn e3_a_line_that_is_not_json_gets_a_parse_error_with_id_null_and_the_session_goes_on() {
+    let tmp = folder();
+    let answers = common::within(Duration::from_secs(60), move || {
+        let mut serve = StdioServe::start(&tmp);
+        serve.send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\" SECRET");
+        let parse = serve.recv();
+        serve.send("[1,2,3]");
+        let batch = serve.recv();
+        serve.send(
+            r#"{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":5,"x":"SECRET"}}"#,
+        );
+        let params = serve.recv();
+        serve.send(r#"{"jsonrpc":"2.0","id":4,"method":"skills/SECRET","params":{}}"#);
+        let unknown = serve.recv();
+        serve.send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
+        let ping = serve.recv();
+        (parse, batch, params, unknown, ping)
+    })
+    .expect("every line was answered before the deadline");
+    let (parse, batch, params, unknown, ping) = answers;
+    for (answer, code, id) in [(&params, -32602, 3), (&unknown, -32601, 4)] {
+        assert_eq!(answer["error"]["code"], json!(code), "{answer}");
+        assert_eq!(answer["id"], id, "{answer}");
+        assert!(!answer.to_string().contains("SECRET"), "{answer}");
+    }
+    assert_eq!(parse["error"]["code"], json!(-32700), "{parse}");
+    assert_eq!(parse["id"], Value::Null, "{parse}");
+    assert!(
+        !parse.to_string().contains("SECRET"),
+        "no answer quotes the line"
+    );
+    assert_eq!(batch["error"]["code"], json!(-32600), "{batch}");
+    assert_eq!(ping["id"], 2, "the session goes on: {ping}");
+    assert!(ping.get("result").is_some(), "{ping}");
+}
+
+#[test]
+fn e3_a_client_that_never_reads_its_answers_cannot_grow_serves_memory() {
+    let tmp = folder();
+    let written = Arc::new(AtomicUsize::new(0));
+    let counted = written.clone();
+    let peak = common::within(Duration::from_secs(300), move || {
+        let mut serve = StdioServe::start(&tmp);
+        let mut stdin = serve.stdin.take().expect("stdin");
+        // 3000 reads of a 200 KB file, pipelined; not one answer is read.
+        std::thread::spawn(move || {
+            for id in 1..=3_000 {
+                let line = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"skill://notes/refs/big.md"}}}}"#
+                );
+                if writeln!(stdin, "{line}").is_err() {
+                    return;
+                }
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+            let _ = stdin.flush();
+            // Kept open: the client is still there, it just does not read.
+            std::thread::sleep(Duration::from_secs(3600));
+        });
+        // Until the writer makes no progress for two seconds (serve stopped reading), or has
+        // written everything (serve read it all).
+        let mut last = 0;
+        loop {
+            std::thread::sleep(Duration::from_secs(2));
+            let now = written.load(Ordering::SeqCst);
+            if now == last || now == 3_000 {
+                break;
+            }
+            last = now;
+        }
+        (serve.peak_kib(), written.load(Ordering::SeqCst))
+    });
+    let (peak_kib, sent) = peak.expect("measured before the deadline");
+    println!(
+        "{sent} requests written before serve stopped reading; peak {} MiB",
+        peak_kib / 1024
+    );
+    assert!(
+        sent < 3_000,
+        "serve read all 3000 requests although none was answered"
+    );
+    assert!(
+        peak_kib < 100 * 1024,
+        "unread answers took serve to {} MiB",
+        peak_kib / 1024
+    );
+}
+
+#[test]
+fn e3_requests_pipelined_by_a_client_that_reads_are_all_answered() {
+    let tmp = folder();
+    let ids = common::within(Duration::from_secs(120), move || {
+        let mut serve = StdioServe::start(&tmp);
+        let mut stdin = serve.stdin.take().expect("stdin");
+        let writer = std::thread::spawn(move || {
+            for id in 1..=200 {
+                let method = if id % 2 == 0 { "resources/read" } else { "skills/list" };
+                writeln!(
+                    stdin,
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{"uri":"skill://notes/refs/big.md"}}}}"#
+                )
+                .expect("write");
+            }
+            stdin
+        });
+        let mut ids: Vec<u64> = (0..200)
+            .map(|_| serve.recv()["id"].as_u64().expect("an id"))
+            .collect();
+        drop(writer.join().expect("writer"));
+        ids.sort_unstable();
+        ids
+    })
+    .expect("all answered before the deadline");
+    assert_eq!(ids, (1..=200).collect::<Vec<_>>());
+}
