@@ -8,7 +8,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
 use serde_json::json;
-use skillcache::core::CachedRead;
+use skillcache::core::{Cache, CachedRead};
 use skillcache::entry::{CacheHints, Scope, Validation};
 use skillcache::store::Isolation;
 use skillcache::{Digest, Origin, SkillEntry};
@@ -370,4 +370,58 @@ fn o3_a_name_finds_every_match_in_its_origin_and_none_elsewhere() {
         c.entries_named(&a, "%", "").expect("find").is_empty(),
         "not a pattern"
     );
+}
+
+/// R-T1: the index's memo answers a warm entry or approval with no query only while nothing
+/// was committed since — by this process or by another one on the same root.
+#[test]
+fn t1_the_memo_answers_only_while_the_database_is_unchanged() {
+    let (d, c) = common::cache(Isolation::Rehash);
+    let o = origin("srv");
+    let hints = CacheHints::new(60_000, Scope::Public);
+    let e = with_files("demo", &[("a.md", b"a")], false);
+    assert!(c.entry_quick(&o, e.uri(), "").is_none(), "nothing read yet");
+    c.put_entry(&o, "", &e, hints).expect("put");
+    c.approve(&o, "", &e, None).expect("approve");
+    assert!(c.entry(&o, e.uri(), "").expect("read").is_some());
+    assert!(c.approval(&o, e.uri(), "").expect("read").is_some());
+    let quick = c.entry_quick(&o, e.uri(), "").expect("remembered");
+    assert!(quick.entry == e && quick.fresh);
+    assert!(c.approval_quick(&o, e.uri(), "").is_some());
+    assert!(
+        c.entry_quick(&o, e.uri(), "bob").is_none(),
+        "remembered per principal"
+    );
+    // Another opener (another process, as far as SQLite knows) commits a changed entry, which
+    // revokes the approval: neither remembered answer is given again.
+    let other = Cache::builder()
+        .root(d.path().join("root"))
+        .open()
+        .expect("a second opener");
+    other
+        .put_entry(
+            &o,
+            "",
+            &with_files("demo", &[("a.md", b"changed")], false),
+            hints,
+        )
+        .expect("put");
+    assert!(
+        c.approval_quick(&o, e.uri(), "").is_none(),
+        "another connection committed"
+    );
+    assert!(c.entry_quick(&o, e.uri(), "").is_none());
+    assert!(
+        c.approval(&o, e.uri(), "").expect("read").is_none(),
+        "revoked, as the index says"
+    );
+    // This process's own writes count the same.
+    assert!(c.entry(&o, e.uri(), "").expect("read").is_some());
+    assert!(c.entry_quick(&o, e.uri(), "").is_some());
+    c.purge(&o).expect("purge");
+    assert!(
+        c.entry_quick(&o, e.uri(), "").is_none(),
+        "purged by this process"
+    );
+    assert!(c.entry(&o, e.uri(), "").expect("read").is_none());
 }

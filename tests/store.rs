@@ -668,3 +668,74 @@ fn c3_a_batch_with_wrong_bytes_is_refused_and_publishes_nothing() {
         0
     );
 }
+
+/// R-T1: a small stored hit may be served on the caller's thread, but only when nothing needs
+/// the index: a tampered or missing copy, a file over the bound, or `Guaranteed` evidence only
+/// the index holds gives way to the full read (which quarantines and counts as before), and a
+/// quick hit is verified the same way.
+#[test]
+fn t1_a_quick_hit_is_verified_and_gives_way_on_anything_that_needs_the_index() {
+    for isolation in [Isolation::Rehash, Isolation::Guaranteed] {
+        let (_d, c) = cache_with_memory(isolation, 0);
+        let o = origin("srv");
+        let big =
+            vec![7u8; usize::try_from(skillcache::core::QUICK_HIT_MAX_BYTES).expect("usize") + 1];
+        let (e, files) = common::skill("demo", &[("a.md", b"small"), ("big.bin", &big)]);
+        c.put_entry(&o, "", &e, CacheHints::new(60_000, Scope::Public))
+            .expect("put");
+        common::store_all(&c, &o, &e, &files);
+        let listed = e.manifest().expect("manifest").files();
+        let small = listed
+            .iter()
+            .find(|f| f.uri().as_str().ends_with("a.md"))
+            .expect("a.md");
+        let large = listed
+            .iter()
+            .find(|f| f.uri().as_str().ends_with("big.bin"))
+            .expect("big.bin");
+        if isolation == Isolation::Guaranteed {
+            // A fresh process knows no evidence: only the index has it, so the full read goes first.
+            let fresh = Cache::builder()
+                .root(c.store().layout().root().to_owned())
+                .isolation(isolation)
+                .memory_tier(0)
+                .open()
+                .expect("a second opener");
+            assert!(
+                fresh.quick_hit(&o, small).is_none(),
+                "{isolation:?}: evidence is in the index only"
+            );
+        }
+        match c.read_file(&o, small).expect("read") {
+            CachedRead::Hit(v) => assert_eq!(v.as_slice(), b"small"),
+            other => panic!("{isolation:?}: expected a hit, got {other:?}"),
+        }
+        let (bytes, _) = c.quick_hit(&o, small).expect("a small verified hit");
+        assert_eq!(bytes.as_slice(), b"small");
+        assert!(
+            c.quick_hit(&o, large).is_none(),
+            "{isolation:?}: over the bound"
+        );
+        // Tampered in place (same length, other bytes): never a quick hit, and the full read
+        // then finds and quarantines it.
+        let path = c.store().layout().blob_path(&o, &small.digest());
+        let dir = path.parent().expect("parent").to_owned();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod dir");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).expect("chmod");
+        fs::remove_file(&path).expect("unlink");
+        fs::write(&path, b"SMALL").expect("tamper");
+        assert!(
+            c.quick_hit(&o, small).is_none(),
+            "{isolation:?}: a tampered copy is never a quick hit"
+        );
+        match c.read_file(&o, small).expect("read") {
+            CachedRead::Failed(_) => {}
+            other => panic!("{isolation:?}: the full read quarantines it, got {other:?}"),
+        }
+        assert!(
+            c.quick_hit(&o, small).is_none(),
+            "{isolation:?}: missing now"
+        );
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o555)).expect("chmod dir back");
+    }
+}

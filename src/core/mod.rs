@@ -201,6 +201,23 @@ impl CacheBuilder {
     }
 }
 
+/// The largest file [`Cache::quick_hit`] reads on the caller's thread: 64 KiB is read and
+/// hashed in tens of microseconds, within what an async task may take between two awaits.
+pub const QUICK_HIT_MAX_BYTES: u64 = 64 * 1024;
+
+/// What the store held for a file, before the caller records it.
+enum Stored {
+    /// Verified bytes and the blob's record as the read leaves it.
+    Hit(VerifiedBytes, Known),
+    /// Verified bytes (re-hashed) after confirmed evidence did not hold: the record must be
+    /// read again from the index.
+    Unconfirmed(VerifiedBytes, Known),
+    /// The copy failed verification.
+    Failed(Mismatch),
+    /// No copy.
+    Missing,
+}
+
 /// What a cached read found.
 #[derive(Debug)]
 pub enum CachedRead {
@@ -309,6 +326,30 @@ impl Cache {
         principal: &str,
     ) -> Result<Option<StoredEntry>, Error> {
         Ok(self.index.entry(origin, uri, principal, now_ms())?)
+    }
+
+    /// [`Cache::entry`] from the index's memo, on the caller's thread (R-T1): `None` means ask
+    /// [`Cache::entry`].
+    #[must_use]
+    pub fn entry_quick(
+        &self,
+        origin: &Origin,
+        uri: &SkillUri,
+        principal: &str,
+    ) -> Option<StoredEntry> {
+        self.index.entry_quick(origin, uri, principal, now_ms())
+    }
+
+    /// [`Cache::approval`] from the index's memo, on the caller's thread (R-T1): `None` means
+    /// ask [`Cache::approval`].
+    #[must_use]
+    pub fn approval_quick(
+        &self,
+        origin: &Origin,
+        uri: &SkillUri,
+        principal: &str,
+    ) -> Option<Approval> {
+        self.index.approval_quick(origin, uri, principal)
     }
 
     internal_pub! {
@@ -600,6 +641,31 @@ impl Cache {
         self.index.touch_blob(origin, digest, now_ms());
     }
 
+    /// A small stored hit served on the caller's thread (R-T1): no blocking hop, because it
+    /// needs nothing that can wait — no index query, no index write, no quarantine. Anything
+    /// that would need one (evidence only the index holds, a copy that is missing or fails, a
+    /// file over [`QUICK_HIT_MAX_BYTES`], an I/O error) gives `None`, and the caller takes the
+    /// full path ([`Cache::read_file`] on a blocking thread), which reads the file again and
+    /// deals with it. What is verified is verified the same way: re-hashed under `Rehash`,
+    /// evidence held on the same handle before and after under `Guaranteed` (R-C2). The second
+    /// value says the access time is due ([`Cache::touch`], written off the fast path).
+    #[must_use]
+    pub fn quick_hit(&self, origin: &Origin, file: &ManifestFile) -> Option<(VerifiedBytes, bool)> {
+        if file.size() > QUICK_HIT_MAX_BYTES {
+            return None;
+        }
+        let digest = file.digest();
+        let known = self.known(origin, &digest);
+        let evidence = self.evidence_in_memory(known)?;
+        match self.stored_copy(origin, file, known, evidence) {
+            Ok(Stored::Hit(bytes, now_known)) => {
+                let touch_due = self.settle(origin, digest, known, now_known, &bytes, now_ms());
+                Some((bytes, touch_due))
+            }
+            _ => None,
+        }
+    }
+
     /// Reads a listed file from the cache, verified against the listing (R-C2, R-V2). A copy
     /// that fails is quarantined and forgotten (row first, then blob: R-V8).
     ///
@@ -621,20 +687,20 @@ impl Cache {
             return Ok(CachedRead::Hit(hit.bytes));
         }
         let known = self.known(origin, &digest);
-        // Only the isolated policy uses evidence; re-hashing needs nothing from the index.
-        let evidence = match (self.isolation, known) {
-            (Isolation::Rehash, _) => None,
-            (Isolation::Guaranteed, Some(k)) => k.evidence,
-            (Isolation::Guaranteed, None) => self.evidence_from_index(origin, &digest)?,
+        let evidence = match self.evidence_in_memory(known) {
+            Some(evidence) => evidence,
+            None => self.evidence_from_index(origin, &digest)?,
         };
-        let read = self
-            .store
-            .read(origin, &digest, file.size(), self.isolation, evidence)?;
-        let (bytes, confirmed) = match read {
-            BlobRead::Verified(bytes) => (bytes, None),
-            BlobRead::Confirmed(bytes, ev) => (bytes, Some(ev)),
-            BlobRead::Failed(m) => return self.failed_copy(origin, file, m),
-            BlobRead::Missing => {
+        let (bytes, now_known) = match self.stored_copy(origin, file, known, evidence)? {
+            Stored::Hit(bytes, now_known) => (bytes, now_known),
+            Stored::Unconfirmed(bytes, mut now_known) => {
+                // Confirmed evidence did not hold: another process may have republished the
+                // blob. Start again from the index's (unconfirmed) record.
+                now_known.evidence = self.evidence_from_index(origin, &digest)?;
+                (bytes, now_known)
+            }
+            Stored::Failed(m) => return self.failed_copy(origin, file, m),
+            Stored::Missing => {
                 self.forget(origin, Some(&digest));
                 // A record of a missing blob is harmless (the next read misses again), so an
                 // index that cannot forget it must not fail a miss the server can serve (R-H5).
@@ -642,24 +708,74 @@ impl Cache {
                 return Ok(CachedRead::Miss);
             }
         };
+        if self.settle(origin, digest, known, now_known, &bytes, now) {
+            // Best effort: a busy, full or read-only index skips it, never fails the hit
+            // (R-H5); the next hit after the grain tries again either way.
+            self.index.touch_blob(origin, &digest, now);
+        }
+        Ok(CachedRead::Hit(bytes))
+    }
+
+    /// The evidence a read may use from this process's memory: none under `Rehash` (re-hashing
+    /// needs nothing from the index); under `Guaranteed` the blob's record. `None` when only the
+    /// index has the record.
+    #[allow(clippy::option_option)]
+    fn evidence_in_memory(&self, known: Option<Known>) -> Option<Option<Evidence>> {
+        match (self.isolation, known) {
+            (Isolation::Rehash, _) => Some(None),
+            (Isolation::Guaranteed, Some(k)) => Some(k.evidence),
+            (Isolation::Guaranteed, None) => None,
+        }
+    }
+
+    /// The stored copy of `file`, verified by the store under the isolation mode, and the
+    /// blob's record as this read leaves it.
+    fn stored_copy(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        known: Option<Known>,
+        evidence: Option<Evidence>,
+    ) -> Result<Stored, Error> {
+        let read = self
+            .store
+            .read(origin, &file.digest(), file.size(), self.isolation, evidence)?;
         let mut now_known = known.unwrap_or(Known {
             evidence,
             touched_ms: 0,
         });
-        if let Some(ev) = confirmed {
-            now_known.evidence = Some(ev);
-        } else if self.isolation == Isolation::Guaranteed
-            && bytes.rehashed()
-            && evidence.is_some_and(|e| e.confirmed)
-        {
-            // Confirmed evidence did not hold: another process may have republished the blob.
-            // Start again from the index's (unconfirmed) record.
-            now_known.evidence = self.evidence_from_index(origin, &digest)?;
-        }
-        // Best effort: a busy, full or read-only index skips it, never fails the hit (R-H5); the
-        // next hit after the grain tries again either way.
-        if now.saturating_sub(now_known.touched_ms) >= ACCESS_GRAIN_MS {
-            self.index.touch_blob(origin, &digest, now);
+        Ok(match read {
+            BlobRead::Confirmed(bytes, ev) => {
+                now_known.evidence = Some(ev);
+                Stored::Hit(bytes, now_known)
+            }
+            BlobRead::Verified(bytes)
+                if self.isolation == Isolation::Guaranteed
+                    && bytes.rehashed()
+                    && evidence.is_some_and(|e| e.confirmed) =>
+            {
+                Stored::Unconfirmed(bytes, now_known)
+            }
+            BlobRead::Verified(bytes) => Stored::Hit(bytes, now_known),
+            BlobRead::Failed(m) => Stored::Failed(m),
+            BlobRead::Missing => Stored::Missing,
+        })
+    }
+
+    /// Keeps what a hit taught this process: the blob's record and, for a private copy, the
+    /// bytes in the memory tier. True when the blob's access time is due to be written (the
+    /// caller writes it, where it may).
+    fn settle(
+        &self,
+        origin: &Origin,
+        digest: crate::digest::Digest,
+        known: Option<Known>,
+        mut now_known: Known,
+        bytes: &VerifiedBytes,
+        now: u64,
+    ) -> bool {
+        let touch_due = now.saturating_sub(now_known.touched_ms) >= ACCESS_GRAIN_MS;
+        if touch_due {
             now_known.touched_ms = now;
         }
         if known != Some(now_known) {
@@ -668,9 +784,9 @@ impl Cache {
         // A map is only as isolated as the file under it: the tier keeps private copies only
         // (and a mapped hit costs about what a tier hit does).
         if !bytes.is_mapped() {
-            self.memory.insert(origin, &bytes, now_known.touched_ms);
+            self.memory.insert(origin, bytes, now_known.touched_ms);
         }
-        Ok(CachedRead::Hit(bytes))
+        touch_due
     }
 
     /// A cached copy failed verification: forget it and move it aside.

@@ -9,7 +9,7 @@ use super::policy::{ApprovalPolicy, DynamicPolicy};
 use super::state::State;
 use crate::entry::SkillEntry;
 use crate::error::{Declined, Error, Limit};
-use crate::index::Approval;
+use crate::index::{Approval, StoredEntry};
 use crate::origin::Origin;
 use crate::tier::TierHandle;
 
@@ -49,11 +49,38 @@ impl State {
         if !approval && tier.is_none() {
             return Ok(Admitted::default());
         }
-        // One hop for both questions the index answers.
-        let (o, u, p) = (origin.clone(), entry.uri().clone(), principal.to_owned());
+        // A warm approval with the tier off is answered from the index's memo (R-T1); otherwise
+        // one hop for both questions the index answers.
         let want_tier = tier.is_some();
-        let (approved, stored) = self
-            .blocking(move |c| {
+        let quick = (approval && !want_tier)
+            .then(|| self.core().approval_quick(origin, entry.uri(), principal))
+            .flatten();
+        let (approved, stored) = if let Some(a) = quick {
+            (Some(a), None)
+        } else {
+            self.ask_index(origin, entry, principal, approval, want_tier)
+                .await?
+        };
+        let granted = if approval {
+            self.judge(origin, entry, principal, approved)?
+        } else {
+            None
+        };
+        let tier = tier.and_then(|t| TierHandle::for_entry(&t, stored.as_ref(), entry));
+        Ok(Admitted { granted, tier })
+    }
+
+    /// The approval (when `approval`) and the stored entry (when `want_tier`), in one hop.
+    async fn ask_index(
+        &self,
+        origin: &Origin,
+        entry: &SkillEntry,
+        principal: &str,
+        approval: bool,
+        want_tier: bool,
+    ) -> Result<(Option<Approval>, Option<StoredEntry>), Error> {
+        let (o, u, p) = (origin.clone(), entry.uri().clone(), principal.to_owned());
+        self.blocking(move |c| {
                 let approved = if approval { c.approval(&o, &u, &p)? } else { None };
                 // Fail closed: an entry whose scope cannot be read is treated as private.
                 let stored = want_tier.then(|| c.entry(&o, &u, &p)).and_then(|r| {
@@ -63,14 +90,7 @@ impl State {
                 });
                 Ok((approved, stored))
             })
-            .await?;
-        let granted = if approval {
-            self.judge(origin, entry, principal, approved)?
-        } else {
-            None
-        };
-        let tier = tier.and_then(|t| TierHandle::for_entry(&t, stored.as_ref(), entry));
-        Ok(Admitted { granted, tier })
+            .await
     }
 
     /// R-W7: a skill over the limits is declined from its entry alone.

@@ -164,8 +164,15 @@ impl SkillCache {
         if self.state.settings().offline.on {
             return offline::entry(&self.state, origin, uri, &self.principal).await;
         }
-        let (o, u, p) = (origin.clone(), uri.clone(), self.principal.to_string());
-        if let Some(stored) = self.state.blocking(move |c| c.entry(&o, &u, &p)).await?
+        // A warm entry is answered from the index's memo with no hop (R-T1).
+        let quick = self.state.core().entry_quick(origin, uri, &self.principal);
+        let stored = if let Some(stored) = quick {
+            Some(stored)
+        } else {
+            let (o, u, p) = (origin.clone(), uri.clone(), self.principal.to_string());
+            self.state.blocking(move |c| c.entry(&o, &u, &p)).await?
+        };
+        if let Some(stored) = stored
             && stored.fresh
             && !self
                 .state

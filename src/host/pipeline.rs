@@ -1,5 +1,6 @@
 //! The one path every listed file takes, one file or a whole skill alike (a single file is a
-//! batch of one): the memory tier (no blocking hop), the local store (one hop for the batch), and
+//! batch of one): the memory tier and small stored hits on the caller's thread (no blocking hop),
+//! the rest of the local store (one hop for the batch), and
 //! for what is missing — under each digest's single-flight turn — the shared tier, then the
 //! server, each file verified as it arrives (size, then digest, then for the skill's own
 //! `SKILL.md` the frontmatter), then every fetched file published as one batch (one round of
@@ -12,7 +13,7 @@ use super::file::{Provenance, SkillFile};
 use super::flight::Gate;
 use super::state::State;
 use super::stats::Counter;
-use crate::core::CachedRead;
+use crate::core::{CachedRead, QUICK_HIT_MAX_BYTES};
 use crate::entry::{ManifestFile, SkillEntry, select_content};
 use crate::error::{Error, Mismatch, VerifyError};
 use crate::frontmatter;
@@ -76,8 +77,20 @@ impl Pipeline<'_> {
         let mut out: Vec<Option<SkillFile>> =
             std::iter::repeat_with(|| None).take(files.len()).collect();
         let mut rest = Vec::new();
+        // Small stored hits are read on this thread (R-T1): a blocking hop costs far more than
+        // reading and hashing a few KiB. At most this many bytes a call, so a whole skill's
+        // files still go to the blocking pool, in parallel.
+        let mut inline_left = QUICK_HIT_MAX_BYTES;
         for (i, file) in files.iter().enumerate() {
-            match self.state.core().memory_hit(self.origin, file) {
+            let core = self.state.core();
+            let quick = core.memory_hit(self.origin, file).or_else(|| {
+                let size = file.size();
+                (size <= inline_left).then(|| {
+                    inline_left -= size;
+                    core.quick_hit(self.origin, file)
+                })?
+            });
+            match quick {
                 Some((bytes, touch_due)) => {
                     if touch_due {
                         self.touch_later(file);
@@ -111,7 +124,8 @@ impl Pipeline<'_> {
             .collect())
     }
 
-    /// The access time of a memory hit, written off the caller's path (best effort).
+    /// The access time of a hit served on this thread, written off the caller's path (best
+    /// effort).
     fn touch_later(&self, file: &ManifestFile) {
         let (core, origin, digest) = (
             Arc::clone(self.state.core()),

@@ -168,12 +168,34 @@ impl Index {
         principal: &str,
     ) -> Result<Option<Approval>, IndexError> {
         let conn = self.conn();
+        // Read before the query, under the same hold: see `memo`.
+        let version = super::memo::version(&conn);
         let Some(oid) = find_origin_id(&conn, origin)? else {
             return Ok(None);
         };
         let row = self.sealed_approval(&conn, oid, origin, uri.canonical(), principal)?;
         drop(conn);
-        Ok(row.and_then(SealedApproval::believe))
+        let approval = row.and_then(SealedApproval::believe);
+        if let (Some(v), Some(a)) = (version, &approval) {
+            let key = super::memo::key(origin.as_str(), uri.canonical(), principal);
+            self.memo.keep_approval(v, key, a);
+        }
+        Ok(approval)
+    }
+
+    /// [`Index::approval`] answered from the memo, with no query and no wait (R-T1): `None`
+    /// when the database changed since the approval was last read, the reader is busy, or no
+    /// approval was read yet — then ask [`Index::approval`].
+    #[must_use]
+    pub fn approval_quick(
+        &self,
+        origin: &Origin,
+        uri: &SkillUri,
+        principal: &str,
+    ) -> Option<Approval> {
+        let version = super::memo::version_now(&self.reader)?;
+        let key = super::memo::key(origin.as_str(), uri.canonical(), principal);
+        self.memo.approval(version, &key)
     }
 
     /// Whether `entry` (as it is now) is approved by `principal`: a sealed approval exists and

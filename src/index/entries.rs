@@ -272,12 +272,17 @@ impl Index {
         now_ms: u64,
     ) -> Result<Option<StoredEntry>, IndexError> {
         let canonical = uri.canonical();
-        let rows: Vec<Row> = {
+        let (version, rows): (Option<i64>, Vec<Row>) = {
             let conn = self.conn();
+            // Read before the query, under the same hold: see `memo`.
+            let version = super::memo::version(&conn);
             let Some(oid) = find_origin_id(&conn, origin)? else {
                 return Ok(None);
             };
-            Row::visible(&conn, oid, canonical, principal, "read entry")?
+            (
+                version,
+                Row::visible(&conn, oid, canonical, principal, "read entry")?,
+            )
         };
         let mut found = None;
         for row in rows {
@@ -298,12 +303,35 @@ impl Index {
         };
         let ttl = u64::try_from(row.ttl_ms).unwrap_or(0);
         let fetched_at_ms = u64::try_from(row.fetched_at_ms).unwrap_or(0);
-        Ok(Some(StoredEntry {
+        let stored = StoredEntry {
             entry,
             hints: CacheHints::new(ttl, scope),
             fetched_at_ms,
             fresh: now_ms < fetched_at_ms.saturating_add(ttl),
-        }))
+        };
+        if let Some(v) = version {
+            self.memo
+                .keep_entry(v, super::memo::key(origin.as_str(), canonical, principal), &stored);
+        }
+        Ok(Some(stored))
+    }
+
+    /// [`Index::entry`] answered from the memo, with no query and no wait (R-T1): `None` when
+    /// the database changed since the entry was last read, the reader is busy, or the entry was
+    /// not read yet — then ask [`Index::entry`].
+    #[must_use]
+    pub fn entry_quick(
+        &self,
+        origin: &Origin,
+        uri: &SkillUri,
+        principal: &str,
+        now_ms: u64,
+    ) -> Option<StoredEntry> {
+        let version = super::memo::version_now(&self.reader)?;
+        let key = super::memo::key(origin.as_str(), uri.canonical(), principal);
+        let mut stored = self.memo.entry(version, &key)?;
+        stored.fresh = now_ms < stored.fetched_at_ms.saturating_add(stored.hints.ttl_ms());
+        Some(stored)
     }
 
     /// Every entry (of one origin, or all), for listings. Rows whose seal fails are left out

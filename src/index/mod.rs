@@ -8,6 +8,7 @@
 //!
 //! - `stored`: entries read back, validated again.
 //! - `seal`: the HMAC seal every believed row carries under the host key (R-H3).
+//! - `memo`: believed answers remembered until the database changes (R-T1).
 //! - `open`: opening without writing, read-only fallbacks (R-H5); `heal`: damage moved aside (R-H6).
 //!
 //! Trust: the database lies under the root, which anyone may write under `Rehash`. A row is
@@ -24,6 +25,7 @@ mod blobs;
 pub(crate) mod error;
 mod entries;
 mod heal;
+mod memo;
 mod open;
 mod schema;
 mod seal;
@@ -54,6 +56,8 @@ pub struct Index {
     key: SealKey,
     healed: Option<PathBuf>,
     seal_failures: AtomicU64,
+    /// Entries and approvals read, until the database changes.
+    memo: memo::Memo,
 }
 
 pub(crate) fn db_err(what: &'static str) -> impl FnOnce(rusqlite::Error) -> IndexError {
@@ -124,6 +128,7 @@ impl Index {
             key,
             healed,
             seal_failures: AtomicU64::new(0),
+            memo: memo::Memo::default(),
         })
     }
 
