@@ -3,19 +3,31 @@
 //! fetched a few files at a time and published as one batch). The whole process
 //! is what the script measures; this prints `skills=N files=M bytes=B ms=T`.
 //!
+//! With `--bare` it is the floor of that sweep: the same requests (`skills/list`, then every
+//! listed file of each skill by `resources/read`, skills one after another and the same number
+//! of reads in flight as a load keeps) sent through the same transport, nothing validated,
+//! verified or kept.
+//!
 //! ```text
 //! sweep URL ROOT
+//! sweep --bare URL
 //! ```
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use skillcache::source::McpSource;
+use serde_json::Value;
+use skillcache::source::{McpSource, SkillSource};
 use skillcache::{ApprovalPolicy, Origin, SkillCache};
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> Result<(), Box<skillcache::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, url] = args.as_slice()
+        && flag == "--bare"
+    {
+        return bare(url).await;
+    }
     let (Some(url), Some(root)) = (args.first(), args.get(1)) else {
         eprintln!("usage: sweep URL ROOT");
         std::process::exit(2);
@@ -42,6 +54,66 @@ async fn main() -> Result<(), Box<skillcache::Error>> {
     }
     println!(
         "skills={skills} files={files} bytes={bytes} ms={:.1}",
+        start.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(())
+}
+
+/// Reads in flight per skill: what a load keeps (`FETCHES_IN_FLIGHT` in the loading pipeline).
+const IN_FLIGHT: usize = 8;
+
+/// The floor: the sweep's requests, bare.
+async fn bare(url: &str) -> Result<(), Box<skillcache::Error>> {
+    let start = Instant::now();
+    let source = Arc::new(McpSource::http(url));
+    source.ready().await?;
+    let mut skills: Vec<Vec<String>> = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = source.list_skills(cursor.as_deref()).await?;
+        for skill in page["skills"].as_array().into_iter().flatten() {
+            let uris = skill["resources"].as_array().into_iter().flatten();
+            skills.push(
+                uris.filter_map(|r| r["uri"].as_str().map(str::to_owned))
+                    .collect(),
+            );
+        }
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    let (mut files, mut bytes) = (0, 0);
+    for uris in &skills {
+        let mut running = tokio::task::JoinSet::new();
+        let mut next = uris.iter();
+        loop {
+            while running.len() < IN_FLIGHT {
+                let Some(uri) = next.next() else { break };
+                let (source, uri) = (Arc::clone(&source), uri.clone());
+                running.spawn(async move { source.read_resource(&uri).await });
+            }
+            let Some(done) = running.join_next().await else {
+                break;
+            };
+            let result: Value = done.expect("a read task")?;
+            files += 1;
+            bytes += result["contents"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    c["text"]
+                        .as_str()
+                        .or(c["blob"].as_str())
+                        .map_or(0, str::len)
+                })
+                .sum::<usize>();
+        }
+    }
+    println!(
+        "skills={} files={files} bytes={bytes} ms={:.1}",
+        skills.len(),
         start.elapsed().as_secs_f64() * 1e3
     );
     Ok(())

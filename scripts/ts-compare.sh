@@ -4,7 +4,9 @@
 # (@modelcontextprotocol/server 2.4.0) over Streamable HTTP, as a whole process, measured with
 # GNU time (wall clock and peak RSS). Cold: skillcache on a fresh root (durable: every blob
 # synced); warm: the same root again. The TS client keeps nothing between processes, so each of
-# its runs is cold. RUNS (default 3) runs of each; the script prints every run, then medians.
+# its runs is cold. The floor (`sweep --bare`) sends the same requests with the same concurrency
+# through the same transport and keeps nothing: cold / floor is what verifying and keeping cost.
+# RUNS (default 3) runs of each; the script prints every run, then medians.
 # Usage: sh scripts/ts-compare.sh   (needs node/npm; installs interop/ with `npm ci` if missing)
 set -eu
 cd "$(dirname "$0")/.."
@@ -28,6 +30,7 @@ measure() { # label, command…
 }
 for i in $(seq "$runs"); do
   measure ts_client node interop/ts-sweep.mjs "$url"
+  measure bare_floor target/release/examples/sweep --bare "$url"
   measure skillcache_cold target/release/examples/sweep "$url" "$work/root-$i"
   measure skillcache_warm target/release/examples/sweep "$url" "$work/root-$i"
 done
@@ -43,9 +46,10 @@ for line in open(sys.argv[1]):
 med = {k: (statistics.median(w for w, _, _ in v), statistics.median(m for _, m, _ in v),
            statistics.median(k for _, _, k in v)) for k, v in rows.items()}
 ts = med["ts_client"]
-print("\n| sweep (whole process) | wall, median | in-process | peak RSS | wall / TS client |")
-print("|---|---|---|---|---|")
-for k in ["ts_client", "skillcache_cold", "skillcache_warm"]:
+floor = med["bare_floor"]
+print("\n| sweep (whole process) | wall, median | in-process | peak RSS | wall / TS client | in-process / floor |")
+print("|---|---|---|---|---|---|")
+for k in ["ts_client", "bare_floor", "skillcache_cold", "skillcache_warm"]:
     w, m, kib = med[k]
-    print(f"| {k} | {w:.0f} ms | {m:.0f} ms | {kib / 1024:.0f} MiB | {w / ts[0]:.3f}× |")
+    print(f"| {k} | {w:.0f} ms | {m:.0f} ms | {kib / 1024:.0f} MiB | {w / ts[0]:.3f}× | {m / floor[1]:.2f}× |")
 PY
