@@ -38,6 +38,8 @@ from ._errors import (
 )
 from ._skillcache import (
     CachedEntry,
+    Catalog,
+    CatalogSkill,
     EntryDiff,
     EntryInfo,
     GcReport,
@@ -58,6 +60,8 @@ from ._skillcache import (
 # (which is also a builtin `TimeoutError`).
 __all__ = [
     "CachedEntry",
+    "Catalog",
+    "CatalogSkill",
     "ConfigError",
     "DeclinedError",
     "EntryDiff",

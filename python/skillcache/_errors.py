@@ -111,7 +111,8 @@ class StoreError(Error):
 
 class IndexError(Error):  # noqa: A001 - the Rust name, on purpose
     """The index failed or refused. By `kind`: `"database"` (`what`), `"too_new"` (`found`,
-    `supported`), `"read_only"` (`path`, `what`), `"host_key"` (`path`, `problem`). Not the
+    `supported`), `"read_only"` (`path`, `what`), `"io"` (`op`, `path`, `errno`: moving a damaged database aside,
+    the host key file), `"host_key"` (`path`, `problem`). Not the
     builtin `IndexError`: import it qualified (`skillcache.IndexError`)."""
 
 

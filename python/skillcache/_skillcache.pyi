@@ -3,7 +3,7 @@ re-exports every class; its exception classes are in `skillcache/_errors.py`."""
 
 import os
 import pathlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, final
 
 from ._errors import Error
@@ -116,6 +116,11 @@ class SkillFile:
         """A cached copy failed and the file was fetched once more (R-V9)."""
     @property
     def stored(self) -> bool: ...
+    def framed(self) -> str:
+        """The file framed for model context (R-Q2): a line naming the origin, the URI, that it
+        came from an MCP server, its size and digest, and a boundary the content does not
+        contain; the text unchanged; the line that closes it. Bytes that are not UTF-8 text are
+        described, not inlined."""
     def __len__(self) -> int: ...
 
 @final
@@ -135,6 +140,40 @@ class LoadedSkill:
     async def read(self, reference: str) -> SkillFile:
         """A file, by a reference relative to the skill root (R-V5) listed in the entry (R-V4)."""
     async def read_all(self) -> list[SkillFile]: ...
+
+@final
+class CatalogSkill:
+    """One skill of a `Catalog` (R-Q1)."""
+
+    @property
+    def handle(self) -> str:
+        """Unique in the catalog, and the same whenever it holds the same skills: the name, the
+        root URI (two paths of one origin), or `origin:` and either (a name shared with another
+        origin or a local skill)."""
+    @property
+    def origin(self) -> str: ...
+    @property
+    def entry(self) -> SkillEntry:
+        """As listed: what `approve` and `load` take."""
+    @property
+    def collides_with(self) -> list[str]:
+        """The handles of every other skill with its name (a local skill's is its bare name),
+        sorted; empty when the name is unique."""
+
+@final
+class Catalog:
+    """The skills of every bound origin in one view (R-Q1), from `SkillCache.catalog`."""
+
+    @property
+    def skills(self) -> list[CatalogSkill]:
+        """By origin label, then by URI."""
+    def get(self, handle: str) -> CatalogSkill | None:
+        """The skill with exactly this handle; a bare name finds nothing once it collides."""
+    @property
+    def failures(self) -> list[tuple[str, Error]]:
+        """`(origin, error)` of an origin whose listing failed or of one refused entry."""
+    def __len__(self) -> int: ...
+    def __contains__(self, handle: str) -> bool: ...
 
 @final
 class VerifyReport:
@@ -289,6 +328,13 @@ class SkillCache:
     async def verify(self, origin: str | None = None) -> VerifyReport: ...
     async def gc(self, max_bytes: int | None = None) -> GcReport: ...
     async def purge(self, origin: str) -> None: ...
+    async def origins(self) -> list[str]:
+        """Every origin the root holds anything of, sorted; bound or not."""
+    async def purge_absent(self, keep: Iterable[str]) -> list[str]:
+        """Purges every origin the root holds that `keep` does not name (R-Q3); the removed."""
+    async def catalog(self, local_names: Sequence[str] = ()) -> Catalog:
+        """Every bound origin listed into one catalog; `local_names` are the host's own
+        filesystem skills, which no MCP skill shadows (R-Q1)."""
     async def inventory(self) -> Inventory: ...
     async def cached_entries(self, origin: str | None = None) -> list[CachedEntry]: ...
     def stats(self) -> dict[str, int]: ...

@@ -10,10 +10,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyString};
 use pyo3_async_runtimes::tokio::future_into_py;
 use skillcache::entry::{Limits, Validation};
 use skillcache::source::Change;
@@ -21,6 +21,7 @@ use skillcache::{
     ApprovalPolicy, DynamicPolicy, Error, Isolation, Origin, ServerConfig, SkillCache, SkillUri,
 };
 
+use crate::catalog::PyCatalog;
 use crate::errors::{as_value, raise, to_py_err};
 use crate::json;
 use crate::lockfile::PyLockFile;
@@ -473,6 +474,59 @@ impl PySkillCache {
         })
     }
 
+    /// Every origin the root holds anything of (entries, approvals, blobs, staged or quarantined
+    /// copies), sorted by label; bound or not.
+    fn origins<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let cache = self.inner.clone();
+        future_into_py(py, async move {
+            let origins = cache.origins().await.map_err(|e| err(&e))?;
+            Ok(labels(origins))
+        })
+    }
+
+    /// Removes everything of every origin the root holds that `keep` does not name — the
+    /// servers the host no longer configures (R-Q3) — and returns the labels removed. `keep` is
+    /// any iterable of labels, all checked before anything is removed; a bare `str` is refused,
+    /// since its characters would be taken for the labels to keep.
+    fn purge_absent<'py>(
+        &self,
+        py: Python<'py>,
+        keep: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if keep.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(
+                "keep must be an iterable of origin labels, not a str",
+            ));
+        }
+        let keep = keep
+            .try_iter()?
+            .map(|label| self::origin(&label?.extract::<String>()?))
+            .collect::<PyResult<Vec<Origin>>>()?;
+        let cache = self.inner.clone();
+        future_into_py(py, async move {
+            let removed = cache.purge_absent(&keep).await.map_err(|e| err(&e))?;
+            Ok(labels(removed))
+        })
+    }
+
+    /// Lists every bound origin, concurrently, into one `Catalog` (R-Q1): every skill under a
+    /// handle unique across origins and stable across runs, every name collision reported —
+    /// including with `local_names`, the host's own filesystem skills, which an MCP skill never
+    /// shadows. An origin that cannot be listed is in `failures`, not raised.
+    #[pyo3(signature = (local_names=Vec::new()))]
+    fn catalog<'py>(
+        &self,
+        py: Python<'py>,
+        local_names: Vec<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let cache = self.inner.clone();
+        future_into_py(py, async move {
+            let names: Vec<&str> = local_names.iter().map(String::as_str).collect();
+            let catalog = cache.catalog(&names).await.map_err(|e| err(&e))?;
+            Python::attach(|py| PyCatalog::new(py, catalog))
+        })
+    }
+
     /// Counts what the cache root holds.
     fn inventory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let cache = self.inner.clone();
@@ -518,6 +572,11 @@ impl PySkillCache {
             self.inner.root().display().to_string()
         )
     }
+}
+
+/// Origins as their labels, the form Python hands them in.
+fn labels(origins: Vec<Origin>) -> Vec<String> {
+    origins.into_iter().map(|o| o.as_str().to_owned()).collect()
 }
 
 fn choice(what: &str, given: &str, allowed: &[&str]) -> PyErr {

@@ -229,6 +229,14 @@ fn index(e: &IndexError) -> Raised {
         IndexError::ReadOnly { path: p, what } => Raised::new("IndexError", "read_only")
             .with("path", path(p))
             .with("what", *what),
+        IndexError::Io {
+            op,
+            path: p,
+            source,
+        } => Raised::new("IndexError", "io")
+            .with("op", *op)
+            .with("path", path(p))
+            .with("errno", source.raw_os_error().map(i64::from)),
         IndexError::HostKey { path: p, problem } => Raised::new("IndexError", "host_key")
             .with("path", path(p))
             .with("problem", problem.to_string()),

@@ -2,11 +2,12 @@
 //! (Y1). The `skillcache` Python package re-exports it with its exception classes
 //! (`skillcache/_errors.py`) and the session bridge (`skillcache/_session.py`).
 //!
-//! The layers: `cache` (the `SkillCache` and `LoadedSkill` classes), `types` (the values they
-//! hand out), `lockfile`, `session` (a `SkillSource` over the host's own MCP session),
+//! The layers: `cache` (the `SkillCache` and `LoadedSkill` classes), `catalog` (the `Catalog`
+//! of every bound origin), `types` (the values they hand out), `lockfile`, `session` (a `SkillSource` over the host's own MCP session),
 //! `errors` (every `skillcache::Error` as a Python exception) and `json`.
 
 mod cache;
+mod catalog;
 mod errors;
 mod json;
 mod lockfile;
@@ -28,6 +29,8 @@ fn _skillcache(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_ready, m)?)?;
     m.add_class::<cache::PySkillCache>()?;
     m.add_class::<cache::PyLoadedSkill>()?;
+    m.add_class::<catalog::PyCatalog>()?;
+    m.add_class::<catalog::PyCatalogSkill>()?;
     m.add_class::<types::PySkillEntry>()?;
     m.add_class::<types::PyManifestFile>()?;
     m.add_class::<types::PyEntryInfo>()?;

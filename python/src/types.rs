@@ -303,6 +303,12 @@ impl PySkillFile {
     fn stored(&self) -> bool {
         self.file.stored()
     }
+    /// The file framed for model context (R-Q2): the origin label, the URI, that it came from
+    /// an MCP server, its size and digest, and a boundary the content does not contain; text
+    /// inlined unchanged, other bytes described. Off the GIL: finding the boundary hashes.
+    fn framed(&self, py: Python<'_>) -> String {
+        py.detach(|| self.file.framed())
+    }
     fn __len__(&self) -> usize {
         self.file.bytes().len()
     }

@@ -208,6 +208,9 @@ def test_y2_the_readme_examples_run_as_written(doc: str, tmp_path: Path) -> None
         HOME=str(tmp_path),
         XDG_CACHE_HOME=str(tmp_path / "cache"),
         XDG_CONFIG_HOME=str(tmp_path / "config"),
+        # The examples' `tempfile.mkdtemp()` folders land in this test's scratch folder, which
+        # pytest removes (read-only cache roots included), not in /tmp.
+        TMPDIR=str(tmp_path),
     )
     for variable in ("SKILLCACHE_ROOT", "SKILLCACHE_KEY_FILE"):
         env.pop(variable, None)
