@@ -178,7 +178,7 @@ impl Index {
         let approval = row.and_then(SealedApproval::believe);
         if let (Some(v), Some(a)) = (version, &approval) {
             let key = super::memo::key(origin.as_str(), uri.canonical(), principal);
-            self.memo.keep_approval(v, key, a);
+            self.approval_memo.keep(v, key, a);
         }
         Ok(approval)
     }
@@ -195,7 +195,7 @@ impl Index {
     ) -> Option<Approval> {
         let version = super::memo::version_now(&self.reader)?;
         let key = super::memo::key(origin.as_str(), uri.canonical(), principal);
-        self.memo.approval(version, &key)
+        self.approval_memo.get(version, &key)
     }
 
     /// Whether `entry` (as it is now) is approved by `principal`: a sealed approval exists and

@@ -310,8 +310,8 @@ impl Index {
             fresh: now_ms < fetched_at_ms.saturating_add(ttl),
         };
         if let Some(v) = version {
-            self.memo
-                .keep_entry(v, super::memo::key(origin.as_str(), canonical, principal), &stored);
+            self.entry_memo
+                .keep(v, super::memo::key(origin.as_str(), canonical, principal), &stored);
         }
         Ok(Some(stored))
     }
@@ -329,7 +329,7 @@ impl Index {
     ) -> Option<StoredEntry> {
         let version = super::memo::version_now(&self.reader)?;
         let key = super::memo::key(origin.as_str(), uri.canonical(), principal);
-        let mut stored = self.memo.entry(version, &key)?;
+        let mut stored = self.entry_memo.get(version, &key)?;
         stored.fresh = now_ms < stored.fetched_at_ms.saturating_add(stored.hints.ttl_ms());
         Some(stored)
     }

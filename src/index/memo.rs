@@ -18,28 +18,35 @@ use std::sync::{Mutex, TryLockError};
 
 use rusqlite::Connection;
 
-use super::approvals::Approval;
-use super::entries::StoredEntry;
-
 /// Remembered answers of one kind at most; past it the memo starts again (a host with more
 /// skills than this warm at once pays one query for some of them).
 const MAX_ANSWERS: usize = 4096;
 
 /// (origin label, canonical skill URI, principal).
-type Key = (String, String, String);
+pub(super) type Key = (String, String, String);
 
 /// What the memo holds for a version of the database.
-#[derive(Debug, Default)]
-struct Answers {
+#[derive(Debug)]
+struct Answers<T> {
     version: Option<i64>,
-    entries: HashMap<Key, StoredEntry>,
-    approvals: HashMap<Key, Approval>,
+    answers: HashMap<Key, T>,
 }
 
-/// The memo of one index.
-#[derive(Debug, Default)]
-pub(super) struct Memo {
-    answers: Mutex<Answers>,
+/// Believed answers of one kind (entries, or approvals) of one index.
+#[derive(Debug)]
+pub(super) struct Memo<T> {
+    answers: Mutex<Answers<T>>,
+}
+
+impl<T> Default for Memo<T> {
+    fn default() -> Self {
+        Memo {
+            answers: Mutex::new(Answers {
+                version: None,
+                answers: HashMap::new(),
+            }),
+        }
+    }
 }
 
 /// The reader's data version, read now. `None` when it cannot be read without waiting.
@@ -65,67 +72,37 @@ pub(super) fn version_now(reader: &Mutex<Connection>) -> Option<i64> {
     version(&conn)
 }
 
-impl Memo {
-    fn answers(&self) -> std::sync::MutexGuard<'_, Answers> {
+impl<T: Clone> Memo<T> {
+    fn answers(&self) -> std::sync::MutexGuard<'_, Answers<T>> {
         self.answers
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The remembered entry for `key`, if the database is still at `version`.
-    pub(super) fn entry(&self, version: i64, key: &Key) -> Option<StoredEntry> {
+    /// The remembered answer for `key`, if the database is still at `version`.
+    pub(super) fn get(&self, version: i64, key: &Key) -> Option<T> {
         let answers = self.answers();
         (answers.version == Some(version))
-            .then(|| answers.entries.get(key).cloned())
+            .then(|| answers.answers.get(key).cloned())
             .flatten()
     }
 
-    /// The remembered approval for `key`, if the database is still at `version`.
-    pub(super) fn approval(&self, version: i64, key: &Key) -> Option<Approval> {
-        let answers = self.answers();
-        (answers.version == Some(version))
-            .then(|| answers.approvals.get(key).cloned())
-            .flatten()
-    }
-
-    /// Remembers an entry read at `version`.
-    pub(super) fn keep_entry(&self, version: i64, key: Key, entry: &StoredEntry) {
+    /// Remembers an answer read at `version`. Versions only grow, so an answer read at an older
+    /// one (another thread's, kept late) is not kept at all; a newer one forgets the rest.
+    pub(super) fn keep(&self, version: i64, key: Key, answer: &T) {
         let mut answers = self.answers();
-        if !answers.at(version) {
-            return;
+        match answers.version {
+            Some(v) if v > version => return,
+            Some(v) if v == version => {}
+            _ => {
+                answers.answers.clear();
+                answers.version = Some(version);
+            }
         }
-        if answers.entries.len() >= MAX_ANSWERS {
-            answers.entries.clear();
+        if answers.answers.len() >= MAX_ANSWERS {
+            answers.answers.clear();
         }
-        answers.entries.insert(key, entry.clone());
-    }
-
-    /// Remembers an approval read at `version`.
-    pub(super) fn keep_approval(&self, version: i64, key: Key, approval: &Approval) {
-        let mut answers = self.answers();
-        if !answers.at(version) {
-            return;
-        }
-        if answers.approvals.len() >= MAX_ANSWERS {
-            answers.approvals.clear();
-        }
-        answers.approvals.insert(key, approval.clone());
-    }
-}
-
-impl Answers {
-    /// Moves the memo to `version`, forgetting answers of any other. Versions only grow, so an
-    /// answer read at an older one (another thread's, kept late) is not kept at all.
-    fn at(&mut self, version: i64) -> bool {
-        if self.version.is_some_and(|v| v > version) {
-            return false;
-        }
-        if self.version != Some(version) {
-            self.entries.clear();
-            self.approvals.clear();
-            self.version = Some(version);
-        }
-        true
+        answers.answers.insert(key, answer.clone());
     }
 }
 

@@ -56,8 +56,10 @@ pub struct Index {
     key: SealKey,
     healed: Option<PathBuf>,
     seal_failures: AtomicU64,
-    /// Entries and approvals read, until the database changes.
-    memo: memo::Memo,
+    /// Entries read, until the database changes.
+    entry_memo: memo::Memo<StoredEntry>,
+    /// Approvals read, until the database changes.
+    approval_memo: memo::Memo<Approval>,
 }
 
 pub(crate) fn db_err(what: &'static str) -> impl FnOnce(rusqlite::Error) -> IndexError {
@@ -128,7 +130,8 @@ impl Index {
             key,
             healed,
             seal_failures: AtomicU64::new(0),
-            memo: memo::Memo::default(),
+            entry_memo: memo::Memo::default(),
+            approval_memo: memo::Memo::default(),
         })
     }
 
