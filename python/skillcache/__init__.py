@@ -55,6 +55,14 @@ from ._skillcache import (
     __version__,
 )
 
+# Before the interpreter finalizes, let the runtime's threads hand back their last results: a
+# thread that takes the GIL during finalization aborts the process (see `_quiesce`).
+import atexit as _atexit
+
+from ._skillcache import _quiesce
+
+_atexit.register(_quiesce)
+
 # `IndexError` and `TimeoutError` keep the Rust names and would shadow the builtins under a star
 # import, so they are left out of it: use `skillcache.IndexError`, `skillcache.TimeoutError`
 # (which is also a builtin `TimeoutError`).

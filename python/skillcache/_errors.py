@@ -43,6 +43,8 @@ class Error(Exception):
     digest: str | None = None
     root: str | None = None
     op: str | None = None
+    line: int | None = None
+    column: int | None = None
     errno: int | None = None
     waited: float | None = None
     holder: str | None = None
@@ -118,7 +120,8 @@ class IndexError(Error):  # noqa: A001 - the Rust name, on purpose
 
 class ConfigError(Error):
     """A configuration value, MCP config file or lock file was refused. By `kind`: `"invalid"`
-    (`what`), `"file"` and `"lock_file"` (`path`, `field`, `problem`)."""
+    (`what`), `"file"` and `"lock_file"` (`path`, `line`, `column`, `field`, `problem`; `line` and
+    `column` are `None` when the refusal is of the whole file)."""
 
 
 class L2ConfigError(ConfigError):

@@ -14,7 +14,6 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString};
-use pyo3_async_runtimes::tokio::future_into_py;
 use skillcache::entry::{Limits, Validation};
 use skillcache::source::Change;
 use skillcache::{
@@ -321,7 +320,7 @@ impl PySkillCache {
     /// item is an `EntryInfo`, or the `skillcache.Error` (not raised) that refused that entry.
     fn list<'py>(&self, py: Python<'py>, origin: &str) -> PyResult<Bound<'py, PyAny>> {
         let (cache, origin) = (self.inner.clone(), self::origin(origin)?);
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let items = cache.list(&origin).await.map_err(|e| err(&e))?;
             Python::attach(|py| {
                 let list = PyList::empty(py);
@@ -339,7 +338,7 @@ impl PySkillCache {
     /// The entry for `uri`: from the index while fresh, else `skills/get` (R-C6). No file.
     fn entry<'py>(&self, py: Python<'py>, origin: &str, uri: &str) -> PyResult<Bound<'py, PyAny>> {
         let (cache, origin, uri) = (self.inner.clone(), self::origin(origin)?, skill_uri(uri)?);
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let info = cache.entry(&origin, &uri).await.map_err(|e| err(&e))?;
             Python::attach(|py| PyEntryInfo::new(py, info))
         })
@@ -353,7 +352,7 @@ impl PySkillCache {
         uri: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (cache, origin, uri) = (self.inner.clone(), self::origin(origin)?, skill_uri(uri)?);
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let info = cache.refresh(&origin, &uri).await.map_err(|e| err(&e))?;
             Python::attach(|py| PyEntryInfo::new(py, info))
         })
@@ -375,7 +374,7 @@ impl PySkillCache {
             .filter(|g| !g.is_none())
             .map(|g| json::from_py(&g))
             .transpose()?;
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             cache
                 .approve(&origin, &entry, granted)
                 .await
@@ -395,7 +394,7 @@ impl PySkillCache {
             self::origin(origin)?,
             entry.get().inner.clone(),
         );
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             cache
                 .is_approved(&origin, &entry)
                 .await
@@ -417,7 +416,7 @@ impl PySkillCache {
             self::origin(origin)?,
             entry.get().inner.clone(),
         );
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let loaded = cache.load(&origin, &entry).await.map_err(|e| err(&e))?;
             Ok(PyLoadedSkill::new(loaded))
         })
@@ -435,7 +434,7 @@ impl PySkillCache {
             self::origin(origin)?,
             entry.get().inner.clone(),
         );
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let (loaded, files) = cache.load_all(&origin, &entry).await.map_err(|e| err(&e))?;
             let files: Vec<PySkillFile> = files.into_iter().map(PySkillFile::from).collect();
             Ok((PyLoadedSkill::new(loaded), files))
@@ -447,7 +446,7 @@ impl PySkillCache {
     fn verify<'py>(&self, py: Python<'py>, origin: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
         let cache = self.inner.clone();
         let origin = origin.map(self::origin).transpose()?;
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let report = cache
                 .verify(origin.as_ref(), |_, _| {})
                 .await
@@ -460,7 +459,7 @@ impl PySkillCache {
     #[pyo3(signature = (max_bytes=None))]
     fn gc<'py>(&self, py: Python<'py>, max_bytes: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
         let cache = self.inner.clone();
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let report = cache.gc(max_bytes).await.map_err(|e| err(&e))?;
             Ok(PyGcReport::from(report))
         })
@@ -469,7 +468,7 @@ impl PySkillCache {
     /// Removes everything of `origin` (R-C5).
     fn purge<'py>(&self, py: Python<'py>, origin: &str) -> PyResult<Bound<'py, PyAny>> {
         let (cache, origin) = (self.inner.clone(), self::origin(origin)?);
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             cache.purge(&origin).await.map_err(|e| err(&e))
         })
     }
@@ -478,7 +477,7 @@ impl PySkillCache {
     /// copies), sorted by label; bound or not.
     fn origins<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let cache = self.inner.clone();
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let origins = cache.origins().await.map_err(|e| err(&e))?;
             Ok(labels(origins))
         })
@@ -503,7 +502,7 @@ impl PySkillCache {
             .map(|label| self::origin(&label?.extract::<String>()?))
             .collect::<PyResult<Vec<Origin>>>()?;
         let cache = self.inner.clone();
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let removed = cache.purge_absent(&keep).await.map_err(|e| err(&e))?;
             Ok(labels(removed))
         })
@@ -520,7 +519,7 @@ impl PySkillCache {
         local_names: Vec<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let cache = self.inner.clone();
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let names: Vec<&str> = local_names.iter().map(String::as_str).collect();
             let catalog = cache.catalog(&names).await.map_err(|e| err(&e))?;
             Python::attach(|py| PyCatalog::new(py, catalog))
@@ -530,7 +529,7 @@ impl PySkillCache {
     /// Counts what the cache root holds.
     fn inventory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let cache = self.inner.clone();
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let inventory = cache.inventory().await.map_err(|e| err(&e))?;
             Ok(PyInventory::from(inventory))
         })
@@ -545,7 +544,7 @@ impl PySkillCache {
     ) -> PyResult<Bound<'py, PyAny>> {
         let cache = self.inner.clone();
         let origin = origin.map(self::origin).transpose()?;
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let entries = cache
                 .cached_entries(origin.as_ref())
                 .await
@@ -639,7 +638,7 @@ impl PyLoadedSkill {
     /// the held entry (R-V4: otherwise a `VerifyError` and no request).
     fn read<'py>(&self, py: Python<'py>, reference: String) -> PyResult<Bound<'py, PyAny>> {
         let loaded = Arc::clone(&self.inner);
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let file = loaded.read(&reference).await.map_err(|e| err(&e))?;
             Ok(PySkillFile::from(file))
         })
@@ -647,7 +646,7 @@ impl PyLoadedSkill {
     /// Every file of the held entry, in manifest order, verified (one batch on a cold cache).
     fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let loaded = Arc::clone(&self.inner);
-        future_into_py(py, async move {
+        crate::spawn(py, async move {
             let files = loaded.read_all().await.map_err(|e| err(&e))?;
             Ok(files.into_iter().map(PySkillFile::from).collect::<Vec<_>>())
         })

@@ -243,6 +243,16 @@ fn index(e: &IndexError) -> Raised {
     }
 }
 
+/// The 1-based line of a host file's refusal, when it has a place.
+fn line(position: Option<(usize, usize)>) -> Field {
+    position.map_or(Field::None, |(l, _)| Field::Int(l as i128))
+}
+
+/// The 1-based column (in characters) of a host file's refusal, when it has a place.
+fn column(position: Option<(usize, usize)>) -> Field {
+    position.map_or(Field::None, |(_, c)| Field::Int(c as i128))
+}
+
 fn config(e: &ConfigError) -> Raised {
     match e {
         ConfigError::Invalid { what } => {
@@ -250,18 +260,24 @@ fn config(e: &ConfigError) -> Raised {
         }
         ConfigError::File {
             path: p,
+            position,
             field,
             problem,
         } => Raised::new("ConfigError", "file")
             .with("path", path(p))
+            .with("line", line(*position))
+            .with("column", column(*position))
             .with("field", field.as_str())
             .with("problem", problem.to_string()),
         ConfigError::LockFile {
             path: p,
+            position,
             field,
             problem,
         } => Raised::new("ConfigError", "lock_file")
             .with("path", path(p))
+            .with("line", line(*position))
+            .with("column", column(*position))
             .with("field", field.as_str())
             .with("problem", problem.to_string()),
     }

@@ -14,19 +14,75 @@ mod lockfile;
 mod session;
 mod types;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
 use pyo3::prelude::*;
+
+/// The module's futures still running on the tokio runtime (see [`spawn`]).
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts one future from its creation until it is finished or dropped.
+struct InFlight;
+
+impl InFlight {
+    fn new() -> InFlight {
+        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `fut` as an asyncio awaitable, run on the tokio runtime and counted while it runs. Every
+/// awaitable of the module is made here, so the exit hook ([`_quiesce`]) knows when none is
+/// left to hand a result back.
+pub(crate) fn spawn<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: std::future::Future<Output = PyResult<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    let counted = InFlight::new();
+    pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        let out = fut.await;
+        drop(counted);
+        out
+    })
+}
+
+/// Registered with `atexit` by the package: a tokio thread that hands a result back to Python
+/// takes the GIL, and if the interpreter is finalizing by then the process aborts
+/// (`PyGILState_Release: thread state … must be current`, pyo3-async-runtimes#40). Before
+/// finalizing, this waits — with the GIL released, so those threads can finish — until no
+/// future of the module is running (at most 2 s: a future a dead event loop abandoned may never
+/// end), then a moment longer for the last hand-off, which follows its future's end at once.
+#[pyfunction]
+fn _quiesce(py: Python<'_>) {
+    py.detach(|| {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while IN_FLIGHT.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    });
+}
 
 /// An awaitable that does nothing: the bare cost of awaiting one of this module's futures
 /// (`python/bench/bench.py` measures it beside a warm read). Not part of the API.
 #[pyfunction]
 fn _ready(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    pyo3_async_runtimes::tokio::future_into_py(py, async { Ok(()) })
+    spawn(py, async { Ok(()) })
 }
 
 #[pymodule]
 fn _skillcache(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_ready, m)?)?;
+    m.add_function(wrap_pyfunction!(_quiesce, m)?)?;
     m.add_class::<cache::PySkillCache>()?;
     m.add_class::<cache::PyLoadedSkill>()?;
     m.add_class::<catalog::PyCatalog>()?;
