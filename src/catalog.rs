@@ -156,7 +156,8 @@ pub(crate) fn local_names(names: &[&str]) -> Result<BTreeSet<String>, ConfigErro
             if name.is_empty() || name.contains([':', '/']) {
                 Err(ConfigError::Invalid {
                     what: format!(
-                        "a local skill name must be non-empty and contain no ':' or '/' (got {name:?})"
+                        "a local skill name must be non-empty and contain no ':' or '/' (got {:?})",
+                        crate::display::display_safe(name)
                     ),
                 })
             } else {

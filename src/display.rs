@@ -206,7 +206,25 @@ pub(crate) fn invisible_in_label(label: &str) -> Option<String> {
             u32::from(first)
         ));
     }
-    chars.find_map(|c| hidden(c).map(|what| format!("contains U+{:04X}, {what}", u32::from(c))))
+    if let Some(why) =
+        chars.find_map(|c| hidden(c).map(|what| format!("contains U+{:04X}, {what}", u32::from(c))))
+    {
+        return Some(why);
+    }
+    // Two labels that normalize alike are the same to a reader and to every font: only the
+    // normalized spelling is a label (U+212A KELVIN SIGN is `K`; `e` + U+0301 is `é`).
+    if !unicode_normalization::is_nfc(label) {
+        let first = label
+            .chars()
+            .find(|&c| !unicode_normalization::is_nfc(c.encode_utf8(&mut [0; 4])))
+            .or_else(|| label.chars().find(|&c| is_mark(c)))
+            .map_or_else(String::new, |c| format!(" (U+{:04X})", u32::from(c)));
+        return Some(format!(
+            "is not in Unicode normalization form C{first}: it looks exactly like its normalized \
+             spelling, which is the one to use"
+        ));
+    }
+    None
 }
 
 #[cfg(test)]

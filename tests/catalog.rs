@@ -469,3 +469,44 @@ fn q1_cli_a_local_names_file_that_is_a_fifo_or_a_bad_name_is_refused_at_once() {
     assert_eq!(code(&out), 2, "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("local skill name"));
 }
+
+/// R-E4 (found in review): `--local-names-file` linked to a secrets file is refused naming the
+/// line, never quoting it — by the human and the `--json` runs alike.
+#[test]
+fn e4_a_local_names_file_linked_to_a_secrets_file_never_prints_the_secret() {
+    let env = Env::keyed();
+    skill_at(&env.path("docs"), "refunds", "A.");
+    let cfg = config(&env, &["docs"]);
+    let cfg = cfg.to_str().expect("utf-8");
+    let secrets = env.path("secrets.env");
+    std::fs::write(
+        &secrets,
+        "# deploy\nexport AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+    )
+    .expect("write");
+    let names = env.path("names.txt");
+    std::os::unix::fs::symlink(&secrets, &names).expect("symlink");
+    for json in [false, true] {
+        let mut args = vec!["--config", cfg];
+        if json {
+            args.push("--json");
+        }
+        args.extend([
+            "list",
+            "--all",
+            "--local-names-file",
+            names.to_str().expect("utf-8"),
+        ]);
+        let out = run(&env, &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(code(&out), 2, "{stderr}");
+        assert!(stderr.contains("line 2"), "names the line: {stderr}");
+        for part in ["AWS_SECRET", "wJalrXUtnFEMI", "EXAMPLEKEY"] {
+            assert!(
+                !stderr.contains(part) && !stdout.contains(part),
+                "json={json}: the secret is never printed: {stderr}{stdout}"
+            );
+        }
+    }
+}

@@ -321,3 +321,31 @@ fn e6_the_command_line_a_config_and_a_lock_refuse_invisible_labels_naming_the_co
         Ok(_) => panic!("a lock with an invisible origin label was read"),
     }
 }
+
+/// R-E6 (found in review): two labels that normalize alike look exactly alike — U+212A KELVIN
+/// SIGN is `K`, `e` + U+0301 is `é` — so only the normalized (NFC) spelling is a label; the
+/// normalized one is accepted.
+#[test]
+fn e6_a_label_that_is_not_in_normalization_form_c_is_refused_naming_the_code_point() {
+    let why = Origin::new("\u{212A}it")
+        .expect_err("KELVIN SIGN")
+        .to_string();
+    assert!(
+        why.contains("U+212A") && why.contains("normalization"),
+        "{why}"
+    );
+    assert!(Origin::new("Kit").is_ok());
+    let why = Origin::new("cafe\u{301}")
+        .expect_err("decomposed")
+        .to_string();
+    assert!(why.contains("U+0301"), "{why}");
+    assert!(Origin::new("caf\u{e9}").is_ok(), "the composed spelling");
+    let dir = common::scratch();
+    let cache = SkillCache::builder()
+        .root(dir.path().join("root"))
+        .key_file(dir.path().join("host.key"))
+        .open()
+        .expect("open");
+    assert!(cache.for_principal("\u{212A}elvin").is_err());
+    assert!(cache.for_principal("Kelvin").is_ok());
+}

@@ -464,3 +464,82 @@ fn e2_a_non_loopback_address_needs_allow_remote_and_then_takes_any_host() {
         "on loopback only loopback Host headers are served"
     );
 }
+
+/// R-E2 (found in review): at the connection cap, clients whose bodies trickle in (full
+/// headers, a large `Content-Length`, a byte now and then) hold nothing of the server's, so they
+/// are made room of like connections that never sent a request: the legitimate client is
+/// served every time (before: 1 answer in 70 with 512 of them).
+#[test]
+fn e2_clients_whose_bodies_trickle_in_never_lock_the_others_out_at_the_connection_cap() {
+    raise_descriptor_limit();
+    let tmp = folder(0);
+    let serve = ServeChild::start_with_descriptors(&tmp.path().join("served"), 1024, &[]);
+    let outcome = common::within(Duration::from_secs(240), move || {
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000000\r\n\r\n{{",
+            serve.authority
+        );
+        let slow: Vec<TcpStream> = (0..600)
+            .filter_map(|_| {
+                let mut s = TcpStream::connect(&serve.authority).ok()?;
+                s.write_all(head.as_bytes()).ok()?;
+                Some(s)
+            })
+            .collect();
+        let served: Vec<bool> = (0..5).map(|_| lists(&serve.authority)).collect();
+        (slow.len(), served, serve)
+    });
+    let (opened, served, _serve) = outcome.expect("answered before the deadline");
+    assert_eq!(opened, 600);
+    assert!(
+        served.iter().all(|s| *s),
+        "a legitimate client was locked out: {served:?}"
+    );
+}
+
+/// R-E3 over HTTP (found in review): a body that is not one JSON-RPC message is answered as
+/// JSON-RPC says — `-32700` for what is not JSON, `-32600` for a batch or a non-object — with
+/// id null, status 400, and no word of the body (rmcp answered `415` quoting its parser).
+#[test]
+fn e3_an_http_body_that_is_not_a_message_gets_a_json_rpc_error_that_quotes_nothing() {
+    let tmp = folder(0);
+    let serve = ServeChild::start(&tmp.path().join("served"), &[]);
+    let answers = common::within(Duration::from_secs(60), move || {
+        let mut headers = MCP_POST.to_vec();
+        headers.push(("MCP-Protocol-Version", http::MODERN));
+        [
+            &b"not json ghp_SECRET"[..],
+            b"[]",
+            b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]",
+            b"\"ghp_SECRET\"",
+            b"",
+            b"\xff\xfe",
+        ]
+        .map(|body| request(&serve.authority, "POST", &headers, body).expect("an answer"))
+    })
+    .expect("answered before the deadline");
+    let codes: Vec<(u16, i64)> = answers
+        .iter()
+        .map(|r| {
+            let text = String::from_utf8_lossy(&r.body);
+            assert!(
+                !text.contains("SECRET"),
+                "quotes nothing of the body: {text}"
+            );
+            let v = r.json();
+            assert!(v["id"].is_null(), "{v}");
+            (r.status, v["error"]["code"].as_i64().unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            (400, -32700),
+            (400, -32600),
+            (400, -32600),
+            (400, -32600),
+            (400, -32700),
+            (400, -32700)
+        ]
+    );
+}

@@ -117,6 +117,8 @@ pub(crate) struct Snapshot {
     by_file: HashMap<FileUri, (Arc<Built>, usize)>,
     /// Published skills by root URI (`skill://<rel>`), for directory reads.
     by_root: HashMap<String, Arc<Built>>,
+    /// The longest root URI in `by_root`, in bytes: no longer prefix can be one.
+    longest_root: usize,
 }
 
 impl Snapshot {
@@ -130,8 +132,9 @@ impl Snapshot {
             snap.skills.insert(b.rel.clone(), b.clone());
             snap.by_uri
                 .insert(entry.skill.entry.uri().file().clone(), b.clone());
-            snap.by_root
-                .insert(entry.skill.entry.uri().root().to_owned(), b.clone());
+            let root_uri = entry.skill.entry.uri().root();
+            snap.longest_root = snap.longest_root.max(root_uri.len());
+            snap.by_root.insert(root_uri.to_owned(), b.clone());
             for (i, f) in entry.skill.files.iter().enumerate() {
                 snap.by_file.insert(f.uri.clone(), (b.clone(), i));
             }
@@ -172,10 +175,16 @@ impl Snapshot {
 
     /// The published skill that holds the directory `dir` (a URI without a trailing slash): the
     /// innermost skill whose root is `dir` or one of its ancestors.
+    ///
+    /// Only prefixes no longer than the longest published root are looked up: a request's URI
+    /// may be megabytes of `/a/a/…`, and hashing every ancestor would cost its length squared
+    /// (R-E3: no request may cost more than its size).
     pub(crate) fn skill_holding(&self, dir: &str) -> Option<&Arc<Built>> {
         let mut at = dir;
         loop {
-            if let Some(b) = self.by_root.get(at) {
+            if at.len() <= self.longest_root
+                && let Some(b) = self.by_root.get(at)
+            {
                 return Some(b);
             }
             at = &at[..at.rfind('/')?];

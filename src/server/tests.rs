@@ -258,3 +258,24 @@ fn e8_strict_by_default_and_lenient_publishes_what_the_agent_skills_rules_refuse
         ["skill://meta/SKILL.md", "skill://plain/SKILL.md", "skill://tools/SKILL.md"]
     );
 }
+
+/// R-E3 (found in review): a directory read of a URI made of megabytes of `/a` segments costs
+/// its length, not its length squared (every ancestor was hashed and looked up): answered
+/// (refused: no such skill) well inside the deadline the test runs under.
+#[test]
+fn e3_a_directory_read_of_a_huge_uri_costs_its_length_not_its_square() {
+    let dir = folder(&[("refs/a.md", b"a")]);
+    let server = SkillServer::new(dir.path()).directory_read(true);
+    let uri = format!("skill://esc/refs{}", "/a".repeat(2 << 20));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let answer = server.call("resources/directory/read", &json!({"uri": uri}));
+        let _ = tx.send(answer.map(|v| v.to_string()));
+    });
+    // Before the fix this took hours; the deadline only keeps a regression from hanging CI.
+    let answer = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("answered within the deadline");
+    // Refused, or an empty listing: no published file lies under that path.
+    assert!(answer.is_err() || answer.as_ref().is_ok_and(|a| !a.contains("a.md")), "{answer:?}");
+}

@@ -669,12 +669,23 @@ fn read_local_names(path: &Path) -> Result<Vec<String>> {
         return Err(refused(&format!("over {MAX_LOCAL_NAMES_BYTES} bytes")));
     }
     let text = String::from_utf8(bytes).map_err(|_| refused(&"not UTF-8"))?;
-    Ok(text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_owned)
-        .collect())
+    let mut names = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let name = line.trim();
+        if name.is_empty() || name.starts_with('#') {
+            continue;
+        }
+        // Checked here by the library's rule, so that a refusal names the line and quotes
+        // nothing of the file (R-E4: the path may be a link to a secrets file).
+        if name.contains([':', '/']) {
+            return Err(refused(&format!(
+                "line {}: a local skill name must contain no ':' or '/'",
+                n + 1
+            )));
+        }
+        names.push(name.to_owned());
+    }
+    Ok(names)
 }
 
 /// The rows of one origin's listing; with `handles`, each skill's catalog handle in place of
@@ -899,10 +910,12 @@ async fn approve(ctx: &Ctx, s: &ServerArgs, uri: &str, grant_tools: bool) -> Res
 /// What an approval granted, for a person (E7): the grant is shown when it is made, beside what
 /// the skill asks for, so a grant wider than expected is seen at once.
 fn grant_line(granted: Option<&Value>, requested: Option<&Value>) -> String {
+    // The server's text, inert (R-E5): an escape code in `allowed-tools` must not hide a tool
+    // from the person granting it.
     let tools = |v: Option<&Value>| match v {
         None => "none".to_owned(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
+        Some(Value::String(s)) => display_safe(s).to_string(),
+        Some(other) => display_safe(&other.to_string()).to_string(),
     };
     format!(
         "  granted tools: {} (allowed-tools asks for: {})",
@@ -965,9 +978,9 @@ async fn approve_from_lock(
         for a in &approved {
             outln!(
                 "approved {} from {} (binding {})",
-                a["uri"].as_str().unwrap_or_default(),
-                a["origin"].as_str().unwrap_or_default(),
-                a["binding"].as_str().unwrap_or_default()
+                shown(&a["uri"]),
+                shown(&a["origin"]),
+                shown(&a["binding"])
             );
             let present = |k: &str| Some(&a[k]).filter(|v| !v.is_null());
             outln!(
@@ -1341,5 +1354,29 @@ fn inspect_dir(dir: &std::path::Path, base_uri: Option<String>) -> Result<Outcom
             Ok(Outcome::Ok)
         }
         Err(errors) => Err(Failure::Many(4, errors)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grant_line;
+    use serde_json::json;
+
+    /// R-E5, R-E7 (found in review): an escape code in the server's `allowed-tools` cannot
+    /// conceal a tool on the line that shows the person what they grant.
+    #[test]
+    fn e5_the_grant_line_shows_the_servers_allowed_tools_inert() {
+        let concealed = json!("Read \u{1b}[8mBash(*)\u{1b}[28m \u{202E}");
+        let line = grant_line(Some(&concealed), Some(&concealed));
+        assert!(
+            !line.contains('\u{1b}') && !line.contains('\u{202E}'),
+            "{line:?}"
+        );
+        assert!(
+            line.contains(r"Read \x1b[8mBash(*)\x1b[28m \u{202E}"),
+            "{line}"
+        );
+        let listed = json!(["Read", "Bash(\u{1b}[8m*)"]);
+        assert!(!grant_line(Some(&listed), None).contains('\u{1b}'));
     }
 }
