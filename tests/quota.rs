@@ -388,3 +388,44 @@ fn q4_f_the_cli_declines_a_skill_over_origin_quota_with_exit_5() {
     let help = env.run(&["--help"]);
     assert!(cli_env::stdout(&help).contains("--origin-quota"));
 }
+
+#[test]
+fn q4_g_quarantined_copies_count_and_go_first() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (_dir, c) = quota_cache(QUOTA);
+    let (a, a_files) = quota_skill(0, 0);
+    common::store_all(&c, &docs(), &a, &a_files);
+    let before = c.origin_usage(&docs()).expect("usage");
+    // Tamper with a's data in place (as its owner can): the next read quarantines it.
+    let data = &a.manifest().expect("manifest").files()[1];
+    let path = c.store().layout().blob_path(&docs(), &data.digest());
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes[0] ^= 1;
+    std::fs::write(&path, bytes).expect("tamper");
+    assert!(matches!(
+        c.read_file(&docs(), data).expect("read"),
+        CachedRead::Failed(_)
+    ));
+    assert_eq!(
+        c.origin_usage(&docs()).expect("usage"),
+        before,
+        "the quarantined copy still counts"
+    );
+    // Three more skills need room: the quarantined copy goes before any blob that can be served.
+    for i in 1..4 {
+        let (e, f) = quota_skill(0, i);
+        common::store_all(&c, &docs(), &e, &f);
+    }
+    let quarantine = c.store().layout().quarantine(&docs());
+    assert_eq!(
+        std::fs::read_dir(&quarantine).map_or(0, Iterator::count),
+        0,
+        "the quarantined copy was evicted"
+    );
+    assert!(
+        cached(&c, &docs(), &a)[2].is_some(),
+        "a's notes were not needed to make room"
+    );
+    assert!(c.origin_usage(&docs()).expect("usage") <= QUOTA);
+}
