@@ -192,6 +192,15 @@ pub enum Declined {
         /// What was added, removed or changed since the skill was locked.
         changes: Box<crate::entry::EntryDiff>,
     },
+    /// A per-origin quota is in force and the skill's declared total size is larger than it
+    /// (R-Q4): it could never be stored whole without going over, so it is declined from its
+    /// entry, before any request.
+    OverQuota {
+        /// The origin's quota, in bytes.
+        quota: u64,
+        /// The skill's declared total size, in bytes.
+        size: u64,
+    },
 }
 
 impl fmt::Display for Declined {
@@ -211,6 +220,10 @@ impl fmt::Display for Declined {
             Declined::Drift { changes } => {
                 write!(f, "it differs from the lock file: {changes}")
             }
+            Declined::OverQuota { quota, size } => write!(
+                f,
+                "it declares {size} bytes, more than the origin's quota of {quota} bytes"
+            ),
         }
     }
 }

@@ -11,7 +11,9 @@
 //! 2. no blob record points at a missing blob;
 //! 3. every file verified before the operation, still listed, reads back verified or is a clean
 //!    miss that one fetch heals — never a failure;
-//! 4. nothing outside the root was created or changed.
+//! 4. nothing outside the root was created or changed;
+//! 5. under a quota (R-Q4): the origin holds at most its quota, another origin's blobs are never
+//!    evicted, and nothing (no phantom) keeps the quota consumed: a skill that fits is stored.
 
 #![allow(clippy::many_single_char_names)] // c(ache), w(orld), s(cenario), f(ile), o(rigin)
 
@@ -88,6 +90,43 @@ struct Scenario {
     planted: &'static str,
     setup: fn(&Cache, &World),
     op: fn(&Cache, &World) -> Result<(), crate::Error>,
+    /// The per-origin quota every open of the scenario's root uses (R-Q4), if any.
+    quota: Option<fn(&World) -> u64>,
+}
+
+/// Room for beta whole and a little more, but not for alpha beside it: beta's publish must evict.
+fn beta_and_a_little(w: &World) -> u64 {
+    w.b.0.manifest().expect("manifest").total_bytes() + 20
+}
+
+impl Scenario {
+    fn quota(&self, w: &World) -> Option<u64> {
+        self.quota.map(|q| q(w))
+    }
+}
+
+/// alpha stored in the quota'd origin, beta (300 kB) stored in the other one and put in both.
+fn beside_another_origin(c: &Cache, w: &World) {
+    stored(c, &w.origin, &w.a);
+    stored(c, &w.other, &w.b);
+    put(c, &w.origin, &w.b.0);
+}
+
+/// What a crash leaves behind, planted beside alpha: a temporary in staging, a blob with no record
+/// (a crash between its link and its row), and a quarantined copy (alpha's `SKILL.md`, tampered
+/// and read). The quota counts or sweeps all of them.
+fn crash_leftovers(c: &Cache, w: &World) {
+    beside_another_origin(c, w);
+    let tmp = c.store().layout().tmp(&w.origin);
+    std::fs::write(tmp.join("999-0-leftover.tmp"), vec![1u8; 4096]).expect("temporary");
+    let unrecorded = (b"an unrecorded blob".as_slice(), crate::digest::Digest::of(b"an unrecorded blob"));
+    let entry = skill("gamma", &[("u.md", unrecorded.0)]);
+    let f = entry.0.manifest().expect("manifest").files().iter().find(|f| f.digest() == unrecorded.1).expect("file").clone();
+    c.store_file(&w.origin, &f, unrecorded.0).expect("store");
+    c.index.remove_blob(&w.origin, &unrecorded.1).expect("drop its record");
+    tamper(c, w);
+    let md = &w.a.0.manifest().expect("manifest").files()[0];
+    assert!(matches!(c.read_file(&w.origin, md).expect("read"), CachedRead::Failed(_)));
 }
 
 /// The skills every scenario works with.
@@ -160,6 +199,7 @@ const SCENARIOS: &[Scenario] = &[
         planted: "",
         setup: |c, w| put(c, &w.origin, &w.a.0),
         op: |c, w| store_all(c, &w.origin, &w.a.0, &w.a.1),
+        quota: None,
     },
     Scenario {
         name: "publish beside existing blobs (one already there)",
@@ -170,6 +210,7 @@ const SCENARIOS: &[Scenario] = &[
             put(c, &w.origin, &w.b.0);
         },
         op: |c, w| store_all(c, &w.origin, &w.b.0, &w.b.1),
+        quota: None,
     },
     Scenario {
         name: "batched publish into a new root",
@@ -177,6 +218,7 @@ const SCENARIOS: &[Scenario] = &[
         planted: "",
         setup: |c, w| put(c, &w.origin, &w.a.0),
         op: |c, w| store_batch(c, &w.origin, &w.a.0, &w.a.1),
+        quota: None,
     },
     Scenario {
         name: "batched publish beside existing blobs (one already there, one tampered)",
@@ -184,6 +226,7 @@ const SCENARIOS: &[Scenario] = &[
         planted: "/a.md",
         setup: beside_a_tampered_a_md,
         op: |c, w| store_batch(c, &w.origin, &w.b.0, &w.b.1),
+        quota: None,
     },
     Scenario {
         name: "publish beside existing blobs (one already there, one tampered)",
@@ -191,6 +234,7 @@ const SCENARIOS: &[Scenario] = &[
         planted: "/a.md",
         setup: beside_a_tampered_a_md,
         op: |c, w| store_all(c, &w.origin, &w.b.0, &w.b.1),
+        quota: None,
     },
     Scenario {
         name: "quarantine a tampered blob",
@@ -204,6 +248,7 @@ const SCENARIOS: &[Scenario] = &[
             let f = &w.a.0.manifest().expect("manifest").files()[0];
             c.read_file(&w.origin, f).map(|_| ())
         },
+        quota: None,
     },
     Scenario {
         name: "gc: unreferenced blobs and a byte budget",
@@ -222,6 +267,7 @@ const SCENARIOS: &[Scenario] = &[
                 .expect("forget the other origin's rows");
         },
         op: |c, _| c.gc(Some(1_000)).map(|_| ()),
+        quota: None,
     },
     Scenario {
         name: "purge an origin",
@@ -236,11 +282,36 @@ const SCENARIOS: &[Scenario] = &[
             let _ = c.read_file(&w.origin, f); // a quarantined copy, purged too
         },
         op: |c, w| c.purge(&w.origin),
+        quota: None,
+    },
+    Scenario {
+        name: "quota: a publish evicts the least recently used blobs of its origin only",
+        tampered: false,
+        planted: "",
+        setup: beside_another_origin,
+        op: |c, w| store_batch(c, &w.origin, &w.b.0, &w.b.1),
+        quota: Some(beta_and_a_little),
+    },
+    Scenario {
+        name: "quota: a crash's leftovers (temporary, unrecorded blob, quarantined copy) are counted and cleared",
+        tampered: false,
+        planted: "",
+        setup: crash_leftovers,
+        op: |c, w| store_batch(c, &w.origin, &w.b.0, &w.b.1),
+        quota: Some(beta_and_a_little),
     },
 ];
 
-fn open(root: &Path, isolation: Isolation, disk: Option<Arc<FaultyDisk>>) -> Cache {
+fn open(
+    root: &Path,
+    isolation: Isolation,
+    quota: Option<u64>,
+    disk: Option<Arc<FaultyDisk>>,
+) -> Cache {
     let mut b = Cache::builder().root(root).isolation(isolation);
+    if let Some(q) = quota {
+        b = b.origin_quota(q);
+    }
     if let Some(d) = disk {
         b = b.disk(d);
     }
@@ -258,13 +329,24 @@ fn prepared(
     let outside = dir.path().join("outside");
     std::fs::create_dir(&outside).expect("outside");
     std::fs::write(outside.join("keep"), b"untouched").expect("outside file");
-    let cache = open(&root, isolation, None);
+    let cache = open(&root, isolation, s.quota(w), None);
     (s.setup)(&cache, w);
     (dir, root, outside)
 }
 
+/// Invariant 5a: the origin holds at most its quota, if it has one.
+fn held(cache: &Cache, s: &Scenario, w: &World, quota: Option<u64>, what: &str) {
+    if let Some(q) = quota {
+        let used = cache.origin_usage(&w.origin).expect("usage");
+        assert!(used <= q, "{}: {what}: {used} bytes stored, quota {q}", s.name);
+    }
+}
+
 fn check(s: &Scenario, w: &World, isolation: Isolation, root: &Path, outside: &Path, what: &str) {
-    let cache = open(root, isolation, None);
+    let quota = s.quota(w);
+    let cache = open(root, isolation, quota, None);
+    // 5a. The quota held whatever the fault (R-Q4): room is made before any byte is published.
+    held(&cache, s, w, quota, what);
     let (blobs, _) = cache.store().blobs(None).expect("walk");
     // 1. No blob name holds wrong bytes (but the attacker's own, which 3 shows is never served).
     let planted =
@@ -313,6 +395,13 @@ fn check(s: &Scenario, w: &World, isolation: Isolation, root: &Path, outside: &P
                         assert_eq!(v.as_slice(), bytes_of(files, f.uri().as_str()));
                     }
                     CachedRead::Miss => {
+                        // 5b. Making room never evicts another origin's blobs (R-Q4).
+                        assert!(
+                            quota.is_none() || o == &w.origin,
+                            "{}: {what}: {} of the other origin was evicted",
+                            s.name,
+                            f.uri()
+                        );
                         cache
                             .store_file(o, f, bytes_of(files, f.uri().as_str()))
                             .expect("one fetch heals it");
@@ -334,6 +423,12 @@ fn check(s: &Scenario, w: &World, isolation: Isolation, root: &Path, outside: &P
                 }
             }
         }
+    }
+    // 5c. Nothing keeps the quota consumed: beta, which fits, is stored whole after any fault,
+    // and the quota still holds.
+    if quota.is_some() {
+        store_batch(&cache, &w.origin, &w.b.0, &w.b.1).expect("beta fits after any fault");
+        held(&cache, s, w, quota, what);
     }
     // 4. Nothing outside the root.
     let outside_names: Vec<_> = std::fs::read_dir(outside)
@@ -365,7 +460,7 @@ fn enumerate(isolation: Isolation) -> u64 {
     for s in SCENARIOS {
         let (_dir, root, _) = prepared(s, &w, isolation);
         let counting = Arc::new(FaultyDisk::counting());
-        let cache = open(&root, isolation, Some(Arc::clone(&counting)));
+        let cache = open(&root, isolation, s.quota(&w), Some(Arc::clone(&counting)));
         let writes_at_open = counting.writes();
         (s.op)(&cache, &w).expect("the operation succeeds on a healthy disk");
         drop(cache);
@@ -383,11 +478,12 @@ fn enumerate(isolation: Isolation) -> u64 {
                 // The fault may land in `open` itself (marking or sweeping): that is a point too.
                 let opened = {
                     let d: Arc<dyn crate::store::Disk> = disk.clone();
-                    Cache::builder()
-                        .root(&root)
-                        .isolation(isolation)
-                        .disk(d)
-                        .open()
+                    let b = Cache::builder().root(&root).isolation(isolation).disk(d);
+                    match s.quota(&w) {
+                        Some(q) => b.origin_quota(q),
+                        None => b,
+                    }
+                    .open()
                 };
                 if let Ok(cache) = opened {
                     let _ = (s.op)(&cache, &w);

@@ -15,6 +15,7 @@ mod crash_points;
 mod key;
 mod maintenance;
 mod memory;
+mod quota;
 mod root;
 #[cfg(test)]
 mod zero_copy_tests;
@@ -74,6 +75,7 @@ pub struct CacheBuilder {
     disk: Arc<dyn Disk>,
     key_file: Option<PathBuf>,
     memory_tier: u64,
+    origin_quota: Option<u64>,
 }
 
 impl Default for CacheBuilder {
@@ -86,6 +88,7 @@ impl Default for CacheBuilder {
             disk: Arc::new(RealDisk),
             key_file: None,
             memory_tier: DEFAULT_MEMORY_TIER_BYTES,
+            origin_quota: None,
         }
     }
 }
@@ -138,6 +141,18 @@ impl CacheBuilder {
     pub fn memory_tier(mut self, bytes: u64) -> CacheBuilder {
         self.memory_tier = bytes;
         self
+    }
+
+    internal_pub! {
+        /// The most bytes one origin's store may hold (R-Q4): its blobs and quarantined copies.
+        /// A publish first evicts that origin's least recently used blobs the publish does not
+        /// itself list — never another origin's — and a batch larger than the quota is refused.
+        /// Default: none.
+        #[must_use]
+        fn origin_quota(mut self, bytes: u64) -> CacheBuilder {
+            self.origin_quota = Some(bytes);
+            self
+        }
     }
 
     /// Every filesystem change the store makes goes through `disk` (the fault-injection seam).
@@ -197,6 +212,7 @@ impl CacheBuilder {
             isolation: self.isolation,
             known: KnownBlobs::default(),
             memory: memory::MemoryTier::new(self.memory_tier),
+            origin_quota: self.origin_quota,
         })
     }
 }
@@ -240,6 +256,8 @@ pub struct Cache {
     known: KnownBlobs,
     /// Verified bytes kept in memory; consulted before the disk under both isolation modes.
     memory: memory::MemoryTier,
+    /// The most bytes one origin's store may hold (R-Q4); `None`: no quota.
+    origin_quota: Option<u64>,
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -277,6 +295,11 @@ impl Cache {
         fn memory_resident(&self) -> u64 {
             self.memory.resident()
         }
+    }
+
+    /// The per-origin quota in force (R-Q4), for admission to decline a skill larger than it.
+    pub(crate) fn origin_quota(&self) -> Option<u64> {
+        self.origin_quota
     }
 
     /// The index (for inspection and tests).
@@ -447,7 +470,8 @@ impl Cache {
     /// (R-C3, R-C4): a blob is on disk before its row. One file is a batch of one. A damaged
     /// blob in the way of a publish is repaired here, in the order R-C3 asks — its record dropped
     /// first, then the blob quarantined, then published again — so a crash in between leaves no
-    /// record of a missing blob.
+    /// record of a missing blob. With a quota (R-Q4), room is made first, inside the origin's
+    /// publish section, evicting only that origin's least recently used blobs.
     ///
     /// # Errors
     /// [`StoreError::BlobMismatch`](crate::error::StoreError::BlobMismatch) if any bytes are not the listed ones (then nothing of the batch is
@@ -461,8 +485,11 @@ impl Cache {
             return Ok(());
         }
         // Shared lock from the first blob write until the last row is committed: gc cannot slip
-        // between (R-H11).
+        // between (R-H11). Inside it, the origin's publish section, taken with or without a
+        // quota (so that staging holds nothing live while it is held), from the quota's count
+        // to the last row: two publishers of one origin never both count the same room (R-Q4).
         let _lock = self.store.lock(LockMode::Shared, "publish")?;
+        let _section = self.store.lock_origin(origin)?;
         let mut items: Vec<crate::store::Item<'_>> = files
             .iter()
             .map(|(f, b)| (f.digest(), f.size(), *b))
@@ -474,6 +501,9 @@ impl Cache {
         // A damaged blob is repaired once; one that is in the way again (a writer racing us)
         // fails the publish rather than loop.
         for round in 0..2 {
+            if let Some(quota) = self.origin_quota {
+                self.make_room(origin, quota, &items)?;
+            }
             let outcomes = self.store.publish(origin, &items)?;
             let mut blocked = Vec::new();
             for ((digest, size, bytes), outcome) in items.iter().zip(outcomes) {
@@ -887,6 +917,8 @@ impl Cache {
         } else {
             self.store.remove_origin(origin)?;
         }
+        // Its publish-section lock too (R-C5): nobody is inside it under the exclusive lock.
+        self.store.remove_section(origin)?;
         self.store.keep_reserve();
         Ok(())
     }

@@ -1,5 +1,5 @@
 //! Admission: every check a load makes before any request, in one place and at most one blocking
-//! hop — the limits from the entry alone (R-W7), the dynamic policy (R-V7), the lock in force
+//! hop — the limits and the origin's quota from the entry alone (R-W7, R-Q4), the dynamic policy (R-V7), the lock in force
 //! (R-L1), the approval gate (R-P1, R-A2, E7) and whether the shared tier may serve the skill
 //! (F1). A declined load sends nothing.
 
@@ -31,6 +31,7 @@ impl State {
         principal: &str,
     ) -> Result<Admitted, Error> {
         self.check_size(entry)?;
+        self.check_quota(origin, entry)?;
         let settings = self.settings();
         if entry.manifest().is_none() && settings.dynamic == DynamicPolicy::Decline {
             return Err(declined(origin, entry, Declined::Dynamic));
@@ -115,6 +116,22 @@ impl State {
             return over(Limit::TotalBytes, m.total_bytes(), limits.max_total_bytes());
         }
         Ok(())
+    }
+
+    /// R-Q4: a skill larger than the origin's quota is declined from its entry alone: it could
+    /// never be stored whole without going over.
+    fn check_quota(&self, origin: &Origin, entry: &SkillEntry) -> Result<(), Error> {
+        match (self.core().origin_quota(), entry.manifest()) {
+            (Some(quota), Some(m)) if m.total_bytes() > quota => Err(declined(
+                origin,
+                entry,
+                Declined::OverQuota {
+                    quota,
+                    size: m.total_bytes(),
+                },
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The approval gate (R-P1): `Ok` with the approval's grant (R-A5) only if `principal`

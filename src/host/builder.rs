@@ -133,6 +133,16 @@ impl SkillCacheBuilder {
         self.core = self.core.memory_tier(bytes);
         self
     }
+    /// The most bytes one origin's stored content may take (R-Q4), like a browser's per-origin
+    /// storage quota: before a publish, that origin's least recently used blobs the publish does
+    /// not need are evicted — never another origin's — and a skill whose declared total size is
+    /// larger is declined before any request ([`Declined::OverQuota`](crate::error::Declined::OverQuota)).
+    /// It holds across processes sharing the root. Default: none.
+    #[must_use]
+    pub fn origin_quota(mut self, bytes: u64) -> Self {
+        self.core = self.core.origin_quota(bytes);
+        self
+    }
     /// Every filesystem change the store makes goes through `disk` (the fault-injection seam).
     #[cfg(any(test, feature = "fault-injection"))]
     #[doc(hidden)]

@@ -217,16 +217,36 @@ impl Index {
     /// # Errors
     /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn blobs(&self) -> Result<Vec<(Origin, Digest, BlobRecord)>, IndexError> {
+        self.sealed_blobs(None)
+    }
+
+    /// [`Index::blobs`] of one origin: what its quota evicts from, least recently used first
+    /// (R-Q4).
+    ///
+    /// # Errors
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub(crate) fn blobs_of(&self, origin: &Origin) -> Result<Vec<(Digest, BlobRecord)>, IndexError> {
+        Ok(self
+            .sealed_blobs(Some(origin))?
+            .into_iter()
+            .map(|(_, d, r)| (d, r))
+            .collect())
+    }
+
+    fn sealed_blobs(
+        &self,
+        only: Option<&Origin>,
+    ) -> Result<Vec<(Origin, Digest, BlobRecord)>, IndexError> {
         let rows: Vec<(String, Row)> = {
             let conn = self.conn();
             let mut stmt = conn
                 .prepare_cached(concat!(
                     "SELECT o.label, ",
                     blob_columns!(),
-                    " FROM blobs b JOIN origins o ON o.id = b.origin_id ORDER BY b.last_access_ms, o.label, b.digest"
+                    " FROM blobs b JOIN origins o ON o.id = b.origin_id WHERE ?1 IS NULL OR o.label = ?1 ORDER BY b.last_access_ms, o.label, b.digest"
                 ))
                 .map_err(db_err("list blobs"))?;
-            stmt.query_map([], |r| Ok((r.get(0)?, Row::read(r, 1)?)))
+            stmt.query_map([only.map(Origin::as_str)], |r| Ok((r.get(0)?, Row::read(r, 1)?)))
                 .and_then(Iterator::collect)
                 .map_err(db_err("list blobs"))?
         };

@@ -5,6 +5,7 @@
 //!   CACHEDIR.TAG               the marker that makes a folder ours (and tells backups to skip it)
 //!   index.sqlite3              the index (owned by index/)
 //!   lock                       advisory lock: shared for use, exclusive for gc
+//!   sections/<origin>          0600 lock files, one per origin: its publishers take turns (R-Q4)
 //!   origins/<origin>/          0555, one per origin (R-O2); everything of an origin is below it
 //!     sha256/<2 hex>/<62 hex>  blobs 0444, folders 0555
 //!     tmp/                     0700, staging for publishes
@@ -21,6 +22,8 @@ use crate::origin::Origin;
 
 /// The folder of all origins' stores, under the root.
 pub(crate) const ORIGINS: &str = "origins";
+/// The folder of the origins' publish-section locks, under the root (R-Q4).
+pub(crate) const SECTIONS: &str = "sections";
 /// The digest algorithm's folder in an origin's store.
 pub(crate) const SHA256: &str = "sha256";
 /// An origin's staging folder.

@@ -14,8 +14,11 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{Mode, OFlags};
 
-use super::BlobStore;
 use super::error::StoreError;
+use super::handle::{Dir, PRIVATE_DIR, Parent, ensure_dir, find_dir, remove_tree};
+use super::layout::SECTIONS;
+use super::{BlobStore, io_err};
+use crate::origin::Origin;
 
 /// The lock file's name under the root.
 const LOCK: &str = "lock";
@@ -54,12 +57,18 @@ const SAY_AFTER: Duration = Duration::from_secs(1);
 
 impl BlobStore {
     /// The lock file, opened without following a link; `None` on a read-only root without one.
+    fn lock_file(&self) -> Result<Option<File>, StoreError> {
+        self.open_lock_file(&self.root, LOCK)
+    }
+
+    /// A lock file `name` in `dir`, opened without following a link; `None` on a read-only
+    /// folder without one.
     ///
-    /// Only a regular file with one link is the lock file: a link, a folder, a socket, a FIFO or a
+    /// Only a regular file with one link is a lock file: a link, a folder, a socket, a FIFO or a
     /// hard link to a file elsewhere (whose content the exclusive holder would overwrite with its
     /// note) planted under the name is removed and the file made afresh (R-H1, R-H7).
-    fn lock_file(&self) -> Result<Option<File>, StoreError> {
-        let path = self.layout.root().join(LOCK);
+    fn open_lock_file(&self, dir: &Dir, name: &str) -> Result<Option<File>, StoreError> {
+        let path = dir.join(name);
         let err = |e: std::io::Error| StoreError::Io {
             op: "open",
             path: path.clone(),
@@ -68,46 +77,37 @@ impl BlobStore {
         let rw =
             OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         for _ in 0..3 {
-            let file =
-                match rustix::fs::openat(self.root.fd(), LOCK, rw, Mode::from_raw_mode(0o600)) {
-                    Ok(fd) => File::from(fd),
-                    // A read-only root (a pre-populated image on a read-only mount, R-H5): nobody
-                    // can write it, so there is nobody to exclude; use the file if there is one.
-                    Err(rustix::io::Errno::ROFS | rustix::io::Errno::ACCESS) => {
-                        let ro =
-                            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-                        return match rustix::fs::openat(self.root.fd(), LOCK, ro, Mode::empty()) {
-                            Ok(fd) => Ok(Some(File::from(fd))),
-                            Err(rustix::io::Errno::NOENT) => Ok(None),
-                            Err(e) => Err(err(e.into())),
-                        };
-                    }
-                    Err(
-                        rustix::io::Errno::LOOP
-                        | rustix::io::Errno::ISDIR
-                        | rustix::io::Errno::NXIO,
-                    ) => {
-                        self.replace_lock_file(&path).map_err(err)?;
-                        continue;
-                    }
-                    Err(e) => return Err(err(e.into())),
-                };
+            let file = match rustix::fs::openat(dir.fd(), name, rw, Mode::from_raw_mode(0o600)) {
+                Ok(fd) => File::from(fd),
+                // A read-only root (a pre-populated image on a read-only mount, R-H5): nobody
+                // can write it, so there is nobody to exclude; use the file if there is one.
+                Err(rustix::io::Errno::ROFS | rustix::io::Errno::ACCESS) => {
+                    let ro = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+                    return match rustix::fs::openat(dir.fd(), name, ro, Mode::empty()) {
+                        Ok(fd) => Ok(Some(File::from(fd))),
+                        Err(rustix::io::Errno::NOENT) => Ok(None),
+                        Err(e) => Err(err(e.into())),
+                    };
+                }
+                Err(
+                    rustix::io::Errno::LOOP | rustix::io::Errno::ISDIR | rustix::io::Errno::NXIO,
+                ) => {
+                    replace_lock_file(self.disk.as_ref(), dir, name).map_err(err)?;
+                    continue;
+                }
+                Err(e) => return Err(err(e.into())),
+            };
             let st = rustix::fs::fstat(&file).map_err(|e| err(e.into()))?;
             if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
                 && st.st_nlink == 1
             {
                 return Ok(Some(file));
             }
-            self.replace_lock_file(&path).map_err(err)?;
+            replace_lock_file(self.disk.as_ref(), dir, name).map_err(err)?;
         }
         Err(err(std::io::Error::other(
             "the lock file keeps being replaced by something else",
         )))
-    }
-
-    fn replace_lock_file(&self, path: &std::path::Path) -> std::io::Result<()> {
-        tracing::warn!(path = %path.display(), "the lock file was not a file of its own: replaced");
-        super::handle::remove_tree(self.disk.as_ref(), &self.root, LOCK)
     }
 
     /// Takes the lock, waiting at most the store's lock timeout. `what` names the operation, so
@@ -117,13 +117,12 @@ impl BlobStore {
     /// [`StoreError::LockTimeout`](StoreError::LockTimeout) when the lock is still held after the timeout; [`StoreError::Io`](StoreError::Io) if the
     /// lock file cannot be opened or locked.
     pub fn lock(&self, mode: LockMode, what: &'static str) -> Result<LockGuard, StoreError> {
-        let Some(mut file) = self.lock_file()? else {
+        let Some(file) = self.lock_file()? else {
             return Ok(LockGuard {
                 file: None,
                 exclusive: false,
             });
         };
-        let path = self.layout.root().join(LOCK);
         // A holder that made us wait out the whole timeout a moment ago is very likely still
         // there: one more try, not another full wait — a load of 512 files must cost one bounded
         // wait, not 512 (R-H11). The caller serves what it fetched without storing it.
@@ -132,58 +131,64 @@ impl BlobStore {
         } else {
             self.lock_timeout
         };
-        let start = Instant::now();
-        let mut said = false;
-        let mut pause = Duration::from_millis(2);
-        loop {
-            let attempt = match mode {
-                LockMode::Shared => file.try_lock_shared(),
-                LockMode::Exclusive => file.try_lock(),
-            };
-            match attempt {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) => {}
-                Err(std::fs::TryLockError::Error(source)) => {
-                    return Err(StoreError::Io {
-                        op: "lock",
-                        path,
-                        source,
-                    });
-                }
-            }
-            let waited = start.elapsed();
-            if waited >= budget {
-                self.note_timeout(true);
-                return Err(StoreError::LockTimeout {
-                    path,
-                    waited,
-                    holder: holder(&mut file),
-                });
-            }
-            if !said && waited >= SAY_AFTER {
-                said = true;
-                tracing::warn!(
-                    lock = %path.display(),
-                    holder = holder(&mut file).as_deref().unwrap_or("other skillcache processes using this root"),
-                    timeout_secs = self.lock_timeout.as_secs(),
-                    "waiting for the cache lock"
-                );
-            }
-            std::thread::sleep(pause.min(budget.saturating_sub(waited)));
-            pause = (pause * 2).min(Duration::from_millis(100));
+        let taken = take(file, self.layout.root().join(LOCK), mode, what, budget);
+        match &taken {
+            Ok(_) => self.note_timeout(false),
+            Err(StoreError::LockTimeout { .. }) => self.note_timeout(true),
+            Err(_) => {}
         }
-        self.note_timeout(false);
-        if mode == LockMode::Exclusive {
-            // Best effort: only a message for whoever waits next.
-            let _ = file.set_len(0).and_then(|()| {
-                file.rewind()?;
-                write!(file, "pid {} ({what})", std::process::id())
+        taken
+    }
+
+    /// Enters `origin`'s publish section: an exclusive lock of its own (`sections/<origin>` under
+    /// the root), so that one origin's publishers, in every process, take turns from the quota's
+    /// count to their last index row (R-Q4, R-C8). The caller holds the shared root lock, so
+    /// purge (which removes the file) never runs while anyone is inside. Waiting is bounded and
+    /// said like the root lock's (R-H11).
+    ///
+    /// # Errors
+    /// [`StoreError::LockTimeout`](StoreError::LockTimeout) when another publisher of the origin
+    /// holds it past the timeout; [`StoreError::Io`](StoreError::Io) if it cannot be made.
+    pub(crate) fn lock_origin(&self, origin: &Origin) -> Result<LockGuard, StoreError> {
+        let path = self.layout.root().join(SECTIONS);
+        let (sections, _) = ensure_dir(
+            self.disk.as_ref(),
+            &self.root,
+            Parent::Private,
+            SECTIONS,
+            PRIVATE_DIR,
+        )
+        .map_err(io_err("create", &path))?;
+        let name = origin.path_component();
+        let Some(file) = self.open_lock_file(&sections, name)? else {
+            return Ok(LockGuard {
+                file: None,
+                exclusive: false,
             });
-        }
-        Ok(LockGuard {
-            file: Some(file),
-            exclusive: mode == LockMode::Exclusive,
-        })
+        };
+        take(
+            file,
+            sections.join(name),
+            LockMode::Exclusive,
+            "publish",
+            self.lock_timeout,
+        )
+    }
+
+    /// Removes `origin`'s publish-section lock file (purge, under the exclusive root lock: nobody
+    /// is inside any section). Missing is fine.
+    ///
+    /// # Errors
+    /// [`StoreError::Io`](StoreError::Io) if it cannot be removed.
+    pub(crate) fn remove_section(&self, origin: &Origin) -> Result<(), StoreError> {
+        let path = self.layout.root().join(SECTIONS);
+        let Some(sections) = find_dir(self.disk.as_ref(), &self.root, Parent::Private, SECTIONS)
+            .map_err(io_err("open", &path))?
+        else {
+            return Ok(());
+        };
+        remove_tree(self.disk.as_ref(), &sections, origin.path_component())
+            .map_err(io_err("remove", &sections.join(origin.path_component())))
     }
 
     /// Takes the exclusive lock if nobody holds any lock now.
@@ -218,6 +223,73 @@ impl BlobStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         *stalled = timed_out.then(Instant::now);
     }
+}
+
+/// Removes whatever is planted under a lock file's name (the name itself, never its target).
+fn replace_lock_file(disk: &dyn super::Disk, dir: &Dir, name: &str) -> std::io::Result<()> {
+    tracing::warn!(path = %dir.join(name).display(), "the lock file was not a file of its own: replaced");
+    remove_tree(disk, dir, name)
+}
+
+/// Waits (at most `budget`) for `mode` on `file`, saying so after a second (R-H11); the
+/// exclusive holder writes its pid and `what` into the file for whoever waits next.
+fn take(
+    mut file: File,
+    path: std::path::PathBuf,
+    mode: LockMode,
+    what: &'static str,
+    budget: Duration,
+) -> Result<LockGuard, StoreError> {
+    let start = Instant::now();
+    let mut said = false;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        let attempt = match mode {
+            LockMode::Shared => file.try_lock_shared(),
+            LockMode::Exclusive => file.try_lock(),
+        };
+        match attempt {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(StoreError::Io {
+                    op: "lock",
+                    path,
+                    source,
+                });
+            }
+        }
+        let waited = start.elapsed();
+        if waited >= budget {
+            return Err(StoreError::LockTimeout {
+                path,
+                waited,
+                holder: holder(&mut file),
+            });
+        }
+        if !said && waited >= SAY_AFTER {
+            said = true;
+            tracing::warn!(
+                lock = %path.display(),
+                holder = holder(&mut file).as_deref().unwrap_or("other skillcache processes using this root"),
+                timeout_secs = budget.as_secs(),
+                "waiting for the cache lock"
+            );
+        }
+        std::thread::sleep(pause.min(budget.saturating_sub(waited)));
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+    if mode == LockMode::Exclusive {
+        // Best effort: only a message for whoever waits next.
+        let _ = file.set_len(0).and_then(|()| {
+            file.rewind()?;
+            write!(file, "pid {} ({what})", std::process::id())
+        });
+    }
+    Ok(LockGuard {
+        file: Some(file),
+        exclusive: mode == LockMode::Exclusive,
+    })
 }
 
 /// What the exclusive holder wrote about itself, if anything (at most a short line).

@@ -272,6 +272,39 @@ impl BlobStore {
     }
 }
 
+impl BlobStore {
+    /// Removes every temporary in `origin`'s staging. Only for a
+    /// caller inside the origin's publish section ([`BlobStore::lock_origin`]): every publisher
+    /// of the origin stages inside it, so whatever is there is a crashed publisher's leftover,
+    /// which would otherwise count against the quota until the next exclusive open (R-Q4).
+    ///
+    /// # Errors
+    /// [`StoreError::Io`](StoreError::Io) if the folder cannot be read or a leftover removed.
+    pub(crate) fn sweep_origin_tmp(&self, origin: &Origin) -> Result<usize, StoreError> {
+        let disk = self.disk.as_ref();
+        let path = self.layout.tmp(origin);
+        let Some(tmp) = find_path(
+            disk,
+            &self.root,
+            &[
+                (ORIGINS, Parent::Private),
+                (origin.path_component(), Parent::Private),
+                (TMP, Parent::ReadOnly),
+            ],
+        )
+        .map_err(io_err("open", &path))?
+        else {
+            return Ok(0);
+        };
+        let mut removed = 0;
+        for (name, _) in tmp.names().map_err(io_err("read directory", &path))? {
+            remove_tree(disk, &tmp, &name).map_err(io_err("remove", &tmp.join(&name)))?;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+}
+
 /// The blobs (and strays) of one origin's store.
 fn walk_origin(
     origin: &Origin,

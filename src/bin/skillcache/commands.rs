@@ -201,6 +201,9 @@ pub(crate) async fn run(cli: Cli) -> Result<Outcome> {
     if let Some(key) = cli.key_file.as_ref().filter(|k| !k.as_os_str().is_empty()) {
         builder = builder.key_file(key);
     }
+    if let Some(quota) = cli.origin_quota {
+        builder = builder.origin_quota(quota);
+    }
     // A bad URL is a usage error (exit 2); an unreachable tier is not an error at all.
     #[cfg(feature = "l2")]
     if let Some(url) = &cli.l2 {

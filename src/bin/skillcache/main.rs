@@ -6,7 +6,8 @@
 //! origin the config does not name); 3 verification failure (size, digest, frontmatter,
 //! unlisted); 4 the server: an invalid entry, a protocol error, a timeout, a message over the
 //! bound, a connection that failed or died; 5 declined by policy (limits, dynamic, approval
-//! missing or revoked, a skill not locked or drifted from the lock, offline and not in the cache,
+//! missing or revoked, a skill not locked or drifted from the lock, a skill larger than
+//! `--origin-quota`, offline and not in the cache,
 //! a reference that leaves the skill); 1 a local failure (the cache root, the index, I/O).
 //! Errors go to stderr as one line each, with their cause chain. `list --all` and `lock --all`
 //! go on past a server that fails, and exit with the code of the first failure. Every string a
@@ -75,6 +76,11 @@ struct Cli {
     #[cfg(feature = "l2")]
     #[arg(long, global = true, value_name = "URL")]
     l2: Option<String>,
+    /// The most bytes one origin's cached content may take (e.g. `10485760`, `10MiB`, `512KiB`):
+    /// its least recently used files go first, never another origin's; a skill larger than it
+    /// is declined (exit 5).
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
+    origin_quota: Option<u64>,
     /// How cached files are verified on every access.
     #[arg(long, global = true, value_enum, default_value_t = IsolationArg::Rehash)]
     isolation: IsolationArg,
@@ -329,6 +335,30 @@ fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
             "{text:?} is not a number of seconds between 0 and 86400"
         )),
     }
+}
+
+/// `--origin-quota`: a whole number of bytes, optionally with a binary suffix (`KiB`, `MiB`,
+/// `GiB`; `K`, `M`, `G` mean the same).
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, suffix) = t.split_at(split);
+    let shift = match suffix.trim() {
+        "" | "B" => 0,
+        "K" | "KiB" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        _ => {
+            return Err(format!(
+                "{text:?} is not a number of bytes (e.g. 10485760 or 10MiB)"
+            ));
+        }
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1u64 << shift))
+        .ok_or_else(|| format!("{text:?} is not a number of bytes (e.g. 10485760 or 10MiB)"))
 }
 
 /// The exit code for an error (the public contract above). Exhaustive on purpose, with no
