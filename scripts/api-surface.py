@@ -12,8 +12,8 @@ of public items by kind. It fails (exit 1) when the surface breaks what is seale
 It also counts public items (modules, structs, enums, functions, methods, constants, fields,
 traits, type aliases; re-exports and impl blocks are not items of their own) against issue 11's
 bound of 220 and says plainly whether the bound is met. With `--strict`, an item count over the
-bound fails too. (Round 3 added config files, lock files, offline mode, `serve` and L2 to the
-host API after the bound was set; the README's Status says where the count stands.)
+bound fails too. The bound is issue 11's 220 plus the items later issues asked for by name
+(`GRANTED` below): a new public item needs its line there, with the issue that wanted it.
 
 Usage: scripts/api-surface.py [--no-build] [--strict]
 """
@@ -26,7 +26,26 @@ import subprocess
 import sys
 
 MAX_MODULES = 6
-MAX_ITEMS = 220
+# Public items the issues after issue 11 asked for, each by name (16 in round 3).
+GRANTED = [
+    ("issue 18, E5", "display_safe"),
+    ("issue 18, E8", "SkillServer::lenient"),
+    ("issue 21, Q1", "Catalog"),
+    ("issue 21, Q1", "Catalog::skills"),
+    ("issue 21, Q1", "Catalog::get"),
+    ("issue 21, Q1", "Catalog::failures"),
+    ("issue 21, Q1", "CatalogSkill"),
+    ("issue 21, Q1", "CatalogSkill::handle"),
+    ("issue 21, Q1", "CatalogSkill::origin"),
+    ("issue 21, Q1", "CatalogSkill::entry"),
+    ("issue 21, Q1", "CatalogSkill::collides_with"),
+    ("issue 21, Q1", "SkillCache::catalog"),
+    ("issue 21, Q2", "SkillFile::framed"),
+    ("issue 21, Q3", "SkillCache::origins"),
+    ("issue 21, Q3", "SkillCache::purge_absent"),
+    ("issue 21, Q4", "SkillCacheBuilder::origin_quota"),
+]
+MAX_ITEMS = 220 + len(GRANTED)
 COUNTED = {
     "module", "struct", "enum", "function", "constant", "static", "struct_field",
     "trait", "type_alias", "assoc_const", "assoc_type", "union", "macro",
@@ -82,6 +101,14 @@ def main():
             failures.append(f"{total} public items, bound {MAX_ITEMS}")
     if through:
         failures.append("public modules store/index: " + ", ".join(through))
+    # The ledger cannot drift: every item it grants is a public item of the crate.
+    public_names = {
+        item["name"] for item in doc["index"].values()
+        if item["crate_id"] == 0 and item["visibility"] == "public"
+    }
+    for why, path in GRANTED:
+        if path.split("::")[-1] not in public_names:
+            failures.append(f"GRANTED names {path} ({why}), which is not a public item")
     host_api = os.path.join(root, "tests", "host_api.rs")
     for n, line in enumerate(open(host_api), 1):
         if INTERNAL_PATHS.search(line):
