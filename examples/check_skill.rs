@@ -254,7 +254,9 @@ struct Trial {
 async fn load_through(source: Altered, uri: &SkillUri) -> Result<Trial, BoxError> {
     let root = tempfile::tempdir()?;
     let cache = SkillCache::builder()
-        .root(root.path())
+        // The root and the host key both inside the temporary folder: nothing under `~`.
+        .root(root.path().join("cache"))
+        .key_file(root.path().join("host.key"))
         // This example checks bytes, not approvals: a host keeps the default (`Required`) and
         // loads only what its user approved (`SkillCache::approve`).
         .approval(ApprovalPolicy::NotRequired)

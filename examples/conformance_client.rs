@@ -24,11 +24,26 @@ async fn main() -> ExitCode {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    let root = std::env::temp_dir().join(format!(
+    // The cache root and the host key in one folder of our own, removed at the end.
+    let work = std::env::temp_dir().join(format!(
         "skillcache-conformance-{}-{nanos}",
         std::process::id()
     ));
-    let code = match drive(&url, &scenario, &root).await {
+    // A conformance driver has no user to ask: it checks verification, not activation, so it
+    // opts out of the approval gate explicitly (R-P1).
+    let cache = match SkillCache::builder()
+        .root(work.join("cache"))
+        .key_file(work.join("host.key"))
+        .approval(ApprovalPolicy::NotRequired)
+        .open()
+    {
+        Ok(cache) => cache,
+        Err(e) => {
+            eprintln!("conformance_client: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = match drive(&cache, &url, &scenario).await {
         Ok(0) => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(3),
         Err(e) => {
@@ -36,27 +51,17 @@ async fn main() -> ExitCode {
             ExitCode::from(1)
         }
     };
-    if let Ok(cache) = SkillCache::builder().root(&root).open()
-        && let Ok(origin) = Origin::new("conformance")
-    {
-        let _ = cache.core().purge(&origin);
+    // The store's folders are read-only: purging gives them back before the folder goes.
+    if let Ok(origin) = Origin::new("conformance") {
+        let _ = cache.purge(&origin).await;
     }
-    let _ = std::fs::remove_dir_all(&root);
+    drop(cache);
+    let _ = std::fs::remove_dir_all(&work);
     code
 }
 
 /// Returns how many skills were refused.
-async fn drive(
-    url: &str,
-    scenario: &str,
-    root: &std::path::Path,
-) -> Result<usize, skillcache::Error> {
-    // A conformance driver has no user to ask: it checks verification, not activation, so it
-    // opts out of the approval gate explicitly (R-P1).
-    let cache = SkillCache::builder()
-        .root(root)
-        .approval(ApprovalPolicy::NotRequired)
-        .open()?;
+async fn drive(cache: &SkillCache, url: &str, scenario: &str) -> Result<usize, skillcache::Error> {
     let origin = Origin::new("conformance")?;
     cache.connect(origin.clone(), Arc::new(McpSource::http(url)));
     let listed = cache.list(&origin).await?;

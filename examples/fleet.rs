@@ -162,6 +162,9 @@ async fn host(
             "l2_unavailable": s[Counter::L2Unavailable],
         })
     );
+    // The store's folders are read-only: purging gives them back, so that the run's temporary
+    // folder can be removed by a normal user too.
+    cache.purge(&origin).await?;
     Ok(())
 }
 

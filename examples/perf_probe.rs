@@ -24,6 +24,8 @@ fn open(root: &str, isolation: Isolation, tier: u64) -> SkillCache {
     SkillCache::builder()
         .approval(ApprovalPolicy::NotRequired)
         .root(root)
+        // Beside the root (the key is kept outside it), in the folder the caller cleans up.
+        .key_file(format!("{root}.key"))
         .isolation(isolation)
         .memory_tier(tier)
         .validation(Validation::default().limits(Limits::new(1024, 1 << 30).expect("raised")))

@@ -37,6 +37,8 @@ async fn main() -> Result<(), Box<skillcache::Error>> {
     let cache = SkillCache::builder()
         .approval(ApprovalPolicy::NotRequired)
         .root(root)
+        // Beside the root (the key is kept outside it), in the folder the caller cleans up.
+        .key_file(format!("{root}.key"))
         .open()?;
     let origin = Origin::new("ts-server").expect("a valid label");
     cache.connect(origin.clone(), Arc::new(McpSource::http(url)));

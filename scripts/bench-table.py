@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the README's performance table from the last `cargo bench` run.
+"""Prints the performance tables of docs/performance.md from the last `cargo bench` run.
 
 Reads criterion's median estimates (target/criterion/<group>/<bench>/<input>/new/estimates.json)
 and prints medians and the ratios the targets are stated in, each ratio from one run.

@@ -57,7 +57,10 @@ use crate::origin::Origin;
 /// #     let name = path.rsplit('/').next().unwrap();
 /// #     std::fs::write(dir.join("SKILL.md"), format!("---\nname: {name}\ndescription: The {name} skill.\n---\n")).unwrap();
 /// # }
-/// let cache = SkillCache::builder().root(tmp.path().join("cache")).open()?;
+/// let cache = SkillCache::builder()
+///     .root(tmp.path().join("cache"))
+///     .key_file(tmp.path().join("host.key"))
+///     .open()?;
 /// for label in ["docs", "team"] {
 ///     cache.connect(Origin::new(label)?, Arc::new(SkillServer::new(tmp.path().join(label))));
 /// }

@@ -602,8 +602,12 @@ impl McpConfig {
                     .ok_or_else(|| r.wrong(&at, "an object of servers by name"))?;
                 for (name, server) in block {
                     let at = format!("{at}/{}", segment(name));
-                    let origin = Origin::new(name.clone())
-                        .map_err(|e| r.invalid(&at, format!("the name is not a usable origin: {e}")))?;
+                    // The problem alone, not `Origin::new`'s message: that one quotes the
+                    // label, and a host file's refusal quotes nothing of the file (R-E4).
+                    let origin = Origin::new(name.clone()).map_err(|_| {
+                        let why = crate::origin::label_problem(name).unwrap_or_default();
+                        r.invalid(&at, format!("the name is not a usable origin: {why}"))
+                    })?;
                     let config = r.server(&at, server)?;
                     if servers.insert(origin, config).is_some() {
                         return Err(r.invalid(

@@ -565,8 +565,11 @@ impl Pins<'_> {
             let at = format!("skill[{i}]");
             self.only(&at, raw, &["origin", "uri", "binding", "file"])?;
             let (text, origin_span) = self.string(raw, &at, &span, "origin")?;
-            let origin = Origin::new(text)
-                .map_err(|e| self.invalid(join(&at, "origin"), origin_span, e.to_string()))?;
+            // The problem alone: `Origin::new`'s message quotes the label (R-E4).
+            let origin = Origin::new(text).map_err(|_| {
+                let why = crate::origin::label_problem(text).unwrap_or_default();
+                self.invalid(join(&at, "origin"), origin_span, why)
+            })?;
             let (text, uri_span) = self.string(raw, &at, &span, "uri")?;
             // The URI is not quoted: a refused one is shown by its position (R-E4).
             let uri = SkillUri::parse(text)

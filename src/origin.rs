@@ -43,23 +43,18 @@ impl Origin {
     /// # Errors
     /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) for an empty or over-long
     /// label, or one with a character that is not visible (R-E6), naming its code point. The
-    /// message does not repeat the label: it may be long, or come from a file (R-E4).
+    /// message names the label (display-safe, and cut after its first 40 characters: R-E5) and
+    /// says what a label must be. The readers of host files do not use this message: they
+    /// quote nothing of a file (R-E4), so they say only what is wrong.
     pub fn new(label: impl Into<String>) -> Result<Origin, ConfigError> {
         let label = label.into();
-        let what = if label.is_empty() {
-            "the origin label is empty: give the host's name for the server, 1 to 80 bytes".into()
-        } else if label.len() > MAX_LABEL_BYTES {
-            format!(
-                "the origin label is {} bytes long: at most {MAX_LABEL_BYTES} are allowed",
-                label.len()
-            )
-        } else if let Some(why) = crate::display::invisible_in_label(&label) {
-            format!("the origin label {why}: every character of a label must be visible")
-        } else {
-            let component = encode(&label);
-            return Ok(Origin { label, component });
-        };
-        Err(ConfigError::Invalid { what })
+        if let Some(problem) = label_problem(&label) {
+            return Err(ConfigError::Invalid {
+                what: format!("origin label {} refused: {problem}", Shown(&label)),
+            });
+        }
+        let component = encode(&label);
+        Ok(Origin { label, component })
     }
 
     /// The label.
@@ -101,6 +96,37 @@ impl Origin {
             let origin = Origin::new(String::from_utf8(out).ok()?).ok()?;
             // Only the one canonical spelling maps back; anything else is not ours.
             (origin.path_component() == component).then_some(origin)
+        }
+    }
+}
+
+/// What is wrong with `label` as an origin label, or `None` for a valid one: what a label must
+/// be and how this one fails, in fixed words, counts and code points only, so a reader of a host
+/// file can show it without quoting the file (R-E4).
+pub(crate) fn label_problem(label: &str) -> Option<String> {
+    let this = if label.is_empty() {
+        "this one is empty".to_owned()
+    } else if label.len() > MAX_LABEL_BYTES {
+        format!("this one is {} bytes long", label.len())
+    } else {
+        format!("this one {}", crate::display::invisible_in_label(label)?)
+    };
+    Some(format!(
+        "an origin label (the host's name for a server) must be 1 to {MAX_LABEL_BYTES} bytes, \
+         every character visible; {this}"
+    ))
+}
+
+/// A refused label as its message shows it: quoted, display-safe (its invisible characters
+/// escaped, R-E5) and cut after 40 characters, so an over-long one cannot flood the message.
+struct Shown<'a>(&'a str);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 40;
+        match self.0.char_indices().nth(SHOWN) {
+            Some((cut, _)) => write!(f, "\"{}…\"", crate::display::display_safe(&self.0[..cut])),
+            None => write!(f, "\"{}\"", crate::display::display_safe(self.0)),
         }
     }
 }

@@ -157,6 +157,7 @@ fn source(e: &SourceError) -> Raised {
             method,
             code,
             message,
+            ..
         } => Raised::new("ServerError", "server")
             .with("method", method.as_str())
             .with("code", *code)

@@ -190,6 +190,7 @@ impl SessionSource {
             Ok(Outcome::Answer(text)) => text,
             Ok(Outcome::Server { code, message }) => {
                 return Err(Error::Source(SourceError::Server {
+                    origin: None,
                     method: method.to_owned(),
                     code,
                     message,

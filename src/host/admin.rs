@@ -163,7 +163,10 @@ impl SkillCache {
     /// # async fn main() -> Result<(), skillcache::Error> {
     /// # let tmp = tempfile::tempdir().unwrap();
     /// use skillcache::{McpConfig, Origin, SkillCache};
-    /// let cache = SkillCache::builder().root(tmp.path().join("cache")).open()?;
+    /// let cache = SkillCache::builder()
+    ///     .root(tmp.path().join("cache"))
+    ///     .key_file(tmp.path().join("host.key"))
+    ///     .open()?;
     /// # std::fs::write(tmp.path().join("mcp.json"), r#"{"mcpServers": {"docs": {"command": "docs-server"}}}"#).unwrap();
     /// let config = McpConfig::read(tmp.path().join("mcp.json"))?;
     /// let keep: Vec<Origin> = config.servers().map(|(o, _)| o.clone()).collect();

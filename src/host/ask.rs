@@ -44,9 +44,16 @@ impl State {
             connect,
             request: per_request,
         } = self.settings().deadlines;
+        // A source's error names no origin (it cannot know the host's label): every error that
+        // leaves here does (issue 19).
+        let named = |e: Error| match e {
+            Error::Source(e) => Error::Source(e.sent_to(origin)),
+            other => other,
+        };
         tokio::time::timeout(connect, source.ready())
             .await
             .map_err(|_| timeout("initialize", connect))?
+            .map_err(named)
             .inspect_err(|e| {
                 tracing::info!(origin = origin.as_str(), error = %e, "connecting to the server failed");
             })?;
@@ -54,6 +61,7 @@ impl State {
         let result = tokio::time::timeout(per_request, request)
             .await
             .map_err(|_| timeout(method, per_request))?
+            .map_err(named)
             .inspect_err(|e| {
                 tracing::info!(origin = origin.as_str(), method, uri, error = %e, "request failed");
             })?;

@@ -7,13 +7,19 @@ use crate::origin::Origin;
 /// time, or the answer was too large.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    /// The server answered a request with a JSON-RPC error. Its message is the server's text,
-    /// shown display-safe (R-E5): escape codes in it reach no terminal.
+    /// The server answered a request with a JSON-RPC error — an unknown skill's `skills/get`,
+    /// for one. Its message is the server's text, shown display-safe (R-E5): escape codes in it
+    /// reach no terminal.
     #[error(
-        "{method} failed on the server: {} (code {code})",
+        "{method}{} failed on the server: {} (code {code})",
+        ToOrigin(origin.as_ref()),
         display_safe(message)
     )]
     Server {
+        /// The origin the request went to. A source does not know the host's label for it and
+        /// leaves this `None`; the cache fills it in for every request it sends, so an error a
+        /// [`SkillCache`](crate::SkillCache) returns names its origin.
+        origin: Option<Origin>,
         /// The method.
         method: String,
         /// The JSON-RPC error code.
@@ -61,4 +67,37 @@ pub enum SourceError {
         /// The origin.
         origin: Origin,
     },
+}
+
+impl SourceError {
+    /// The error as the cache hands it out: a server's refusal names the origin the request
+    /// went to (a source cannot know the host's label for it).
+    pub(crate) fn sent_to(self, to: &Origin) -> SourceError {
+        match self {
+            SourceError::Server {
+                origin: None,
+                method,
+                code,
+                message,
+            } => SourceError::Server {
+                origin: Some(to.clone()),
+                method,
+                code,
+                message,
+            },
+            other => other,
+        }
+    }
+}
+
+/// ` to origin docs` after a method, when the origin is known.
+struct ToOrigin<'a>(Option<&'a Origin>);
+
+impl std::fmt::Display for ToOrigin<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(origin) => write!(f, " to origin {origin}"),
+            None => Ok(()),
+        }
+    }
 }

@@ -449,6 +449,7 @@ impl McpSource {
             Ok(result) => Ok(result_json(result)),
             Err(ServiceError::McpError(e)) => {
                 Err(Error::Source(crate::error::SourceError::Server {
+                    origin: None,
                     method: method.to_owned(),
                     code: i64::from(e.code.0),
                     message: e.message.into_owned(),

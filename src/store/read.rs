@@ -35,7 +35,7 @@ pub struct Evidence {
 /// read-only map of the blob instead of a private copy (issue 12): the hit costs the same at any
 /// size. Below it a copy is cheaper, because a map costs a few system calls and a page fault per
 /// page touched while a copy of a small file is one `read` (measured: `cache_hit/map_crossover`
-/// in `benches/cache_hit.rs`; README, Performance).
+/// in `benches/cache_hit.rs`; docs/performance.md).
 pub const MAP_ABOVE: u64 = 2 << 20;
 
 /// How far the wall clock must be past a blob's change time before a hashed read can confirm

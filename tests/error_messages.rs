@@ -1,0 +1,149 @@
+//! Errors a newcomer meets first say what is wrong and name the origin (D5): a refused origin
+//! label says what a label must be and names the label, display-safe; an unknown skill names the
+//! origin it was asked of, in the library and in the CLI; host files still quote nothing (R-E4).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use skillcache::error::SourceError;
+use skillcache::local::SkillServer;
+use skillcache::{Error, Origin, SkillCache, SkillUri};
+
+#[test]
+fn d5_an_empty_origin_label_says_what_a_label_must_be() {
+    let why = Origin::new("").expect_err("refused").to_string();
+    assert_eq!(
+        why,
+        "origin label \"\" refused: an origin label (the host's name for a server) must be 1 to \
+         80 bytes, every character visible; this one is empty"
+    );
+}
+
+#[test]
+fn d5_a_refused_origin_label_is_named_display_safe_and_cut() {
+    let why = Origin::new("team\u{200B}")
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        why.starts_with(r#"origin label "team\u{200B}" refused: "#) && !why.contains('\u{200B}'),
+        "{why}"
+    );
+    assert!(why.contains("this one contains U+200B"), "{why}");
+    // A 300-byte label is named by its first 40 characters, never quoted whole.
+    let why = Origin::new("x".repeat(300))
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        why.starts_with(&format!("origin label \"{}…\" refused: ", "x".repeat(40)))
+            && why.ends_with("this one is 300 bytes long")
+            && !why.contains(&"x".repeat(41)),
+        "{why}"
+    );
+}
+
+#[test]
+fn d5_a_host_file_refusing_an_origin_says_what_is_wrong_without_quoting_it() {
+    // R-E4: a lock file's refusal quotes nothing of the file, the label included.
+    let dir = common::scratch();
+    let lock = dir.path().join("skills.lock");
+    std::fs::write(
+        &lock,
+        "version = 1\n[[skill]]\norigin = \"team\\u200B\"\nuri = \"skill://a/SKILL.md\"\n",
+    )
+    .expect("write");
+    let why = skillcache::LockFile::read(&lock)
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        why.contains("skill[0].origin")
+            && why.contains("an origin label (the host's name for a server) must be 1 to 80 bytes")
+            && why.contains("this one contains U+200B")
+            && !why.contains("team"),
+        "{why}"
+    );
+    // An MCP config whose server is named "": the name is the key path; the problem is words.
+    let config = dir.path().join("mcp.json");
+    std::fs::write(&config, r#"{"mcpServers": {"": {"command": "x"}}}"#).expect("write");
+    let why = skillcache::McpConfig::read(&config)
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        why.contains("the name is not a usable origin: an origin label")
+            && why.ends_with("this one is empty")
+            && !why.contains("origin label \""),
+        "{why}"
+    );
+}
+
+fn one_skill(dir: &std::path::Path) -> std::path::PathBuf {
+    let skills = dir.join("skills");
+    std::fs::create_dir_all(skills.join("notes")).expect("mkdir");
+    std::fs::write(
+        skills.join("notes/SKILL.md"),
+        "---\nname: notes\ndescription: Takes notes.\n---\nBody.\n",
+    )
+    .expect("write");
+    skills
+}
+
+#[tokio::test]
+async fn d5_an_unknown_skill_names_its_origin() {
+    let dir = common::scratch();
+    let cache = SkillCache::builder()
+        .root(dir.path().join("cache"))
+        .key_file(dir.path().join("host.key"))
+        .open()
+        .expect("open");
+    let origin = Origin::new("docs").expect("label");
+    cache.connect(
+        origin.clone(),
+        Arc::new(SkillServer::new(one_skill(dir.path()))),
+    );
+    let unknown = SkillUri::parse("skill://nope/SKILL.md").expect("uri");
+    let e = tokio::time::timeout(Duration::from_secs(30), cache.entry(&origin, &unknown))
+        .await
+        .expect("answered in time")
+        .expect_err("no such skill");
+    match &e {
+        Error::Source(SourceError::Server {
+            origin: Some(named),
+            method,
+            code: -32602,
+            ..
+        }) => assert_eq!((named, method.as_str()), (&origin, "skills/get")),
+        other => panic!("expected the server's refusal naming its origin: {other:?}"),
+    }
+    let why = e.to_string();
+    assert!(
+        why.starts_with("skills/get to origin docs failed on the server: "),
+        "{why}"
+    );
+}
+
+#[test]
+fn d5_the_cli_names_the_origin_of_an_unknown_skill() {
+    let dir = common::scratch();
+    let skills = one_skill(dir.path());
+    let bin = env!("CARGO_BIN_EXE_skillcache");
+    let mut command = std::process::Command::new(bin);
+    command
+        .arg("--root")
+        .arg(dir.path().join("cache"))
+        .arg("--key-file")
+        .arg(dir.path().join("host.key"))
+        .args(["load", "--origin", "docs", "--stdio"])
+        .arg(format!("{bin} serve {}", skills.display()))
+        .arg("skill://nope/SKILL.md")
+        .stdin(std::process::Stdio::null());
+    let out = common::within(Duration::from_secs(120), move || command.output())
+        .expect("the CLI finished within two minutes")
+        .expect("the CLI ran");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("skillcache: error: skills/get to origin docs failed on the server: "),
+        "{stderr}"
+    );
+}
