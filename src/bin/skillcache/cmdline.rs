@@ -63,21 +63,37 @@ pub(crate) fn split_command_line(line: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
-/// The command `--stdio` names, checked before anything runs: a line that does not split, or
-/// that names no program, is a usage error (exit 2).
-pub(crate) fn command(line: &str) -> Result<tokio::process::Command, String> {
-    let words = split_command_line(line)?;
-    let (program, args) = words
-        .split_first()
-        .ok_or_else(|| "the command line is empty".to_owned())?;
-    let mut command = tokio::process::Command::new(program);
-    command.args(args);
-    Ok(command)
+/// The command `--stdio` names, split once when the command line is checked: a line that does
+/// not split, or that names no program, is a usage error (exit 2).
+#[derive(Debug)]
+pub(crate) struct StdioCommand {
+    program: String,
+    args: Vec<String>,
+}
+
+impl StdioCommand {
+    pub(crate) fn parse(line: &str) -> Result<StdioCommand, String> {
+        let mut words = split_command_line(line)?.into_iter();
+        let program = words
+            .next()
+            .ok_or_else(|| "the command line is empty".to_owned())?;
+        Ok(StdioCommand {
+            program,
+            args: words.collect(),
+        })
+    }
+
+    /// The process to spawn (a new one each call: `tokio::process::Command` is not `Clone`).
+    pub(crate) fn command(&self) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(&self.program);
+        command.args(&self.args);
+        command
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{command, split_command_line};
+    use super::{StdioCommand, split_command_line};
 
     #[test]
     fn quotes_and_backslashes_group_words_without_expansion() {
@@ -93,10 +109,12 @@ mod tests {
             assert!(split_command_line(bad).is_err(), "{bad}");
         }
         assert_eq!(
-            command("  ").map(drop).expect_err("no program"),
+            StdioCommand::parse("  ").map(drop).expect_err("no program"),
             "the command line is empty"
         );
-        let built = command("server --flag 'two words'").expect("builds");
+        let built = StdioCommand::parse("server --flag 'two words'")
+            .expect("builds")
+            .command();
         let std = built.as_std();
         assert_eq!(std.get_program(), "server");
         assert_eq!(std.get_args().collect::<Vec<_>>(), ["--flag", "two words"]);

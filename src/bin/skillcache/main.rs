@@ -24,11 +24,15 @@ macro_rules! outln {
     }};
 }
 
+mod args;
 mod cmdline;
 mod commands;
 mod demo;
 mod failure;
 mod inert;
+mod local_names;
+mod plan;
+mod render;
 
 /// Stdout is gone: a reader that stopped reading (broken pipe) is not an error.
 pub(crate) fn stdout_failed(e: &std::io::Error) -> ! {
@@ -40,326 +44,11 @@ pub(crate) fn stdout_failed(e: &std::io::Error) -> ! {
 }
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::Parser as _;
 use skillcache::Error;
-use skillcache::Isolation;
 use skillcache::error::{ConfigError, EntryError, IndexError, SourceError, StoreError};
-
-#[derive(Parser, Debug)]
-#[command(
-    name = "skillcache",
-    version,
-    about = "A verified, write-isolated cache for skills served over MCP"
-)]
-struct Cli {
-    /// The cache root [default: `$SKILLCACHE_ROOT` unless empty, else
-    /// `$XDG_CACHE_HOME/skillcache`, else ~/.cache/skillcache].
-    #[arg(long, global = true)]
-    root: Option<PathBuf>,
-    /// Seconds to wait for the server to start and initialise, and for each answer; a server
-    /// that misses it fails the command with exit 4.
-    #[arg(long, global = true, value_name = "SECS", default_value = "30", value_parser = parse_timeout)]
-    timeout: std::time::Duration,
-    /// The host key that seals the index, kept outside the root (created 0600 on first use)
-    /// [default: `$SKILLCACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/skillcache/host.key`, else
-    /// ~/.config/skillcache/host.key].
-    // Not clap's `env`: clap refuses an empty variable, which must count as unset; the library's
-    // default (`default_key_file`) reads SKILLCACHE_KEY_FILE and skips it when empty.
-    #[arg(long, global = true)]
-    key_file: Option<PathBuf>,
-    /// A shared tier of verified public blobs for a fleet of hosts, `s3://bucket/prefix`,
-    /// configured from the standard `AWS_*` environment (`AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`,
-    /// `AWS_REGION`, credentials). Asked after the local cache, before the server.
-    #[cfg(feature = "l2")]
-    #[arg(long, global = true, value_name = "URL")]
-    l2: Option<String>,
-    /// The most bytes one origin's cached content may take (e.g. `10485760`, `10MiB`, `512KiB`):
-    /// its least recently used files go first, never another origin's; a skill larger than it
-    /// is declined (exit 5).
-    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
-    origin_quota: Option<u64>,
-    /// How cached files are verified on every access.
-    #[arg(long, global = true, value_enum, default_value_t = IsolationArg::Rehash)]
-    isolation: IsolationArg,
-    /// An MCP host configuration file (`{"mcpServers": …}` or VS Code's `{"servers": …}`):
-    /// `--origin NAME` then selects the server configured as NAME, which is also its origin.
-    #[arg(long, global = true, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Contact no server: entries and bytes come only from the cache; anything missing fails
-    /// (exit 5). `--stdio`/`--url`/`--config` are then not needed.
-    #[arg(long, global = true)]
-    offline: bool,
-    /// With `--offline`: use a cached entry past its ttlMs (reported as stale) instead of
-    /// refusing it.
-    #[arg(long, global = true)]
-    allow_stale: bool,
-    /// Machine-readable output: one JSON value on stdout.
-    #[arg(long, global = true)]
-    json: bool,
-    /// Say more on stderr: `-v` every request, quarantine and store failure (info), `-vv` every
-    /// cache hit and miss too (debug). `RUST_LOG`, when set, decides instead.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    verbose: u8,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Copy, Clone, Debug, ValueEnum)]
-enum IsolationArg {
-    /// Re-hash cached bytes on every access.
-    Rehash,
-    /// Only this host writes the cache: check the evidence, re-hash when it is off.
-    Guaranteed,
-}
-
-impl From<IsolationArg> for Isolation {
-    fn from(a: IsolationArg) -> Isolation {
-        match a {
-            IsolationArg::Rehash => Isolation::Rehash,
-            IsolationArg::Guaranteed => Isolation::Guaranteed,
-        }
-    }
-}
-
-/// How to reach a server, and as whom.
-#[derive(Args, Debug, Clone)]
-struct ServerArgs {
-    /// The host's label for this server (never the server's own name); with `--config`, the
-    /// name of a configured server.
-    #[arg(long)]
-    origin: Option<String>,
-    /// Spawn this command line and speak MCP to it over stdio.
-    #[arg(long, conflicts_with = "url")]
-    stdio: Option<String>,
-    /// A Streamable HTTP MCP endpoint.
-    #[arg(long)]
-    url: Option<String>,
-    /// The authorization context for private entries.
-    #[arg(long, default_value = "")]
-    principal: String,
-    /// Load dynamic skills (unverified) instead of declining them.
-    #[arg(long)]
-    allow_dynamic: bool,
-}
-
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// The server's skills (name, URI, files, bytes, dynamic, fresh).
-    List {
-        /// Every server of `--config` in one catalog: each skill under a handle unique across
-        /// servers, name collisions reported; a server that fails is reported and the others are
-        /// still listed.
-        #[arg(long, conflicts_with = "origin")]
-        all: bool,
-        /// With `--all`: the host's own (filesystem) skill names, comma-separated; an MCP skill
-        /// of the same name is qualified by its origin and reported as a collision.
-        #[arg(long, value_name = "A,B,…", value_delimiter = ',', requires = "all")]
-        local_names: Vec<String>,
-        /// With `--all`: a file of local skill names, one a line (blank lines and `#` comments
-        /// skipped).
-        #[arg(long, value_name = "FILE", requires = "all")]
-        local_names_file: Option<PathBuf>,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
-    /// Pin skills as they are now in a lock file (origin, URI, binding, every file's digest
-    /// and size); an existing lock file is updated.
-    Lock {
-        /// The skills' SKILL.md URIs (of `--origin`).
-        skill_uris: Vec<String>,
-        /// Every skill: of `--origin`, or without it of every server of `--config`.
-        #[arg(long, conflicts_with = "skill_uris")]
-        all: bool,
-        /// The lock file.
-        #[arg(long, short, default_value = "skills.lock")]
-        output: PathBuf,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
-    /// The resolved entry of a skill and its binding; says if an approval was revoked.
-    Entry {
-        /// The skill's SKILL.md URI.
-        skill_uri: String,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
-    /// Approve a skill as its entry is now.
-    Approve {
-        /// The skill's SKILL.md URI.
-        #[arg(required_unless_present = "from_lock", conflicts_with = "from_lock")]
-        skill_uri: Option<String>,
-        /// Approve exactly the skills this lock file pins (of `--origin`, or of every origin
-        /// it names), each only if its entry is still as pinned (exit 5 otherwise).
-        #[arg(long, value_name = "FILE")]
-        from_lock: Option<PathBuf>,
-        /// Also grant the tools its frontmatter requests (allowed-tools).
-        #[arg(long)]
-        grant_tools: bool,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
-    /// Load a skill and print its verified SKILL.md.
-    Load {
-        /// The skill's SKILL.md URI.
-        skill_uri: String,
-        /// Refuse (exit 5) unless the skill is approved as it is now.
-        #[arg(long)]
-        require_approval: bool,
-        /// Refuse (exit 5) unless the skill is pinned in this lock file exactly as it is now.
-        #[arg(long, value_name = "FILE")]
-        locked: Option<PathBuf>,
-        /// Also read every file of the skill (verified; on a cold cache the whole skill is
-        /// fetched and stored as one batch), so that later reads are cache hits.
-        #[arg(long)]
-        all: bool,
-        /// Print the SKILL.md framed for model context: tagged with its origin and URI as
-        /// content from an MCP server, closed by a boundary the content does not contain.
-        #[arg(long)]
-        framed: bool,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
-    /// Load a skill, then read one of its files.
-    Read {
-        /// The skill's SKILL.md URI.
-        skill_uri: String,
-        /// The file: relative to the skill root, or an absolute URI inside it.
-        reference: String,
-        /// Refuse (exit 5) unless the skill is approved as it is now.
-        #[arg(long)]
-        require_approval: bool,
-        /// Refuse (exit 5) unless the skill is pinned in this lock file exactly as it is now.
-        #[arg(long, value_name = "FILE")]
-        locked: Option<PathBuf>,
-        /// Print the file framed for model context (see `load --framed`); a binary file is
-        /// described, not inlined.
-        #[arg(long)]
-        framed: bool,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
-    /// The entries in the cache.
-    Entries {
-        /// Only this origin.
-        #[arg(long)]
-        origin: Option<String>,
-    },
-    /// Re-hash every cached blob; exit 3 if anything is corrupt.
-    Verify {
-        /// Only this origin.
-        #[arg(long)]
-        origin: Option<String>,
-    },
-    /// Remove unreferenced blobs and temporaries, then least-recently-used ones over a budget.
-    Gc {
-        /// The byte budget.
-        #[arg(long)]
-        max_bytes: Option<u64>,
-    },
-    /// Remove everything of one origin, or of every origin `--config` does not name.
-    Purge {
-        /// The origin.
-        #[arg(long, required_unless_present = "absent", conflicts_with = "absent")]
-        origin: Option<String>,
-        /// Every origin in the cache that `--config` does not name (servers removed from the
-        /// configuration): entries, approvals and cached files; each is listed.
-        #[arg(long)]
-        absent: bool,
-        /// With `--absent`: list the origins that would be removed, and remove nothing.
-        #[arg(long, requires = "absent")]
-        dry_run: bool,
-    },
-    /// Counts and sizes.
-    Stats,
-    /// The entry a server would publish for a local skill folder; exit 4 if it is not valid.
-    Inspect {
-        /// The skill folder.
-        dir: PathBuf,
-        /// The skill's root URI [default: skill://<folder name>].
-        #[arg(long)]
-        base_uri: Option<String>,
-    },
-    /// Serve a folder of skill folders as an MCP server with the skills extension, over stdio
-    /// (default) or Streamable HTTP (`--http`). Changes to the folder are picked up and announced
-    /// to connected peers.
-    Serve(ServeArgs),
-    /// A guided tour of the loading path on bundled sample skills.
-    Demo,
-}
-
-/// What `serve` takes.
-#[derive(Args, Debug)]
-pub(crate) struct ServeArgs {
-    /// The folder.
-    pub(crate) dir: PathBuf,
-    /// The ttlMs hint to send.
-    #[arg(long, default_value_t = 0)]
-    pub(crate) ttl_ms: u64,
-    /// Publish this skill path as "dynamic" (repeatable).
-    #[arg(long)]
-    pub(crate) dynamic: Vec<String>,
-    /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8080; port 0 picks one) instead
-    /// of stdio. The endpoint URL is printed on stderr once the port is bound. An address that
-    /// is not loopback needs --allow-remote.
-    #[arg(long, value_name = "ADDR")]
-    pub(crate) http: Option<std::net::SocketAddr>,
-    /// Allow --http on an address other than loopback: every published skill is then readable
-    /// by anyone who can reach it (there is no authentication).
-    #[arg(long, requires = "http")]
-    pub(crate) allow_remote: bool,
-    /// Also publish skills that break the strict Agent Skills rules (`allowed-tools` as a list,
-    /// `metadata` values that are not strings); by default they are skipped and logged, since
-    /// strict clients refuse a whole listing for one of them.
-    #[arg(long)]
-    pub(crate) lenient: bool,
-    /// Also serve `resources/directory/read` (declares `directoryRead: true`).
-    #[arg(long)]
-    pub(crate) directory_read: bool,
-    /// How often, in milliseconds, the folder is scanned for changes; changes are announced to
-    /// connected peers, and requests answer from the last scan (a skills/get re-checks its own
-    /// skill's folder).
-    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) watch_ms: u64,
-}
-
-/// `--timeout`: positive seconds, fractions allowed.
-fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
-    match text.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
-            Ok(std::time::Duration::from_secs_f64(secs))
-        }
-        _ => Err(format!(
-            "{text:?} is not a number of seconds between 0 and 86400"
-        )),
-    }
-}
-
-/// `--origin-quota`: a whole number of bytes, optionally with a binary suffix (`KiB`, `MiB`,
-/// `GiB`; `K`, `M`, `G` mean the same).
-fn parse_bytes(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, suffix) = t.split_at(split);
-    let shift = match suffix.trim() {
-        "" | "B" => 0,
-        "K" | "KiB" => 10,
-        "M" | "MiB" => 20,
-        "G" | "GiB" => 30,
-        _ => {
-            return Err(format!(
-                "{text:?} is not a number of bytes (e.g. 10485760 or 10MiB)"
-            ));
-        }
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(1u64 << shift))
-        .ok_or_else(|| format!("{text:?} is not a number of bytes (e.g. 10485760 or 10MiB)"))
-}
 
 /// The exit code for an error (the public contract above). Exhaustive on purpose, with no
 /// catch-all: a new class of error cannot silently become 1.
@@ -442,7 +131,7 @@ fn init_logging(verbose: u8) {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = args::Cli::parse();
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -454,7 +143,9 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(commands::run(cli)) {
+    // Every argument is checked first (`plan`, exit 2); only then is anything opened or started.
+    let run = async { commands::run(plan::Plan::new(cli)?).await };
+    match runtime.block_on(run) {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::Code(c)) => ExitCode::from(c),
         Err(failure::Failure::Skill(e)) => {

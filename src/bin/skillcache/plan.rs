@@ -1,0 +1,507 @@
+//! The command line, checked once into typed values: every argument that can be refused without
+//! the cache or a server is refused here, before anything runs (exit 2, never a started
+//! server), and the commands take only what this produces — an `Origin`, a `SkillUri`, a split
+//! `--stdio` line — never the raw flags, so nothing is parsed twice.
+
+use std::path::{Path, PathBuf};
+
+use skillcache::{
+    ApprovalPolicy, DynamicPolicy, Isolation, McpConfig, Origin, SkillCache, SkillCacheBuilder,
+    SkillUri, display_safe,
+};
+
+use crate::args::{Cli, Command, ServeArgs, ServerArgs};
+use crate::cmdline::StdioCommand;
+use crate::failure::Failure;
+
+type Result<T> = std::result::Result<T, Failure>;
+
+/// What every command shares: the cache as the global flags configure it, and how to print.
+pub(crate) struct Ctx {
+    /// `--json`.
+    pub(crate) json: bool,
+    /// The cache as the global flags configure it; a command adds its own policies.
+    pub(crate) builder: SkillCacheBuilder,
+    /// `--config`: its path, and the file read and checked.
+    pub(crate) config: Option<(PathBuf, McpConfig)>,
+    /// `--offline`: no server is needed, none is started.
+    pub(crate) offline: bool,
+    /// `--isolation`, as the builder was given it (`stats` and the demo print it).
+    pub(crate) isolation: Isolation,
+}
+
+/// How to reach an origin's server, and as whom.
+pub(crate) struct Target {
+    pub(crate) reach: Reach,
+    /// `--principal`.
+    pub(crate) principal: String,
+    /// `--allow-dynamic`.
+    pub(crate) dynamic: DynamicPolicy,
+}
+
+/// Where a server is: named on the command line, or by `--config` (or, offline, nowhere).
+pub(crate) enum Reach {
+    Stdio(StdioCommand),
+    Url(String),
+    /// The server `--config` configures under the origin's name; offline, none is needed.
+    Configured,
+}
+
+impl Target {
+    /// The servers `--config` configures, as nobody in particular (`list --all`).
+    pub(crate) fn configured() -> Target {
+        Target {
+            reach: Reach::Configured,
+            principal: String::new(),
+            dynamic: DynamicPolicy::Decline,
+        }
+    }
+}
+
+/// What `load`/`read` require before any file is read (R-P1, the lock).
+pub(crate) struct Gate {
+    /// `--require-approval`.
+    pub(crate) approval: ApprovalPolicy,
+    /// `--locked FILE`.
+    pub(crate) locked: Option<PathBuf>,
+}
+
+/// What `lock` pins.
+pub(crate) enum LockScope {
+    /// The named skills of one origin.
+    Skills(Origin, Vec<SkillUri>),
+    /// Every skill of one origin (`--all --origin`).
+    EveryOf(Origin),
+    /// Every skill of every server of `--config` (`--all`).
+    EveryConfigured,
+}
+
+/// One command, its arguments checked.
+pub(crate) enum Job {
+    List(Origin, Target),
+    ListAll {
+        /// `--local-names`, each trimmed (`"a, b"` means `a` and `b`).
+        local_names: Vec<String>,
+        local_names_file: Option<PathBuf>,
+    },
+    Lock {
+        scope: LockScope,
+        output: PathBuf,
+        target: Target,
+    },
+    Entry(Origin, SkillUri, Target),
+    Approve {
+        origin: Origin,
+        uri: SkillUri,
+        grant_tools: bool,
+        target: Target,
+    },
+    ApproveFromLock {
+        /// `--origin`: only this origin's pins.
+        only: Option<Origin>,
+        lock: PathBuf,
+        grant_tools: bool,
+        target: Target,
+    },
+    /// `load` (no reference) and `read`.
+    Load {
+        origin: Origin,
+        uri: SkillUri,
+        reference: Option<String>,
+        gate: Gate,
+        all: bool,
+        framed: bool,
+        target: Target,
+    },
+    Entries(Option<Origin>),
+    Verify(Option<Origin>),
+    Gc(Option<u64>),
+    Purge(Origin),
+    PurgeAbsent {
+        dry_run: bool,
+    },
+    Stats,
+    Inspect {
+        dir: PathBuf,
+        base_uri: Option<String>,
+    },
+    Serve(ServeArgs),
+    Demo {
+        root: Option<PathBuf>,
+        key_file: Option<PathBuf>,
+    },
+}
+
+/// The checked command line: what to do, and with what.
+pub(crate) struct Plan {
+    pub(crate) ctx: Ctx,
+    pub(crate) job: Job,
+}
+
+impl Plan {
+    /// Checks every argument, then reads `--config` (a refused file is exit 2 with its path and
+    /// field), then builds the cache's configuration. Nothing is opened or started.
+    // `Error` is large (a verification failure carries origin, URI and both digests); this is
+    // the cold path.
+    #[allow(clippy::result_large_err)]
+    pub(crate) fn new(cli: Cli) -> Result<Plan> {
+        let flags = Flags {
+            has_config: cli.config.is_some(),
+            offline: cli.offline,
+        };
+        let job = flags.job(cli.command, cli.root.clone(), cli.key_file.clone())?;
+        let config = match cli.config.as_deref() {
+            Some(path) => Some((path.to_owned(), McpConfig::read(path)?)),
+            None => None,
+        };
+        let mut builder = SkillCache::builder()
+            .isolation(cli.isolation.into())
+            .request_timeout(cli.timeout)
+            .connect_timeout(cli.timeout)
+            .offline(cli.offline)
+            .allow_stale(cli.allow_stale);
+        // Without `--root`, the library's default applies: `$SKILLCACHE_ROOT` unless it is empty
+        // (an empty `SKILLCACHE_ROOT=` is unset, as in the shell convention), else the XDG cache
+        // folder.
+        if let Some(root) = &cli.root {
+            builder = builder.root(root);
+        }
+        // Without --key-file the library's default applies (SKILLCACHE_KEY_FILE when not empty).
+        if let Some(key) = cli.key_file.as_ref().filter(|k| !k.as_os_str().is_empty()) {
+            builder = builder.key_file(key);
+        }
+        if let Some(quota) = cli.origin_quota {
+            builder = builder.origin_quota(quota);
+        }
+        // A bad URL is a usage error (exit 2); an unreachable tier is not an error at all.
+        #[cfg(feature = "l2")]
+        if let Some(url) = &cli.l2 {
+            builder = builder.l2(skillcache::L2::from_url(url)?);
+        }
+        let ctx = Ctx {
+            json: cli.json,
+            builder,
+            config,
+            offline: cli.offline,
+            isolation: cli.isolation.into(),
+        };
+        Ok(Plan { ctx, job })
+    }
+}
+
+/// The global flags a command's own arguments are checked against.
+struct Flags {
+    /// `--config` was given.
+    has_config: bool,
+    /// `--offline`.
+    offline: bool,
+}
+
+/// A usage error for an argument: `what` (e.g. `--origin`) and why.
+fn usage(what: &str, e: &dyn std::fmt::Display) -> Failure {
+    Failure::Usage(format!("invalid {what}: {e}"))
+}
+
+// `Error` is large (see `Plan::new`); this is the cold path.
+#[allow(clippy::result_large_err)]
+fn origin(label: String) -> Result<Origin> {
+    Origin::new(label).map_err(|e| usage("--origin", &e))
+}
+
+#[allow(clippy::result_large_err)]
+fn uri(text: &str) -> Result<SkillUri> {
+    SkillUri::parse(text).map_err(|e| usage("SKILL_URI", &e))
+}
+
+#[allow(clippy::result_large_err)]
+fn folder(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        Err(Failure::Usage(format!(
+            "{} is not a folder",
+            display_safe(&dir.to_string_lossy())
+        )))
+    }
+}
+
+/// R-E2: `--http` on an address other than loopback would make every published skill
+/// readable from the network; only an explicit flag may ask for that.
+#[allow(clippy::result_large_err)]
+fn serve_usage(args: &ServeArgs) -> Result<()> {
+    match args.http {
+        Some(addr) if !addr.ip().is_loopback() && !args.allow_remote => {
+            Err(Failure::Usage(format!(
+                "--http {addr} is not a loopback address: it would serve every published skill to anyone who can reach it; pass --allow-remote to mean that"
+            )))
+        }
+        _ => folder(&args.dir),
+    }
+}
+
+// `Error` is large (see `Plan::new`); this is the cold path.
+#[allow(clippy::result_large_err)]
+impl Flags {
+    /// The command's arguments, checked; in each command the order of the checks is the order
+    /// its refusals are reported in.
+    fn job(
+        &self,
+        command: Command,
+        root: Option<PathBuf>,
+        key_file: Option<PathBuf>,
+    ) -> Result<Job> {
+        Ok(match command {
+            Command::List {
+                all,
+                local_names,
+                local_names_file,
+                server,
+            } => self.list(all, &local_names, local_names_file, server)?,
+            Command::Lock {
+                skill_uris,
+                all,
+                output,
+                server,
+            } => self.lock(&skill_uris, all, output, server)?,
+            Command::Approve {
+                skill_uri,
+                from_lock,
+                grant_tools,
+                server,
+            } => self.approve(skill_uri, from_lock, grant_tools, server)?,
+            Command::Entry { skill_uri, server } => {
+                let uri = uri(&skill_uri)?;
+                let (origin, target) = self.one(server)?;
+                Job::Entry(origin, uri, target)
+            }
+            Command::Load {
+                skill_uri,
+                require_approval,
+                locked,
+                all,
+                framed,
+                server,
+            } => self.load(
+                &skill_uri,
+                None,
+                gate(require_approval, locked),
+                all,
+                framed,
+                server,
+            )?,
+            Command::Read {
+                skill_uri,
+                reference,
+                require_approval,
+                locked,
+                framed,
+                server,
+            } => self.load(
+                &skill_uri,
+                Some(reference),
+                gate(require_approval, locked),
+                false,
+                framed,
+                server,
+            )?,
+            Command::Entries { origin: o } => Job::Entries(o.map(origin).transpose()?),
+            Command::Verify { origin: o } => Job::Verify(o.map(origin).transpose()?),
+            Command::Purge {
+                origin: Some(o), ..
+            } => Job::Purge(origin(o)?),
+            Command::Purge { dry_run, .. } if self.has_config => Job::PurgeAbsent { dry_run },
+            Command::Purge { .. } => {
+                return Err(Failure::Usage(
+                    "purge --absent removes every origin --config does not name: give --config"
+                        .into(),
+                ));
+            }
+            Command::Inspect { dir, base_uri } => {
+                folder(&dir)?;
+                Job::Inspect { dir, base_uri }
+            }
+            Command::Serve(args) => {
+                serve_usage(&args)?;
+                Job::Serve(args)
+            }
+            Command::Gc { max_bytes } => Job::Gc(max_bytes),
+            Command::Stats => Job::Stats,
+            Command::Demo => Job::Demo { root, key_file },
+        })
+    }
+
+    /// `list`, or with `--all` the catalog of every configured server.
+    fn list(
+        &self,
+        all: bool,
+        local_names: &[String],
+        local_names_file: Option<PathBuf>,
+        server: ServerArgs,
+    ) -> Result<Job> {
+        if !all {
+            let (origin, target) = self.one(server)?;
+            return Ok(Job::List(origin, target));
+        }
+        // The flags are checked, though the catalog asks every configured server.
+        self.every_configured(server)?;
+        Ok(Job::ListAll {
+            local_names: local_names.iter().map(|n| n.trim().to_owned()).collect(),
+            local_names_file,
+        })
+    }
+
+    /// `approve` one skill, or every skill a lock file pins.
+    fn approve(
+        &self,
+        skill_uri: Option<String>,
+        from_lock: Option<PathBuf>,
+        grant_tools: bool,
+        server: ServerArgs,
+    ) -> Result<Job> {
+        if let Some(text) = skill_uri {
+            let uri = uri(&text)?;
+            let (origin, target) = self.one(server)?;
+            return Ok(Job::Approve {
+                origin,
+                uri,
+                grant_tools,
+                target,
+            });
+        }
+        let (only, target) = self.target(server, true)?;
+        // clap requires one of the two.
+        let lock = from_lock.ok_or_else(|| Failure::Usage("name a skill or --from-lock".into()))?;
+        Ok(Job::ApproveFromLock {
+            only,
+            lock,
+            grant_tools,
+            target,
+        })
+    }
+
+    /// `lock`: the named skills of `--origin`, or `--all` of one origin or of every configured
+    /// server.
+    fn lock(
+        &self,
+        skill_uris: &[String],
+        all: bool,
+        output: PathBuf,
+        server: ServerArgs,
+    ) -> Result<Job> {
+        let (scope, target) = if all {
+            match self.every_configured(server)? {
+                (Some(origin), target) => (LockScope::EveryOf(origin), target),
+                (None, target) => (LockScope::EveryConfigured, target),
+            }
+        } else {
+            if skill_uris.is_empty() {
+                return Err(Failure::Usage("name the skills to lock, or --all".into()));
+            }
+            let uris = skill_uris
+                .iter()
+                .map(|u| uri(u))
+                .collect::<Result<Vec<_>>>()?;
+            let (origin, target) = self.one(server)?;
+            (LockScope::Skills(origin, uris), target)
+        };
+        Ok(Job::Lock {
+            scope,
+            output,
+            target,
+        })
+    }
+
+    /// `load` and `read`: a skill of one origin.
+    fn load(
+        &self,
+        text: &str,
+        reference: Option<String>,
+        gate: Gate,
+        all: bool,
+        framed: bool,
+        server: ServerArgs,
+    ) -> Result<Job> {
+        let uri = uri(text)?;
+        let (origin, target) = self.one(server)?;
+        Ok(Job::Load {
+            origin,
+            uri,
+            reference,
+            gate,
+            all,
+            framed,
+            target,
+        })
+    }
+
+    /// A command of exactly one origin.
+    fn one(&self, server: ServerArgs) -> Result<(Origin, Target)> {
+        match self.target(server, false)? {
+            (Some(origin), target) => Ok((origin, target)),
+            // `target` with `all: false` refuses a missing `--origin`.
+            (None, _) => Err(Failure::Usage("--origin is required".into())),
+        }
+    }
+
+    /// `--all`: without `--origin`, every server of `--config`.
+    fn every_configured(&self, server: ServerArgs) -> Result<(Option<Origin>, Target)> {
+        if server.origin.is_none() && !self.has_config {
+            return Err(Failure::Usage(
+                "--all without --origin means every server of --config: give --config".into(),
+            ));
+        }
+        self.target(server, true)
+    }
+
+    /// The origin and how to reach its server. `all`: the command may go without `--origin`
+    /// (every configured server, or every origin of a lock file), but not with a server named
+    /// on the command line.
+    fn target(&self, s: ServerArgs, all: bool) -> Result<(Option<Origin>, Target)> {
+        let direct = s.stdio.is_some() || s.url.is_some();
+        let origin = match s.origin {
+            Some(o) => Some(origin(o)?),
+            None if all && !direct => None,
+            None => return Err(Failure::Usage("--origin is required".into())),
+        };
+        let reach = match (s.stdio, s.url) {
+            (Some(line), _) => Reach::Stdio(
+                StdioCommand::parse(&line)
+                    .map_err(|why| Failure::Usage(format!("invalid --stdio: {why}")))?,
+            ),
+            (None, Some(url)) => Reach::Url(url),
+            (None, None) if self.has_config || self.offline => Reach::Configured,
+            (None, None) => {
+                return Err(Failure::Usage(
+                    "a server is required: --stdio, --url, or --config with --origin NAME (or --offline)"
+                        .into(),
+                ));
+            }
+        };
+        let dynamic = if s.allow_dynamic {
+            DynamicPolicy::AllowUnverified
+        } else {
+            DynamicPolicy::Decline
+        };
+        Ok((
+            origin,
+            Target {
+                reach,
+                principal: s.principal,
+                dynamic,
+            },
+        ))
+    }
+}
+
+/// `--require-approval` and `--locked`: the gates are the library's; the CLI asks for approval
+/// only when told (the library requires it by default, as the README documents).
+fn gate(require_approval: bool, locked: Option<PathBuf>) -> Gate {
+    Gate {
+        approval: if require_approval {
+            ApprovalPolicy::Required
+        } else {
+            ApprovalPolicy::NotRequired
+        },
+        locked,
+    }
+}
