@@ -215,66 +215,86 @@ impl Reader<'_> {
             }
         };
         if stdio {
-            let command = command
-                .filter(|c| !c.is_empty())
-                .ok_or_else(|| self.fail(&format!("{at}/command"), FileProblem::Missing))?;
-            let args = self.strings(server, at, "args")?;
-            let env = self.table(server, at, "env")?;
-            let cwd = self.string(server, at, "cwd")?;
-            // What a process cannot be given as written is refused here, naming the field,
-            // not at spawn: a NUL anywhere, and a variable name with `=` (the child would see
-            // another variable than the one the file shows).
-            let nul = |field: String, text: &str| {
-                if text.contains('\0') {
-                    Err(self.invalid(&field, "contains a NUL character"))
-                } else {
-                    Ok(())
-                }
-            };
-            nul(format!("{at}/command"), &command)?;
-            for (i, a) in args.iter().enumerate() {
-                nul(format!("{at}/args/{i}"), a)?;
-            }
-            for (k, v) in &env {
-                let field = format!("{at}/env/{}", segment(k));
-                if k.is_empty() || k.contains('=') {
-                    return Err(self.invalid(
-                        &field,
-                        "is not a usable variable name (empty, or contains '=')",
-                    ));
-                }
-                nul(field.clone(), k)?;
-                nul(field, v)?;
-            }
-            if let Some(dir) = &cwd {
-                nul(format!("{at}/cwd"), dir)?;
-            }
-            Ok(ServerConfig::Stdio {
-                command,
-                args,
-                env,
-                cwd: cwd.map(PathBuf::from),
-            })
+            self.stdio(at, server, command)
         } else {
-            let url = url
-                .filter(|u| !u.is_empty())
-                .ok_or_else(|| self.fail(&format!("{at}/url"), FileProblem::Missing))?;
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(self.invalid(&format!("{at}/url"), "is not an http:// or https:// URL"));
-            }
-            let headers = self.table(server, at, "headers")?;
-            #[cfg(feature = "mcp")]
-            for (name, value) in &headers {
-                let field = format!("{at}/headers/{}", segment(name));
-                if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
-                    return Err(self.invalid(&field, "is not a valid HTTP header name"));
-                }
-                if http::HeaderValue::from_str(value).is_err() {
-                    return Err(self.invalid(&field, "is not a valid HTTP header value"));
-                }
-            }
-            Ok(ServerConfig::Http { url, headers })
+            self.http(at, server, url)
         }
+    }
+
+    /// A stdio server: its command, args, env and cwd.
+    fn stdio(
+        &self,
+        at: &str,
+        server: &Map<String, Value>,
+        command: Option<String>,
+    ) -> Result<ServerConfig, Error> {
+        let command = command
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| self.fail(&format!("{at}/command"), FileProblem::Missing))?;
+        let args = self.strings(server, at, "args")?;
+        let env = self.table(server, at, "env")?;
+        let cwd = self.string(server, at, "cwd")?;
+        // What a process cannot be given as written is refused here, naming the field, not at
+        // spawn: a NUL anywhere, and a variable name with `=` (the child would see another
+        // variable than the one the file shows).
+        let nul = |field: String, text: &str| {
+            if text.contains('\0') {
+                Err(self.invalid(&field, "contains a NUL character"))
+            } else {
+                Ok(())
+            }
+        };
+        nul(format!("{at}/command"), &command)?;
+        for (i, a) in args.iter().enumerate() {
+            nul(format!("{at}/args/{i}"), a)?;
+        }
+        for (k, v) in &env {
+            let field = format!("{at}/env/{}", segment(k));
+            if k.is_empty() || k.contains('=') {
+                return Err(self.invalid(
+                    &field,
+                    "is not a usable variable name (empty, or contains '=')",
+                ));
+            }
+            nul(field.clone(), k)?;
+            nul(field, v)?;
+        }
+        if let Some(dir) = &cwd {
+            nul(format!("{at}/cwd"), dir)?;
+        }
+        Ok(ServerConfig::Stdio {
+            command,
+            args,
+            env,
+            cwd: cwd.map(PathBuf::from),
+        })
+    }
+
+    /// A Streamable HTTP server: its URL and headers.
+    fn http(
+        &self,
+        at: &str,
+        server: &Map<String, Value>,
+        url: Option<String>,
+    ) -> Result<ServerConfig, Error> {
+        let url = url
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| self.fail(&format!("{at}/url"), FileProblem::Missing))?;
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(self.invalid(&format!("{at}/url"), "is not an http:// or https:// URL"));
+        }
+        let headers = self.table(server, at, "headers")?;
+        #[cfg(feature = "mcp")]
+        for (name, value) in &headers {
+            let field = format!("{at}/headers/{}", segment(name));
+            if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                return Err(self.invalid(&field, "is not a valid HTTP header name"));
+            }
+            if http::HeaderValue::from_str(value).is_err() {
+                return Err(self.invalid(&field, "is not a valid HTTP header value"));
+            }
+        }
+        Ok(ServerConfig::Http { url, headers })
     }
 }
 
@@ -449,95 +469,119 @@ fn json_error_offset(text: &str, e: &serde_json::Error) -> usize {
 /// pointer leaves the document (a key that is missing), of the last value on its way. Only a
 /// refusal calls it: errors name a line and a column (R-E4), and `serde_json::Value` keeps none.
 fn locate(text: &str, pointer: &str) -> usize {
-    let b = text.as_bytes();
-    let blank = |mut i: usize| {
-        while b.get(i).is_some_and(|c| b" \t\r\n".contains(c)) {
-            i += 1;
-        }
-        i
-    };
-    // The end of the string starting at `i`.
-    let string_end = |i: usize| {
-        let mut j = i + 1;
-        loop {
-            match b.get(j)? {
-                b'\\' => j += 2,
-                b'"' => return Some(j + 1),
-                _ => j += 1,
-            }
-        }
-    };
-    // The end of the value starting at `i`.
-    let value_end = |i: usize| match b.get(i)? {
-        b'"' => string_end(i),
-        b'{' | b'[' => {
-            let (mut depth, mut j) = (0usize, i);
-            loop {
-                match b.get(j)? {
-                    b'"' => {
-                        j = string_end(j)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(j + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-        }
-        _ => Some(
-            (i..b.len())
-                .find(|&j| b",}] \t\r\n".contains(&b[j]))
-                .unwrap_or(b.len()),
-        ),
-    };
-    // The value at `key` of the object or array at `at`.
-    let child = |at: usize, key: &str| -> Option<usize> {
-        match b.get(at)? {
-            b'{' => {
-                let mut i = blank(at + 1);
-                while b.get(i) == Some(&b'"') {
-                    let end = string_end(i)?;
-                    let name: String = serde_json::from_str(&text[i..end]).ok()?;
-                    let value = blank(blank(end) + 1);
-                    if name == key {
-                        return Some(value);
-                    }
-                    i = blank(value_end(value)?);
-                    if b.get(i) == Some(&b',') {
-                        i = blank(i + 1);
-                    }
-                }
-                None
-            }
-            b'[' => {
-                let index: usize = key.parse().ok()?;
-                let mut i = blank(at + 1);
-                for _ in 0..index {
-                    i = blank(value_end(i)?);
-                    if b.get(i) != Some(&b',') {
-                        return None;
-                    }
-                    i = blank(i + 1);
-                }
-                (b.get(i) != Some(&b']')).then_some(i)
-            }
-            _ => None,
-        }
-    };
-    let mut at = blank(0);
+    let json = Scan { text };
+    let mut at = json.blank(0);
     for raw in pointer.split('/').skip(1) {
-        match child(at, &raw.replace("~1", "/").replace("~0", "~")) {
+        match json.child(at, &raw.replace("~1", "/").replace("~0", "~")) {
             Some(next) => at = next,
             None => break,
         }
     }
     at
+}
+
+/// A walk over a JSON text that parsed, by byte offsets (`locate`).
+struct Scan<'a> {
+    text: &'a str,
+}
+
+impl Scan<'_> {
+    fn at(&self, i: usize) -> Option<u8> {
+        self.text.as_bytes().get(i).copied()
+    }
+
+    /// The first offset from `i` that is not white space.
+    fn blank(&self, mut i: usize) -> usize {
+        while self.at(i).is_some_and(|c| b" \t\r\n".contains(&c)) {
+            i += 1;
+        }
+        i
+    }
+
+    /// The end of the string starting at `i`.
+    fn string_end(&self, i: usize) -> Option<usize> {
+        let mut j = i + 1;
+        loop {
+            match self.at(j)? {
+                b'\\' => j += 2,
+                b'"' => return Some(j + 1),
+                _ => j += 1,
+            }
+        }
+    }
+
+    /// The end of the value starting at `i`.
+    fn value_end(&self, i: usize) -> Option<usize> {
+        match self.at(i)? {
+            b'"' => self.string_end(i),
+            b'{' | b'[' => {
+                let (mut depth, mut j) = (0usize, i);
+                loop {
+                    match self.at(j)? {
+                        b'"' => {
+                            j = self.string_end(j)?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return Some(j + 1);
+                            }
+                        }
+                        _ => {}
+                    }
+                    j += 1;
+                }
+            }
+            _ => {
+                let b = self.text.as_bytes();
+                Some(
+                    (i..b.len())
+                        .find(|&j| b",}] \t\r\n".contains(&b[j]))
+                        .unwrap_or(b.len()),
+                )
+            }
+        }
+    }
+
+    /// The value at `key` of the object or array at `at`.
+    fn child(&self, at: usize, key: &str) -> Option<usize> {
+        match self.at(at)? {
+            b'{' => self.member(at, key),
+            b'[' => {
+                let index: usize = key.parse().ok()?;
+                let mut i = self.blank(at + 1);
+                for _ in 0..index {
+                    i = self.blank(self.value_end(i)?);
+                    if self.at(i) != Some(b',') {
+                        return None;
+                    }
+                    i = self.blank(i + 1);
+                }
+                (self.at(i) != Some(b']')).then_some(i)
+            }
+            _ => None,
+        }
+    }
+
+    /// The value of the member `key` of the object at `at`.
+    fn member(&self, at: usize, key: &str) -> Option<usize> {
+        let mut i = self.blank(at + 1);
+        while self.at(i) == Some(b'"') {
+            let end = self.string_end(i)?;
+            let name: String = serde_json::from_str(&self.text[i..end]).ok()?;
+            let value = self.blank(self.blank(end) + 1);
+            if name == key {
+                return Some(value);
+            }
+            i = self.blank(self.value_end(value)?);
+            if self.at(i) == Some(b',') {
+                i = self.blank(i + 1);
+            }
+        }
+        None
+    }
 }
 
 impl McpConfig {

@@ -563,71 +563,8 @@ impl Pins<'_> {
         };
         for (i, (raw, span)) in self.tables(top, "", "skill")?.into_iter().enumerate() {
             let at = format!("skill[{i}]");
-            self.only(&at, raw, &["origin", "uri", "binding", "file"])?;
-            let (text, origin_span) = self.string(raw, &at, &span, "origin")?;
-            // The problem alone: `Origin::new`'s message quotes the label (R-E4).
-            let origin = Origin::new(text).map_err(|_| {
-                let why = crate::origin::label_problem(text).unwrap_or_default();
-                self.invalid(join(&at, "origin"), origin_span, why)
-            })?;
-            let (text, uri_span) = self.string(raw, &at, &span, "uri")?;
-            // The URI is not quoted: a refused one is shown by its position (R-E4).
-            let uri = SkillUri::parse(text)
-                .map_err(|e| self.invalid(join(&at, "uri"), uri_span, uri_rule(&e.rule)))?;
-            let (text, binding_span) = self.string(raw, &at, &span, "binding")?;
-            let binding = format!("sha256:{text}")
-                .parse::<Digest>()
-                .map(|d| Binding::from_bytes(*d.as_bytes()))
-                .map_err(|_| {
-                    self.invalid(
-                        join(&at, "binding"),
-                        binding_span,
-                        "is not 64 lowercase hex digits",
-                    )
-                })?;
-            let mut files = BTreeMap::new();
-            for (j, (f, fspan)) in self.tables(raw, &at, "file")?.into_iter().enumerate() {
-                let at = format!("{at}.file[{j}]");
-                self.only(&at, f, &["uri", "digest", "size"])?;
-                let (text, file_span) = self.string(f, &at, &fspan, "uri")?;
-                let file = FileUri::parse(text).map_err(|e| {
-                    self.invalid(join(&at, "uri"), file_span.clone(), uri_rule(&e.rule))
-                })?;
-                if !uri.contains(&file) {
-                    return Err(self.invalid(
-                        join(&at, "uri"),
-                        file_span,
-                        "is not inside the skill of this pin",
-                    ));
-                }
-                let (text, digest_span) = self.string(f, &at, &fspan, "digest")?;
-                let digest = text.parse::<Digest>().map_err(|e| {
-                    let rule = match e {
-                        crate::error::EntryError::Digest { rule, .. } => rule.to_string(),
-                        _ => "is not a digest".into(),
-                    };
-                    self.invalid(join(&at, "digest"), digest_span, rule)
-                })?;
-                let size = self.integer(f, &at, &fspan, "size")?;
-                let key = file.canonical().to_owned();
-                if files.insert(key, (file, digest, size)).is_some() {
-                    return Err(self.invalid(join(&at, "uri"), file_span, "is listed twice"));
-                }
-            }
-            if !files.contains_key(uri.file().canonical()) {
-                return Err(self.invalid(
-                    join(&at, "file"),
-                    span,
-                    "does not list the skill's own SKILL.md",
-                ));
-            }
-            let key = (origin.clone(), uri.canonical().to_owned());
-            let skill = LockedSkill {
-                origin,
-                uri,
-                binding,
-                files,
-            };
+            let skill = self.skill(&at, raw, &span)?;
+            let key = (skill.origin.clone(), skill.uri.canonical().to_owned());
             if lock.skills.insert(key, skill).is_some() {
                 return Err(self.invalid(
                     at,
@@ -637,6 +574,86 @@ impl Pins<'_> {
             }
         }
         Ok(lock)
+    }
+
+    /// The pin `raw` (at `at`, spanning `span`): its origin, URI, binding and every file.
+    fn skill(self, at: &str, raw: &Table<'_>, span: &Range<usize>) -> Result<LockedSkill, Error> {
+        self.only(at, raw, &["origin", "uri", "binding", "file"])?;
+        let (text, origin_span) = self.string(raw, at, span, "origin")?;
+        // The problem alone: `Origin::new`'s message quotes the label (R-E4).
+        let origin = Origin::new(text).map_err(|_| {
+            let why = crate::origin::label_problem(text).unwrap_or_default();
+            self.invalid(join(at, "origin"), origin_span, why)
+        })?;
+        let (text, uri_span) = self.string(raw, at, span, "uri")?;
+        // The URI is not quoted: a refused one is shown by its position (R-E4).
+        let uri = SkillUri::parse(text)
+            .map_err(|e| self.invalid(join(at, "uri"), uri_span, uri_rule(&e.rule)))?;
+        let (text, binding_span) = self.string(raw, at, span, "binding")?;
+        let binding = format!("sha256:{text}")
+            .parse::<Digest>()
+            .map(|d| Binding::from_bytes(*d.as_bytes()))
+            .map_err(|_| {
+                self.invalid(
+                    join(at, "binding"),
+                    binding_span,
+                    "is not 64 lowercase hex digits",
+                )
+            })?;
+        let mut files = BTreeMap::new();
+        for (j, (f, fspan)) in self.tables(raw, at, "file")?.into_iter().enumerate() {
+            let at = format!("{at}.file[{j}]");
+            let (file, digest, size, file_span) = self.file(&at, f, &fspan, &uri)?;
+            let key = file.canonical().to_owned();
+            if files.insert(key, (file, digest, size)).is_some() {
+                return Err(self.invalid(join(&at, "uri"), file_span, "is listed twice"));
+            }
+        }
+        if !files.contains_key(uri.file().canonical()) {
+            return Err(self.invalid(
+                join(at, "file"),
+                span.clone(),
+                "does not list the skill's own SKILL.md",
+            ));
+        }
+        Ok(LockedSkill {
+            origin,
+            uri,
+            binding,
+            files,
+        })
+    }
+
+    /// One file `f` of the pin of `uri`: its URI (inside the skill), digest and size, and the
+    /// span of its URI.
+    fn file(
+        self,
+        at: &str,
+        f: &Table<'_>,
+        fspan: &Range<usize>,
+        uri: &SkillUri,
+    ) -> Result<(FileUri, Digest, u64, Range<usize>), Error> {
+        self.only(at, f, &["uri", "digest", "size"])?;
+        let (text, file_span) = self.string(f, at, fspan, "uri")?;
+        let file = FileUri::parse(text)
+            .map_err(|e| self.invalid(join(at, "uri"), file_span.clone(), uri_rule(&e.rule)))?;
+        if !uri.contains(&file) {
+            return Err(self.invalid(
+                join(at, "uri"),
+                file_span,
+                "is not inside the skill of this pin",
+            ));
+        }
+        let (text, digest_span) = self.string(f, at, fspan, "digest")?;
+        let digest = text.parse::<Digest>().map_err(|e| {
+            let rule = match e {
+                crate::error::EntryError::Digest { rule, .. } => rule.to_string(),
+                _ => "is not a digest".into(),
+            };
+            self.invalid(join(at, "digest"), digest_span, rule)
+        })?;
+        let size = self.integer(f, at, fspan, "size")?;
+        Ok((file, digest, size, file_span))
     }
 }
 

@@ -143,19 +143,66 @@ pub enum Rule {
 
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.fixed() {
+            Some(text) => f.write_str(text),
+            None => self.with_values(f),
+        }
+    }
+}
+
+impl Rule {
+    /// The message of a rule that names no value.
+    fn fixed(&self) -> Option<&'static str> {
+        Some(match self {
+            Rule::Missing => "required field is missing",
+            Rule::DigestPrefix => "must start with \"sha256:\"",
+            Rule::DigestCharacter => "hex digits must be 0-9 or lowercase a-f",
+            Rule::SizeRange => "must be an integer from 0 to 2^53-1",
+            Rule::ResourcesShape => {
+                "must be a non-empty array of {uri, digest, size} or \"dynamic\""
+            }
+            Rule::MissingSkillMd => "must list the skill's own SKILL.md",
+            Rule::NotHierarchical => "must be an absolute URI of the form scheme://authority/path",
+            Rule::Scheme => "has an invalid scheme",
+            Rule::Query => "must not have a query",
+            Rule::Fragment => "must not have a fragment",
+            Rule::PercentEncoding => "has a '%' not followed by two hex digits",
+            Rule::ControlCharacter => "contains a control character",
+            Rule::NotSkillMd => {
+                "must end in /SKILL.md with at least one skill path segment before it"
+            }
+            Rule::EscapesRoot => "leaves the skill root",
+            Rule::ContentShape => "a content item must have exactly one of text or blob",
+            Rule::Base64 => "blob is not valid base64",
+            // Named explicitly, no wildcard: a new rule must say which kind it is.
+            Rule::WrongType { .. }
+            | Rule::DigestLength { .. }
+            | Rule::DuplicateUri { .. }
+            | Rule::OutsideRoot { .. }
+            | Rule::Name { .. }
+            | Rule::NameMismatch { .. }
+            | Rule::DescriptionLength { .. }
+            | Rule::Strict { .. }
+            | Rule::Authority { .. }
+            | Rule::Segment { .. }
+            | Rule::Value { .. }
+            | Rule::WrongSkill { .. }
+            | Rule::RepeatedSkill { .. }
+            | Rule::RepeatedCursor { .. }
+            | Rule::NoContent { .. }
+            | Rule::ConflictingContent { .. }
+            | Rule::ResultType { .. }
+            | Rule::Capability { .. } => return None,
+        })
+    }
+
+    /// The message of a rule that names a value (display-safe, R-E5) or a count.
+    fn with_values(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Rule::Missing => f.write_str("required field is missing"),
             Rule::WrongType { expected } => write!(f, "must be {expected}"),
-            Rule::DigestPrefix => f.write_str("must start with \"sha256:\""),
             Rule::DigestLength { actual } => {
                 write!(f, "must have 64 hex digits after \"sha256:\", not {actual}")
             }
-            Rule::DigestCharacter => f.write_str("hex digits must be 0-9 or lowercase a-f"),
-            Rule::SizeRange => f.write_str("must be an integer from 0 to 2^53-1"),
-            Rule::ResourcesShape => {
-                f.write_str("must be a non-empty array of {uri, digest, size} or \"dynamic\"")
-            }
-            Rule::MissingSkillMd => f.write_str("must list the skill's own SKILL.md"),
             Rule::DuplicateUri { uri } => write!(f, "lists {} more than once", safe(uri)),
             Rule::OutsideRoot { root } => {
                 write!(f, "must be inside the skill root {}/", safe(root))
@@ -171,20 +218,8 @@ impl fmt::Display for Rule {
                 write!(f, "must be 1 to 1024 characters, not {chars}")
             }
             Rule::Strict { why } => write!(f, "strict Agent Skills rule: {why}"),
-            Rule::NotHierarchical => {
-                f.write_str("must be an absolute URI of the form scheme://authority/path")
-            }
-            Rule::Scheme => f.write_str("has an invalid scheme"),
-            Rule::Query => f.write_str("must not have a query"),
-            Rule::Fragment => f.write_str("must not have a fragment"),
             Rule::Authority { why } => write!(f, "invalid authority: {why}"),
             Rule::Segment { segment, why } => write!(f, "path segment {:?} {why}", safe(segment)),
-            Rule::PercentEncoding => f.write_str("has a '%' not followed by two hex digits"),
-            Rule::ControlCharacter => f.write_str("contains a control character"),
-            Rule::NotSkillMd => {
-                f.write_str("must end in /SKILL.md with at least one skill path segment before it")
-            }
-            Rule::EscapesRoot => f.write_str("leaves the skill root"),
             Rule::Value { allowed } => write!(f, "must be {allowed}"),
             Rule::WrongSkill {
                 requested,
@@ -215,10 +250,6 @@ impl fmt::Display for Rule {
             Rule::ConflictingContent { uri } => {
                 write!(f, "two different content items for {}", safe(uri))
             }
-            Rule::ContentShape => {
-                f.write_str("a content item must have exactly one of text or blob")
-            }
-            Rule::Base64 => f.write_str("blob is not valid base64"),
             Rule::ResultType { actual } => {
                 write!(
                     f,
@@ -227,6 +258,8 @@ impl fmt::Display for Rule {
                 )
             }
             Rule::Capability { missing } => write!(f, "the server did not declare {missing}"),
+            // Every other rule names no value: `fixed` has its message.
+            _ => f.write_str(self.fixed().unwrap_or("breaks a rule of the specification")),
         }
     }
 }

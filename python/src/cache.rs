@@ -17,7 +17,8 @@ use pyo3::types::{PyDict, PyList, PyString};
 use skillcache::entry::{Limits, Validation};
 use skillcache::source::Change;
 use skillcache::{
-    ApprovalPolicy, DynamicPolicy, Error, Isolation, Origin, ServerConfig, SkillCache, SkillUri,
+    ApprovalPolicy, DynamicPolicy, Error, Isolation, Origin, ServerConfig, SkillCache,
+    SkillCacheBuilder, SkillUri,
 };
 
 use crate::catalog::PyCatalog;
@@ -98,6 +99,63 @@ impl PySkillCache {
     }
 }
 
+/// `isolation`, `approval` and `dynamic`, each one of its named choices.
+fn policies(
+    b: SkillCacheBuilder,
+    isolation: &str,
+    approval: &str,
+    dynamic: &str,
+) -> PyResult<SkillCacheBuilder> {
+    Ok(b.isolation(match isolation {
+        "rehash" => Isolation::Rehash,
+        "guaranteed" => Isolation::Guaranteed,
+        other => return Err(choice("isolation", other, &["rehash", "guaranteed"])),
+    })
+    .approval(match approval {
+        "required" => ApprovalPolicy::Required,
+        "not_required" => ApprovalPolicy::NotRequired,
+        other => return Err(choice("approval", other, &["required", "not_required"])),
+    })
+    .dynamic(match dynamic {
+        "decline" => DynamicPolicy::Decline,
+        "allow_unverified" => DynamicPolicy::AllowUnverified,
+        other => return Err(choice("dynamic", other, &["decline", "allow_unverified"])),
+    }))
+}
+
+/// The three timeouts, in seconds, each only where given.
+fn timeouts(
+    mut b: SkillCacheBuilder,
+    request: Option<f64>,
+    connect: Option<f64>,
+    lock: Option<f64>,
+) -> PyResult<SkillCacheBuilder> {
+    if let Some(s) = request {
+        b = b.request_timeout(seconds("request_timeout", s)?);
+    }
+    if let Some(s) = connect {
+        b = b.connect_timeout(seconds("connect_timeout", s)?);
+    }
+    if let Some(s) = lock {
+        b = b.lock_timeout(seconds("lock_timeout", s)?);
+    }
+    Ok(b)
+}
+
+/// `max_files` and `max_total_bytes`: `None` when neither is given (the library's baseline).
+fn limits(max_files: Option<u64>, max_total_bytes: Option<u64>) -> PyResult<Option<Limits>> {
+    if max_files.is_none() && max_total_bytes.is_none() {
+        return Ok(None);
+    }
+    // The baseline where one of the two is not given: `Limits::new` refuses less.
+    Limits::new(
+        max_files.unwrap_or(512),
+        max_total_bytes.unwrap_or(BASELINE_TOTAL_BYTES),
+    )
+    .map(Some)
+    .map_err(|e| err(&Error::Config(e)))
+}
+
 #[pymethods]
 impl PySkillCache {
     /// Opens (or creates) the cache. Every argument has the Rust builder's default.
@@ -129,22 +187,7 @@ impl PySkillCache {
         strict: bool,
         discovery_paths: Option<Vec<PathBuf>>,
     ) -> PyResult<PySkillCache> {
-        let mut b = SkillCache::builder()
-            .isolation(match isolation {
-                "rehash" => Isolation::Rehash,
-                "guaranteed" => Isolation::Guaranteed,
-                other => return Err(choice("isolation", other, &["rehash", "guaranteed"])),
-            })
-            .approval(match approval {
-                "required" => ApprovalPolicy::Required,
-                "not_required" => ApprovalPolicy::NotRequired,
-                other => return Err(choice("approval", other, &["required", "not_required"])),
-            })
-            .dynamic(match dynamic {
-                "decline" => DynamicPolicy::Decline,
-                "allow_unverified" => DynamicPolicy::AllowUnverified,
-                other => return Err(choice("dynamic", other, &["decline", "allow_unverified"])),
-            })
+        let mut b = policies(SkillCache::builder(), isolation, approval, dynamic)?
             .offline(offline)
             .allow_stale(allow_stale);
         if let Some(root) = root {
@@ -162,29 +205,11 @@ impl PySkillCache {
         if let Some(p) = principal {
             b = b.principal(p);
         }
-        if let Some(s) = request_timeout {
-            b = b.request_timeout(seconds("request_timeout", s)?);
-        }
-        if let Some(s) = connect_timeout {
-            b = b.connect_timeout(seconds("connect_timeout", s)?);
-        }
-        if let Some(s) = lock_timeout {
-            b = b.lock_timeout(seconds("lock_timeout", s)?);
-        }
+        b = timeouts(b, request_timeout, connect_timeout, lock_timeout)?;
         for path in discovery_paths.unwrap_or_default() {
             b = b.discovery_path(path);
         }
-        let limits = if max_files.is_some() || max_total_bytes.is_some() {
-            // The baseline where one of the two is not given: `Limits::new` refuses less.
-            let limits = Limits::new(
-                max_files.unwrap_or(512),
-                max_total_bytes.unwrap_or(BASELINE_TOTAL_BYTES),
-            )
-            .map_err(|e| err(&Error::Config(e)))?;
-            Some(limits)
-        } else {
-            None
-        };
+        let limits = limits(max_files, max_total_bytes)?;
         let mut validation = Validation::default().strict(strict);
         if let Some(limits) = limits {
             validation = validation.limits(limits);

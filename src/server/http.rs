@@ -302,27 +302,10 @@ async fn respond(
         return ctx.service.handle(req).await.map(|b| guard(b, None, busy));
     }
     let (parts, body) = req.into_parts();
-    // The body first, bounded in bytes, weight, time and (with every other body being read)
-    // memory; a slow body holds no work slot (R-E2).
-    let read = tokio::time::timeout(
-        ctx.limits.body_timeout,
-        read_body(body, bound(), ctx.bodies.clone()),
-    )
-    .await;
-    let (bytes, budget) = match read {
-        Ok(Ok(read)) => read,
-        Ok(Err(answer)) => return answer.map(unguarded),
-        Err(_) => {
-            return plain(
-                StatusCode::REQUEST_TIMEOUT,
-                "Request Timeout: the body did not arrive in time",
-            )
-            .map(unguarded);
-        }
+    let (bytes, budget) = match receive(body, &ctx).await {
+        Ok(received) => received,
+        Err(answer) => return answer.map(unguarded),
     };
-    if let Some(answer) = not_a_message(&bytes) {
-        return answer.map(unguarded);
-    }
     // Only now is the connection busy, never to be evicted for a newcomer: while its body was
     // arriving it held nothing of the server's, and a client whose body trickles in must not
     // keep every other client out at the connection cap (R-E2; found in review: 512 such
@@ -363,6 +346,30 @@ async fn respond(
     }
     drop(working);
     answer.map(|b| guard(b, Some(permit), busy))
+}
+
+/// A POST's body, bounded in bytes, weight, time and (with every other body being read)
+/// memory, and one JSON-RPC message; or the answer that refuses it. A slow body holds no work
+/// slot (R-E2): it is read before one is asked for.
+async fn receive(body: Incoming, ctx: &Ctx) -> Result<(Bytes, OwnedSemaphorePermit), Answer> {
+    let read = tokio::time::timeout(
+        ctx.limits.body_timeout,
+        read_body(body, bound(), ctx.bodies.clone()),
+    )
+    .await;
+    let (bytes, budget) = match read {
+        Ok(read) => read?,
+        Err(_) => {
+            return Err(plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "Request Timeout: the body did not arrive in time",
+            ));
+        }
+    };
+    match not_a_message(&bytes) {
+        Some(answer) => Err(answer),
+        None => Ok((bytes, budget)),
+    }
 }
 
 /// Marks a connection as waiting for the server (a work slot, the handler): not idle.
