@@ -233,7 +233,7 @@ fn b2_a_200_mb_answer_for_a_small_file_is_refused_while_reading_with_bounded_mem
     expect_failure(
         &out,
         4,
-        "resources/read: the server sent a message larger than the bound",
+        "resources/read to origin hostile: the server sent a message larger than the bound",
     );
     assert!(
         peak_kib < PEAK_MAX_KIB,
@@ -263,7 +263,7 @@ fn b2_a_200_mb_http_answer_is_refused_while_reading_with_bounded_memory() {
         &out,
         4,
         &[
-            "resources/read: the connection to the server failed",
+            "resources/read to origin web: the connection to the server failed",
             &format!(
                 "exceeded the maximum size of {} bytes",
                 skillcache::source::message_bound(&skillcache::entry::Limits::default())
@@ -635,7 +635,11 @@ mod library {
             .await
             .expect("SKILL.md fits");
         match skill.read("refs/notes.md").await {
-            Err(Error::Source(skillcache::error::SourceError::MessageTooLarge { method, max })) => {
+            Err(Error::Source(skillcache::error::SourceError::MessageTooLarge {
+                method,
+                max,
+                ..
+            })) => {
                 assert_eq!((method.as_str(), max), ("resources/read", 4096));
             }
             other => panic!("expected MessageTooLarge, got {other:?}"),

@@ -170,6 +170,7 @@ impl NoServer {
         Box::pin(async move {
             Err(skillcache::Error::Source(
                 skillcache::error::SourceError::Transport {
+                    origin: None,
                     method,
                     source: "the warm start must not contact the server".into(),
                 },

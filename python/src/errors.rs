@@ -173,7 +173,7 @@ fn source(e: &SourceError) -> Raised {
             .with("origin", origin.as_str())
             .with("method", method.as_str())
             .with("after", Field::Float(after.as_secs_f64())),
-        SourceError::MessageTooLarge { method, max } => {
+        SourceError::MessageTooLarge { method, max, .. } => {
             Raised::new("MessageTooLargeError", "message_too_large")
                 .with("method", method.as_str())
                 .with("max", *max)

@@ -175,6 +175,7 @@ impl SessionSource {
     async fn request(&self, method: &'static str, params: Value) -> Result<Value, Error> {
         let transport = |source: Box<dyn std::error::Error + Send + Sync>| {
             Error::Source(SourceError::Transport {
+                origin: None,
                 method: method.to_owned(),
                 source,
             })
@@ -216,6 +217,7 @@ impl SessionSource {
         .map_err(|e: PyErr| transport(e.to_string().into()))?
         .ok_or_else(|| {
             Error::Source(SourceError::MessageTooLarge {
+                origin: None,
                 method: method.to_owned(),
                 max: self.max_message,
             })

@@ -320,6 +320,7 @@ impl Pipeline<'_> {
                 Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 Err(e) => {
                     return Err(Error::Source(crate::error::SourceError::Transport {
+                        origin: None,
                         method: "resources/read".into(),
                         source: Box::new(e),
                     }));

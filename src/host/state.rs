@@ -89,6 +89,7 @@ impl State {
             Ok(r) => r,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(e) => Err(Error::Source(crate::error::SourceError::Transport {
+                origin: None,
                 method: "blocking task".into(),
                 source: Box::new(e),
             })),

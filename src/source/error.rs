@@ -31,8 +31,13 @@ pub enum SourceError {
     /// The connection to the server failed. The cause is the transport's own error, which may
     /// carry text the server sent: show it display-safe too
     /// ([`display_safe`](crate::display_safe)), as the `skillcache` command line does.
-    #[error("{method}: the connection to the server failed")]
+    #[error(
+        "{method}{}: the connection to the server failed",
+        ToOrigin(origin.as_ref())
+    )]
     Transport {
+        /// The origin the request went to: filled in by the cache, as for `Server`.
+        origin: Option<Origin>,
         /// The method (or `connect`).
         method: String,
         /// The cause.
@@ -53,8 +58,13 @@ pub enum SourceError {
 
     /// A message from the server is larger than the bound that follows from the limits (R-B2).
     /// It was refused while being read, never buffered whole.
-    #[error("{method}: the server sent a message larger than the bound of {max} bytes")]
+    #[error(
+        "{method}{}: the server sent a message larger than the bound of {max} bytes",
+        ToOrigin(origin.as_ref())
+    )]
     MessageTooLarge {
+        /// The origin the request went to: filled in by the cache, as for `Server`.
+        origin: Option<Origin>,
         /// The method whose answer was too large (or `connect` before any request).
         method: String,
         /// The bound in bytes.
@@ -70,9 +80,11 @@ pub enum SourceError {
 }
 
 impl SourceError {
-    /// The error as the cache hands it out: a server's refusal names the origin the request
-    /// went to (a source cannot know the host's label for it).
+    /// The error as the cache hands it out: a server's refusal, a failed connection and a
+    /// message over the bound name the origin the request went to (a source cannot know the
+    /// host's label for it).
     pub(crate) fn sent_to(self, to: &Origin) -> SourceError {
+        let to = || Some(to.clone());
         match self {
             SourceError::Server {
                 origin: None,
@@ -80,10 +92,28 @@ impl SourceError {
                 code,
                 message,
             } => SourceError::Server {
-                origin: Some(to.clone()),
+                origin: to(),
                 method,
                 code,
                 message,
+            },
+            SourceError::Transport {
+                origin: None,
+                method,
+                source,
+            } => SourceError::Transport {
+                origin: to(),
+                method,
+                source,
+            },
+            SourceError::MessageTooLarge {
+                origin: None,
+                method,
+                max,
+            } => SourceError::MessageTooLarge {
+                origin: to(),
+                method,
+                max,
             },
             other => other,
         }

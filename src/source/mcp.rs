@@ -230,6 +230,7 @@ fn transport_err(
 ) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> Error + '_ {
     move |source| {
         Error::Source(crate::error::SourceError::Transport {
+            origin: None,
             method: method.to_owned(),
             source,
         })
@@ -496,6 +497,7 @@ fn ended_error(method: &str, why: super::stdio::Ended) -> Error {
     match why {
         super::stdio::Ended::TooLarge { max } => {
             Error::Source(crate::error::SourceError::MessageTooLarge {
+                origin: None,
                 method: method.to_owned(),
                 max: max as u64,
             })
