@@ -230,3 +230,23 @@ impl fmt::Display for Declined {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::{ConfigError, Error};
+
+    /// R-H5: the superset is disk-full only through the index's own error (the index's tests
+    /// check which SQLite errors are); a configuration error never is.
+    #[test]
+    fn h5_only_an_index_error_can_be_disk_full() {
+        let full = Error::Index(crate::index::db_err("store entry")(
+            rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                None,
+            ),
+        ));
+        assert!(full.is_disk_full());
+        let config = Error::Config(ConfigError::Invalid { what: "x".into() });
+        assert!(!config.is_disk_full());
+    }
+}
