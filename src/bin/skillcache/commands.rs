@@ -177,8 +177,14 @@ fn bind(
                 )));
             }
         },
-        // `plan` chose `Configured` without `--config` only offline.
-        (Reach::Configured, None) => return Ok(None),
+        // `plan` chooses `Configured` without `--config` only offline; anything else is refused
+        // as it always was, never bound to nothing.
+        (Reach::Configured, None) if ctx.offline => return Ok(None),
+        (Reach::Configured, None) => {
+            return Err(Failure::Usage(
+                "a server is required: --stdio, --url, or --config".into(),
+            ));
+        }
     };
     let source = Arc::new(source);
     cache.connect(origin.clone(), Arc::clone(&source) as Arc<dyn SkillSource>);
@@ -413,8 +419,8 @@ async fn approve(
         .then(|| info.entry.requested_tools().cloned())
         .flatten();
     cache.approve(&origin, &info.entry, grant.clone()).await?;
-    let row = render::approval_row(&origin, &info.entry, grant.as_ref());
-    render::approved(ctx.json, row, revision(source.as_ref()));
+    let version = revision(source.as_ref());
+    render::approved(ctx.json, &origin, &info.entry, grant.as_ref(), version);
     Ok(Outcome::Ok)
 }
 

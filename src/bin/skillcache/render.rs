@@ -237,13 +237,25 @@ pub(crate) fn approval_row(origin: &Origin, e: &SkillEntry, granted: Option<&Val
 }
 
 /// `approve`: one approval.
-pub(crate) fn approved(json: bool, mut row: Value, version: Option<String>) {
+pub(crate) fn approved(
+    json: bool,
+    origin: &Origin,
+    entry: &SkillEntry,
+    granted: Option<&Value>,
+    version: Option<String>,
+) {
     if json {
+        let mut row = approval_row(origin, entry, granted);
         row["protocol_version"] = revision(version);
         print_json(&row);
-    } else {
-        approval_text(&row);
+        return;
     }
+    outln!(
+        "approved {} from {origin} (binding {})",
+        entry.uri(),
+        entry.binding().map(|b| b.to_string()).unwrap_or_default()
+    );
+    outln!("{}", grant_line(granted, entry.requested_tools()));
 }
 
 /// `approve --from-lock`: every approval made.
