@@ -12,7 +12,7 @@ use skillcache::{Error, LockFile, Origin, SkillEntry, SkillUri};
 
 use crate::Outcome;
 use crate::failure::Failure;
-use crate::plan::{Ctx, Gate, Job, LockScope, Plan, Reach, Target};
+use crate::plan::{Ctx, Job, Load, LockScope, Plan, Reach, Target};
 use crate::render;
 
 type Result<T> = std::result::Result<T, Failure>;
@@ -45,22 +45,7 @@ pub(crate) async fn run(plan: Plan) -> Result<Outcome> {
             grant_tools,
             target,
         } => approve_from_lock(ctx, only.as_ref(), &lock, grant_tools, &target).await,
-        Job::Load {
-            origin,
-            uri,
-            reference,
-            gate,
-            all,
-            framed,
-            target,
-        } => {
-            let what = Wanted {
-                reference,
-                all,
-                framed,
-            };
-            load(ctx, origin, &uri, gate, what, &target).await
-        }
+        Job::Load(job) => load(ctx, job).await,
         Job::Entries(origin) => entries(ctx, origin.as_ref()).await,
         Job::Verify(origin) => verify(ctx, origin.as_ref()).await,
         Job::Gc(max_bytes) => gc(ctx, max_bytes).await,
@@ -471,36 +456,28 @@ async fn approve_from_lock(
     failed(errors)
 }
 
-/// What `load`/`read` print: the SKILL.md or one file, every file read first (`--all`), framed
-/// for model context or not.
-struct Wanted {
-    reference: Option<String>,
-    all: bool,
-    framed: bool,
-}
-
-async fn load(
-    ctx: &Ctx,
-    origin: Origin,
-    uri: &SkillUri,
-    gate: Gate,
-    what: Wanted,
-    target: &Target,
-) -> Result<Outcome> {
+/// `load`/`read`: the SKILL.md or one file, every file read first (`--all`), framed for model
+/// context or not.
+async fn load(ctx: &Ctx, load: Load) -> Result<Outcome> {
     // The gates are the library's (R-P1, the lock): with --require-approval or --locked, `load`
     // itself refuses the skill (exit 5) before any file is read.
-    let lock = gate.locked.as_deref().map(LockFile::read).transpose()?;
-    let (cache, source) = connect(ctx, &origin, target, gate.approval, lock)?;
-    let info = cache.entry(&origin, uri).await?;
+    let lock = load
+        .gate
+        .locked
+        .as_deref()
+        .map(LockFile::read)
+        .transpose()?;
+    let (cache, source) = connect(ctx, &load.origin, &load.target, load.gate.approval, lock)?;
+    let info = cache.entry(&load.origin, &load.uri).await?;
     // `--all`: every file through the verified path; on a cold cache the whole skill (its
     // SKILL.md included) is published as one batch.
-    let (skill, every) = if what.all {
-        let (skill, every) = cache.load_all(&origin, &info.entry).await?;
+    let (skill, every) = if load.all {
+        let (skill, every) = cache.load_all(&load.origin, &info.entry).await?;
         (skill, Some(every))
     } else {
-        (cache.load(&origin, &info.entry).await?, None)
+        (cache.load(&load.origin, &info.entry).await?, None)
     };
-    let file = match &what.reference {
+    let file = match &load.reference {
         Some(r) => skill.read(r).await?,
         None => skill.skill_md().clone(),
     };
@@ -508,7 +485,7 @@ async fn load(
         if info.stale {
             render::stale_notice(&info.entry);
         }
-        render::file_bytes(&file, what.framed);
+        render::file_bytes(&file, load.framed);
         return Ok(Outcome::Ok);
     }
     let mut out = render::file_json(&file, &info.entry);
@@ -524,7 +501,7 @@ async fn load(
     }
     out["counters"] = render::counters_json(&cache);
     out["protocol_version"] = render::revision(revision(source.as_ref()));
-    if what.framed {
+    if load.framed {
         out["framed"] = json!(file.framed());
     }
     render::print_json(&out);

@@ -76,6 +76,20 @@ pub(crate) enum LockScope {
     EveryConfigured,
 }
 
+/// `load` or `read`: a skill of one origin, its gates, and what to print.
+pub(crate) struct Load {
+    pub(crate) origin: Origin,
+    pub(crate) uri: SkillUri,
+    /// `read`'s file; `None` for `load` (the `SKILL.md`).
+    pub(crate) reference: Option<String>,
+    pub(crate) gate: Gate,
+    /// `load --all`: every file read first.
+    pub(crate) all: bool,
+    /// `--framed`: framed for model context.
+    pub(crate) framed: bool,
+    pub(crate) target: Target,
+}
+
 /// One command, its arguments checked.
 pub(crate) enum Job {
     List(Origin, Target),
@@ -104,15 +118,7 @@ pub(crate) enum Job {
         target: Target,
     },
     /// `load` (no reference) and `read`.
-    Load {
-        origin: Origin,
-        uri: SkillUri,
-        reference: Option<String>,
-        gate: Gate,
-        all: bool,
-        framed: bool,
-        target: Target,
-    },
+    Load(Load),
     Entries(Option<Origin>),
     Verify(Option<Origin>),
     Gc(Option<u64>),
@@ -281,14 +287,10 @@ impl Flags {
                 all,
                 framed,
                 server,
-            } => self.load(
-                &skill_uri,
-                None,
-                gate(require_approval, locked),
-                all,
-                framed,
-                server,
-            )?,
+            } => {
+                let gate = gate(require_approval, locked);
+                Job::Load(self.load(&skill_uri, None, gate, all, framed, server)?)
+            }
             Command::Read {
                 skill_uri,
                 reference,
@@ -296,26 +298,15 @@ impl Flags {
                 locked,
                 framed,
                 server,
-            } => self.load(
-                &skill_uri,
-                Some(reference),
-                gate(require_approval, locked),
-                false,
-                framed,
-                server,
-            )?,
+            } => {
+                let (gate, reference) = (gate(require_approval, locked), Some(reference));
+                Job::Load(self.load(&skill_uri, reference, gate, false, framed, server)?)
+            }
             Command::Entries { origin: o } => Job::Entries(o.map(origin).transpose()?),
             Command::Verify { origin: o } => Job::Verify(o.map(origin).transpose()?),
             Command::Purge {
-                origin: Some(o), ..
-            } => Job::Purge(origin(o)?),
-            Command::Purge { dry_run, .. } if self.has_config => Job::PurgeAbsent { dry_run },
-            Command::Purge { .. } => {
-                return Err(Failure::Usage(
-                    "purge --absent removes every origin --config does not name: give --config"
-                        .into(),
-                ));
-            }
+                origin, dry_run, ..
+            } => self.purge(origin, dry_run)?,
             Command::Inspect { dir, base_uri } => {
                 folder(&dir)?;
                 Job::Inspect { dir, base_uri }
@@ -420,10 +411,10 @@ impl Flags {
         all: bool,
         framed: bool,
         server: ServerArgs,
-    ) -> Result<Job> {
+    ) -> Result<Load> {
         let uri = uri(text)?;
         let (origin, target) = self.one(server)?;
-        Ok(Job::Load {
+        Ok(Load {
             origin,
             uri,
             reference,
@@ -432,6 +423,17 @@ impl Flags {
             framed,
             target,
         })
+    }
+
+    /// `purge`: one origin by a valid label, or `--absent` against `--config`.
+    fn purge(&self, origin: Option<String>, dry_run: bool) -> Result<Job> {
+        match origin {
+            Some(o) => Ok(Job::Purge(self::origin(o)?)),
+            None if self.has_config => Ok(Job::PurgeAbsent { dry_run }),
+            None => Err(Failure::Usage(
+                "purge --absent removes every origin --config does not name: give --config".into(),
+            )),
+        }
     }
 
     /// A command of exactly one origin.
