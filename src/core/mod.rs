@@ -221,6 +221,10 @@ impl CacheBuilder {
 /// hashed in tens of microseconds, within what an async task may take between two awaits.
 pub const QUICK_HIT_MAX_BYTES: u64 = 64 * 1024;
 
+/// Below this many listed bytes, [`Cache::read_files`] reads on the calling thread: starting
+/// threads costs more than hashing this much (and a cold batch, all misses, hashes nothing).
+const PARALLEL_READ_MIN_BYTES: u64 = 1024 * 1024;
+
 /// What the store held for a file, before the caller records it.
 enum Stored {
     /// Verified bytes and the blob's record as the read leaves it.
@@ -506,12 +510,14 @@ impl Cache {
             }
             let outcomes = self.store.publish(origin, &items)?;
             let mut blocked = Vec::new();
+            let mut placed = Vec::with_capacity(items.len());
             for ((digest, size, bytes), outcome) in items.iter().zip(outcomes) {
                 match outcome.evidence() {
-                    Some(ev) => self.record_blob(origin, digest, *size, ev)?,
+                    Some(ev) => placed.push((*digest, *size, ev)),
                     None => blocked.push((*digest, *size, *bytes)),
                 }
             }
+            self.record_blobs(origin, &placed)?;
             if blocked.is_empty() {
                 return Ok(());
             }
@@ -541,33 +547,39 @@ impl Cache {
         Ok(())
     }
 
-    /// Records a blob that is now in place, with its evidence, in the index and in this
-    /// process's memory of it.
-    fn record_blob(
+    /// Records blobs that are now in place, each `(digest, size, evidence)`, in the index (one
+    /// write for the batch) and in this process's memory of them.
+    fn record_blobs(
         &self,
         origin: &Origin,
-        digest: &crate::digest::Digest,
-        size: u64,
-        ev: Evidence,
+        placed: &[(crate::digest::Digest, u64, Evidence)],
     ) -> Result<(), Error> {
+        if placed.is_empty() {
+            return Ok(());
+        }
         self.commit_point("index: record blob")?;
-        let record = BlobRecord {
-            size,
-            ino: ev.ino,
-            dev: ev.dev,
-            ctime_ns: ev.ctime_ns,
-            last_access_ms: 0,
-        };
         let now = now_ms();
-        self.index.put_blob(origin, digest, record, now)?;
-        self.remember(
-            origin,
-            *digest,
-            Known {
+        let rows: Vec<(crate::digest::Digest, BlobRecord)> = placed
+            .iter()
+            .map(|&(digest, size, ev)| {
+                let record = BlobRecord {
+                    size,
+                    ino: ev.ino,
+                    dev: ev.dev,
+                    ctime_ns: ev.ctime_ns,
+                    last_access_ms: 0,
+                };
+                (digest, record)
+            })
+            .collect();
+        self.index.put_blobs(origin, &rows, now)?;
+        for &(digest, _, ev) in placed {
+            let known = Known {
                 evidence: Some(ev),
                 touched_ms: now,
-            },
-        );
+            };
+            self.remember(origin, digest, known);
+        }
         Ok(())
     }
 
@@ -702,6 +714,23 @@ impl Cache {
     /// # Errors
     /// I/O and index errors (a failed copy is [`CachedRead::Failed`], not an error).
     pub fn read_file(&self, origin: &Origin, file: &ManifestFile) -> Result<CachedRead, Error> {
+        match self.read_or_missing(origin, file)? {
+            Some(read) => Ok(read),
+            None => {
+                self.forget_records(origin, &[file.digest()])?;
+                Ok(CachedRead::Miss)
+            }
+        }
+    }
+
+    /// [`Cache::read_file`] up to a missing copy: `None` then, with the blob forgotten in this
+    /// process but its record (if any) still to drop, which the caller does — for a whole batch
+    /// in one index write.
+    fn read_or_missing(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+    ) -> Result<Option<CachedRead>, Error> {
         let digest = file.digest();
         // The memory tier first: bytes this process verified against this digest and size are
         // right for any entry that lists them, under both isolation modes (process memory is
@@ -714,7 +743,7 @@ impl Cache {
             if hit.touch_due {
                 self.index.touch_blob(origin, &digest, now);
             }
-            return Ok(CachedRead::Hit(hit.bytes));
+            return Ok(Some(CachedRead::Hit(hit.bytes)));
         }
         let known = self.known(origin, &digest);
         let evidence = match self.evidence_in_memory(known) {
@@ -729,13 +758,10 @@ impl Cache {
                 now_known.evidence = self.evidence_from_index(origin, &digest)?;
                 (bytes, now_known)
             }
-            Stored::Failed(m) => return self.failed_copy(origin, file, m),
+            Stored::Failed(m) => return self.failed_copy(origin, file, m).map(Some),
             Stored::Missing => {
                 self.forget(origin, Some(&digest));
-                // A record of a missing blob is harmless (the next read misses again), so an
-                // index that cannot forget it must not fail a miss the server can serve (R-H5).
-                self.forget_record(origin, &digest)?;
-                return Ok(CachedRead::Miss);
+                return Ok(None);
             }
         };
         if self.settle(origin, digest, known, now_known, &bytes, now) {
@@ -743,7 +769,7 @@ impl Cache {
             // (R-H5); the next hit after the grain tries again either way.
             self.index.touch_blob(origin, &digest, now);
         }
-        Ok(CachedRead::Hit(bytes))
+        Ok(Some(CachedRead::Hit(bytes)))
     }
 
     /// The evidence a read may use from this process's memory: none under `Rehash` (re-hashing
@@ -848,19 +874,35 @@ impl Cache {
         origin: &Origin,
         digest: &crate::digest::Digest,
     ) -> Result<bool, Error> {
+        self.forget_records(origin, std::slice::from_ref(digest))
+    }
+
+    /// Drops blob records of `origin` in one index write; false when a read-only or full index
+    /// cannot (R-H5). A record of a missing blob is harmless (the next read misses again), so
+    /// such an index never fails a miss the server can serve.
+    fn forget_records(
+        &self,
+        origin: &Origin,
+        digests: &[crate::digest::Digest],
+    ) -> Result<bool, Error> {
+        if digests.is_empty() {
+            return Ok(true);
+        }
         self.commit_point("index: forget blob")?;
-        match self.index.remove_blob(origin, digest) {
+        match self.index.remove_blobs(origin, digests) {
             Ok(()) => Ok(true),
             Err(e) if e.cannot_record() => {
-                tracing::debug!(origin = origin.as_str(), %digest, error = %e, "blob record kept");
+                tracing::debug!(origin = origin.as_str(), blobs = digests.len(), error = %e, "blob record kept");
                 Ok(false)
             }
             Err(e) => Err(e.into()),
         }
     }
 
-    /// [`Cache::read_file`] for many files of one origin, verified in parallel on every core:
-    /// what whole-skill operations use. Results are in the order of `files`.
+    /// [`Cache::read_file`] for many files of one origin, verified in parallel on every core
+    /// when there are enough bytes to hash to pay for the threads: what whole-skill operations
+    /// use. The records of missing copies are dropped in one index write for the whole call.
+    /// Results are in the order of `files`.
     ///
     /// # Errors
     /// I/O and index errors, per file.
@@ -869,27 +911,53 @@ impl Cache {
         origin: &Origin,
         files: &[ManifestFile],
     ) -> Vec<Result<CachedRead, Error>> {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, std::num::NonZeroUsize::get)
-            .min(files.len().max(1));
-        if threads <= 1 {
-            return files.iter().map(|f| self.read_file(origin, f)).collect();
-        }
-        let mut slots: Vec<Option<Result<CachedRead, Error>>> =
+        let bytes: u64 = files.iter().map(ManifestFile::size).sum();
+        let threads = if bytes < PARALLEL_READ_MIN_BYTES {
+            1
+        } else {
+            std::thread::available_parallelism()
+                .map_or(1, std::num::NonZeroUsize::get)
+                .min(files.len().max(1))
+        };
+        let mut slots: Vec<Option<Result<Option<CachedRead>, Error>>> =
             std::iter::repeat_with(|| None).take(files.len()).collect();
-        let chunk = files.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            for (files, slots) in files.chunks(chunk).zip(slots.chunks_mut(chunk)) {
-                scope.spawn(move || {
-                    for (f, slot) in files.iter().zip(slots) {
-                        *slot = Some(self.read_file(origin, f));
-                    }
-                });
+        if threads <= 1 {
+            for (f, slot) in files.iter().zip(&mut slots) {
+                *slot = Some(self.read_or_missing(origin, f));
             }
-        });
-        slots
-            .into_iter()
-            .map(|s| s.unwrap_or(Ok(CachedRead::Miss)))
+        } else {
+            let chunk = files.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                for (files, slots) in files.chunks(chunk).zip(slots.chunks_mut(chunk)) {
+                    scope.spawn(move || {
+                        for (f, slot) in files.iter().zip(slots) {
+                            *slot = Some(self.read_or_missing(origin, f));
+                        }
+                    });
+                }
+            });
+        }
+        let missing: Vec<crate::digest::Digest> = files
+            .iter()
+            .zip(&slots)
+            .filter(|(_, s)| matches!(s, Some(Ok(None))))
+            .map(|(f, _)| f.digest())
+            .collect();
+        // One write for the batch; should it fail, each file is tried on its own so that each
+        // carries its own error.
+        let batch_forgotten = self.forget_records(origin, &missing).is_ok();
+        files
+            .iter()
+            .zip(slots)
+            .map(|(f, s)| match s {
+                Some(Ok(Some(read))) => Ok(read),
+                Some(Ok(None)) if batch_forgotten => Ok(CachedRead::Miss),
+                Some(Ok(None)) => self
+                    .forget_record(origin, &f.digest())
+                    .map(|_| CachedRead::Miss),
+                Some(Err(e)) => Err(e),
+                None => Ok(CachedRead::Miss),
+            })
             .collect()
     }
 

@@ -87,10 +87,11 @@ impl Row {
 }
 
 impl Index {
-    /// Records a blob just published (after it is on disk: R-C3), sealed (R-H3).
+    /// Records a blob just published (after it is on disk: R-C3), sealed (R-H3):
+    /// [`Index::put_blobs`] with one blob.
     ///
     /// # Errors
-    /// [`IndexError::Database`](IndexError::Database) on a database failure; [`IndexError::ReadOnly`](IndexError::ReadOnly) on a read-only index.
+    /// As [`Index::put_blobs`].
     pub fn put_blob(
         &self,
         origin: &Origin,
@@ -98,24 +99,51 @@ impl Index {
         record: BlobRecord,
         now_ms: u64,
     ) -> Result<(), IndexError> {
-        let row = Row {
-            digest: digest.as_bytes().to_vec(),
-            size: i(record.size),
-            ino: i(record.ino),
-            dev: i(record.dev),
-            ctime_ns: record.ctime_ns,
-            published_at_ms: i(now_ms),
-            last_access_ms: i(now_ms),
-            seal: None,
-        };
-        let seal = row.sealed_fields(origin).sealer(&self.key).seal();
+        self.put_blobs(origin, &[(*digest, record)], now_ms)
+    }
+
+    /// Records blobs of `origin` just published (each after it is on disk: R-C3), each row
+    /// sealed (R-H3), all in one transaction: a batch costs one commit, not one per file, and a
+    /// crash leaves either every row of it or none.
+    ///
+    /// # Errors
+    /// [`IndexError::Database`](IndexError::Database) on a database failure; [`IndexError::ReadOnly`](IndexError::ReadOnly) on a read-only index.
+    pub fn put_blobs(
+        &self,
+        origin: &Origin,
+        blobs: &[(Digest, BlobRecord)],
+        now_ms: u64,
+    ) -> Result<(), IndexError> {
+        if blobs.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(Row, Vec<u8>)> = blobs
+            .iter()
+            .map(|(digest, record)| {
+                let row = Row {
+                    digest: digest.as_bytes().to_vec(),
+                    size: i(record.size),
+                    ino: i(record.ino),
+                    dev: i(record.dev),
+                    ctime_ns: record.ctime_ns,
+                    published_at_ms: i(now_ms),
+                    last_access_ms: i(now_ms),
+                    seal: None,
+                };
+                let seal = row.sealed_fields(origin).sealer(&self.key).seal();
+                (row, seal)
+            })
+            .collect();
         self.write("record blob", |tx| {
             let oid = origin_id(tx, origin)?;
-            tx.execute(
-                "INSERT OR REPLACE INTO blobs(origin_id, digest, size, ino, dev, ctime_ns, published_at_ms, last_access_ms, seal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
-                params![oid, row.digest, row.size, row.ino, row.dev, row.ctime_ns, row.published_at_ms, seal],
-            )
-            .map_err(db_err("record blob"))?;
+            let mut insert = tx
+                .prepare_cached("INSERT OR REPLACE INTO blobs(origin_id, digest, size, ino, dev, ctime_ns, published_at_ms, last_access_ms, seal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)")
+                .map_err(db_err("record blob"))?;
+            for (row, seal) in &rows {
+                insert
+                    .execute(params![oid, row.digest, row.size, row.ino, row.dev, row.ctime_ns, row.published_at_ms, seal])
+                    .map_err(db_err("record blob"))?;
+            }
             Ok(())
         })
     }
@@ -193,20 +221,36 @@ impl Index {
         }
     }
 
-    /// Forgets a blob (before its file is deleted: a row never points at a missing blob).
+    /// Drops a blob's record (before the blob itself goes: R-C3): [`Index::remove_blobs`] with
+    /// one blob.
     ///
     /// # Errors
-    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    /// As [`Index::remove_blobs`].
     pub fn remove_blob(&self, origin: &Origin, digest: &Digest) -> Result<(), IndexError> {
+        self.remove_blobs(origin, std::slice::from_ref(digest))
+    }
+
+    /// Drops the records of blobs of `origin` (each before the blob itself goes: R-C3), in one
+    /// transaction. Records that are not there are no error.
+    ///
+    /// # Errors
+    /// [`IndexError::Database`](IndexError::Database) on a database failure; [`IndexError::ReadOnly`](IndexError::ReadOnly) on a read-only index.
+    pub fn remove_blobs(&self, origin: &Origin, digests: &[Digest]) -> Result<(), IndexError> {
+        if digests.is_empty() {
+            return Ok(());
+        }
         self.write("forget blob", |tx| {
             let Some(oid) = find_origin_id(tx, origin)? else {
                 return Ok(());
             };
-            tx.execute(
-                "DELETE FROM blobs WHERE origin_id = ?1 AND digest = ?2",
-                params![oid, digest.as_bytes().as_slice()],
-            )
-            .map_err(db_err("forget blob"))?;
+            let mut delete = tx
+                .prepare_cached("DELETE FROM blobs WHERE origin_id = ?1 AND digest = ?2")
+                .map_err(db_err("forget blob"))?;
+            for digest in digests {
+                delete
+                    .execute(params![oid, digest.as_bytes().as_slice()])
+                    .map_err(db_err("forget blob"))?;
+            }
             Ok(())
         })
     }
