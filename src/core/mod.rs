@@ -714,13 +714,11 @@ impl Cache {
     /// # Errors
     /// I/O and index errors (a failed copy is [`CachedRead::Failed`], not an error).
     pub fn read_file(&self, origin: &Origin, file: &ManifestFile) -> Result<CachedRead, Error> {
-        match self.read_or_missing(origin, file)? {
-            Some(read) => Ok(read),
-            None => {
-                self.forget_records(origin, &[file.digest()])?;
-                Ok(CachedRead::Miss)
-            }
+        if let Some(read) = self.read_or_missing(origin, file)? {
+            return Ok(read);
         }
+        self.forget_records(origin, &[file.digest()])?;
+        Ok(CachedRead::Miss)
     }
 
     /// [`Cache::read_file`] up to a missing copy: `None` then, with the blob forgotten in this
