@@ -14,6 +14,10 @@
 //! 4. nothing outside the root was created or changed;
 //! 5. under a quota (R-Q4): the origin holds at most its quota, another origin's blobs are never
 //!    evicted, and nothing (no phantom) keeps the quota consumed: a skill that fits is stored.
+//! 6. the durability order held, which a disk that keeps every write cannot show by crashing:
+//!    no file was linked under a blob name before its data was synced, and no blob was recorded
+//!    while a blob name or a folder on its way was not yet durable ([`FaultyDisk`] tracks both,
+//!    for per-file, per-folder and whole-filesystem syncs alike).
 
 #![allow(clippy::many_single_char_names)] // c(ache), w(orld), s(cenario), f(ile), o(rigin)
 
@@ -138,13 +142,20 @@ struct World {
 }
 
 fn world() -> World {
+    const _: () = assert!(crate::store::FILESYSTEM_SYNC_MIN_FILES == 4);
     let big = vec![7u8; 300_000];
     World {
         origin: Origin::new("docs").expect("label"),
         other: Origin::new("Other").expect("label"),
+        // Four files: a batch of alpha is synced a whole filesystem at a time, a batch of beta
+        // (three) file by file and folder by folder; both protocols are enumerated.
         a: skill(
             "alpha",
-            &[("a.md", b"alpha file"), ("t/b.md", b"alpha template")],
+            &[
+                ("a.md", b"alpha file"),
+                ("t/b.md", b"alpha template"),
+                ("t/c.md", b"alpha notes"),
+            ],
         ),
         b: skill("beta", &[("big.bin", &big), ("a.md", b"alpha file")]),
     }
@@ -454,6 +465,17 @@ fn check(s: &Scenario, w: &World, isolation: Isolation, root: &Path, outside: &P
     );
 }
 
+/// Invariant 6: the durability order held on `disk` (R-C3).
+fn in_order(s: &Scenario, disk: &FaultyDisk, what: &str) {
+    let violations = disk.order_violations();
+    assert!(
+        violations.is_empty(),
+        "{}: {what}: the durability order broke: {violations:?} (writes: {})",
+        s.name,
+        disk.trace().join(" ")
+    );
+}
+
 fn enumerate(isolation: Isolation) -> u64 {
     let w = world();
     let mut total = 0;
@@ -464,6 +486,7 @@ fn enumerate(isolation: Isolation) -> u64 {
         let writes_at_open = counting.writes();
         (s.op)(&cache, &w).expect("the operation succeeds on a healthy disk");
         drop(cache);
+        in_order(s, &counting, "on a healthy disk");
         let points = counting.writes();
         assert!(points > writes_at_open, "{}: it writes something", s.name);
         eprintln!(
@@ -488,6 +511,7 @@ fn enumerate(isolation: Isolation) -> u64 {
                 if let Ok(cache) = opened {
                     let _ = (s.op)(&cache, &w);
                 }
+                in_order(s, &disk, &format!("{fault:?} at write {n}"));
                 check(
                     s,
                     &w,

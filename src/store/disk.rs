@@ -40,6 +40,15 @@ pub trait Disk: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// The system call's error.
     fn sync(&self, fd: BorrowedFd<'_>) -> io::Result<()>;
+    /// Makes everything written to the filesystem holding `fd` durable: every file's data and
+    /// every folder's names (`syncfs`). One call stands for all the per-file and per-folder
+    /// syncs of a batch; only used where the kernel reports writeback errors through it
+    /// ([`reports_filesystem_sync_errors`]).
+    ///
+    /// # Errors
+    /// The system call's error (a writeback error on that filesystem since `fd` was opened
+    /// among them).
+    fn sync_filesystem(&self, fd: BorrowedFd<'_>) -> io::Result<()>;
     /// Sets the mode of an open file or folder (never through a path, so never through a link).
     ///
     /// # Errors
@@ -107,6 +116,10 @@ impl Disk for RealDisk {
         rustix::fs::fsync(fd).map_err(io::Error::from)
     }
 
+    fn sync_filesystem(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        rustix::fs::syncfs(fd).map_err(io::Error::from)
+    }
+
     fn chmod(&self, fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
         rustix::fs::fchmod(fd, Mode::from_raw_mode(mode)).map_err(io::Error::from)
     }
@@ -145,6 +158,25 @@ impl Disk for RealDisk {
     }
 }
 
+/// Whether `syncfs` here says when writeback failed: Linux reports a filesystem's writeback
+/// errors through it since 5.8; before, it returned success whatever happened, so a batch synced
+/// that way could be linked over lost data. Read once (the kernel does not change under us).
+pub(crate) fn reports_filesystem_sync_errors() -> bool {
+    static REPORTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REPORTS.get_or_init(|| {
+        release_reports_sync_errors(&rustix::system::uname().release().to_string_lossy())
+    })
+}
+
+/// Whether a Linux release string (`6.1.0-13-amd64`) is 5.8 or later; anything unreadable is
+/// not.
+fn release_reports_sync_errors(release: &str) -> bool {
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().ok());
+    matches!((parts.next(), parts.next()), (Some(Some(major)), Some(Some(minor))) if (major, minor) >= (5, 8))
+}
+
 /// What a [`FaultyDisk`] does at its chosen write.
 #[cfg(any(test, feature = "fault-injection"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,11 +191,22 @@ pub enum Fault {
 
 /// A [`Disk`] that counts writes and injects one fault at the N-th (0-based), for crash-point
 /// enumeration and the model-based fuzz target.
+///
+/// It also checks the order the crash argument rests on (R-C3), which a fault on a disk that
+/// keeps every write cannot show: it tracks which files hold data written since their last sync
+/// and which names were added to a folder since that folder's last sync (a file or folder sync
+/// covers itself; a filesystem sync covers everything on that filesystem), and records a
+/// violation when a file is linked under a blob name before its data was durable, or when a blob
+/// is recorded in the index while a blob name or a folder on its way is not yet durable.
 #[cfg(any(test, feature = "fault-injection"))]
 #[derive(Debug, Default)]
 pub struct FaultyDisk {
     state: std::sync::Mutex<FaultState>,
 }
+
+/// A file or folder: (device, inode).
+#[cfg(any(test, feature = "fault-injection"))]
+type Node = (u64, u64);
 
 #[cfg(any(test, feature = "fault-injection"))]
 #[derive(Debug, Default)]
@@ -172,6 +215,17 @@ struct FaultState {
     plan: Option<(u64, Fault)>,
     crashed: bool,
     trace: Vec<&'static str>,
+    /// Files written since their last sync.
+    unsynced_data: std::collections::HashSet<Node>,
+    /// Names added to a folder since its last sync, that a blob depends on: (folder, name).
+    unsynced_names: Vec<(Node, String)>,
+    violations: Vec<String>,
+}
+
+#[cfg(any(test, feature = "fault-injection"))]
+fn node(fd: BorrowedFd<'_>) -> io::Result<Node> {
+    let st = rustix::fs::fstat(fd)?;
+    Ok((st.st_dev, st.st_ino))
 }
 
 #[cfg(any(test, feature = "fault-injection"))]
@@ -214,6 +268,12 @@ impl FaultyDisk {
         self.lock().trace.clone()
     }
 
+    /// Every break of the durability order seen so far (empty when the protocol held).
+    #[must_use]
+    pub fn order_violations(&self) -> Vec<String> {
+        self.lock().violations.clone()
+    }
+
     /// Counts one write of kind `what`; fails it if it is the planned one or after a crash.
     fn gate(&self, what: &'static str) -> io::Result<()> {
         let mut s = self.lock();
@@ -235,6 +295,11 @@ impl FaultyDisk {
             _ => Ok(()),
         }
     }
+
+    /// Notes, after a write went through, what it left not yet durable (or made durable).
+    fn note(&self, change: impl FnOnce(&mut FaultState) -> io::Result<()>) -> io::Result<()> {
+        change(&mut self.lock())
+    }
 }
 
 /// One [`FaultyDisk`] method: the write is counted (and maybe failed) under the method's own name,
@@ -255,16 +320,169 @@ macro_rules! gated {
 #[cfg(any(test, feature = "fault-injection"))]
 impl Disk for FaultyDisk {
     gated! {
-        mkdir(dir: BorrowedFd<'_>, name: &str, mode: u32) -> io::Result<()>;
-        create(dir: BorrowedFd<'_>, name: &str, mode: u32) -> io::Result<File>;
-        write(file: &mut File, bytes: &[u8]) -> io::Result<()>;
-        sync(fd: BorrowedFd<'_>) -> io::Result<()>;
         chmod(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()>;
-        link(from_dir: BorrowedFd<'_>, from: &str, to_dir: BorrowedFd<'_>, to: &str) -> io::Result<()>;
         rename(from_dir: BorrowedFd<'_>, from: &str, to_dir: BorrowedFd<'_>, to: &str) -> io::Result<()>;
         unlink(dir: BorrowedFd<'_>, name: &str, folder: bool) -> io::Result<()>;
     }
+
+    fn mkdir(&self, dir: BorrowedFd<'_>, name: &str, mode: u32) -> io::Result<()> {
+        self.gate("mkdir")?;
+        RealDisk.mkdir(dir, name, mode)?;
+        // Staging and the quarantine hold nothing a blob depends on: a lost one is only lost.
+        if name == super::layout::TMP || name == super::layout::QUARANTINE {
+            return Ok(());
+        }
+        let at = node(dir)?;
+        self.note(|s| {
+            s.unsynced_names.push((at, name.to_owned()));
+            Ok(())
+        })
+    }
+
+    fn create(&self, dir: BorrowedFd<'_>, name: &str, mode: u32) -> io::Result<File> {
+        self.gate("create")?;
+        let file = RealDisk.create(dir, name, mode)?;
+        let at = node(std::os::fd::AsFd::as_fd(&file))?;
+        self.note(|s| {
+            s.unsynced_data.insert(at);
+            Ok(())
+        })?;
+        Ok(file)
+    }
+
+    fn write(&self, file: &mut File, bytes: &[u8]) -> io::Result<()> {
+        self.gate("write")?;
+        RealDisk.write(file, bytes)?;
+        let at = node(std::os::fd::AsFd::as_fd(file))?;
+        self.note(|s| {
+            s.unsynced_data.insert(at);
+            Ok(())
+        })
+    }
+
+    fn sync(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        self.gate("sync")?;
+        RealDisk.sync(fd)?;
+        let at = node(fd)?;
+        self.note(|s| {
+            s.unsynced_data.remove(&at);
+            s.unsynced_names.retain(|(dir, _)| *dir != at);
+            Ok(())
+        })
+    }
+
+    fn sync_filesystem(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        self.gate("sync_filesystem")?;
+        RealDisk.sync_filesystem(fd)?;
+        let (dev, _) = node(fd)?;
+        self.note(|s| {
+            s.unsynced_data.retain(|(d, _)| *d != dev);
+            s.unsynced_names.retain(|((d, _), _)| *d != dev);
+            Ok(())
+        })
+    }
+
+    fn link(
+        &self,
+        from_dir: BorrowedFd<'_>,
+        from: &str,
+        to_dir: BorrowedFd<'_>,
+        to: &str,
+    ) -> io::Result<()> {
+        self.gate("link")?;
+        RealDisk.link(from_dir, from, to_dir, to)?;
+        let st = rustix::fs::statat(from_dir, from, AtFlags::SYMLINK_NOFOLLOW)?;
+        let (file, at) = ((st.st_dev, st.st_ino), node(to_dir)?);
+        self.note(|s| {
+            if s.unsynced_data.contains(&file) {
+                s.violations
+                    .push(format!("{to} was linked before its data was synced"));
+            }
+            s.unsynced_names.push((at, to.to_owned()));
+            Ok(())
+        })
+    }
+
     fn commit_point(&self, what: &'static str) -> io::Result<()> {
-        self.gate(what)
+        self.gate(what)?;
+        self.note(|s| {
+            if what == "index: record blob" && !s.unsynced_names.is_empty() {
+                let names: Vec<&str> = s.unsynced_names.iter().map(|(_, n)| n.as_str()).collect();
+                let v = format!("a blob was recorded while these names were not durable: {names:?}");
+                s.violations.push(v);
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs::File;
+    use std::os::fd::AsFd as _;
+
+    use super::{Disk, FaultyDisk};
+
+    /// A folder with a file written in it, and the disk that watched.
+    fn written() -> (crate::scratch::Scratch, File, FaultyDisk, File) {
+        let dir = crate::scratch::scratch();
+        let folder = File::open(dir.path()).expect("open folder");
+        let disk = FaultyDisk::counting();
+        let mut f = disk.create(folder.as_fd(), "t", 0o600).expect("create");
+        disk.write(&mut f, b"bytes").expect("write");
+        (dir, folder, disk, f)
+    }
+
+    #[test]
+    fn c3_the_order_model_flags_a_link_before_its_data_is_synced() {
+        let (_dir, folder, disk, _f) = written();
+        disk.link(folder.as_fd(), "t", folder.as_fd(), "blob").expect("link");
+        let v = disk.order_violations();
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].contains("blob was linked before its data was synced"), "{v:?}");
+    }
+
+    #[test]
+    fn c3_the_order_model_flags_a_record_before_its_name_is_durable() {
+        let (_dir, folder, disk, f) = written();
+        disk.sync(f.as_fd()).expect("sync file");
+        disk.link(folder.as_fd(), "t", folder.as_fd(), "blob").expect("link");
+        disk.commit_point("index: record blob").expect("commit");
+        let v = disk.order_violations();
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].contains("not durable") && v[0].contains("blob"), "{v:?}");
+    }
+
+    #[test]
+    fn c3_the_order_model_accepts_per_file_and_whole_filesystem_syncs() {
+        let (_dir, folder, disk, f) = written();
+        disk.sync(f.as_fd()).expect("sync file");
+        disk.link(folder.as_fd(), "t", folder.as_fd(), "blob").expect("link");
+        disk.sync(folder.as_fd()).expect("sync folder");
+        disk.commit_point("index: record blob").expect("commit");
+        let (_dir2, folder2, disk2, f2) = written();
+        disk2.sync_filesystem(f2.as_fd()).expect("syncfs");
+        disk2.link(folder2.as_fd(), "t", folder2.as_fd(), "blob").expect("link");
+        disk2.mkdir(folder2.as_fd(), "ab", 0o700).expect("mkdir");
+        disk2.sync_filesystem(folder2.as_fd()).expect("syncfs");
+        disk2.commit_point("index: record blob").expect("commit");
+        assert_eq!(disk.order_violations(), Vec::<String>::new());
+        assert_eq!(disk2.order_violations(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn c3_syncfs_is_trusted_only_from_linux_5_8() {
+        for (release, trusted) in [
+            ("6.18.44-fc-v857", true),
+            ("5.8.0", true),
+            ("5.10.0-28-amd64", true),
+            ("5.7.19", false),
+            ("4.19.0-26-amd64", false),
+            ("5", false),
+            ("", false),
+            ("not a release", false),
+        ] {
+            assert_eq!(super::release_reports_sync_errors(release), trusted, "{release}");
+        }
     }
 }

@@ -35,6 +35,8 @@ pub(crate) use layout::{CACHEDIR_SIGNATURE, CACHEDIR_TAG};
 pub(crate) use layout::blob_rel;
 pub use lock::LockMode;
 pub use publish::Item;
+#[cfg(test)]
+pub(crate) use publish::FILESYSTEM_SYNC_MIN_FILES;
 pub use read::{BlobRead, Evidence, Isolation};
 internal_pub! {
     // The size above which a `Guaranteed` hit is mapped, for the benches.

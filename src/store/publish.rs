@@ -2,17 +2,24 @@
 
 use std::fs::File;
 use std::io;
+use std::os::fd::{AsFd as _, BorrowedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::handle::{Dir, Made, PRIVATE_DIR, Parent, READ_ONLY_DIR, ensure_dir, with_writable};
 use super::layout::{ORIGINS, SHA256, TMP};
 use super::read::Evidence;
+use super::disk::reports_filesystem_sync_errors;
 use super::{BlobRead, BlobStore, Isolation, io_err};
 use crate::digest::{Digest, Hasher};
 use super::error::StoreError;
 use crate::origin::Origin;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// From this many blobs a batch, a publish syncs whole filesystems (twice) instead of each file
+/// and each folder it touched: fewer calls and no threads to overlap them, against waiting on
+/// whatever else is dirty on that filesystem, which a few files are not worth.
+pub(crate) const FILESYSTEM_SYNC_MIN_FILES: usize = 4;
 
 /// What publishing one blob did (R-C3). The store never calls into the caller's records: when a
 /// damaged blob is in the way, it says so and leaves the order of the repair to the caller.
@@ -41,19 +48,22 @@ impl Published {
     }
 }
 
-/// The folders one publish writes into, each opened from the root without following links.
+/// The folders one publish writes into, each opened from the root without following links, once
+/// a batch: the origin's chain down to `sha256/`, then each fan-out folder the batch needs.
 struct Chain {
     /// For each folder: whether this publish made it, and where its parent is (`None`: the root).
     made: Vec<(Made, Option<usize>)>,
     dirs: Vec<Dir>,
+    /// The fan-out folders opened so far: the digest's first two hex digits, and the position.
+    fans: Vec<(String, usize)>,
 }
 
-/// Positions in [`Chain::dirs`].
+/// Positions in [`Chain::dirs`] (fan-out folders follow, from [`FANS_FROM`] on).
 const ORIGINS_AT: usize = 0;
 const ORIGIN_AT: usize = 1;
 const TMP_AT: usize = 2;
 const SHA_AT: usize = 3;
-const AA_AT: usize = 4;
+const FANS_FROM: usize = 4;
 
 impl Chain {
     fn dir(&self, at: usize) -> &Dir {
@@ -61,6 +71,38 @@ impl Chain {
     }
     fn parent<'a>(&'a self, root: &'a Dir, at: Option<usize>) -> &'a Dir {
         at.map_or(root, |i| self.dir(i))
+    }
+
+    /// Opens (making where missing) folder `name` under position `parent_at` and keeps it.
+    fn push(
+        &mut self,
+        disk: &dyn super::Disk,
+        root: &Dir,
+        (parent_at, name, kind, mode): (Option<usize>, &str, Parent, u32),
+    ) -> Result<usize, StoreError> {
+        let parent = self.parent(root, parent_at);
+        let (dir, how) =
+            ensure_dir(disk, parent, kind, name, mode).map_err(io_err("create", &parent.join(name)))?;
+        self.made.push((how, parent_at));
+        self.dirs.push(dir);
+        Ok(self.dirs.len() - 1)
+    }
+
+    /// The position of `digest`'s fan-out folder, opened (or made) the first time the batch
+    /// needs it.
+    fn fan(
+        &mut self,
+        disk: &dyn super::Disk,
+        root: &Dir,
+        digest: &Digest,
+    ) -> Result<usize, StoreError> {
+        let hex = digest.hex();
+        if let Some(&(_, at)) = self.fans.iter().find(|(h, _)| *h == hex[..2]) {
+            return Ok(at);
+        }
+        let at = self.push(disk, root, (Some(SHA_AT), &hex[..2], Parent::ReadOnly, READ_ONLY_DIR))?;
+        self.fans.push((hex[..2].to_owned(), at));
+        Ok(at)
     }
 }
 
@@ -74,10 +116,13 @@ impl BlobStore {
     /// order; a digest listed twice is published once.
     ///
     /// The protocol (R-C3): write each temporary in the origin's `tmp/` while hashing; compare;
-    /// sync them all (together when there are several: the filesystem folds concurrent syncs into
-    /// shared journal commits); make them 0444; `link` each into place (which never replaces an
-    /// existing name); sync every folder a link touched once (and any folder this publish made,
-    /// in its parent); unlink the temporary names. A crash at any point leaves either no blob or
+    /// sync them all; make them 0444; `link` each into place (which never replaces an existing
+    /// name); sync every folder a link touched once (and any folder this publish made, in its
+    /// parent); unlink the temporary names. A batch of [`FILESYSTEM_SYNC_MIN_FILES`] or more,
+    /// where the kernel reports writeback errors through `syncfs` (Linux 5.8 on), makes each of
+    /// the two sync steps one sync of the filesystem holding them (two calls a batch, not one
+    /// per file and per folder); fewer files are synced each (concurrently when there are
+    /// several: the filesystem folds concurrent syncs into shared commits). A crash at any point leaves either no blob or
     /// a complete one under each digest name — a name is linked only after its temporary's sync
     /// returned — plus perhaps stray temporaries that the next exclusive open sweeps. Names not
     /// yet made durable by their folder's sync may be lost, which is a miss, never wrong bytes;
@@ -96,20 +141,24 @@ impl BlobStore {
                 unique.push(i);
             }
         }
-        let mut staged: Vec<(Chain, String, File)> = Vec::with_capacity(unique.len());
-        let result = self.publish_staged(origin, items, &unique, &mut staged);
+        if unique.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut chain = self.chain(origin)?;
+        let mut staged: Vec<(usize, String, File)> = Vec::with_capacity(unique.len());
+        let result = self.publish_staged(&mut chain, origin, items, &unique, &mut staged);
         // The temporary names go whatever happened; linked blobs keep their inodes.
-        for (chain, name, _) in &staged {
+        for (_, name, _) in &staged {
             let _ = self.disk.unlink(chain.dir(TMP_AT).fd(), name, false);
         }
         let outcomes = result?;
         let mut done: Vec<(Digest, Published)> = Vec::with_capacity(unique.len());
-        for ((chain, _, file), (&i, outcome)) in staged.iter().zip(unique.iter().zip(outcomes)) {
+        for ((fan, _, file), (&i, outcome)) in staged.iter().zip(unique.iter().zip(outcomes)) {
             let outcome = match outcome {
                 // Linked by us: the evidence is the inode we wrote, after its temporary name is
                 // gone (unlinking changes its ctime and link count).
                 Linked::Ours => Published::Linked(
-                    Evidence::of_fd(file).map_err(io_err("stat", chain.dir(AA_AT).path()))?,
+                    Evidence::of_fd(file).map_err(io_err("stat", chain.dir(*fan).path()))?,
                 ),
                 Linked::Kept(ev) => Published::Kept(ev),
                 Linked::Blocked => Published::Blocked,
@@ -126,12 +175,12 @@ impl BlobStore {
             .collect())
     }
 
-    /// Opens (making where missing, repairing where something else is there) the folders a
-    /// publish writes into, and makes each new folder's name durable in its parent.
-    fn chain(&self, origin: &Origin, digest: &Digest) -> Result<Chain, StoreError> {
+    /// Opens (making where missing, repairing where something else is there) the origin's
+    /// folders a publish writes into, down to `sha256/`; the batch opens its fan-out folders
+    /// ([`Chain::fan`]). Each new folder's name is made durable in its parent after the links.
+    fn chain(&self, origin: &Origin) -> Result<Chain, StoreError> {
         let disk = self.disk.as_ref();
-        let hex = digest.hex();
-        let steps: [(Option<usize>, &str, Parent, u32); 5] = [
+        let steps: [(Option<usize>, &str, Parent, u32); FANS_FROM] = [
             (None, ORIGINS, Parent::Private, PRIVATE_DIR),
             (
                 Some(ORIGINS_AT),
@@ -141,18 +190,14 @@ impl BlobStore {
             ),
             (Some(ORIGIN_AT), TMP, Parent::ReadOnly, PRIVATE_DIR),
             (Some(ORIGIN_AT), SHA256, Parent::ReadOnly, READ_ONLY_DIR),
-            (Some(SHA_AT), &hex[..2], Parent::ReadOnly, READ_ONLY_DIR),
         ];
         let mut chain = Chain {
-            made: Vec::with_capacity(5),
-            dirs: Vec::with_capacity(5),
+            made: Vec::with_capacity(FANS_FROM + 8),
+            dirs: Vec::with_capacity(FANS_FROM + 8),
+            fans: Vec::new(),
         };
-        for (parent_at, name, kind, mode) in steps {
-            let parent = chain.parent(&self.root, parent_at);
-            let (dir, made) = ensure_dir(disk, parent, kind, name, mode)
-                .map_err(io_err("create", &parent.join(name)))?;
-            chain.made.push((made, parent_at));
-            chain.dirs.push(dir);
+        for step in steps {
+            chain.push(disk, &self.root, step)?;
         }
         Ok(chain)
     }
@@ -209,56 +254,87 @@ impl BlobStore {
         disk.chmod(std::os::fd::AsFd::as_fd(file), 0o444)
     }
 
-    /// The folders whose names a link through `chain` changed: the blob folder, and every folder
-    /// this chain made, in its parent (staging excepted: a lost temporary is only a lost
-    /// temporary).
-    fn touched<'c>(&'c self, chain: &'c Chain) -> Vec<&'c Dir> {
-        let mut dirs = vec![chain.dir(AA_AT)];
-        for (i, &(made, parent_at)) in chain.made.iter().enumerate() {
-            if made == Made::Created && i != TMP_AT {
-                dirs.push(chain.parent(&self.root, parent_at));
+    /// The folders whose names the batch's links changed: the fan-out folder of each blob we
+    /// linked (`ours`: positions in the chain), and, when there was any, every folder this
+    /// chain made, in its parent (staging excepted: a lost temporary is only a lost temporary).
+    fn touched<'c>(&'c self, chain: &'c Chain, ours: &[usize]) -> Vec<&'c Dir> {
+        let mut at: Vec<usize> = Vec::new();
+        let mut parents: Vec<Option<usize>> = Vec::new();
+        for &fan in ours {
+            if !at.contains(&fan) {
+                at.push(fan);
+            }
+        }
+        if !ours.is_empty() {
+            for (i, &(made, parent_at)) in chain.made.iter().enumerate() {
+                if made == Made::Created && i != TMP_AT && !parents.contains(&parent_at) {
+                    parents.push(parent_at);
+                }
+            }
+        }
+        let mut dirs: Vec<&Dir> = at.into_iter().map(|i| chain.dir(i)).collect();
+        for p in parents {
+            match p {
+                Some(i) if dirs.iter().any(|d| std::ptr::eq(*d, chain.dir(i))) => {}
+                _ => dirs.push(chain.parent(&self.root, p)),
             }
         }
         dirs
     }
 
-    /// Writes, syncs and links the `unique` items, pushing each temporary to `staged` as soon as
-    /// it exists (so the caller removes every one, whatever fails).
+    /// Writes, syncs and links the `unique` items, pushing each temporary to `staged` (with its
+    /// fan-out folder's position) as soon as it exists, so the caller removes every one,
+    /// whatever fails.
     fn publish_staged(
         &self,
+        chain: &mut Chain,
         origin: &Origin,
         items: &[Item<'_>],
         unique: &[usize],
-        staged: &mut Vec<(Chain, String, File)>,
+        staged: &mut Vec<(usize, String, File)>,
     ) -> Result<Vec<Linked>, StoreError> {
         for &i in unique {
             let (digest, size, bytes) = items[i];
-            let chain = self.chain(origin, &digest)?;
-            let (name, file) = self.write_tmp(&chain, origin, &digest, size, bytes)?;
-            staged.push((chain, name, file));
+            let fan = chain.fan(self.disk.as_ref(), &self.root, &digest)?;
+            let (name, file) = self.write_tmp(chain, origin, &digest, size, bytes)?;
+            staged.push((fan, name, file));
         }
+        let chain = &*chain;
         let files: Vec<&File> = staged.iter().map(|(_, _, f)| f).collect();
-        let tmp_path = |k: usize| staged[k].0.dir(TMP_AT).join(&staged[k].1);
-        if let Some((k, e)) = for_each_concurrently(&files, |f| self.seal_tmp(f)) {
+        let tmp_path = |k: usize| chain.dir(TMP_AT).join(&staged[k].1);
+        // A batch of several is made durable by one filesystem sync before its links and one
+        // after, instead of a sync per file and per folder (and the threads to overlap them),
+        // where the kernel reports writeback errors through it.
+        let whole = staged.len() >= FILESYSTEM_SYNC_MIN_FILES && reports_filesystem_sync_errors();
+        if whole {
+            let fds: Vec<BorrowedFd<'_>> = files.iter().map(|f| f.as_fd()).collect();
+            self.sync_filesystems(&fds).map_err(|(k, e)| io_err("sync", &tmp_path(k))(e))?;
+            for (k, f) in files.iter().enumerate() {
+                self.disk
+                    .chmod(f.as_fd(), 0o444)
+                    .map_err(io_err("write", &tmp_path(k)))?;
+            }
+        } else if let Some((k, e)) = for_each_concurrently(&files, |f| self.seal_tmp(f)) {
             return Err(io_err("write", &tmp_path(k))(e));
         }
         let mut linked = Vec::with_capacity(staged.len());
-        let mut touched: Vec<&Dir> = Vec::new();
-        for ((chain, name, _), &i) in staged.iter().zip(unique) {
+        let mut ours = Vec::new();
+        for ((fan, name, _), &i) in staged.iter().zip(unique) {
             let (digest, size, _) = items[i];
-            let outcome = self.link_into_place(chain, origin, &digest, size, name)?;
+            let outcome = self.link_into_place(chain, *fan, origin, &digest, size, name)?;
             if outcome == Linked::Ours {
-                for dir in self.touched(chain) {
-                    if !touched.iter().any(|t| t.path() == dir.path()) {
-                        touched.push(dir);
-                    }
-                }
+                ours.push(*fan);
             }
             linked.push(outcome);
         }
+        let touched = self.touched(chain, &ours);
         // R-C3: every new name, and every folder this publish made, is durable before the caller
         // records a blob. One file's few folders are synced in turn (threads would cost more).
-        if staged.len() == 1 {
+        if whole {
+            let fds: Vec<BorrowedFd<'_>> = touched.iter().map(|d| d.fd()).collect();
+            self.sync_filesystems(&fds)
+                .map_err(|(k, e)| io_err("sync", touched[k].path())(e))?;
+        } else if staged.len() == 1 {
             for dir in touched {
                 self.disk.sync(dir.fd()).map_err(io_err("sync", dir.path()))?;
             }
@@ -268,18 +344,33 @@ impl BlobStore {
         Ok(linked)
     }
 
+    /// Syncs each filesystem that holds one of `fds` once (R-C3: a folder inside the root may
+    /// be another mount); on failure, the position of the descriptor whose sync failed.
+    fn sync_filesystems(&self, fds: &[BorrowedFd<'_>]) -> Result<(), (usize, io::Error)> {
+        let mut done: Vec<u64> = Vec::new();
+        for (k, fd) in fds.iter().enumerate() {
+            let dev = rustix::fs::fstat(fd).map_err(|e| (k, io::Error::from(e)))?.st_dev;
+            if !done.contains(&dev) {
+                self.disk.sync_filesystem(*fd).map_err(|e| (k, e))?;
+                done.push(dev);
+            }
+        }
+        Ok(())
+    }
+
     /// Links the (synced, read-only) temporary into place, never clobbering: an identical blob
     /// already there is kept, a damaged one is reported, never replaced here.
     fn link_into_place(
         &self,
         chain: &Chain,
+        fan: usize,
         origin: &Origin,
         digest: &Digest,
         size: u64,
         tmp_name: &str,
     ) -> Result<Linked, StoreError> {
         let disk = self.disk.as_ref();
-        let (tmp, aa) = (chain.dir(TMP_AT), chain.dir(AA_AT));
+        let (tmp, aa) = (chain.dir(TMP_AT), chain.dir(fan));
         let hex = digest.hex();
         let rest = &hex[2..];
         let target = aa.join(rest);
