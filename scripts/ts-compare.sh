@@ -7,6 +7,10 @@
 # its runs is cold. The floor (`sweep --bare`) sends the same requests with the same concurrency
 # through the same transport and keeps nothing: cold / floor is what verifying and keeping cost.
 # RUNS (default 3) runs of each; the script prints every run, then medians.
+# Run it on an idle machine, and not within minutes of deleting many files on the same
+# filesystem: ext4 without a journal (this machine's root) will not reuse an inode freed in the
+# last 60 s (360 s while its table block is dirty), and every file created meanwhile scans past
+# each such inode, which alone made cold runs 1.3-1.5x slower. Nothing is deleted until the end.
 # Usage: sh scripts/ts-compare.sh   (needs node/npm; installs interop/ with `npm ci` if missing)
 set -eu
 cd "$(dirname "$0")/.."

@@ -454,6 +454,16 @@ impl World {
     fn open(&mut self, fault: Option<Arc<FaultyDisk>>) {
         self.loaded.clear();
         self.cache = None;
+        // The instance that ran on a watched disk kept the durability order (R-C3): no link
+        // before its data was synced, no row before its names were durable.
+        if let Some(d) = self.fault.take() {
+            let violations = d.order_violations();
+            assert!(
+                violations.is_empty(),
+                "the durability order broke: {violations:?}\n{}",
+                self.ctx()
+            );
+        }
         let mut b = SkillCache::builder()
             .root(&self.root)
             // The host key lives beside the root, in this input's own folder, never in $HOME.
