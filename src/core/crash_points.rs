@@ -147,17 +147,17 @@ fn world() -> World {
     World {
         origin: Origin::new("docs").expect("label"),
         other: Origin::new("Other").expect("label"),
-        // Four files: a batch of alpha is synced a whole filesystem at a time, a batch of beta
-        // (three) file by file and folder by folder; both protocols are enumerated.
+        // A batch of alpha (three files) is synced file by file and folder by folder; a batch
+        // of beta (four) a whole filesystem at a time, beside a kept and a tampered blob in the
+        // batched scenarios: both protocols are enumerated.
         a: skill(
             "alpha",
-            &[
-                ("a.md", b"alpha file"),
-                ("t/b.md", b"alpha template"),
-                ("t/c.md", b"alpha notes"),
-            ],
+            &[("a.md", b"alpha file"), ("t/b.md", b"alpha template")],
         ),
-        b: skill("beta", &[("big.bin", &big), ("a.md", b"alpha file")]),
+        b: skill(
+            "beta",
+            &[("big.bin", &big), ("a.md", b"alpha file"), ("n.md", b"beta notes")],
+        ),
     }
 }
 
@@ -487,6 +487,17 @@ fn enumerate(isolation: Isolation) -> u64 {
         (s.op)(&cache, &w).expect("the operation succeeds on a healthy disk");
         drop(cache);
         in_order(s, &counting, "on a healthy disk");
+        if s.name.starts_with("batched publish beside")
+            && crate::store::filesystem_sync_is_durable(std::os::fd::AsFd::as_fd(
+                &std::fs::File::open(&root).expect("root"),
+            ))
+        {
+            assert!(
+                counting.trace().contains(&"sync_filesystem"),
+                "{}: a batch of four is synced a whole filesystem at a time here",
+                s.name
+            );
+        }
         let points = counting.writes();
         assert!(points > writes_at_open, "{}: it writes something", s.name);
         eprintln!(
@@ -539,4 +550,37 @@ fn c3_h_every_write_point_under_guaranteed_keeps_the_invariants() {
     let total = enumerate(Isolation::Guaranteed);
     eprintln!("crash points (Guaranteed): {total} write points × 3 faults, 0 violations");
     assert!(total >= 40, "{total}");
+}
+
+/// A publisher's folder sync failed after its link (or it died there): the blob is in place, its
+/// name perhaps not durable. The next publish of the same bytes keeps that blob — and must make
+/// its name, and every folder above it, durable before recording it (review finding: a kept
+/// blob's folders were not synced).
+#[test]
+fn c3_a_kept_blob_is_recorded_only_once_its_name_is_durable() {
+    let w = world();
+    let dir = crate::scratch::scratch();
+    let (root, counted_root) = (dir.path().join("root"), dir.path().join("counted"));
+    let f = w.a.0.manifest().expect("manifest").files()[1].clone();
+    let bytes = bytes_of(&w.a.1, f.uri().as_str());
+    let counting = Arc::new(FaultyDisk::counting());
+    {
+        let cache = open(&counted_root, Isolation::Rehash, None, Some(Arc::clone(&counting)));
+        put(&cache, &w.origin, &w.a.0);
+        cache.store_file(&w.origin, &f, bytes).expect("store");
+    }
+    // The last folder sync before the row: the blob's own folder.
+    let trace = counting.trace();
+    let row = trace.iter().position(|t| *t == "index: record blob").expect("a row");
+    let sync_after = trace[..row].iter().rposition(|t| *t == "sync").expect("a sync");
+    let disk = Arc::new(FaultyDisk::failing_at(
+        u64::try_from(sync_after).expect("small"),
+        Fault::Io,
+    ));
+    let cache = open(&root, Isolation::Rehash, None, Some(Arc::clone(&disk)));
+    put(&cache, &w.origin, &w.a.0);
+    assert!(cache.store_file(&w.origin, &f, bytes).is_err(), "the folder sync failed");
+    cache.store_file(&w.origin, &f, bytes).expect("the second publish keeps the blob");
+    in_order(&SCENARIOS[0], &disk, "a kept blob after a failed folder sync");
+    assert!(matches!(cache.read_file(&w.origin, &f).expect("read"), CachedRead::Hit(_)));
 }

@@ -714,10 +714,11 @@ impl Cache {
     /// # Errors
     /// I/O and index errors (a failed copy is [`CachedRead::Failed`], not an error).
     pub fn read_file(&self, origin: &Origin, file: &ManifestFile) -> Result<CachedRead, Error> {
+        let looked_at = now_ms();
         if let Some(read) = self.read_or_missing(origin, file)? {
             return Ok(read);
         }
-        self.forget_records(origin, &[file.digest()])?;
+        self.forget_missing(origin, &[file.digest()], looked_at)?;
         Ok(CachedRead::Miss)
     }
 
@@ -872,22 +873,38 @@ impl Cache {
         origin: &Origin,
         digest: &crate::digest::Digest,
     ) -> Result<bool, Error> {
-        self.forget_records(origin, std::slice::from_ref(digest))
+        self.forget_records(origin, std::slice::from_ref(digest), None)
     }
 
-    /// Drops blob records of `origin` in one index write; false when a read-only or full index
-    /// cannot (R-H5). A record of a missing blob is harmless (the next read misses again), so
-    /// such an index never fails a miss the server can serve.
+    /// Drops the records of blobs of `origin` whose copies a read found missing, in one index
+    /// write — only records older than `looked_at_ms`, when the read began: a publisher may have
+    /// linked and recorded the blob since (reads take no lock), and its fresh row must stay, or
+    /// its blob would be an orphan gc removes. A row is recorded only after its blob is linked
+    /// (R-C3), so a row recorded after the read began is one the read could not have seen.
+    fn forget_missing(
+        &self,
+        origin: &Origin,
+        digests: &[crate::digest::Digest],
+        looked_at_ms: u64,
+    ) -> Result<bool, Error> {
+        self.forget_records(origin, digests, Some(looked_at_ms))
+    }
+
+    /// Drops blob records of `origin` in one index write (only those recorded before
+    /// `recorded_before_ms`, when given); false when a read-only or full index cannot (R-H5). A
+    /// record of a missing blob is harmless (the next read misses again), so such an index never
+    /// fails a miss the server can serve.
     fn forget_records(
         &self,
         origin: &Origin,
         digests: &[crate::digest::Digest],
+        recorded_before_ms: Option<u64>,
     ) -> Result<bool, Error> {
         if digests.is_empty() {
             return Ok(true);
         }
         self.commit_point("index: forget blob")?;
-        match self.index.remove_blobs(origin, digests) {
+        match self.index.remove_blobs(origin, digests, recorded_before_ms) {
             Ok(()) => Ok(true),
             Err(e) if e.cannot_record() => {
                 tracing::debug!(origin = origin.as_str(), blobs = digests.len(), error = %e, "blob record kept");
@@ -909,6 +926,7 @@ impl Cache {
         origin: &Origin,
         files: &[ManifestFile],
     ) -> Vec<Result<CachedRead, Error>> {
+        let looked_at = now_ms();
         let bytes: u64 = files.iter().map(ManifestFile::size).sum();
         let threads = if bytes < PARALLEL_READ_MIN_BYTES {
             1
@@ -943,7 +961,7 @@ impl Cache {
             .collect();
         // One write for the batch; should it fail, each file is tried on its own so that each
         // carries its own error.
-        let batch_forgotten = self.forget_records(origin, &missing).is_ok();
+        let batch_forgotten = self.forget_missing(origin, &missing, looked_at).is_ok();
         files
             .iter()
             .zip(slots)
@@ -951,7 +969,7 @@ impl Cache {
                 Some(Ok(Some(read))) => Ok(read),
                 Some(Ok(None)) if batch_forgotten => Ok(CachedRead::Miss),
                 Some(Ok(None)) => self
-                    .forget_record(origin, &f.digest())
+                    .forget_missing(origin, &[f.digest()], looked_at)
                     .map(|_| CachedRead::Miss),
                 Some(Err(e)) => Err(e),
                 None => Ok(CachedRead::Miss),

@@ -227,28 +227,38 @@ impl Index {
     /// # Errors
     /// As [`Index::remove_blobs`].
     pub fn remove_blob(&self, origin: &Origin, digest: &Digest) -> Result<(), IndexError> {
-        self.remove_blobs(origin, std::slice::from_ref(digest))
+        self.remove_blobs(origin, std::slice::from_ref(digest), None)
     }
 
     /// Drops the records of blobs of `origin` (each before the blob itself goes: R-C3), in one
-    /// transaction. Records that are not there are no error.
+    /// transaction; with `recorded_before_ms`, only records published before then (a reader
+    /// that found a copy missing keeps a row recorded since it looked). Records that are not
+    /// there are no error.
     ///
     /// # Errors
     /// [`IndexError::Database`](IndexError::Database) on a database failure; [`IndexError::ReadOnly`](IndexError::ReadOnly) on a read-only index.
-    pub fn remove_blobs(&self, origin: &Origin, digests: &[Digest]) -> Result<(), IndexError> {
+    pub fn remove_blobs(
+        &self,
+        origin: &Origin,
+        digests: &[Digest],
+        recorded_before_ms: Option<u64>,
+    ) -> Result<(), IndexError> {
         if digests.is_empty() {
             return Ok(());
         }
+        let before = recorded_before_ms.map_or(i64::MAX, i);
         self.write("forget blob", |tx| {
             let Some(oid) = find_origin_id(tx, origin)? else {
                 return Ok(());
             };
             let mut delete = tx
-                .prepare_cached("DELETE FROM blobs WHERE origin_id = ?1 AND digest = ?2")
+                .prepare_cached(
+                    "DELETE FROM blobs WHERE origin_id = ?1 AND digest = ?2 AND published_at_ms < ?3",
+                )
                 .map_err(db_err("forget blob"))?;
             for digest in digests {
                 delete
-                    .execute(params![oid, digest.as_bytes().as_slice()])
+                    .execute(params![oid, digest.as_bytes().as_slice(), before])
                     .map_err(db_err("forget blob"))?;
             }
             Ok(())
@@ -314,5 +324,41 @@ impl Index {
             out.push((origin, digest, row.record()));
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::seal::SealKey;
+    use super::{BlobRecord, Index};
+    use crate::digest::Digest;
+    use crate::origin::Origin;
+
+    #[test]
+    fn c3_a_reader_that_found_a_copy_missing_keeps_a_row_recorded_since_it_looked() {
+        let dir = crate::scratch::scratch();
+        let index = Index::open(&dir.path().join("index.sqlite3"), SealKey::from_bytes([7; 32]))
+            .expect("open");
+        let origin = Origin::new("docs").expect("label");
+        let (old, fresh) = (Digest::of(b"old"), Digest::of(b"fresh"));
+        let record = BlobRecord {
+            size: 3,
+            ino: 1,
+            dev: 1,
+            ctime_ns: 1,
+            last_access_ms: 0,
+        };
+        index.put_blobs(&origin, &[(old, record)], 1_000).expect("put");
+        // A publisher records `fresh` at 2000, after the reader looked (at 1500) and found
+        // neither copy on disk: only the older row goes.
+        index.put_blobs(&origin, &[(fresh, record)], 2_000).expect("put");
+        index
+            .remove_blobs(&origin, &[old, fresh], Some(1_500))
+            .expect("forget");
+        assert!(index.blob(&origin, &old).expect("read").is_none());
+        assert!(index.blob(&origin, &fresh).expect("read").is_some());
+        // Without a time, every listed row goes.
+        index.remove_blobs(&origin, &[fresh], None).expect("forget");
+        assert!(index.blob(&origin, &fresh).expect("read").is_none());
     }
 }

@@ -42,13 +42,17 @@ pub trait Disk: Send + Sync + std::fmt::Debug {
     fn sync(&self, fd: BorrowedFd<'_>) -> io::Result<()>;
     /// Makes everything written to the filesystem holding `fd` durable: every file's data and
     /// every folder's names (`syncfs`). One call stands for all the per-file and per-folder
-    /// syncs of a batch; only used where the kernel reports writeback errors through it
-    /// ([`reports_filesystem_sync_errors`]).
+    /// syncs of a batch; only asked where that is known to hold and to report writeback errors
+    /// ([`filesystem_sync_is_durable`]). A disk that cannot (the default) answers
+    /// `Unsupported`, and the store syncs each file and folder instead.
     ///
     /// # Errors
     /// The system call's error (a writeback error on that filesystem since `fd` was opened
-    /// among them).
-    fn sync_filesystem(&self, fd: BorrowedFd<'_>) -> io::Result<()>;
+    /// among them); `Unsupported` from a disk without it.
+    fn sync_filesystem(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        let _ = fd;
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
     /// Sets the mode of an open file or folder (never through a path, so never through a link).
     ///
     /// # Errors
@@ -158,23 +162,52 @@ impl Disk for RealDisk {
     }
 }
 
-/// Whether `syncfs` here says when writeback failed: Linux reports a filesystem's writeback
-/// errors through it since 5.8; before, it returned success whatever happened, so a batch synced
-/// that way could be linked over lost data. Read once (the kernel does not change under us).
-pub(crate) fn reports_filesystem_sync_errors() -> bool {
+/// Whether one `syncfs` of the filesystem holding `fd` makes everything written there durable
+/// and says when it did not. Two conditions, both checked:
+///
+/// - the kernel returns the filesystem's own sync errors through it: Linux reports writeback
+///   errors through `syncfs` since 5.8, and the errors of the filesystem's own sync (a journal
+///   that failed to commit) since 5.17 — before, they were dropped;
+/// - the filesystem really writes to its disk when asked: ext2/3/4, XFS, Btrfs and F2FS do, and
+///   tmpfs has nothing to write. A FUSE or 9p mount may answer at once without asking its
+///   server, and an overlay may not pass on the lower filesystem's errors: those, and anything
+///   not named here, keep the per-file syncs.
+pub(crate) fn filesystem_sync_is_durable(fd: BorrowedFd<'_>) -> bool {
+    // statfs(2) magic numbers.
+    const EXT_SUPER_MAGIC: i64 = 0xEF53;
+    const XFS_SUPER_MAGIC: i64 = 0x5846_5342;
+    const BTRFS_SUPER_MAGIC: i64 = 0x9123_683E;
+    const F2FS_SUPER_MAGIC: i64 = 0xF2F5_2010;
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    if !kernel_reports_sync_errors() {
+        return false;
+    }
+    rustix::fs::fstatfs(fd).is_ok_and(|st| {
+        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)] // its width varies by target
+        let kind = st.f_type as i64;
+        matches!(
+            kind,
+            EXT_SUPER_MAGIC | XFS_SUPER_MAGIC | BTRFS_SUPER_MAGIC | F2FS_SUPER_MAGIC | TMPFS_MAGIC
+        )
+    })
+}
+
+/// [`filesystem_sync_is_durable`]'s first condition, read once (the kernel does not change
+/// under us).
+fn kernel_reports_sync_errors() -> bool {
     static REPORTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *REPORTS.get_or_init(|| {
         release_reports_sync_errors(&rustix::system::uname().release().to_string_lossy())
     })
 }
 
-/// Whether a Linux release string (`6.1.0-13-amd64`) is 5.8 or later; anything unreadable is
+/// Whether a Linux release string (`6.1.0-13-amd64`) is 5.17 or later; anything unreadable is
 /// not.
 fn release_reports_sync_errors(release: &str) -> bool {
     let mut parts = release
         .split(|c: char| !c.is_ascii_digit())
         .map(|p| p.parse::<u32>().ok());
-    matches!((parts.next(), parts.next()), (Some(Some(major)), Some(Some(minor))) if (major, minor) >= (5, 8))
+    matches!((parts.next(), parts.next()), (Some(Some(major)), Some(Some(minor))) if (major, minor) >= (5, 17))
 }
 
 /// What a [`FaultyDisk`] does at its chosen write.
@@ -328,10 +361,9 @@ impl Disk for FaultyDisk {
     fn mkdir(&self, dir: BorrowedFd<'_>, name: &str, mode: u32) -> io::Result<()> {
         self.gate("mkdir")?;
         RealDisk.mkdir(dir, name, mode)?;
-        // Staging and the quarantine hold nothing a blob depends on: a lost one is only lost.
-        if name == super::layout::TMP || name == super::layout::QUARANTINE {
-            return Ok(());
-        }
+        // Every folder made is tracked, staging and the quarantine too: by position a name
+        // cannot be told apart (an origin may be labelled `tmp`), and every folder a blob hangs
+        // from is synced before its row anyway, which covers the names made in it.
         let at = node(dir)?;
         self.note(|s| {
             s.unsynced_names.push((at, name.to_owned()));
@@ -471,11 +503,28 @@ mod tests {
     }
 
     #[test]
-    fn c3_syncfs_is_trusted_only_from_linux_5_8() {
+    fn c3_syncfs_is_trusted_only_on_filesystems_that_write_when_asked() {
+        // procfs writes nothing anywhere: never trusted, whatever the kernel.
+        let proc = File::open("/proc").expect("procfs");
+        assert!(!super::filesystem_sync_is_durable(proc.as_fd()));
+        // This machine's scratch folders are on ext4 (or tmpfs), and its kernel is 6.x.
+        let dir = crate::scratch::scratch();
+        let here = File::open(dir.path()).expect("scratch");
+        assert_eq!(
+            super::filesystem_sync_is_durable(here.as_fd()),
+            super::kernel_reports_sync_errors()
+        );
+    }
+
+    #[test]
+    fn c3_syncfs_is_trusted_only_from_linux_5_17() {
         for (release, trusted) in [
             ("6.18.44-fc-v857", true),
-            ("5.8.0", true),
-            ("5.10.0-28-amd64", true),
+            ("5.17.0", true),
+            ("6.1.0-13-amd64", true),
+            ("5.16.20", false),
+            ("5.10.0-28-amd64", false),
+            ("5.8.0", false),
             ("5.7.19", false),
             ("4.19.0-26-amd64", false),
             ("5", false),

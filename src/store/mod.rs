@@ -37,6 +37,8 @@ pub use lock::LockMode;
 pub use publish::Item;
 #[cfg(test)]
 pub(crate) use publish::FILESYSTEM_SYNC_MIN_FILES;
+#[cfg(test)]
+pub(crate) use disk::filesystem_sync_is_durable;
 pub use read::{BlobRead, Evidence, Isolation};
 internal_pub! {
     // The size above which a `Guaranteed` hit is mapped, for the benches.

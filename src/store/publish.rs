@@ -2,13 +2,13 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd as _, BorrowedFd};
+use std::os::fd::AsFd as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::handle::{Dir, Made, PRIVATE_DIR, Parent, READ_ONLY_DIR, ensure_dir, with_writable};
+use super::handle::{Dir, PRIVATE_DIR, Parent, READ_ONLY_DIR, ensure_dir, with_writable};
 use super::layout::{ORIGINS, SHA256, TMP};
 use super::read::Evidence;
-use super::disk::reports_filesystem_sync_errors;
+use super::disk::filesystem_sync_is_durable;
 use super::{BlobRead, BlobStore, Isolation, io_err};
 use crate::digest::{Digest, Hasher};
 use super::error::StoreError;
@@ -51,8 +51,6 @@ impl Published {
 /// The folders one publish writes into, each opened from the root without following links, once
 /// a batch: the origin's chain down to `sha256/`, then each fan-out folder the batch needs.
 struct Chain {
-    /// For each folder: whether this publish made it, and where its parent is (`None`: the root).
-    made: Vec<(Made, Option<usize>)>,
     dirs: Vec<Dir>,
     /// The fan-out folders opened so far: the digest's first two hex digits, and the position.
     fans: Vec<(String, usize)>,
@@ -81,9 +79,10 @@ impl Chain {
         (parent_at, name, kind, mode): (Option<usize>, &str, Parent, u32),
     ) -> Result<usize, StoreError> {
         let parent = self.parent(root, parent_at);
-        let (dir, how) =
+        // Whether it was made here or found does not matter: every folder of the chain is synced
+        // before a row (`touched`), whoever made it.
+        let (dir, _) =
             ensure_dir(disk, parent, kind, name, mode).map_err(io_err("create", &parent.join(name)))?;
-        self.made.push((how, parent_at));
         self.dirs.push(dir);
         Ok(self.dirs.len() - 1)
     }
@@ -192,7 +191,6 @@ impl BlobStore {
             (Some(ORIGIN_AT), SHA256, Parent::ReadOnly, READ_ONLY_DIR),
         ];
         let mut chain = Chain {
-            made: Vec::with_capacity(FANS_FROM + 8),
             dirs: Vec::with_capacity(FANS_FROM + 8),
             fans: Vec::new(),
         };
@@ -254,29 +252,27 @@ impl BlobStore {
         disk.chmod(std::os::fd::AsFd::as_fd(file), 0o444)
     }
 
-    /// The folders whose names the batch's links changed: the fan-out folder of each blob we
-    /// linked (`ours`: positions in the chain), and, when there was any, every folder this
-    /// chain made, in its parent (staging excepted: a lost temporary is only a lost temporary).
-    fn touched<'c>(&'c self, chain: &'c Chain, ours: &[usize]) -> Vec<&'c Dir> {
-        let mut at: Vec<usize> = Vec::new();
-        let mut parents: Vec<Option<usize>> = Vec::new();
-        for &fan in ours {
-            if !at.contains(&fan) {
-                at.push(fan);
-            }
+    /// The folders every blob the caller will record hangs from, to be made durable before any
+    /// row (R-C3): the fan-out folder of each blob linked or kept (`recorded`: positions in the
+    /// chain) and every folder above it, up to the root — whoever made them. A folder made or a
+    /// name linked by another publisher that crashed before its syncs, or whose sync failed, is
+    /// found here like any other and synced too (a clean folder's sync is cheap). Staging is not
+    /// among them: a lost temporary is only a lost temporary. None when nothing is recorded.
+    fn touched<'c>(&'c self, chain: &'c Chain, recorded: &[usize]) -> Vec<&'c Dir> {
+        if recorded.is_empty() {
+            return Vec::new();
         }
-        if !ours.is_empty() {
-            for (i, &(made, parent_at)) in chain.made.iter().enumerate() {
-                if made == Made::Created && i != TMP_AT && !parents.contains(&parent_at) {
-                    parents.push(parent_at);
-                }
-            }
-        }
-        let mut dirs: Vec<&Dir> = at.into_iter().map(|i| chain.dir(i)).collect();
-        for p in parents {
-            match p {
-                Some(i) if dirs.iter().any(|d| std::ptr::eq(*d, chain.dir(i))) => {}
-                _ => dirs.push(chain.parent(&self.root, p)),
+        let mut dirs: Vec<&Dir> = vec![
+            &self.root,
+            chain.dir(ORIGINS_AT),
+            chain.dir(ORIGIN_AT),
+            chain.dir(SHA_AT),
+        ];
+        let mut fans: Vec<usize> = Vec::new();
+        for &fan in recorded {
+            if !fans.contains(&fan) {
+                fans.push(fan);
+                dirs.push(chain.dir(fan));
             }
         }
         dirs
@@ -304,36 +300,47 @@ impl BlobStore {
         let tmp_path = |k: usize| chain.dir(TMP_AT).join(&staged[k].1);
         // A batch of several is made durable by one filesystem sync before its links and one
         // after, instead of a sync per file and per folder (and the threads to overlap them),
-        // where the kernel reports writeback errors through it.
-        let whole = staged.len() >= FILESYSTEM_SYNC_MIN_FILES && reports_filesystem_sync_errors();
+        // where that sync is known to be durable and to report writeback errors. Its handle is
+        // staging's, opened before any temporary was written: every error since then is ours
+        // to hear (the kernel samples a filesystem's error count when a handle is opened).
+        let tmp = chain.dir(TMP_AT);
+        let mut whole =
+            staged.len() >= FILESYSTEM_SYNC_MIN_FILES && filesystem_sync_is_durable(tmp.fd());
         if whole {
-            let fds: Vec<BorrowedFd<'_>> = files.iter().map(|f| f.as_fd()).collect();
-            self.sync_filesystems(&fds).map_err(|(k, e)| io_err("sync", &tmp_path(k))(e))?;
-            for (k, f) in files.iter().enumerate() {
-                self.disk
-                    .chmod(f.as_fd(), 0o444)
-                    .map_err(io_err("write", &tmp_path(k)))?;
+            match self.disk.sync_filesystem(tmp.fd()) {
+                Ok(()) => {
+                    for (k, f) in files.iter().enumerate() {
+                        self.disk
+                            .chmod(f.as_fd(), 0o444)
+                            .map_err(io_err("write", &tmp_path(k)))?;
+                    }
+                }
+                // A disk that cannot sync a whole filesystem syncs each file instead.
+                Err(e) if e.kind() == io::ErrorKind::Unsupported => whole = false,
+                Err(e) => return Err(io_err("sync", tmp.path())(e)),
             }
-        } else if let Some((k, e)) = for_each_concurrently(&files, |f| self.seal_tmp(f)) {
+        }
+        if !whole && let Some((k, e)) = for_each_concurrently(&files, |f| self.seal_tmp(f)) {
             return Err(io_err("write", &tmp_path(k))(e));
         }
         let mut linked = Vec::with_capacity(staged.len());
-        let mut ours = Vec::new();
+        let mut recorded = Vec::new();
         for ((fan, name, _), &i) in staged.iter().zip(unique) {
             let (digest, size, _) = items[i];
             let outcome = self.link_into_place(chain, *fan, origin, &digest, size, name)?;
-            if outcome == Linked::Ours {
-                ours.push(*fan);
+            if outcome != Linked::Blocked {
+                recorded.push(*fan);
             }
             linked.push(outcome);
         }
-        let touched = self.touched(chain, &ours);
+        let touched = self.touched(chain, &recorded);
         // R-C3: every new name, and every folder this publish made, is durable before the caller
         // records a blob. One file's few folders are synced in turn (threads would cost more).
-        if whole {
-            let fds: Vec<BorrowedFd<'_>> = touched.iter().map(|d| d.fd()).collect();
-            self.sync_filesystems(&fds)
-                .map_err(|(k, e)| io_err("sync", touched[k].path())(e))?;
+        if touched.is_empty() {
+        } else if whole && on_filesystem_of(tmp, &touched) {
+            self.disk
+                .sync_filesystem(tmp.fd())
+                .map_err(io_err("sync", tmp.path()))?;
         } else if staged.len() == 1 {
             for dir in touched {
                 self.disk.sync(dir.fd()).map_err(io_err("sync", dir.path()))?;
@@ -342,20 +349,6 @@ impl BlobStore {
             sync_dirs(self.disk.as_ref(), &touched)?;
         }
         Ok(linked)
-    }
-
-    /// Syncs each filesystem that holds one of `fds` once (R-C3: a folder inside the root may
-    /// be another mount); on failure, the position of the descriptor whose sync failed.
-    fn sync_filesystems(&self, fds: &[BorrowedFd<'_>]) -> Result<(), (usize, io::Error)> {
-        let mut done: Vec<u64> = Vec::new();
-        for (k, fd) in fds.iter().enumerate() {
-            let dev = rustix::fs::fstat(fd).map_err(|e| (k, io::Error::from(e)))?.st_dev;
-            if !done.contains(&dev) {
-                self.disk.sync_filesystem(*fd).map_err(|e| (k, e))?;
-                done.push(dev);
-            }
-        }
-        Ok(())
     }
 
     /// Links the (synced, read-only) temporary into place, never clobbering: an identical blob
@@ -411,6 +404,14 @@ enum Linked {
     Ours,
     Kept(Evidence),
     Blocked,
+}
+
+/// Whether every folder of `dirs` is on the filesystem of `tmp` (a folder inside the root may be
+/// another mount: then the folders are synced each). One that cannot be examined is not.
+fn on_filesystem_of(tmp: &Dir, dirs: &[&Dir]) -> bool {
+    let dev = |d: &Dir| rustix::fs::fstat(d.fd()).ok().map(|st| st.st_dev);
+    let Some(here) = dev(tmp) else { return false };
+    dirs.iter().all(|d| dev(d) == Some(here))
 }
 
 /// Syncs every folder in `dirs` (concurrently when there are several).
