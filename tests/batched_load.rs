@@ -116,7 +116,8 @@ async fn v2_a_lying_file_fails_the_batch_and_none_of_it_is_stored() {
     }
     drop((skill, cache));
 
-    // Nothing of the failed batch was kept: an honest server is asked for every file again.
+    // Nothing of the failed batch (under the early-publish size) was kept: an honest server is
+    // asked for every file again.
     let honest = serving(&entry, &files);
     let (again, origin) = open(&root, honest.clone());
     let all = read_all(&again, &origin, &entry).await.expect("read all");
@@ -126,6 +127,57 @@ async fn v2_a_lying_file_fails_the_batch_and_none_of_it_is_stored() {
         6,
         "the six supporting files are fetched again; SKILL.md was stored by the first load"
     );
+}
+
+/// A big batch is stored while it is still being fetched (R-T3): a lie late in it fails the
+/// call, files verified before it may already be kept — each a verified copy of a listed file —
+/// and the lying bytes never are; the next load fetches only what was not kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn t3_a_late_lie_in_a_big_batch_fails_it_and_only_verified_copies_were_kept() {
+    let dir = common::scratch();
+    let root = dir.path().join("root");
+    let (entry, files) = many(40);
+    let liar = serving(&entry, &files);
+    let (lied_uri, honest_bytes) = &files[36];
+    let mut wrong = honest_bytes.clone();
+    wrong[0] ^= 0x20;
+    liar.serve_bytes(lied_uri, &wrong);
+    let (cache, origin) = open(&root, liar.clone());
+    let skill = cache.load(&origin, &entry).await.expect("load");
+    match skill.read_all().await {
+        Err(Error::Verify(skillcache::error::VerifyError { uri, .. })) => {
+            assert_eq!(uri.as_str(), lied_uri.as_str());
+        }
+        other => panic!("expected a verification failure for {lied_uri}, got {other:?}"),
+    }
+    drop((skill, cache));
+
+    let honest = serving(&entry, &files);
+    let (again, origin) = open(&root, honest.clone());
+    let all = read_all(&again, &origin, &entry).await.expect("read all");
+    assert_eq!(all.len(), 41);
+    for (f, (uri, bytes)) in all.iter().zip(&files) {
+        assert_eq!(f.bytes(), bytes.as_slice(), "{uri}");
+    }
+    let lied = all
+        .iter()
+        .find(|f| f.uri().as_str() == lied_uri)
+        .expect("listed");
+    assert_eq!(
+        lied.provenance().as_str(),
+        "server",
+        "the lie was never kept"
+    );
+    let fetched = all
+        .iter()
+        .filter(|f| f.provenance().as_str() == "server")
+        .count();
+    assert_eq!(
+        honest.reads(),
+        fetched,
+        "only what was not kept is asked for"
+    );
+    assert!((1..=40).contains(&fetched), "{fetched}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,9 +3,10 @@
 //! the rest of the local store (one hop for the batch), and
 //! for what is missing — under each digest's single-flight turn — the shared tier, then the
 //! server, each file verified as it arrives (size, then digest, then for the skill's own
-//! `SKILL.md` the frontmatter), then every fetched file published as one batch (one round of
-//! syncs, R-C3). A cached copy that fails is quarantined by the core and fetched exactly once
-//! more (R-V9); bytes from the server that fail are an error at once.
+//! `SKILL.md` the frontmatter), and the verified files published in batches while the rest are
+//! still fetched (a round of syncs a batch, not a file, R-C3; the server kept busy meanwhile,
+//! R-T3). A cached copy that fails is quarantined by the core and fetched exactly once more
+//! (R-V9); bytes from the server that fail are an error at once.
 
 use std::sync::Arc;
 
@@ -25,6 +26,19 @@ use crate::verify::VerifiedBytes;
 /// How many files of one batch are asked of the server at once: enough to hide a round trip,
 /// few enough not to flood a server (R-B1 bounds each request, not their number).
 const FETCHES_IN_FLIGHT: usize = 8;
+
+/// A fetched file as the batch hands it back: the file, its verified bytes, where they came
+/// from, and whether a copy was kept.
+type Served = (ManifestFile, VerifiedBytes, Provenance, bool);
+
+/// A publish under way: the fetch slots it answers, and the future that stores them.
+type Publishing<'p> = (
+    Vec<usize>,
+    std::pin::Pin<Box<dyn Future<Output = Result<Vec<Served>, Error>> + Send + 'p>>,
+);
+
+/// A fetch task's result: its slot, and its checked bytes or its error.
+type Fetched = (usize, Result<(VerifiedBytes, Provenance), Error>);
 
 /// What a turn holds: the deadline a fetch under it missed, if one did.
 type Turn = tokio::sync::OwnedMutexGuard<Option<(String, std::time::Duration)>>;
@@ -71,8 +85,9 @@ pub(super) struct Pipeline<'a> {
 }
 
 impl Pipeline<'_> {
-    /// `files`, verified, in their order; the first error of any file fails the whole call (files
-    /// fetched and verified before it are not stored then: the next read fetches them again).
+    /// `files`, verified, in their order; the first error of any file fails the whole call
+    /// (files fetched and verified before it may have been stored already — each is a verified
+    /// copy of a listed file — and the rest are fetched again by the next read).
     pub(super) async fn read(&self, files: &[ManifestFile]) -> Result<Vec<SkillFile>, Error> {
         let mut out: Vec<Option<SkillFile>> =
             std::iter::repeat_with(|| None).take(files.len()).collect();
@@ -251,7 +266,7 @@ impl Pipeline<'_> {
                 }
             }
         }
-        let fetched = match self.fetch_concurrently(files, &fetch).await {
+        let stored = match self.fetch_and_store(files, &fetch).await {
             Ok(v) => v,
             Err(e) => {
                 if let Error::Source(crate::error::SourceError::Timeout { method, after, .. }) = &e
@@ -264,7 +279,6 @@ impl Pipeline<'_> {
                 return Err(e);
             }
         };
-        let stored = self.publish(fetched).await?;
         for ((i, retried), (file, verified, provenance, stored)) in fetch.into_iter().zip(stored) {
             if !stored {
                 self.state.counters().bump(Counter::StoreFailures);
@@ -283,59 +297,109 @@ impl Pipeline<'_> {
     }
 
     /// Fetches and verifies `fetch`'s files (from the shared tier or the server), up to
-    /// [`FETCHES_IN_FLIGHT`] at a time; the first failure ends the whole batch (the rest are
-    /// dropped unanswered).
-    async fn fetch_concurrently(
+    /// [`FETCHES_IN_FLIGHT`] at a time, and stores them while the rest are still being fetched:
+    /// whenever no publish is under way and at least [`PUBLISH_AHEAD_MIN`] verified files wait,
+    /// they are published as one batch (on the blocking pool) while the fetches go on, so the
+    /// server is kept busy during the syncs; what is left is published at the end (R-T3). Each
+    /// file is fully checked — the skill's own `SKILL.md` with its frontmatter — before it is
+    /// handed to a publish (R-V6, R-H10). The first failure ends the whole batch (the rest are
+    /// dropped unanswered) once a publish under way has finished; files already stored stay (they
+    /// are verified copies of listed files). Results are in the order of `fetch`.
+    async fn fetch_and_store(
         &self,
         files: &[ManifestFile],
         fetch: &[(usize, bool)],
-    ) -> Result<Vec<(ManifestFile, VerifiedBytes, Provenance)>, Error> {
-        let mut slots: Vec<Option<(VerifiedBytes, Provenance)>> =
+    ) -> Result<Vec<Served>, Error> {
+        let mut slots: Vec<Option<Served>> =
             std::iter::repeat_with(|| None).take(fetch.len()).collect();
+        // Fetched and verified, not yet handed to a publish: (slot, file, bytes, provenance).
+        let mut waiting: Vec<(usize, ManifestFile, VerifiedBytes, Provenance)> = Vec::new();
+        let mut publishing: Option<Publishing<'_>> = None;
         let mut running = tokio::task::JoinSet::new();
         let mut next = 0;
+        let mut failed: Option<Error> = None;
         loop {
-            while next < fetch.len() && running.len() < FETCHES_IN_FLIGHT {
-                let one = Fetch {
-                    state: Arc::clone(self.state),
-                    origin: self.origin.clone(),
-                    source: Arc::clone(self.source),
-                    file: files[fetch[next].0].clone(),
-                    // The skill's own SKILL.md is admitted only with the entry's frontmatter,
-                    // before anything of the batch is stored (R-V6, R-H10).
-                    skill_md: self
-                        .is_skill_md(&files[fetch[next].0])
-                        .then(|| self.entry.clone()),
-                    tier: self.tier.cloned(),
-                };
-                let slot = next;
-                running.spawn(async move { (slot, one.run().await) });
+            while failed.is_none() && next < fetch.len() && running.len() < FETCHES_IN_FLIGHT {
+                running.spawn(self.fetch_one(files, fetch, next));
                 next += 1;
             }
-            let Some(done) = running.join_next().await else {
+            let fetching = !running.is_empty();
+            if publishing.is_none()
+                && failed.is_none()
+                && fetching
+                && waiting.len() >= PUBLISH_AHEAD_MIN
+            {
+                publishing = Some(self.start_publish(std::mem::take(&mut waiting)));
+            }
+            if !fetching && publishing.is_none() {
                 break;
-            };
-            let (slot, got) = match done {
-                Ok(r) => r,
-                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                Err(e) => {
-                    return Err(Error::Source(crate::error::SourceError::Transport {
-                        origin: None,
-                        method: "resources/read".into(),
-                        source: Box::new(e),
-                    }));
+            }
+            tokio::select! {
+                Some(done) = running.join_next(), if fetching => match joined(done) {
+                    Ok((slot, verified, provenance)) => {
+                        waiting.push((slot, files[fetch[slot].0].clone(), verified, provenance));
+                    }
+                    Err(e) => {
+                        // No new fetch is started; the ones in flight are dropped unanswered.
+                        running.abort_all();
+                        running = tokio::task::JoinSet::new();
+                        failed.get_or_insert(e);
+                    }
+                },
+                done = async { publishing.as_mut().expect("a publish is under way").1.as_mut().await }, if publishing.is_some() => {
+                    let (at, _) = publishing.take().expect("a publish was under way");
+                    for (slot, r) in at.into_iter().zip(done?) {
+                        slots[slot] = Some(r);
+                    }
                 }
-            };
-            slots[slot] = Some(got?);
+            }
         }
-        Ok(fetch
-            .iter()
-            .zip(slots)
-            .map(|(&(i, _), v)| {
-                let (verified, provenance) = v.expect("every fetch finished");
-                (files[i].clone(), verified, provenance)
-            })
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if !waiting.is_empty() {
+            let (at, rest) = self.start_publish(waiting);
+            for (slot, r) in at.into_iter().zip(rest.await?) {
+                slots[slot] = Some(r);
+            }
+        }
+        Ok(slots
+            .into_iter()
+            .map(|s| s.expect("every file was fetched and offered to the store"))
             .collect())
+    }
+
+    /// The task that fetches `fetch[slot]`'s file: from the shared tier or the server, checked.
+    fn fetch_one(
+        &self,
+        files: &[ManifestFile],
+        fetch: &[(usize, bool)],
+        slot: usize,
+    ) -> impl Future<Output = Fetched> + Send + 'static {
+        let file = files[fetch[slot].0].clone();
+        let one = Fetch {
+            state: Arc::clone(self.state),
+            origin: self.origin.clone(),
+            source: Arc::clone(self.source),
+            // The skill's own SKILL.md is admitted only with the entry's frontmatter, before it
+            // is stored (R-V6, R-H10).
+            skill_md: self.is_skill_md(&file).then(|| self.entry.clone()),
+            file,
+            tier: self.tier.cloned(),
+        };
+        async move { (slot, one.run().await) }
+    }
+
+    /// A publish of `waiting`'s files, as the slots they answer and the future that stores them.
+    fn start_publish(
+        &self,
+        waiting: Vec<(usize, ManifestFile, VerifiedBytes, Provenance)>,
+    ) -> Publishing<'_> {
+        let (at, batch): (Vec<usize>, Vec<_>) = waiting
+            .into_iter()
+            .map(|(slot, f, v, p)| (slot, (f, v, p)))
+            .unzip();
+        (at, Box::pin(self.publish(batch)))
     }
 
     /// Stores fetched, verified files as one batch (one hop). A cache that cannot store (a full
@@ -344,7 +408,7 @@ impl Pipeline<'_> {
     async fn publish(
         &self,
         fetched: Vec<(ManifestFile, VerifiedBytes, Provenance)>,
-    ) -> Result<Vec<(ManifestFile, VerifiedBytes, Provenance, bool)>, Error> {
+    ) -> Result<Vec<Served>, Error> {
         let origin = self.origin.clone();
         self.state
             .blocking(move |c| {
@@ -377,6 +441,28 @@ impl Pipeline<'_> {
                 Ok(out)
             })
             .await
+    }
+}
+
+/// How many verified files a batch waits for before they are published while the rest of the
+/// batch is still being fetched: enough for the whole-filesystem sync (`syncfs` twice, whatever
+/// the count), so each early publish costs about what the last one does.
+const PUBLISH_AHEAD_MIN: usize = 8;
+
+/// A fetch task's outcome: the slot it answers and its checked bytes, its error, or — for a task
+/// that did not finish — a panic passed on as a panic.
+fn joined(
+    done: Result<Fetched, tokio::task::JoinError>,
+) -> Result<(usize, VerifiedBytes, Provenance), Error> {
+    match done {
+        Ok((slot, Ok((verified, provenance)))) => Ok((slot, verified, provenance)),
+        Ok((_, Err(e))) => Err(e),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(Error::Source(crate::error::SourceError::Transport {
+            origin: None,
+            method: "resources/read".into(),
+            source: Box::new(e),
+        })),
     }
 }
 

@@ -126,13 +126,14 @@ impl LoadedSkill {
 
     /// Every file of the held entry, in manifest order: the cached ones verified in parallel on
     /// every core (one blocking hop); the rest fetched from the server a few at a time, each
-    /// verified as it arrives, then published together as one batch (one round of syncs for the
-    /// whole skill instead of one per file, R-C3). A cached copy that failed is fetched exactly
-    /// once more (R-V9). A dynamic skill has no list to read.
+    /// verified as it arrives, and published in batches while the rest are still fetched (a
+    /// round of syncs a batch instead of one per file, R-C3). A cached copy that failed is
+    /// fetched exactly once more (R-V9). A dynamic skill has no list to read.
     ///
     /// # Errors
     /// The first error of any file; no partial result is returned (files fetched and verified
-    /// before another one failed are not stored either: the next load fetches them again).
+    /// before another one failed may have been stored — each a verified copy of a listed file;
+    /// the next load fetches the rest).
     pub async fn read_all(&self) -> Result<Vec<SkillFile>, Error> {
         self.through(false, self.files()).await
     }
