@@ -141,8 +141,11 @@ fn public_rows(
         files.clone(),
     )]));
     let open = |name: &str, isolation: Isolation, tier: u64| {
+        // The 16 MiB file and its SKILL.md are over the default 16 MiB a skill (R-W7).
+        let limits = skillcache::entry::Limits::new(512, 64 << 20).expect("raised limits");
         let cache = SkillCache::builder()
             .root(dir.path().join(format!("public-{name}-{label}")))
+            .validation(skillcache::entry::Validation::default().limits(limits))
             .isolation(isolation)
             .memory_tier(tier)
             .approval(ApprovalPolicy::Required)
