@@ -96,25 +96,35 @@ async fn c3_read_all_stores_a_cold_skill_and_a_new_cache_serves_it_without_the_s
     assert_eq!(empty.reads(), 0, "no request for a stored skill");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn v2_a_lying_file_fails_the_batch_and_none_of_it_is_stored() {
-    let dir = common::scratch();
-    let root = dir.path().join("root");
-    let (entry, files) = many(6);
-    let liar = serving(&entry, &files);
-    let (lied_uri, honest_bytes) = &files[4];
+/// Loads `entry` from a server that serves `files[k]` with one bit flipped and every other file
+/// as listed: the batch read fails on that file.
+async fn fails_on_a_lie(
+    root: &std::path::Path,
+    entry: &SkillEntry,
+    files: &common::Files,
+    k: usize,
+) {
+    let liar = serving(entry, files);
+    let (lied_uri, honest_bytes) = &files[k];
     let mut wrong = honest_bytes.clone();
     wrong[0] ^= 0x20;
     liar.serve_bytes(lied_uri, &wrong);
-    let (cache, origin) = open(&root, liar.clone());
-    let skill = cache.load(&origin, &entry).await.expect("load");
+    let (cache, origin) = open(root, liar);
+    let skill = cache.load(&origin, entry).await.expect("load");
     match skill.read_all().await {
         Err(Error::Verify(skillcache::error::VerifyError { uri, .. })) => {
             assert_eq!(uri.as_str(), lied_uri.as_str());
         }
         other => panic!("expected a verification failure for {lied_uri}, got {other:?}"),
     }
-    drop((skill, cache));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v2_a_lying_file_fails_the_batch_and_none_of_it_is_stored() {
+    let dir = common::scratch();
+    let root = dir.path().join("root");
+    let (entry, files) = many(6);
+    fails_on_a_lie(&root, &entry, &files, 4).await;
 
     // Nothing of the failed batch (under the early-publish size) was kept: an honest server is
     // asked for every file again.
@@ -137,20 +147,8 @@ async fn t3_a_late_lie_in_a_big_batch_fails_it_and_only_verified_copies_were_kep
     let dir = common::scratch();
     let root = dir.path().join("root");
     let (entry, files) = many(40);
-    let liar = serving(&entry, &files);
-    let (lied_uri, honest_bytes) = &files[36];
-    let mut wrong = honest_bytes.clone();
-    wrong[0] ^= 0x20;
-    liar.serve_bytes(lied_uri, &wrong);
-    let (cache, origin) = open(&root, liar.clone());
-    let skill = cache.load(&origin, &entry).await.expect("load");
-    match skill.read_all().await {
-        Err(Error::Verify(skillcache::error::VerifyError { uri, .. })) => {
-            assert_eq!(uri.as_str(), lied_uri.as_str());
-        }
-        other => panic!("expected a verification failure for {lied_uri}, got {other:?}"),
-    }
-    drop((skill, cache));
+    let lied_uri = &files[36].0;
+    fails_on_a_lie(&root, &entry, &files, 36).await;
 
     let honest = serving(&entry, &files);
     let (again, origin) = open(&root, honest.clone());
