@@ -116,12 +116,13 @@ impl BlobStore {
     ///
     /// The protocol (R-C3): write each temporary in the origin's `tmp/` while hashing; compare;
     /// sync them all; make them 0444; `link` each into place (which never replaces an existing
-    /// name); sync every folder a link touched once (and any folder this publish made, in its
-    /// parent); unlink the temporary names. A batch of [`FILESYSTEM_SYNC_MIN_FILES`] or more,
-    /// where the kernel reports writeback errors through `syncfs` (Linux 5.8 on), makes each of
-    /// the two sync steps one sync of the filesystem holding them (two calls a batch, not one
-    /// per file and per folder); fewer files are synced each (concurrently when there are
-    /// several: the filesystem folds concurrent syncs into shared commits). A crash at any point leaves either no blob or
+    /// name); sync every folder a linked or kept blob hangs from, up to the root, whoever made
+    /// it; unlink the temporary names. A batch of [`FILESYSTEM_SYNC_MIN_FILES`] or more, where
+    /// one `syncfs` is known to be durable and to report errors (Linux 5.17 on, and a filesystem
+    /// that writes when asked: `filesystem_sync_is_durable`), makes each of the two sync steps
+    /// one sync of the filesystem holding staging (two calls a batch, not one per file and per
+    /// folder); fewer files are synced each (concurrently when there are several: the
+    /// filesystem folds concurrent syncs into shared commits). A crash at any point leaves either no blob or
     /// a complete one under each digest name — a name is linked only after its temporary's sync
     /// returned — plus perhaps stray temporaries that the next exclusive open sweeps. Names not
     /// yet made durable by their folder's sync may be lost, which is a miss, never wrong bytes;
@@ -176,7 +177,7 @@ impl BlobStore {
 
     /// Opens (making where missing, repairing where something else is there) the origin's
     /// folders a publish writes into, down to `sha256/`; the batch opens its fan-out folders
-    /// ([`Chain::fan`]). Each new folder's name is made durable in its parent after the links.
+    /// ([`Chain::fan`]). Every folder of the chain is synced after the links (`touched`).
     fn chain(&self, origin: &Origin) -> Result<Chain, StoreError> {
         let disk = self.disk.as_ref();
         let steps: [(Option<usize>, &str, Parent, u32); FANS_FROM] = [
@@ -371,9 +372,8 @@ impl BlobStore {
         // quarantine) leaves the name free for a second try.
         for _ in 0..2 {
             match with_writable(disk, aa, || disk.link(tmp.fd(), tmp_name, aa.fd(), rest)) {
-                // The caller syncs the folders this link touched (`touched`): a folder this
-                // publish made must be durable in its parent too, or a crash could lose the whole
-                // chain the new name hangs from.
+                // The caller then syncs every folder the new name hangs from (`touched`), or a
+                // crash could lose the name, or the whole chain of folders above it.
                 Ok(()) => return Ok(Linked::Ours),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     match self.read(origin, digest, size, Isolation::Rehash, None)? {
