@@ -687,7 +687,7 @@ impl Cache {
     /// needs nothing that can wait — no index query, no index write, no quarantine. Anything
     /// that would need one (evidence only the index holds, a copy that is missing or fails, a
     /// file over [`QUICK_HIT_MAX_BYTES`], an I/O error) gives `None`, and the caller takes the
-    /// full path ([`Cache::read_file`] on a blocking thread), which reads the file again and
+    /// full path (`Cache::read_file` on a blocking thread), which reads the file again and
     /// deals with it. What is verified is verified the same way: re-hashed under `Rehash`,
     /// evidence held on the same handle before and after under `Guaranteed` (R-C2). The second
     /// value says the access time is due ([`Cache::touch`], written off the fast path).
@@ -713,6 +713,8 @@ impl Cache {
     ///
     /// # Errors
     /// I/O and index errors (a failed copy is [`CachedRead::Failed`], not an error).
+    // The host path reads through the batch below; one file at a time is the tests' view.
+    #[cfg(any(test, feature = "internals"))]
     pub fn read_file(&self, origin: &Origin, file: &ManifestFile) -> Result<CachedRead, Error> {
         let looked_at = now_ms();
         if let Some(read) = self.read_or_missing(origin, file)? {
@@ -722,7 +724,7 @@ impl Cache {
         Ok(CachedRead::Miss)
     }
 
-    /// [`Cache::read_file`] up to a missing copy: `None` then, with the blob forgotten in this
+    /// `Cache::read_file` up to a missing copy: `None` then, with the blob forgotten in this
     /// process but its record (if any) still to drop, which the caller does — for a whole batch
     /// in one index write.
     fn read_or_missing(
@@ -914,7 +916,7 @@ impl Cache {
         }
     }
 
-    /// [`Cache::read_file`] for many files of one origin, verified in parallel on every core
+    /// `Cache::read_file` for many files of one origin, verified in parallel on every core
     /// when there are enough bytes to hash to pay for the threads: what whole-skill operations
     /// use. The records of missing copies are dropped in one index write for the whole call.
     /// Results are in the order of `files`.

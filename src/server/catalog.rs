@@ -158,7 +158,8 @@ impl Snapshot {
             .map(|(_, b)| b)
     }
 
-    /// How many skills are published.
+    /// How many skills are published (what `serve` reports when it starts).
+    #[cfg(feature = "serve")]
     pub(crate) fn len(&self) -> usize {
         self.skills.len()
     }
