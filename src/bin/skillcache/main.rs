@@ -113,11 +113,16 @@ pub(crate) enum Outcome {
 /// Warnings from the library (a link replaced under the root, a seal that failed, a damaged
 /// index moved aside, a file that could not be stored) go to stderr; `-v`/`-vv` or `RUST_LOG`
 /// select more (`RUST_LOG=skillcache=debug`).
+///
+/// Only skillcache's own events are shown, each one line written for a person. The libraries
+/// below (rmcp above all) log an ordinary error answer to a client — "no skill is served at that
+/// URI" — as a warning in its `Debug` form, which is the client's business and no text for a
+/// person (N4): they speak only when `RUST_LOG` asks for them.
 fn init_logging(verbose: u8) {
     let level = match verbose {
-        0 => "warn",
-        1 => "warn,skillcache=info",
-        _ => "warn,skillcache=debug",
+        0 => "off,skillcache=warn",
+        1 => "off,skillcache=info",
+        _ => "off,skillcache=debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
