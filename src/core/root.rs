@@ -181,7 +181,7 @@ fn outside_discovery(root: &Path, resolved: &Path, discovery: &[PathBuf]) -> Res
         let why = if resolved.starts_with(&dr) {
             "it lies inside the skill discovery path"
         } else if dr.starts_with(resolved) {
-            "it contains the skill discovery path"
+            "it would contain a skill discovery path (even if that path does not exist yet):"
         } else {
             continue;
         };
