@@ -37,6 +37,7 @@ pub mod error;
 mod frame;
 mod hostfile;
 mod json_weight;
+mod jsonc;
 pub mod local;
 mod lockfile;
 mod mismatch;
