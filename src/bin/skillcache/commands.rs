@@ -273,28 +273,32 @@ async fn list_all(ctx: &Ctx, mut local: Vec<String>, file: Option<&Path>) -> Res
         .map_or(Outcome::Ok, |(_, e)| Outcome::Code(crate::exit_code(e))))
 }
 
-/// Every name the catalog holds more than once, or shares with a local skill: the name, whether
-/// a local skill has it, and the handles of every party (a local skill's is its bare name).
+/// Every name the catalog holds more than once, or shares with a local skill (compared by the
+/// library's rule: case and Unicode form aside, K8): the name, whether a local skill has it, the
+/// handles of every party and those of the local skills among them (a local skill's handle is
+/// its name as the host gave it).
 fn collisions(catalog: &skillcache::Catalog, local: &[String]) -> Vec<Value> {
-    let mut by_name: std::collections::BTreeMap<&str, Vec<&str>> =
-        std::collections::BTreeMap::new();
+    use std::collections::{BTreeMap, BTreeSet};
+    // name → (every party's handle, the local ones).
+    let mut by_name: BTreeMap<&str, (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
     for skill in catalog.skills() {
-        if !skill.collides_with().is_empty() {
-            by_name
-                .entry(skill.entry().name())
-                .or_default()
-                .push(skill.handle());
+        if skill.collides_with().is_empty() {
+            continue;
+        }
+        let (parties, locals) = by_name.entry(skill.entry().name()).or_default();
+        parties.insert(skill.handle());
+        // A local name never equals an MCP skill's handle: one among the parties is local.
+        for other in skill.collides_with() {
+            if local.contains(other) {
+                parties.insert(other);
+                locals.insert(other);
+            }
         }
     }
     by_name
         .into_iter()
-        .map(|(name, mut handles)| {
-            let is_local = local.iter().any(|l| l == name);
-            if is_local {
-                handles.push(name);
-            }
-            handles.sort_unstable();
-            json!({"name": name, "local": is_local, "handles": handles})
+        .map(|(name, (handles, locals))| {
+            json!({"name": name, "local": !locals.is_empty(), "handles": handles, "local_handles": locals})
         })
         .collect()
 }

@@ -98,7 +98,10 @@ fn collision_notice(c: &Value) {
         .flatten()
         .filter_map(Value::as_str)
         .map(|h| {
-            if c["local"] == true && h == c["name"] {
+            let local = c["local_handles"]
+                .as_array()
+                .is_some_and(|l| l.iter().any(|l| l == h));
+            if local {
                 format!("{h} (local skill)")
             } else {
                 h.to_owned()
