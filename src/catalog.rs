@@ -102,7 +102,78 @@ pub struct CatalogSkill {
     collides_with: Vec<String>,
 }
 
+/// How many origins [`SkillCache::catalog`](crate::SkillCache::catalog) lists at once: each listing
+/// may start a server (a child process with its pipes), and hundreds started together exhaust a
+/// process's file descriptors.
+pub const CATALOG_LISTINGS_AT_ONCE: usize = 16;
+
+/// What [`SkillCache::list`](crate::SkillCache::list) returned for one origin: its entries (each
+/// valid or refused), or why it could not be listed.
+pub type Listing = Result<Vec<Result<crate::EntryInfo, Error>>, Error>;
+
 impl Catalog {
+    /// The catalog of listings the host gathered itself — each origin with what
+    /// [`SkillCache::list`](crate::SkillCache::list) returned for it — and the host's own
+    /// `local_names`, by the rules above (R-Q1). [`SkillCache::catalog`](crate::SkillCache::catalog)
+    /// is this over every bound origin; a host that binds each server only for the time of its
+    /// listing, so that hundreds of configured servers never run at once (the CLI's
+    /// `list --all`), gathers the listings itself and builds the catalog here.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use skillcache::{Catalog, Origin, SkillCache};
+    /// # use skillcache::local::SkillServer;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), skillcache::Error> {
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// # for server in ["docs", "team"] {
+    /// #     let dir = tmp.path().join(server).join("deploy");
+    /// #     std::fs::create_dir_all(&dir).unwrap();
+    /// #     std::fs::write(dir.join("SKILL.md"), "---\nname: deploy\ndescription: Deploys.\n---\n").unwrap();
+    /// # }
+    /// let cache = SkillCache::builder()
+    ///     .root(tmp.path().join("cache"))
+    ///     .key_file(tmp.path().join("host.key"))
+    ///     .open()?;
+    /// let mut listings = Vec::new();
+    /// for label in ["docs", "team"] {
+    ///     let origin = Origin::new(label)?;
+    ///     cache.connect(origin.clone(), Arc::new(SkillServer::new(tmp.path().join(label))));
+    ///     let listed = cache.list(&origin).await;
+    ///     cache.disconnect(&origin); // this server is not needed any more
+    ///     listings.push((origin, listed));
+    /// }
+    /// let catalog = Catalog::from_listings(listings, &[])?;
+    /// let handles: Vec<&str> = catalog.skills().iter().map(|s| s.handle()).collect();
+    /// assert_eq!(handles, ["docs:deploy", "team:deploy"]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// Only a local name that is empty or holds `:` or `/` (the marks of a qualified handle):
+    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid).
+    pub fn from_listings(
+        listings: impl IntoIterator<Item = (Origin, Listing)>,
+        local_names: &[&str],
+    ) -> Result<Catalog, Error> {
+        let local = self::local_names(local_names)?;
+        let (mut skills, mut failures) = (Vec::new(), Vec::new());
+        for (origin, listed) in listings {
+            match listed {
+                Ok(slots) => {
+                    for slot in slots {
+                        match slot {
+                            Ok(info) => skills.push((origin.clone(), info.entry)),
+                            Err(e) => failures.push((origin.clone(), e)),
+                        }
+                    }
+                }
+                Err(e) => failures.push((origin, e)),
+            }
+        }
+        Ok(build(skills, failures, &local))
+    }
+
     /// Every listed skill, by origin label and then by URI.
     #[must_use]
     pub fn skills(&self) -> &[CatalogSkill] {

@@ -79,7 +79,7 @@ internal_mod! {
     uri;
 }
 
-pub use catalog::{Catalog, CatalogSkill};
+pub use catalog::{CATALOG_LISTINGS_AT_ONCE, Catalog, CatalogSkill, Listing};
 pub use config::{McpConfig, ServerConfig};
 pub use digest::Digest;
 pub use display::display_safe;

@@ -683,7 +683,136 @@ fn cli_offline_a_stale_entry_needs_allow_stale_and_is_reported_stale() {
     assert!(!marker.exists(), "no configured server was started offline");
 }
 
-// ---- round 4: config files as users keep them (K6) -------------------------------------
+// ---- round 4: many servers (K4), config files as users keep them (K6) --------------------
+
+/// `skillcache ARGS` with at most `files` descriptors (`prlimit`, as a user's `ulimit -n`).
+fn with_descriptors(env: &Env, files: u32, args: &[&str]) -> Output {
+    let mut command = std::process::Command::new("prlimit");
+    command
+        .arg(format!("--nofile={files}:{files}"))
+        .arg("--")
+        .arg(BIN)
+        .arg("--root")
+        .arg(env.root())
+        .arg("--key-file")
+        .arg(env.path("host.key"))
+        .current_dir(env.home())
+        .args(args);
+    common::within(std::time::Duration::from_secs(300), move || {
+        command.output().expect("run skillcache under prlimit")
+    })
+    .expect("the command ends within the deadline")
+}
+
+#[test]
+fn k4_list_all_over_500_servers_under_1024_descriptors_lists_every_one() {
+    // Before: all 500 were started at once and kept; under `ulimit -n 1024` 335 started and 165
+    // failed with EMFILE, each of which works alone. Now at most `--jobs` (16) run at once, each
+    // stopped once it has answered.
+    const SERVERS: usize = 500;
+    let env = Env::keyed();
+    let mut servers = serde_json::Map::new();
+    for i in 0..SERVERS {
+        let folder = format!("served/s{i:03}");
+        env.skill(&folder, &format!("skill-{i:03}"), &[]);
+        servers.insert(format!("s{i:03}"), env.serve(&folder, HOUR_MS));
+    }
+    let config = env.config(&Value::Object(servers));
+    let config = config.display().to_string();
+    let started = std::time::Instant::now();
+    let out = with_descriptors(
+        &env,
+        1024,
+        &["--config", &config, "--json", "list", "--all"],
+    );
+    println!("list --all over {SERVERS} servers: {:?}", started.elapsed());
+    let err = stderr(&out);
+    assert!(
+        !err.contains("Too many open files") && !err.contains("os error 24"),
+        "no server fails for want of a descriptor: {err}"
+    );
+    assert_eq!(code(&out), 0, "{err}");
+    let v = json_of(&out);
+    let origins = v["origins"].as_array().expect("origins");
+    assert_eq!(
+        origins.len(),
+        SERVERS,
+        "every configured server is in the listing"
+    );
+    for (i, o) in origins.iter().enumerate() {
+        assert_eq!(o["origin"], format!("s{i:03}"));
+        assert!(o.get("error").is_none(), "{o}");
+        assert_eq!(names(o), [format!("skill-{i:03}")], "{o}");
+    }
+}
+
+#[test]
+fn k4_jobs_bounds_the_servers_and_each_failure_is_named_by_its_server() {
+    let env = Env::keyed();
+    env.skill("a", "alpha", &[]);
+    let config = env.config(&json!({
+        "one": env.serve("a", HOUR_MS),
+        "broken": {"command": env.path("no-such-server")},
+        "two": env.serve("a", HOUR_MS),
+    }));
+    let config = config.display().to_string();
+    let out = env.run(&[
+        "--config", &config, "--jobs", "1", "--json", "list", "--all",
+    ]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    let v = json_of(&out);
+    let listed: Vec<(&str, bool)> = v["origins"]
+        .as_array()
+        .expect("origins")
+        .iter()
+        .map(|o| {
+            (
+                o["origin"].as_str().expect("origin"),
+                o.get("error").is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(listed, [("broken", true), ("one", false), ("two", false)]);
+    // Its own failure, down to the cause.
+    let broken = &v["origins"][0]["error"];
+    assert!(
+        broken.as_str().is_some_and(|e| e.contains("connect to origin broken") && e.contains("no-such-server")),
+        "{broken}"
+    );
+    // `lock --all` and `approve --from-lock` go through the same bound.
+    let lock = env.run(&[
+        "--config", &config, "--jobs", "2", "lock", "--all", "-o", "k4.lock",
+    ]);
+    assert_eq!(code(&lock), 4, "{}", stderr(&lock));
+    assert!(
+        stderr(&lock).contains("no-such-server"),
+        "{}",
+        stderr(&lock)
+    );
+    let pinned = std::fs::read_to_string(env.path("k4.lock")).expect("the lock is written");
+    assert_eq!(pinned.matches("[[skill]]").count(), 2, "{pinned}");
+    let approve = env.run(&[
+        "--config",
+        &config,
+        "--jobs",
+        "1",
+        "--json",
+        "approve",
+        "--from-lock",
+        "k4.lock",
+    ]);
+    assert_eq!(code(&approve), 0, "{}", stderr(&approve));
+    assert_eq!(
+        json_of(&approve)["approved"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        stdout(&approve)
+    );
+    for bad in ["0", "1025", "many"] {
+        let out = env.run(&["--config", &config, "--jobs", bad, "list", "--all"]);
+        assert_eq!(code(&out), 2, "--jobs {bad}: {}", stderr(&out));
+    }
+}
 
 #[test]
 fn k6_a_vscode_mcp_json_with_comments_and_trailing_commas_is_read() {

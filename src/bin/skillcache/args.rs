@@ -54,6 +54,10 @@ pub(crate) struct Cli {
     /// refusing it.
     #[arg(long, global = true)]
     pub(crate) allow_stale: bool,
+    /// How many servers a command over many of them (`list --all`, `lock --all`,
+    /// `approve --from-lock`) starts and asks at once; each is stopped as soon as it has answered.
+    #[arg(long, global = true, value_name = "N", default_value_t = crate::many::DEFAULT_JOBS, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub(crate) jobs: u16,
     /// Machine-readable output: one JSON value on stdout.
     #[arg(long, global = true)]
     pub(crate) json: bool,

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use skillcache::local::{SkillServer, inspect};
 use skillcache::source::{McpSource, SkillSource};
-use skillcache::{ApprovalPolicy, SkillCache, display_safe};
+use skillcache::{ApprovalPolicy, Catalog, SkillCache, display_safe};
 use skillcache::{Error, LockFile, Origin, SkillEntry, SkillUri};
 
 use crate::Outcome;
 use crate::failure::Failure;
+use crate::many;
 use crate::plan::{Ctx, Job, Load, LockScope, Plan, Reach, Target};
 use crate::render;
 
@@ -134,15 +135,25 @@ fn open(
     Ok(cache)
 }
 
-/// Binds `origin` to its server: `--stdio`/`--url`, else the server `--config` names `origin`.
-/// Offline, with neither, nothing is bound (nothing would be asked). The source is returned to
-/// report the protocol revision it negotiated.
+/// Binds `origin` to its server ([`source`]). Offline, with no server named, nothing is bound
+/// (nothing would be asked). The source is returned to report the protocol revision it
+/// negotiated.
 fn bind(
     ctx: &Ctx,
     cache: &SkillCache,
     origin: &Origin,
     reach: &Reach,
 ) -> Result<Option<Arc<McpSource>>> {
+    let source = source(ctx, origin, reach)?;
+    if let Some(source) = &source {
+        cache.connect(origin.clone(), Arc::clone(source) as Arc<dyn SkillSource>);
+    }
+    Ok(source)
+}
+
+/// The source of `origin`'s server: `--stdio`/`--url`, else the server `--config` names
+/// `origin`; offline, with neither, none. Nothing is started (R-B4) and nothing is bound.
+fn source(ctx: &Ctx, origin: &Origin, reach: &Reach) -> Result<Option<Arc<McpSource>>> {
     let source = match (reach, &ctx.config) {
         (Reach::Stdio(command), _) => McpSource::stdio(command.command()),
         (Reach::Url(url), _) => McpSource::http(url),
@@ -171,9 +182,7 @@ fn bind(
             ));
         }
     };
-    let source = Arc::new(source);
-    cache.connect(origin.clone(), Arc::clone(&source) as Arc<dyn SkillSource>);
-    Ok(Some(source))
+    Ok(Some(Arc::new(source)))
 }
 
 /// The protocol revision the source negotiated (`None`: the server was never contacted).
@@ -207,18 +216,19 @@ async fn list(ctx: &Ctx, origin: Origin, target: &Target) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// The configured servers, with the one cache they are all bound to (one origin each).
-fn every_configured(ctx: &Ctx, target: &Target) -> Result<(SkillCache, Vec<Origin>)> {
+/// The cache, and every configured server with its source: nothing is bound or started yet
+/// (`many::each` binds each for the time of its work).
+fn every_configured(ctx: &Ctx, target: &Target) -> Result<(SkillCache, Vec<many::Server>)> {
     let (_, config) = ctx
         .config
         .as_ref()
         .ok_or_else(|| Failure::Usage("--all needs --config".into()))?;
     let cache = open(ctx, target, ApprovalPolicy::NotRequired, None)?;
-    let origins: Vec<Origin> = config.servers().map(|(o, _)| o.clone()).collect();
-    for origin in &origins {
-        bind(ctx, &cache, origin, &target.reach)?;
-    }
-    Ok((cache, origins))
+    let servers = config
+        .servers()
+        .map(|(o, _)| Ok((o.clone(), source(ctx, o, &target.reach)?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((cache, servers))
 }
 
 /// The exit code a set of failures ends with: the first one's.
@@ -237,9 +247,16 @@ async fn list_all(ctx: &Ctx, mut local: Vec<String>, file: Option<&Path>) -> Res
     if let Some(path) = file {
         local.extend(crate::local_names::read(path)?);
     }
-    let (cache, origins) = every_configured(ctx, &Target::configured())?;
     let names: Vec<&str> = local.iter().map(String::as_str).collect();
-    let catalog = cache.catalog(&names).await?;
+    // The local names are checked before any server is started.
+    Catalog::from_listings(Vec::new(), &names)?;
+    let (cache, servers) = every_configured(ctx, &Target::configured())?;
+    let origins: Vec<Origin> = servers.iter().map(|(o, _)| o.clone()).collect();
+    let listings = many::each(&cache, servers, ctx.jobs, |cache, origin| async move {
+        cache.list(&origin).await
+    })
+    .await;
+    let catalog = Catalog::from_listings(listings, &names)?;
     let mut out = Vec::new();
     for origin in &origins {
         let mut rows = Vec::new();
@@ -253,7 +270,7 @@ async fn list_all(ctx: &Ctx, mut local: Vec<String>, file: Option<&Path>) -> Res
             .failures()
             .iter()
             .filter(|(o, _)| o == origin)
-            .map(|(_, e)| e.to_string())
+            .map(|(_, e)| crate::chain(e))
             .collect();
         let mut listed = json!({"origin": origin.as_str(), "skills": rows});
         if let Some(first) = errors.first() {
@@ -333,11 +350,11 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
         }
         LockScope::EveryOf(origin) => {
             let (cache, _) = connect(ctx, &origin, target, ApprovalPolicy::NotRequired, None)?;
-            every_skill(ctx, &cache, &[origin], &mut errors).await
+            every_skill(ctx, &cache, vec![(origin, None)], &mut errors).await
         }
         LockScope::EveryConfigured => {
-            let (cache, origins) = every_configured(ctx, target)?;
-            every_skill(ctx, &cache, &origins, &mut errors).await
+            let (cache, servers) = every_configured(ctx, target)?;
+            every_skill(ctx, &cache, servers, &mut errors).await
         }
     };
     for (origin, entry) in &pinned {
@@ -352,22 +369,33 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
 }
 
 /// `lock --all`: every skill each origin lists, but its dynamic ones (they have no digests to
-/// pin: said, not fatal); a refused entry or a failed listing goes to `errors`.
+/// pin: said, not fatal); a refused entry or a failed listing goes to `errors`. At most `--jobs`
+/// servers run at once.
 async fn every_skill(
     ctx: &Ctx,
     cache: &SkillCache,
-    origins: &[Origin],
+    servers: Vec<many::Server>,
     errors: &mut Vec<Error>,
 ) -> Vec<(Origin, SkillEntry)> {
     let bar = render::progress(
         ctx.json,
-        origins.len(),
+        servers.len(),
         "locking {bar:30} {pos}/{len} servers {msg}",
     );
+    let listings = many::each(cache, servers, ctx.jobs, |cache, origin| {
+        let bar = bar.clone();
+        async move {
+            bar.set_message(origin.as_str().to_owned());
+            let listed = cache.list(&origin).await;
+            bar.inc(1);
+            listed
+        }
+    })
+    .await;
+    bar.finish_and_clear();
     let mut pinned = Vec::new();
-    for origin in origins {
-        bar.set_message(origin.as_str().to_owned());
-        match cache.list(origin).await {
+    for (origin, listed) in listings {
+        match listed {
             Ok(listed) => {
                 for r in listed {
                     match r {
@@ -382,9 +410,7 @@ async fn every_skill(
             }
             Err(e) => errors.push(e),
         }
-        bar.inc(1);
     }
-    bar.finish_and_clear();
     pinned
 }
 
@@ -414,7 +440,8 @@ async fn approve(
 }
 
 /// `approve --from-lock`: approves each pinned skill whose entry is still exactly as pinned,
-/// and nothing else; a skill that drifted is reported (exit 5) and left unapproved.
+/// and nothing else; a skill that drifted is reported (exit 5) and left unapproved. At most
+/// `--jobs` servers run at once.
 async fn approve_from_lock(
     ctx: &Ctx,
     only: Option<&Origin>,
@@ -422,21 +449,46 @@ async fn approve_from_lock(
     grant_tools: bool,
     target: &Target,
 ) -> Result<Outcome> {
-    let lock = LockFile::read(path)?;
+    let lock = Arc::new(LockFile::read(path)?);
     let cache = open(ctx, target, ApprovalPolicy::NotRequired, None)?;
     let mut origins: Vec<Origin> = lock
         .skills()
         .map(|l| l.origin().clone())
         .filter(|o| only.is_none_or(|only| only == o))
         .collect();
+    origins.sort();
     origins.dedup();
-    for origin in &origins {
-        bind(ctx, &cache, origin, &target.reach)?;
+    let servers = origins
+        .into_iter()
+        .map(|o| {
+            let source = source(ctx, &o, &target.reach)?;
+            Ok((o, source))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let done = many::each(&cache, servers, ctx.jobs, |cache, origin| {
+        let lock = Arc::clone(&lock);
+        async move { approve_pinned(&cache, &lock, &origin, grant_tools).await }
+    })
+    .await;
+    let (mut approved, mut errors) = (Vec::new(), Vec::new());
+    for (_, (rows, failed)) in done {
+        approved.extend(rows);
+        errors.extend(failed);
     }
-    let mut approved = Vec::new();
-    let mut errors = Vec::new();
-    for locked in lock.skills().filter(|l| origins.contains(l.origin())) {
-        let origin = locked.origin();
+    render::approved_from_lock(ctx.json, path, &approved);
+    failed(errors)
+}
+
+/// Approves each skill `lock` pins of `origin` whose entry is still exactly as pinned: the rows
+/// approved, and what failed.
+async fn approve_pinned(
+    cache: &SkillCache,
+    lock: &LockFile,
+    origin: &Origin,
+    grant_tools: bool,
+) -> (Vec<Value>, Vec<Error>) {
+    let (mut approved, mut errors) = (Vec::new(), Vec::new());
+    for locked in lock.skills().filter(|l| l.origin() == origin) {
         let info = match cache.entry(origin, locked.uri()).await {
             Ok(info) => info,
             Err(e) => {
@@ -456,8 +508,7 @@ async fn approve_from_lock(
             Err(e) => errors.push(e),
         }
     }
-    render::approved_from_lock(ctx.json, path, &approved);
-    failed(errors)
+    (approved, errors)
 }
 
 /// `load`/`read`: the SKILL.md or one file, every file read first (`--all`), framed for model

@@ -28,6 +28,8 @@ pub(crate) struct Ctx {
     pub(crate) offline: bool,
     /// `--isolation`, as the builder was given it (`stats` and the demo print it).
     pub(crate) isolation: Isolation,
+    /// `--jobs`: how many servers a command over many runs at once (K4).
+    pub(crate) jobs: usize,
 }
 
 /// How to reach an origin's server, and as whom.
@@ -190,6 +192,7 @@ impl Plan {
             config,
             offline: cli.offline,
             isolation: cli.isolation.into(),
+            jobs: usize::from(cli.jobs),
         };
         Ok(Plan { ctx, job })
     }
