@@ -52,6 +52,7 @@ pub(crate) async fn run(plan: Plan) -> Result<Outcome> {
         Job::Gc(max_bytes) => gc(ctx, max_bytes).await,
         Job::Purge(origin) => purge(ctx, &origin).await,
         Job::PurgeAbsent { dry_run } => purge_absent(ctx, dry_run).await,
+        Job::PurgeAll { dry_run } => purge_every(ctx, None, dry_run).await,
         Job::Stats => stats(ctx).await,
         Job::Inspect { dir, base_uri } => inspect_dir(&dir, base_uri),
         Job::Serve(args) => run_serve(args).await,
@@ -625,22 +626,53 @@ async fn purge(ctx: &Ctx, origin: &Origin) -> Result<Outcome> {
 }
 
 /// `purge --absent`: every origin in the cache that `--config` does not name is removed (or,
-/// with `--dry-run`, only listed), each through the library's per-origin purge (R-Q3).
+/// with `--dry-run`, only listed). A config that names no server is refused (exit 2) before the
+/// cache is opened: read as "keep nothing", it would remove every origin and its approvals,
+/// which is `purge --all`, said explicitly (K7).
 async fn purge_absent(ctx: &Ctx, dry_run: bool) -> Result<Outcome> {
     let (path, config) = ctx
         .config
         .as_ref()
         .ok_or_else(|| Failure::Usage("purge --absent needs --config".into()))?;
     let keep: Vec<Origin> = config.servers().map(|(o, _)| o.clone()).collect();
+    if keep.is_empty() {
+        return Err(Failure::Usage(format!(
+            "{} names no server, so purge --absent would remove every origin in the cache and its approvals; nothing was removed (to remove every origin, say purge --all)",
+            display_safe(&path.to_string_lossy())
+        )));
+    }
+    purge_every(ctx, Some((path.as_path(), &keep)), dry_run).await
+}
+
+/// `purge --absent` (every origin but `keep`'s) and `purge --all` (`keep` is `None`): each origin
+/// removed through the library's per-origin purge (R-Q3), one at a time, and named as it goes;
+/// with `dry_run`, only listed. A purge that fails halfway names the origins it already removed
+/// and those left (K7).
+async fn purge_every(
+    ctx: &Ctx,
+    keep: Option<(&Path, &[Origin])>,
+    dry_run: bool,
+) -> Result<Outcome> {
     let cache = local_cache(ctx)?;
-    let absent = if dry_run {
-        let mut all = cache.origins().await?;
-        all.retain(|o| !keep.contains(o));
-        all
-    } else {
-        cache.purge_absent(&keep).await?
-    };
-    render::purged_absent(ctx.json, path, &absent, dry_run);
+    let mut absent = cache.origins().await?;
+    if let Some((_, keep)) = keep {
+        absent.retain(|o| !keep.contains(o));
+    }
+    let config = keep.map(|(path, _)| path);
+    if dry_run {
+        render::purged_many(ctx.json, config, &absent, true);
+        return Ok(Outcome::Ok);
+    }
+    let mut removed = Vec::with_capacity(absent.len());
+    for origin in &absent {
+        if let Err(e) = cache.purge(origin).await {
+            render::purged_many(ctx.json, config, &removed, false);
+            render::purge_stopped(&removed, &absent[removed.len()..]);
+            return Err(e.into());
+        }
+        removed.push(origin.clone());
+    }
+    render::purged_many(ctx.json, config, &removed, false);
     Ok(Outcome::Ok)
 }
 
