@@ -645,8 +645,8 @@ async fn purge_absent(ctx: &Ctx, dry_run: bool) -> Result<Outcome> {
 }
 
 /// `purge --absent` (every origin but `keep`'s) and `purge --all` (`keep` is `None`): each origin
-/// removed through the library's per-origin purge (R-Q3), one at a time, and named as it goes;
-/// with `dry_run`, only listed. A purge that fails halfway names the origins it already removed
+/// removed through the library's per-origin purge (R-Q3), one at a time, and named; with
+/// `dry_run`, only listed. A purge that fails halfway names the origins it already removed
 /// and those left (K7).
 async fn purge_every(
     ctx: &Ctx,
