@@ -131,12 +131,10 @@ pub(crate) fn read(
             return Ok(Err(too_large()));
         }
         if scan.feed(&chunk[..n]) {
-            return Ok(Err(Refused::whole(format!(
-                "holds more {} structure than a host file needs (a pre-scan counted over {} \
-                 units before parsing); refused unparsed",
-                format.name(),
-                format.max_weight()
-            ))));
+            return Ok(Err(Refused {
+                position: None,
+                problem: too_dense(format),
+            }));
         }
         bytes.extend_from_slice(&chunk[..n]);
     }
@@ -152,6 +150,18 @@ pub(crate) fn read(
             },
         }
     }))
+}
+
+/// A file of `format` with more structure than its pre-scan allows.
+pub(crate) fn too_dense(format: Format) -> FileProblem {
+    FileProblem::Invalid {
+        why: format!(
+            "holds more {} structure than a host file needs (a pre-scan counted over {} units \
+             before parsing); refused unparsed",
+            format.name(),
+            format.max_weight()
+        ),
+    }
 }
 
 /// What a file that is not a regular file is, in words.

@@ -37,6 +37,7 @@ pub mod error;
 mod frame;
 mod hostfile;
 mod json_weight;
+mod jsonc;
 pub mod local;
 mod lockfile;
 mod mismatch;
@@ -78,7 +79,7 @@ internal_mod! {
     uri;
 }
 
-pub use catalog::{Catalog, CatalogSkill};
+pub use catalog::{CATALOG_LISTINGS_AT_ONCE, Catalog, CatalogSkill, Listing};
 pub use config::{McpConfig, ServerConfig};
 pub use digest::Digest;
 pub use display::display_safe;

@@ -156,7 +156,11 @@ impl SkillCache {
     /// servers the host no longer configures — through [`purge`](Self::purge), one origin at a
     /// time, and returns the origins removed (R-Q3; SEP-2640: a host SHOULD remove a server's
     /// cached content when the user removes the server). Stops at the first origin that cannot be
-    /// purged; those before it are gone.
+    /// purged; those before it are gone. An empty `keep` removes every origin: a host that reads
+    /// `keep` from a configuration file should refuse a file that names no server rather than
+    /// take it as "keep nothing" (`skillcache purge --absent` does), and a host that names its
+    /// progress purges origin by origin with [`origins`](Self::origins) and
+    /// [`purge`](Self::purge), as the CLI does.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

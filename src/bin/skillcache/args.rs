@@ -54,6 +54,10 @@ pub(crate) struct Cli {
     /// refusing it.
     #[arg(long, global = true)]
     pub(crate) allow_stale: bool,
+    /// How many servers a command over many of them (`list --all`, `lock --all`,
+    /// `approve --from-lock`) starts and asks at once; each is stopped as soon as it has answered.
+    #[arg(long, global = true, value_name = "N", default_value_t = crate::many::DEFAULT_JOBS, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub(crate) jobs: u16,
     /// Machine-readable output: one JSON value on stdout.
     #[arg(long, global = true)]
     pub(crate) json: bool,
@@ -217,17 +221,23 @@ pub(crate) enum Command {
         #[arg(long)]
         max_bytes: Option<u64>,
     },
-    /// Remove everything of one origin, or of every origin `--config` does not name.
+    /// Remove everything of one origin, of every origin `--config` does not name, or of every
+    /// origin.
     Purge {
         /// The origin.
-        #[arg(long, required_unless_present = "absent", conflicts_with = "absent")]
+        #[arg(long, required_unless_present_any = ["absent", "all"], conflicts_with_all = ["absent", "all"])]
         origin: Option<String>,
         /// Every origin in the cache that `--config` does not name (servers removed from the
-        /// configuration): entries, approvals and cached files; each is listed.
-        #[arg(long)]
+        /// configuration): entries, approvals and cached files; each is listed. A config that
+        /// names no server is refused: removing every origin is `--all`.
+        #[arg(long, conflicts_with = "all")]
         absent: bool,
-        /// With `--absent`: list the origins that would be removed, and remove nothing.
-        #[arg(long, requires = "absent")]
+        /// Every origin in the cache: entries, approvals and cached files; each is listed.
+        #[arg(long)]
+        all: bool,
+        /// With `--absent` or `--all`: list the origins that would be removed, and remove
+        /// nothing.
+        #[arg(long)]
         dry_run: bool,
     },
     /// Counts and sizes.

@@ -31,6 +31,7 @@ mod demo;
 mod failure;
 mod inert;
 mod local_names;
+mod many;
 mod plan;
 mod render;
 
@@ -94,13 +95,19 @@ pub(crate) fn exit_code(e: &Error) -> u8 {
 
 /// One line: the error and its cause chain, each inert (R-E5).
 pub(crate) fn report(e: &(dyn std::error::Error + 'static)) {
-    let mut line = format!("skillcache: error: {}", inert::error_text(e));
+    eprintln!("skillcache: error: {}", chain(e));
+}
+
+/// The error and its cause chain, each inert (R-E5), joined by `: ` — what `report` prints, and
+/// what `--json` gives a failed server (its own failure named, down to the cause: K4).
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = inert::error_text(e);
     let mut source = e.source();
     while let Some(s) = source {
         let _ = write!(line, ": {}", inert::error_text(s));
         source = s.source();
     }
-    eprintln!("{line}");
+    line
 }
 
 /// What a command ends with.
