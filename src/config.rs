@@ -638,6 +638,17 @@ const JSON_SYNTAX: &[&str] = &[
     "recursion limit exceeded",
 ];
 
+impl McpConfig {
+    internal_pub! {
+        /// [`JSON_SYNTAX`]: every syntax message a config file's refusal can show, for the fuzz
+        /// oracle that checks a refusal quotes nothing of the file (R-E4).
+        #[must_use]
+        fn syntax_messages() -> &'static [&'static str] {
+            JSON_SYNTAX
+        }
+    }
+}
+
 /// The fixed words for `serde_json`'s syntax error `e` (see [`JSON_SYNTAX`]).
 fn json_syntax(e: &serde_json::Error) -> &'static str {
     let text = e.to_string();

@@ -33,8 +33,6 @@ mod config_error;
 mod display;
 pub mod entry;
 pub mod error;
-// `SkillFile::framed`: the frame a file enters model context in (R-Q2).
-mod frame;
 mod hostfile;
 mod json_weight;
 mod jsonc;
@@ -70,6 +68,9 @@ mod verify;
 internal_mod! {
     core;
     digest;
+    // `SkillFile::framed`: the frame a file enters model context in (R-Q2); `frame::frame`
+    // builds it from parts for the `frame` fuzz target.
+    frame;
     frontmatter;
     index;
     origin;
