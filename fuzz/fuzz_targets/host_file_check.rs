@@ -42,6 +42,12 @@ pub const VOCABULARY: &[&str] = &[
     "the name is not a usable origin: ",
     "this name is configured in both \"mcpServers\" and \"servers\"",
     "is not valid JSON here",
+    // JSONC and Claude Code's per-project servers (K6).
+    "a /* comment is not closed with */",
+    "a comment or a trailing comma; only VS Code's \"servers\" files may have them (JSONC), a file with \"mcpServers\" or \"projects\" is strict JSON as its hosts read it",
+    "is the older HTTP+SSE transport, which skillcache does not speak; use \"http\" (Streamable HTTP) if the server offers it",
+    "this project server's origin is configured elsewhere in the file too",
+    "an object of projects by folder",
     // The lock reader.
     "is not valid TOML here",
     "an integer from 0 to 2^64-1", "an array of tables",
