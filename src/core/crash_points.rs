@@ -99,8 +99,19 @@ struct Scenario {
 }
 
 /// Room for beta whole and a little more, but not for alpha beside it: beta's publish must evict.
+/// Beta is charged as the quota charges it (K2), in the blocks of the filesystem the scenarios'
+/// roots are made on.
 fn beta_and_a_little(w: &World) -> u64 {
-    w.b.0.manifest().expect("manifest").total_bytes() + 20
+    let scratch = crate::scratch::scratch();
+    let dir = rustix::fs::open(
+        scratch.path(),
+        rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+        rustix::fs::Mode::empty(),
+    )
+    .expect("open the scratch folder");
+    let block = crate::store::block_size(std::os::fd::AsFd::as_fd(&dir));
+    let beta: Vec<(Digest, u64)> = w.b.0.manifest().expect("manifest").files().iter().map(|f| (f.digest(), f.size())).collect();
+    super::quota::Charge::new(block).alone(&beta) + 20
 }
 
 impl Scenario {

@@ -23,6 +23,7 @@ mod zero_copy_tests;
 pub use key::default_key_file;
 pub use maintenance::{GcReport, VerifyReport};
 pub use memory::DEFAULT_MEMORY_TIER_BYTES;
+pub use quota::{FILE_OVERHEAD, ROW_OVERHEAD};
 pub use root::{default_discovery_paths, default_root};
 
 use std::path::{Path, PathBuf};
@@ -144,10 +145,12 @@ impl CacheBuilder {
     }
 
     internal_pub! {
-        /// The most bytes one origin's store may hold (R-Q4): its blobs and quarantined copies.
-        /// A publish first evicts that origin's least recently used blobs the publish does not
-        /// itself list — never another origin's — and a batch larger than the quota is refused.
-        /// Default: none.
+        /// The most bytes one origin's store may take on disk (R-Q4, K2): every file and folder
+        /// under its folder at its allocated size, plus [`FILE_OVERHEAD`] a file and
+        /// [`ROW_OVERHEAD`] a blob (its index row). A publish
+        /// first evicts that origin's least recently used blobs the publish does not itself
+        /// list — never another origin's — and a batch that alone would be charged more than
+        /// the quota is refused. Default: none.
         #[must_use]
         fn origin_quota(mut self, bytes: u64) -> CacheBuilder {
             self.origin_quota = Some(bytes);
@@ -979,12 +982,22 @@ impl Cache {
             .collect()
     }
 
-    /// Removes everything of `origin`: index rows first, then its blob tree (R-C5).
+    /// Removes everything of `origin`: index rows first, then its blob tree (R-C5); then
+    /// erases what the index's files still hold of deleted rows (K3: [`Index::erase_deleted`]),
+    /// so that nothing of the origin stays readable under the root.
     ///
     /// # Errors
-    /// I/O and index errors.
+    /// I/O and index errors. One from the erasing comes after the origin's rows and files are
+    /// gone; purging again (any origin, even one already gone) erases again.
     pub fn purge(&self, origin: &Origin) -> Result<(), Error> {
         let _lock = self.store.lock(LockMode::Exclusive, "purge")?;
+        self.purge_locked(origin)?;
+        self.erase_purged()
+    }
+
+    /// [`Cache::purge`] without its lock and its erasing, for a caller holding the exclusive
+    /// lock that erases once after purging several origins.
+    pub(crate) fn purge_locked(&self, origin: &Origin) -> Result<(), Error> {
         self.forget(origin, None);
         let rows = self.with_room("purge", || {
             self.commit_point("index: purge")?;
@@ -1005,6 +1018,20 @@ impl Cache {
         }
         // Its publish-section lock too (R-C5): nobody is inside it under the exclusive lock.
         self.store.remove_section(origin)?;
+        self.store.keep_reserve();
+        Ok(())
+    }
+
+    /// After a purge, under the exclusive lock (K3): the first layout's shared staging and
+    /// quarantine go (they may hold any origin's bytes), and the index is rewritten so that no
+    /// deleted row stays readable in its files. Runs after the blobs are gone, whose room the
+    /// rewrite may need; the store's reserve is given back if that is not enough (R-H5).
+    pub(crate) fn erase_purged(&self) -> Result<(), Error> {
+        self.store.sweep_tmp(Duration::ZERO)?;
+        self.with_room("purge", || {
+            self.commit_point("index: erase")?;
+            Ok(self.index.erase_deleted()?)
+        })?;
         self.store.keep_reserve();
         Ok(())
     }

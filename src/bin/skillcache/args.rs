@@ -34,9 +34,10 @@ pub(crate) struct Cli {
     #[cfg(feature = "l2")]
     #[arg(long, global = true, value_name = "URL")]
     pub(crate) l2: Option<String>,
-    /// The most bytes one origin's cached content may take (e.g. `10485760`, `10MiB`, `512KiB`):
-    /// its least recently used files go first, never another origin's; a skill larger than it
-    /// is declined (exit 5).
+    /// The most bytes one origin's cached content may take on disk (e.g. `10485760`, `10MiB`,
+    /// `512KiB`), counted as `du` counts its folder (files in whole blocks, folders too) plus
+    /// its index rows: its least recently used files go first, never another origin's; a skill
+    /// too large for it is declined (exit 5).
     #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
     pub(crate) origin_quota: Option<u64>,
     /// How cached files are verified on every access.
