@@ -40,6 +40,9 @@ mod json_weight;
 pub mod local;
 mod lockfile;
 mod mismatch;
+// The only place that names an operating system: the few filesystem operations whose means
+// differ (opening beneath a folder, durable sync, modes, identity), one module per platform.
+mod platform;
 mod rule;
 // The unit tests' temporary folders: one file shared with the integration tests and benches.
 #[cfg(test)]

@@ -713,6 +713,7 @@ impl Cache {
     ///
     /// # Errors
     /// I/O and index errors (a failed copy is [`CachedRead::Failed`], not an error).
+    #[cfg(any(test, feature = "internals"))]
     pub fn read_file(&self, origin: &Origin, file: &ManifestFile) -> Result<CachedRead, Error> {
         let looked_at = now_ms();
         if let Some(read) = self.read_or_missing(origin, file)? {

@@ -92,6 +92,7 @@ impl Index {
     ///
     /// # Errors
     /// As [`Index::put_blobs`].
+    #[cfg(any(test, feature = "internals"))]
     pub fn put_blob(
         &self,
         origin: &Origin,
