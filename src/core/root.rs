@@ -103,7 +103,9 @@ fn normalise(path: &Path) -> PathBuf {
 ///
 /// An existing folder is adopted when it is owned by this user, writable by nobody else, and
 /// either empty, or marked by our `CACHEDIR.TAG`, or laid out as a root of the first layout
-/// (nothing but the names skillcache makes). A folder we did not create is never chmodded.
+/// (nothing but the names skillcache makes). A folder we did not create is never chmodded. A
+/// platform that cannot keep these guarantees (Windows in this version: `platform::DISK_CACHE`)
+/// refuses every root before anything is made.
 pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Result<Dir, Error> {
     let resolved = resolve(root);
     outside_discovery(root, &resolved, discovery)?;
