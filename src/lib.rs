@@ -39,6 +39,9 @@ mod jsonc;
 pub mod local;
 mod lockfile;
 mod mismatch;
+// The only place that names an operating system: the few filesystem operations whose means
+// differ (opening beneath a folder, durable sync, modes, identity), one module per platform.
+mod platform;
 mod rule;
 // The unit tests' temporary folders: one file shared with the integration tests and benches.
 #[cfg(test)]

@@ -5,7 +5,6 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,7 +12,9 @@ use super::error::IndexError;
 
 /// The file's identity (device, inode), to notice that another process replaced it meanwhile.
 pub(super) fn identity(path: &Path) -> Option<(u64, u64)> {
-    fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    fs::symlink_metadata(path)
+        .ok()
+        .and_then(|m| crate::platform::file_identity(&m))
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {

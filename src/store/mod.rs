@@ -94,13 +94,13 @@ impl BlobStore {
         lock_timeout: Duration,
     ) -> Result<BlobStore, StoreError> {
         let path = root.path().to_owned();
-        let owner_uid = rustix::fs::fstat(root.fd())
-            .map_err(|e| StoreError::Io {
+        let owner_uid = crate::platform::fstat(root.fd())
+            .map_err(|source| StoreError::Io {
                 op: "stat",
                 path: path.clone(),
-                source: e.into(),
+                source,
             })?
-            .st_uid;
+            .uid;
         let block = space::block_size(root.fd());
         Ok(BlobStore {
             layout: Layout::new(&path),

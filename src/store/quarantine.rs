@@ -46,9 +46,9 @@ impl BlobStore {
         else {
             return Ok(());
         };
-        match rustix::fs::statat(aa.fd(), &hex[2..], rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
-            Err(rustix::io::Errno::NOENT) => return Ok(()),
-            Err(e) => return Err(io_err("stat", &aa.join(&hex[2..]))(e.into())),
+        match crate::platform::stat_at(aa.fd(), &hex[2..]) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_err("stat", &aa.join(&hex[2..]))(e)),
             Ok(_) => {}
         }
         let (q, _) = ensure_dir(disk, &odir, Parent::ReadOnly, QUARANTINE, PRIVATE_DIR)

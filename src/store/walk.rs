@@ -6,12 +6,11 @@ use std::io::{self, Read};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rustix::fs::{AtFlags, FileType};
+use crate::platform::{self, AsFd as _, Kind};
 
 use super::handle::{Dir, Parent, find_dir, find_path, remove_tree, with_writable};
 use super::layout::{ORIGINS, QUARANTINE, SHA256, TMP, blob_rel};
 use super::read::open_failure;
-use super::space::allocated_bytes;
 use super::{BlobRead, BlobStore, io_err};
 use crate::digest::{Digest, Hasher};
 use super::error::StoreError;
@@ -112,11 +111,11 @@ impl BlobStore {
                 };
             }
         };
-        let meta = rustix::fs::fstat(&file).map_err(|e| io_err("stat", &path)(e.into()))?;
-        if FileType::from_raw_mode(meta.st_mode) != FileType::RegularFile {
+        let meta = platform::fstat(file.as_fd()).map_err(io_err("stat", &path))?;
+        if meta.kind != Kind::File {
             return Ok(BlobCheck::Failed(Mismatch::NotARegularFile));
         }
-        let len = u64::try_from(meta.st_size).unwrap_or(0);
+        let len = meta.size;
         if let Some(size) = expected
             && size != len
         {
@@ -174,7 +173,7 @@ impl BlobStore {
         )
         .map_err(io_err("open", &path))?;
         let Some(aa) = aa else { return Ok(false) };
-        let there = rustix::fs::statat(aa.fd(), &hex[2..], AtFlags::SYMLINK_NOFOLLOW).is_ok();
+        let there = platform::stat_at(aa.fd(), &hex[2..]).is_ok();
         if there {
             with_writable(disk, &aa, || remove_tree(disk, &aa, &hex[2..]))
                 .map_err(io_err("remove", &path))?;
@@ -261,14 +260,10 @@ impl BlobStore {
                 continue;
             };
             for (name, _) in tmp.names().map_err(io_err("read directory", tmp.path()))? {
-                let old = rustix::fs::statat(tmp.fd(), name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
-                    .is_ok_and(|st| {
-                        let mtime = Duration::new(
-                            u64::try_from(st.st_mtime).unwrap_or(0),
-                            u32::try_from(st.st_mtime_nsec).unwrap_or(0),
-                        );
-                        now.saturating_sub(mtime) >= age
-                    });
+                let old = platform::stat_at(tmp.fd(), name.as_str()).is_ok_and(|st| {
+                    let mtime = Duration::from_nanos(u64::try_from(st.mtime_ns).unwrap_or(0));
+                    now.saturating_sub(mtime) >= age
+                });
                 if old && remove_tree(disk, &tmp, &name).is_ok() {
                     removed += 1;
                 }
@@ -354,12 +349,12 @@ impl Found {
 
 /// What name `name` in `dir` costs on disk (without following a link); 0 if it is gone.
 pub(super) fn allocated_at(dir: &Dir, name: &str) -> u64 {
-    rustix::fs::statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW).map_or(0, |st| allocated_bytes(&st))
+    platform::stat_at(dir.fd(), name).map_or(0, |st| st.allocated)
 }
 
 /// What an open folder itself costs on disk (its names, not what they name).
 pub(super) fn dir_bytes(dir: &Dir) -> u64 {
-    rustix::fs::fstat(dir.fd()).map_or(0, |st| allocated_bytes(&st))
+    platform::fstat(dir.fd()).map_or(0, |st| st.allocated)
 }
 
 /// The blobs (and strays, and fan-out folders) of one origin's store.
@@ -400,14 +395,10 @@ pub(super) fn walk_origin(origin: &Origin, odir: &Dir, found: &mut Found) -> Res
                     found.stray(&aa, &rest);
                     continue;
                 };
-                let stat = rustix::fs::statat(aa.fd(), rest.as_str(), AtFlags::SYMLINK_NOFOLLOW);
+                let stat = platform::stat_at(aa.fd(), rest.as_str());
                 let (len, allocated, regular) = match stat {
-                    Ok(st) => (
-                        u64::try_from(st.st_size).unwrap_or(0),
-                        allocated_bytes(&st),
-                        FileType::from_raw_mode(st.st_mode) == FileType::RegularFile,
-                    ),
-                    Err(_) => (0, 0, kind == FileType::RegularFile),
+                    Ok(st) => (st.size, st.allocated, st.kind == Kind::File),
+                    Err(_) => (0, 0, kind == Kind::File),
                 };
                 found.blobs.push(StoredBlob {
                     origin: origin.clone(),

@@ -3,7 +3,6 @@
 
 use std::fmt::Display;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,6 +13,7 @@ use skillcache::{Error, Origin, SkillUri};
 
 use crate::Outcome;
 use crate::failure::Failure;
+use crate::platform::set_mode;
 
 /// The bundled samples: (path under the served folder, contents).
 const SAMPLES: &[(&str, &str)] = &[
@@ -332,12 +332,12 @@ fn blob_file(root: &Path, digest: &skillcache::Digest) -> Option<PathBuf> {
 
 fn flip_byte(blob: &PathBuf) -> std::io::Result<()> {
     let dir = blob.parent().unwrap_or(blob);
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o755))?;
-    fs::set_permissions(blob, fs::Permissions::from_mode(0o644))?;
+    set_mode(dir, 0o755)?;
+    set_mode(blob, 0o644)?;
     let mut bytes = fs::read(blob)?;
     let last = bytes.len() - 2;
     bytes[last] ^= 0x20;
     fs::write(blob, &bytes)?;
-    fs::set_permissions(blob, fs::Permissions::from_mode(0o444))?;
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o555))
+    set_mode(blob, 0o444)?;
+    set_mode(dir, 0o555)
 }

@@ -33,6 +33,9 @@ mod inert;
 mod local_names;
 mod many;
 mod plan;
+// The library's platform layer for named files (src/platform/named.rs), the same file.
+#[path = "../../platform/named.rs"]
+mod platform;
 mod render;
 
 /// Stdout is gone: a reader that stopped reading (broken pipe) is not an error.
