@@ -14,6 +14,10 @@ limits, deadlines) is the Rust code's, and every error is a `skillcache.Error`.
     print(skill.skill_md.text, skill.skill_md.digest)
     notes = await skill.read("templates/notes.md")    # only files the entry lists
 
+Every asynchronous method is a coroutine function (`async def`): a call does nothing until it
+is awaited, so it can be made before an event loop runs (`asyncio.run(cache.entry(...))`).
+`pip install` also gives the `skillcache` command, the same command line as the Rust binary.
+
 See python/README.md for the whole API.
 """
 
@@ -36,6 +40,7 @@ from ._errors import (
     UriError,
     VerifyError,
 )
+from ._cache import LoadedSkill, SkillCache
 from ._skillcache import (
     CachedEntry,
     Catalog,
@@ -44,11 +49,9 @@ from ._skillcache import (
     EntryInfo,
     GcReport,
     Inventory,
-    LoadedSkill,
     LockedSkill,
     LockFile,
     ManifestFile,
-    SkillCache,
     SkillEntry,
     SkillFile,
     VerifyReport,

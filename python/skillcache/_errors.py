@@ -56,6 +56,8 @@ class Error(Exception):
     missing: str | None = None
     age_ms: int | None = None
     location: str | None = None
+    quota: int | None = None
+    size: int | None = None
 
 
 class UriError(Error):
@@ -81,15 +83,16 @@ class VerifyError(Error):
 
 
 class SourceError(Error):
-    """A request to a server failed. See the subclasses; `method` names the request."""
+    """A request to a server failed. See the subclasses; `origin` names the server (as the host
+    bound it) and `method` the request."""
 
 
 class ServerError(SourceError):
-    """The server answered with a JSON-RPC error: `method`, `code`, `message`."""
+    """The server answered with a JSON-RPC error: `origin`, `method`, `code`, `message`."""
 
 
 class TransportError(SourceError):
-    """The connection to the server failed: `method`; the cause is in `causes`."""
+    """The connection to the server failed: `origin`, `method`; the cause is in `causes`."""
 
 
 class TimeoutError(SourceError, builtins.TimeoutError):  # noqa: A001 - the Rust name, on purpose
@@ -98,7 +101,7 @@ class TimeoutError(SourceError, builtins.TimeoutError):  # noqa: A001 - the Rust
 
 
 class MessageTooLargeError(SourceError):
-    """An answer larger than the message bound (R-B2): `method`, `max` (bytes)."""
+    """An answer larger than the message bound (R-B2): `origin`, `method`, `max` (bytes)."""
 
 
 class NotConnectedError(SourceError):
@@ -131,7 +134,9 @@ class L2ConfigError(ConfigError):
 class DeclinedError(Error):
     """The host's policy declined the skill; nothing was requested (R-P1, R-V7, L1): `origin`,
     `skill` (and `uri`), `reason` (`"dynamic"`, `"not_approved"`, `"revoked"`, `"not_locked"`,
-    `"drift"`), `changes` (an `EntryDiff` for `"revoked"` and `"drift"`)."""
+    `"drift"`, `"over_quota"`), `changes` (an `EntryDiff` for `"revoked"` and `"drift"`),
+    `quota` and `size` (bytes, for `"over_quota"`: the origin's quota and the skill's declared
+    size)."""
 
 
 class OfflineError(Error):

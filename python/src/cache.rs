@@ -1,21 +1,24 @@
-//! `skillcache.SkillCache` and `skillcache.LoadedSkill`: the host API as asyncio.
+//! The native halves of `skillcache.SkillCache` and `skillcache.LoadedSkill` (whose `async def`
+//! methods are in `skillcache/_cache.py`): the host API for asyncio.
 //!
-//! Every `async` method is the Rust method's future run on the package's tokio runtime
-//! (`pyo3_async_runtimes`), awaited from Python as an asyncio future: the event loop never runs
-//! Rust work, and the Rust work never holds the GIL (Y1). The few synchronous calls that touch
-//! the disk (opening the cache) release the GIL while they do.
+//! Each asynchronous call starts the Rust method's future on the package's tokio runtime
+//! (`pyo3_async_runtimes`) and hands back the asyncio future the package's coroutine awaits
+//! ([`crate::spawn`]): the event loop never runs Rust work, and the Rust work never holds the
+//! GIL (Y1). The few synchronous calls that touch the disk (opening the cache)
+//! release the GIL while they do.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyList, PyString};
 use skillcache::entry::{Limits, Validation};
-use skillcache::source::Change;
+use skillcache::source::{Change, McpSource};
 use skillcache::{
     ApprovalPolicy, DynamicPolicy, Error, Isolation, Origin, ServerConfig, SkillCache,
     SkillCacheBuilder, SkillUri,
@@ -28,7 +31,7 @@ use crate::lockfile::PyLockFile;
 use crate::session::{SessionSource, Shared};
 use crate::types::{
     Loaded, PyCachedEntry, PyEntryInfo, PyGcReport, PyInventory, PySkillEntry, PySkillFile,
-    PyVerifyReport,
+    PyVerifyReport, py_repr,
 };
 
 /// The baseline of R-W7's total size (16 MiB), the default of `max_total_bytes`.
@@ -68,8 +71,8 @@ fn err(e: &Error) -> PyErr {
     to_py_err(e)
 }
 
-/// The verified skill cache. See the package docstring for an example.
-#[pyclass(module = "skillcache", name = "SkillCache", frozen)]
+/// The native half of `skillcache.SkillCache` (`skillcache/_cache.py`), which documents it.
+#[pyclass(module = "skillcache._skillcache", name = "SkillCache", frozen)]
 pub(crate) struct PySkillCache {
     inner: SkillCache,
     /// The limits in force: MCP sources get their message bound from them.
@@ -81,7 +84,7 @@ pub(crate) struct PySkillCache {
 }
 
 impl PySkillCache {
-    fn with_limits(&self, source: skillcache::source::McpSource) -> skillcache::source::McpSource {
+    fn with_limits(&self, source: McpSource) -> McpSource {
         match &self.limits {
             Some(limits) => source.limits(limits),
             None => source,
@@ -101,6 +104,7 @@ impl PySkillCache {
 
 /// `isolation`, `approval` and `dynamic`, each one of its named choices.
 fn policies(
+    py: Python<'_>,
     b: SkillCacheBuilder,
     isolation: &str,
     approval: &str,
@@ -109,17 +113,24 @@ fn policies(
     Ok(b.isolation(match isolation {
         "rehash" => Isolation::Rehash,
         "guaranteed" => Isolation::Guaranteed,
-        other => return Err(choice("isolation", other, &["rehash", "guaranteed"])),
+        other => return Err(choice(py, "isolation", other, &["rehash", "guaranteed"])),
     })
     .approval(match approval {
         "required" => ApprovalPolicy::Required,
         "not_required" => ApprovalPolicy::NotRequired,
-        other => return Err(choice("approval", other, &["required", "not_required"])),
+        other => return Err(choice(py, "approval", other, &["required", "not_required"])),
     })
     .dynamic(match dynamic {
         "decline" => DynamicPolicy::Decline,
         "allow_unverified" => DynamicPolicy::AllowUnverified,
-        other => return Err(choice("dynamic", other, &["decline", "allow_unverified"])),
+        other => {
+            return Err(choice(
+                py,
+                "dynamic",
+                other,
+                &["decline", "allow_unverified"],
+            ));
+        }
     }))
 }
 
@@ -187,7 +198,7 @@ impl PySkillCache {
         strict: bool,
         discovery_paths: Option<Vec<PathBuf>>,
     ) -> PyResult<PySkillCache> {
-        let mut b = policies(SkillCache::builder(), isolation, approval, dynamic)?
+        let mut b = policies(py, SkillCache::builder(), isolation, approval, dynamic)?
             .offline(offline)
             .allow_stale(allow_stale);
         if let Some(root) = root {
@@ -252,27 +263,39 @@ impl PySkillCache {
     }
 
     /// Binds `origin` to a server spawned from `argv` over stdio. Nothing starts until a request
-    /// needs it (R-B4). `env` adds to the inherited environment; `cwd` is its working folder.
-    #[pyo3(signature = (origin, argv, env=None, cwd=None))]
+    /// needs it (R-B4). `env` adds to the inherited environment; `cwd` is its working folder;
+    /// `stderr` is where the server's stderr goes ([`stderr_target`]).
+    #[pyo3(signature = (origin, argv, env=None, cwd=None, stderr=None))]
     fn connect_stdio(
         &self,
+        py: Python<'_>,
         origin: &str,
         argv: Vec<String>,
         env: Option<BTreeMap<String, String>>,
         cwd: Option<PathBuf>,
+        stderr: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let mut argv = argv.into_iter();
-        let Some(command) = argv.next() else {
+        let Some(program) = argv.next() else {
             return Err(PyValueError::new_err("argv must name a program"));
         };
-        let config = ServerConfig::Stdio {
-            command,
-            args: argv.collect(),
-            env: env.unwrap_or_default(),
-            cwd,
+        let stderr = match stderr {
+            Some(target) => stderr_target(py, &target)?,
+            None => None,
         };
-        let source = config.source().map_err(|e| err(&e))?;
-        self.bind(origin, Arc::new(self.with_limits(source)))
+        // The command as a Rust host builds it for `McpSource::stdio`, stderr included.
+        let mut command = tokio::process::Command::new(program);
+        command.args(argv).envs(env.unwrap_or_default());
+        if let Some(dir) = cwd {
+            command.current_dir(dir);
+        }
+        if let Some(stderr) = stderr {
+            command.stderr(stderr);
+        }
+        self.bind(
+            origin,
+            Arc::new(self.with_limits(McpSource::stdio(command))),
+        )
     }
 
     /// Binds `origin` to a Streamable HTTP endpoint, with `headers` on every request.
@@ -590,11 +613,11 @@ impl PySkillCache {
         Ok(dict)
     }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "SkillCache(root={:?})",
-            self.inner.root().display().to_string()
-        )
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "SkillCache(root={})",
+            py_repr(py, self.inner.root().display().to_string())?
+        ))
     }
 }
 
@@ -603,13 +626,60 @@ fn labels(origins: Vec<Origin>) -> Vec<String> {
     origins.into_iter().map(|o| o.as_str().to_owned()).collect()
 }
 
-fn choice(what: &str, given: &str, allowed: &[&str]) -> PyErr {
-    PyValueError::new_err(format!("{what} must be one of {allowed:?}, not {given:?}"))
+/// A value that is not one of `allowed`, named as Python writes strings.
+fn choice(py: Python<'_>, what: &str, given: &str, allowed: &[&str]) -> PyErr {
+    let quoted = |s: &str| py_repr(py, s).unwrap_or_else(|_| s.to_owned());
+    let allowed: Vec<String> = allowed.iter().map(|a| quoted(a)).collect();
+    PyValueError::new_err(format!(
+        "{what} must be one of {}, not {}",
+        allowed.join(", "),
+        quoted(given)
+    ))
 }
 
-/// A loaded skill: the acting window (R-V4). Reads stay inside the held entry's files and go to
-/// its origin's source only.
-#[pyclass(module = "skillcache", name = "LoadedSkill", frozen)]
+/// Where a server `connect_stdio` starts writes its stderr: `None` inherits this process's;
+/// `subprocess.DEVNULL` discards it; a file descriptor or an object with `fileno()` (an open
+/// file, `sys.stderr`) receives it. The descriptor is opened anew for appending (`/dev/fd/N`:
+/// no `unsafe` to adopt a raw descriptor), so a regular file gets the output at its end and the
+/// caller may close its own descriptor; a pipe or a terminal is the same pipe or terminal.
+fn stderr_target(py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<Option<Stdio>> {
+    let refused = || {
+        PyValueError::new_err(
+            "stderr must be None (inherit), subprocess.DEVNULL, a file descriptor or an object with fileno()",
+        )
+    };
+    if target.is_none() {
+        return Ok(None);
+    }
+    if target.is_instance_of::<PyBool>() {
+        return Err(refused());
+    }
+    let fd: i64 = match target.extract() {
+        Ok(fd) => fd,
+        Err(_) if target.hasattr("fileno")? => target.call_method0("fileno")?.extract()?,
+        Err(_) => return Err(refused()),
+    };
+    let devnull: i64 = py.import("subprocess")?.getattr("DEVNULL")?.extract()?;
+    if fd == devnull {
+        return Ok(Some(Stdio::null()));
+    }
+    if fd < 0 {
+        return Err(refused());
+    }
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(format!("/dev/fd/{fd}"))
+        .map_err(|e| {
+            PyOSError::new_err(format!(
+                "cannot send the server's stderr to file descriptor {fd}: {e}"
+            ))
+        })?;
+    Ok(Some(Stdio::from(file)))
+}
+
+/// The native half of `skillcache.LoadedSkill` (`skillcache/_cache.py`): the acting window
+/// (R-V4). Reads stay inside the held entry's files and go to its origin's source only.
+#[pyclass(module = "skillcache._skillcache", name = "LoadedSkill", frozen)]
 pub(crate) struct PyLoadedSkill {
     inner: Loaded,
     skill_md: PyOnceLock<Py<PySkillFile>>,
@@ -676,11 +746,11 @@ impl PyLoadedSkill {
             Ok(files.into_iter().map(PySkillFile::from).collect::<Vec<_>>())
         })
     }
-    fn __repr__(&self) -> String {
-        format!(
-            "LoadedSkill(origin={:?}, uri={:?})",
-            self.origin(),
-            self.inner.entry().uri().as_str()
-        )
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "LoadedSkill(origin={}, uri={})",
+            py_repr(py, self.origin())?,
+            py_repr(py, self.inner.entry().uri().as_str())?
+        ))
     }
 }

@@ -7,7 +7,7 @@ use pyo3::types::PyList;
 use skillcache::{Catalog, CatalogSkill};
 
 use crate::errors::as_value;
-use crate::types::PySkillEntry;
+use crate::types::{PySkillEntry, py_repr};
 
 /// The catalog: every listed skill under its handle, and what could not be listed.
 #[pyclass(module = "skillcache", name = "Catalog", frozen)]
@@ -110,12 +110,12 @@ impl PyCatalogSkill {
     fn collides_with(&self) -> Vec<String> {
         self.inner.collides_with().to_vec()
     }
-    fn __repr__(&self) -> String {
-        format!(
-            "CatalogSkill(handle={:?}, origin={:?}, uri={:?})",
-            self.inner.handle(),
-            self.inner.origin().as_str(),
-            self.inner.entry().uri().as_str()
-        )
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "CatalogSkill(handle={}, origin={}, uri={})",
+            py_repr(py, self.inner.handle())?,
+            py_repr(py, self.inner.origin().as_str())?,
+            py_repr(py, self.inner.entry().uri().as_str())?
+        ))
     }
 }

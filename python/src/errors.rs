@@ -151,20 +151,27 @@ fn entry(e: &EntryError) -> Raised {
     }
 }
 
+/// An origin's label. A source's own error has none; every error a `SkillCache` returns does,
+/// since the cache names the origin of every request it sends.
+fn label(origin: Option<&skillcache::Origin>) -> Option<&str> {
+    origin.map(skillcache::Origin::as_str)
+}
+
 fn source(e: &SourceError) -> Raised {
     match e {
         SourceError::Server {
+            origin,
             method,
             code,
             message,
-            ..
         } => Raised::new("ServerError", "server")
+            .with("origin", label(origin.as_ref()))
             .with("method", method.as_str())
             .with("code", *code)
             .with("message", message.as_str()),
-        SourceError::Transport { method, .. } => {
-            Raised::new("TransportError", "transport").with("method", method.as_str())
-        }
+        SourceError::Transport { origin, method, .. } => Raised::new("TransportError", "transport")
+            .with("origin", label(origin.as_ref()))
+            .with("method", method.as_str()),
         SourceError::Timeout {
             origin,
             method,
@@ -173,11 +180,14 @@ fn source(e: &SourceError) -> Raised {
             .with("origin", origin.as_str())
             .with("method", method.as_str())
             .with("after", Field::Float(after.as_secs_f64())),
-        SourceError::MessageTooLarge { method, max, .. } => {
-            Raised::new("MessageTooLargeError", "message_too_large")
-                .with("method", method.as_str())
-                .with("max", *max)
-        }
+        SourceError::MessageTooLarge {
+            origin,
+            method,
+            max,
+        } => Raised::new("MessageTooLargeError", "message_too_large")
+            .with("origin", label(origin.as_ref()))
+            .with("method", method.as_str())
+            .with("max", *max),
         SourceError::NotConnected { origin } => {
             Raised::new("NotConnectedError", "not_connected").with("origin", origin.as_str())
         }
@@ -320,6 +330,10 @@ fn describe(e: &Error) -> Raised {
                 Declined::Drift { changes } => r
                     .with("reason", "drift")
                     .with("changes", Field::Diff(changes.clone())),
+                Declined::OverQuota { quota, size } => r
+                    .with("reason", "over_quota")
+                    .with("quota", *quota)
+                    .with("size", *size),
                 _ => r.with("reason", "other"),
             }
         }

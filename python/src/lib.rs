@@ -5,6 +5,11 @@
 //! The layers: `cache` (the `SkillCache` and `LoadedSkill` classes), `catalog` (the `Catalog`
 //! of every bound origin), `types` (the values they hand out), `lockfile`, `session` (a `SkillSource` over the host's own MCP session),
 //! `errors` (every `skillcache::Error` as a Python exception) and `json`.
+//!
+//! The classes' asynchronous calls are not coroutines here: each native method starts its call
+//! on the runtime and hands back the asyncio future it finishes ([`spawn`]). The package's
+//! `async def` methods (`skillcache/_cache.py`) call them once awaited, inside the running loop,
+//! so a coroutine can be made before any loop exists (N3).
 
 mod cache;
 mod catalog;
@@ -14,13 +19,16 @@ mod lockfile;
 mod session;
 mod types;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
 /// The module's futures still running on the tokio runtime (see [`spawn`]).
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether any future was ever handed to the runtime (see [`_quiesce`]).
+static SPAWNED: AtomicBool = AtomicBool::new(false);
 
 /// Counts one future from its creation until it is finished or dropped.
 struct InFlight;
@@ -47,11 +55,20 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     let counted = InFlight::new();
+    SPAWNED.store(true, Ordering::Relaxed);
     pyo3_async_runtimes::tokio::future_into_py(py, async move {
         let out = fut.await;
         drop(counted);
         out
     })
+}
+
+/// Runs the `skillcache` command line — the binary's own code, `skillcache_cli::run` — with
+/// `argv` (the program's name first) and returns its exit code: the package's `skillcache`
+/// console script (`skillcache/_cli.py`). The GIL is released for the whole command.
+#[pyfunction]
+fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(move || skillcache_cli::run(argv))
 }
 
 /// Registered with `atexit` by the package: a tokio thread that hands a result back to Python
@@ -62,6 +79,11 @@ where
 /// end), then a moment longer for the last hand-off, which follows its future's end at once.
 #[pyfunction]
 fn _quiesce(py: Python<'_>) {
+    if !SPAWNED.load(Ordering::Relaxed) {
+        // Nothing ever ran on the runtime (the `skillcache` command, a process that only read
+        // hits): no hand-off to wait for.
+        return;
+    }
     py.detach(|| {
         let deadline = Instant::now() + Duration::from_secs(2);
         while IN_FLIGHT.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
@@ -83,6 +105,7 @@ fn _skillcache(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_ready, m)?)?;
     m.add_function(wrap_pyfunction!(_quiesce, m)?)?;
+    m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_class::<cache::PySkillCache>()?;
     m.add_class::<cache::PyLoadedSkill>()?;
     m.add_class::<catalog::PyCatalog>()?;

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use skillcache::{Error, LockFile, Origin};
 
 use crate::errors::raise;
-use crate::types::PySkillEntry;
+use crate::types::{PySkillEntry, py_repr};
 
 /// One pinned skill.
 #[pyclass(module = "skillcache", name = "LockedSkill", frozen, get_all)]
@@ -23,13 +23,13 @@ pub(crate) struct PyLockedSkill {
 
 #[pymethods]
 impl PyLockedSkill {
-    fn __repr__(&self) -> String {
-        format!(
-            "LockedSkill(origin={:?}, uri={:?}, files={})",
-            self.origin,
-            self.uri,
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "LockedSkill(origin={}, uri={}, files={})",
+            py_repr(py, &self.origin)?,
+            py_repr(py, &self.uri)?,
             self.files.len()
-        )
+        ))
     }
 }
 

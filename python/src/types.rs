@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString};
@@ -13,6 +14,12 @@ use skillcache::{
 };
 
 use crate::json;
+
+/// `value` as Python's `repr` writes it: what every `__repr__` of the package shows of a string
+/// or a list, never Rust's `Debug` form (whose escapes and quotes are not Python's).
+pub(crate) fn py_repr<'py, T: IntoPyObject<'py>>(py: Python<'py>, value: T) -> PyResult<String> {
+    Ok(value.into_bound_py_any(py)?.repr()?.to_string())
+}
 
 /// One file of a skill's manifest: what its bytes must match.
 #[pyclass(module = "skillcache", name = "ManifestFile", frozen, get_all)]
@@ -28,11 +35,13 @@ pub(crate) struct PyManifestFile {
 
 #[pymethods]
 impl PyManifestFile {
-    fn __repr__(&self) -> String {
-        format!(
-            "ManifestFile(uri={:?}, digest={:?}, size={})",
-            self.uri, self.digest, self.size
-        )
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "ManifestFile(uri={}, digest={}, size={})",
+            py_repr(py, &self.uri)?,
+            py_repr(py, &self.digest)?,
+            self.size
+        ))
     }
 }
 
@@ -116,8 +125,12 @@ impl PySkillEntry {
         std::hash::Hash::hash(&self.binding(), &mut h);
         std::hash::Hasher::finish(&h)
     }
-    fn __repr__(&self) -> String {
-        format!("SkillEntry(uri={:?}, name={:?})", self.uri(), self.name())
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "SkillEntry(uri={}, name={})",
+            py_repr(py, self.uri())?,
+            py_repr(py, self.name())?
+        ))
     }
 }
 
@@ -160,19 +173,15 @@ impl From<EntryDiff> for PyEntryDiff {
 
 #[pymethods]
 impl PyEntryDiff {
-    fn __repr__(&self) -> String {
-        format!(
-            "EntryDiff(added={:?}, removed={:?}, changed={:?}, frontmatter={:?}, dynamic_changed={})",
-            self.added,
-            self.removed,
-            self.changed,
-            self.frontmatter,
-            if self.dynamic_changed {
-                "True"
-            } else {
-                "False"
-            }
-        )
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "EntryDiff(added={}, removed={}, changed={}, frontmatter={}, dynamic_changed={})",
+            py_repr(py, &self.added)?,
+            py_repr(py, &self.removed)?,
+            py_repr(py, &self.changed)?,
+            py_repr(py, &self.frontmatter)?,
+            py_repr(py, self.dynamic_changed)?
+        ))
     }
 }
 
@@ -207,14 +216,14 @@ impl PyEntryInfo {
 
 #[pymethods]
 impl PyEntryInfo {
-    fn __repr__(&self) -> String {
-        format!(
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
             "EntryInfo(entry={}, from_cache={}, revoked={}, stale={})",
-            self.entry.get().__repr__(),
+            self.entry.get().__repr__(py)?,
             py_bool(self.from_cache),
             py_bool(self.revoked),
             py_bool(self.stale)
-        )
+        ))
     }
 }
 
@@ -312,16 +321,15 @@ impl PySkillFile {
     fn __len__(&self) -> usize {
         self.file.bytes().len()
     }
-    fn __repr__(&self) -> String {
-        format!(
-            "SkillFile(uri={:?}, origin={:?}, digest={}, size={}, provenance={:?})",
-            self.uri(),
-            self.origin(),
-            self.digest()
-                .map_or_else(|| "None".to_owned(), |d| format!("{d:?}")),
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "SkillFile(uri={}, origin={}, digest={}, size={}, provenance={})",
+            py_repr(py, self.uri())?,
+            py_repr(py, self.origin())?,
+            py_repr(py, self.digest())?,
             self.file.bytes().len(),
-            self.provenance()
-        )
+            py_repr(py, self.provenance())?
+        ))
     }
 }
 

@@ -145,8 +145,28 @@ fn init_logging(verbose: u8) {
         .try_init();
 }
 
-fn main() -> ExitCode {
-    let cli = args::Cli::parse();
+/// Runs one command line to its end and returns its exit code (the contract above). `argv` is
+/// the whole command line, the program's name first, as the process received it.
+///
+/// `main` is this with the process's own arguments. The Python package's `skillcache` command
+/// calls it too (`python/cli` builds this file as a library, `skillcache_cli::run`), so both
+/// commands are this one implementation. It returns instead of exiting wherever it can (a bad
+/// argument, `--help`); only a closed stdout ends the process at once (`stdout_failed`).
+#[must_use]
+pub fn run<I, T>(argv: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match args::Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // What clap's own `exit` does, without leaving: usage errors on stderr (exit 2),
+            // `--help` and `--version` on stdout (exit 0).
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(2);
+        }
+    };
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -155,31 +175,37 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             report(&e);
-            return ExitCode::from(1);
+            return 1;
         }
     };
     // Every argument is checked first (`plan`, exit 2); only then is anything opened or started.
     let run = async { commands::run(plan::Plan::new(cli)?).await };
     match runtime.block_on(run) {
-        Ok(Outcome::Ok) => ExitCode::SUCCESS,
-        Ok(Outcome::Code(c)) => ExitCode::from(c),
+        Ok(Outcome::Ok) => 0,
+        Ok(Outcome::Code(c)) => c,
         Err(failure::Failure::Skill(e)) => {
             report(e.as_ref());
-            ExitCode::from(exit_code(&e))
+            exit_code(&e)
         }
         Err(failure::Failure::Many(code, errors)) => {
             for e in &errors {
                 report(e);
             }
-            ExitCode::from(code)
+            code
         }
         Err(failure::Failure::Usage(message)) => {
             eprintln!("skillcache: error: {message}");
-            ExitCode::from(2)
+            2
         }
         Err(failure::Failure::Other(e)) => {
             report(e.as_ref());
-            ExitCode::from(1)
+            1
         }
     }
+}
+
+// Built as a library too (`python/cli`), where nothing calls `main`.
+#[allow(dead_code)]
+fn main() -> ExitCode {
+    ExitCode::from(run(std::env::args_os()))
 }

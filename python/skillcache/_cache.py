@@ -1,0 +1,280 @@
+"""`SkillCache` and `LoadedSkill`: the host API for asyncio, every asynchronous call a coroutine
+(`async def`) over the native class of the same name (`src/cache.rs`), which does the work.
+
+A coroutine does nothing until it is awaited, so calls can be made before an event loop runs:
+`asyncio.run(cache.entry(...))`, or a list of calls later given to `asyncio.gather`. Awaited, it
+starts the native call, which runs on skillcache's own threads with the GIL released and is
+awaited as an asyncio future.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import IO, Any, Literal
+
+from . import _skillcache as _native
+from ._errors import Error
+from ._skillcache import (
+    Catalog,
+    CachedEntry,
+    EntryInfo,
+    GcReport,
+    Inventory,
+    LockFile,
+    ManifestFile,
+    SkillEntry,
+    SkillFile,
+    VerifyReport,
+)
+
+JSON = Any
+StrPath = str | os.PathLike[str]
+
+
+class LoadedSkill:
+    """A loaded skill: the acting window. Reads stay inside the files of the entry it was loaded
+    from, and go to its origin's server only. Made by `SkillCache.load` and `load_all`."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.LoadedSkill) -> None:
+        self._native = native
+
+    @property
+    def origin(self) -> str:
+        """The origin it was loaded from."""
+        return self._native.origin
+
+    @property
+    def entry(self) -> SkillEntry:
+        """The held entry."""
+        return self._native.entry
+
+    @property
+    def skill_md(self) -> SkillFile:
+        """The verified `SKILL.md` (unverified for a dynamic skill)."""
+        return self._native.skill_md
+
+    @property
+    def granted_tools(self) -> JSON | None:
+        """What the approval that admitted this load granted; `None` without one."""
+        return self._native.granted_tools
+
+    @property
+    def files(self) -> list[ManifestFile]:
+        """The files this window may read: the held entry's manifest."""
+        return self._native.files
+
+    async def read(self, reference: str) -> SkillFile:
+        """Reads a file: `reference` is resolved against the skill root (a relative path, or an
+        absolute URI inside the root) and must be listed in the held entry; otherwise a
+        `UriError` or `VerifyError`, and nothing is sent. Every byte is verified on this access."""
+        return await self._native.read(reference)
+
+    async def read_all(self) -> list[SkillFile]:
+        """Every file of the held entry, in manifest order, each verified (one batch when
+        cold)."""
+        return await self._native.read_all()
+
+    def __repr__(self) -> str:
+        return repr(self._native)
+
+
+class SkillCache:
+    """The verified skill cache: opens (or creates) the cache root and its index. Every argument
+    has the Rust builder's default; timeouts are in seconds; `max_files` and `max_total_bytes`
+    raise the limits a skill must stay within. Opening does not wait for the cache lock, and
+    nothing is contacted until a call needs a server.
+
+        cache = SkillCache(root="/tmp/skills-cache")
+        cache.connect_stdio("docs", ["docs-server", "--stdio"])
+        info = await cache.entry("docs", "skill://release-notes/SKILL.md")
+        await cache.approve("docs", info.entry)
+        skill = await cache.load("docs", info.entry)
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(
+        self,
+        root: StrPath | None = None,
+        *,
+        key_file: StrPath | None = None,
+        isolation: Literal["rehash", "guaranteed"] = "rehash",
+        approval: Literal["required", "not_required"] = "required",
+        dynamic: Literal["decline", "allow_unverified"] = "decline",
+        memory_tier: int | None = None,
+        offline: bool = False,
+        allow_stale: bool = False,
+        locked: LockFile | None = None,
+        principal: str | None = None,
+        request_timeout: float | None = None,
+        connect_timeout: float | None = None,
+        lock_timeout: float | None = None,
+        max_files: int | None = None,
+        max_total_bytes: int | None = None,
+        strict: bool = False,
+        discovery_paths: Sequence[StrPath] | None = None,
+    ) -> None:
+        self._native = _native.SkillCache(
+            root,
+            key_file=key_file,
+            isolation=isolation,
+            approval=approval,
+            dynamic=dynamic,
+            memory_tier=memory_tier,
+            offline=offline,
+            allow_stale=allow_stale,
+            locked=locked,
+            principal=principal,
+            request_timeout=request_timeout,
+            connect_timeout=connect_timeout,
+            lock_timeout=lock_timeout,
+            max_files=max_files,
+            max_total_bytes=max_total_bytes,
+            strict=strict,
+            discovery_paths=discovery_paths,
+        )
+
+    @classmethod
+    def _of(cls, native: _native.SkillCache) -> SkillCache:
+        cache = cls.__new__(cls)
+        cache._native = native
+        return cache
+
+    # --- synchronous: binding origins, settings, counters ------------------------------------
+
+    @property
+    def root(self) -> pathlib.Path:
+        """The cache root."""
+        return self._native.root
+
+    @property
+    def healed_index(self) -> pathlib.Path | None:
+        """Where a damaged index was moved when the cache was opened, if it was."""
+        return self._native.healed_index
+
+    def for_principal(self, principal: str) -> SkillCache:
+        """A handle on the same cache acting as `principal` (approvals are per principal); a
+        principal with an invisible character is refused (`ConfigError`)."""
+        return SkillCache._of(self._native.for_principal(principal))
+
+    def connect_stdio(
+        self,
+        origin: str,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        cwd: StrPath | None = None,
+        stderr: int | IO[Any] | None = None,
+    ) -> None:
+        """Binds `origin` to a server started from `argv`, spoken to over its stdin and stdout.
+        Nothing starts until a request needs it. `env` adds to the inherited environment; `cwd`
+        is its working folder. `stderr` is where the server's stderr goes: `None` (the default)
+        inherits this process's; `subprocess.DEVNULL` discards it; a file descriptor or an
+        object with `fileno()` (an open file, `sys.stderr`) receives it — a regular file at its
+        end (it is opened anew for appending, so closing yours afterwards is fine)."""
+        self._native.connect_stdio(origin, argv, env, cwd, stderr)
+
+    def connect_http(self, origin: str, url: str, headers: Mapping[str, str] | None = None) -> None:
+        """Binds `origin` to a Streamable HTTP endpoint, with `headers` on every request."""
+        self._native.connect_http(origin, url, headers)
+
+    def connect_session(self, origin: str, session: Any) -> None:
+        """Binds `origin` to an MCP session the host already holds (an `mcp.ClientSession`, or
+        anything with its `send_request`). Call it from the event loop that runs the session:
+        every request is sent on that loop."""
+        self._native.connect_session(origin, session)
+
+    def notify(self, origin: str, uri: str | None = None) -> None:
+        """Forwards a change notification the host's session received: `uri` for
+        `notifications/resources/updated`, `None` for `list_changed`. Only for origins bound
+        with `connect_session` (the others receive their notifications themselves)."""
+        self._native.notify(origin, uri)
+
+    def disconnect(self, origin: str) -> None:
+        """Unbinds `origin`; its cached content stays."""
+        self._native.disconnect(origin)
+
+    def stats(self) -> dict[str, int]:
+        """What this cache did since it was opened: each counter by name."""
+        return self._native.stats()
+
+    # --- asynchronous -------------------------------------------------------------------------
+
+    async def list(self, origin: str) -> list[EntryInfo | Error]:
+        """Every skill of `origin` (`skills/list`), validated and stored; no file is fetched.
+        Each item is an `EntryInfo`, or the `skillcache.Error` (not raised) that refused that
+        entry."""
+        return await self._native.list(origin)
+
+    async def entry(self, origin: str, uri: str) -> EntryInfo:
+        """The entry for `uri`: from the index while fresh, else `skills/get`. No file."""
+        return await self._native.entry(origin, uri)
+
+    async def refresh(self, origin: str, uri: str) -> EntryInfo:
+        """`skills/get` again, whatever the index holds."""
+        return await self._native.refresh(origin, uri)
+
+    async def approve(self, origin: str, entry: SkillEntry, grant_tools: JSON | None = None) -> None:
+        """Approves `entry` as it is now; `grant_tools` is what the user granted of the tools it
+        requests (`entry.requested_tools` grants all it asks for)."""
+        return await self._native.approve(origin, entry, grant_tools)
+
+    async def is_approved(self, origin: str, entry: SkillEntry) -> bool:
+        """Whether this principal approved `entry` as it is now."""
+        return await self._native.is_approved(origin, entry)
+
+    async def load(self, origin: str, entry: SkillEntry) -> LoadedSkill:
+        """Loads a skill: the limits, the dynamic policy, the lock and the approval are checked
+        before any request (`DeclinedError`); then its `SKILL.md` is read, verified and checked
+        against the entry's frontmatter."""
+        return LoadedSkill(await self._native.load(origin, entry))
+
+    async def load_all(self, origin: str, entry: SkillEntry) -> tuple[LoadedSkill, list[SkillFile]]:
+        """`load`, then every file, as one batch: `(LoadedSkill, [SkillFile])` in manifest
+        order."""
+        native, files = await self._native.load_all(origin, entry)
+        return LoadedSkill(native), files
+
+    async def verify(self, origin: str | None = None) -> VerifyReport:
+        """Re-hashes every cached blob (of `origin`, or all); a corrupt one is quarantined."""
+        return await self._native.verify(origin)
+
+    async def gc(self, max_bytes: int | None = None) -> GcReport:
+        """Removes unreferenced blobs and temporaries; with `max_bytes`, evicts least recently
+        used content until the store fits."""
+        return await self._native.gc(max_bytes)
+
+    async def purge(self, origin: str) -> None:
+        """Removes everything of `origin`: entries, approvals, blobs."""
+        return await self._native.purge(origin)
+
+    async def origins(self) -> list[str]:
+        """Every origin the root holds anything of, sorted by label; bound or not."""
+        return await self._native.origins()
+
+    async def purge_absent(self, keep: Iterable[str]) -> list[str]:
+        """Removes everything of every origin the root holds that `keep` does not name — the
+        servers the host no longer configures — and returns the labels removed. `keep` is any
+        iterable of labels (not a bare `str`), all checked before anything is removed."""
+        return await self._native.purge_absent(keep)
+
+    async def catalog(self, local_names: Sequence[str] = ()) -> Catalog:
+        """Lists every bound origin, concurrently, into one `Catalog`: every skill under a
+        handle unique across origins and stable across runs, every name collision reported —
+        with `local_names`, the host's own filesystem skills, too, which no MCP skill shadows.
+        An origin that cannot be listed is in `failures`, not raised."""
+        return await self._native.catalog(local_names)
+
+    async def inventory(self) -> Inventory:
+        """Counts what the cache root holds."""
+        return await self._native.inventory()
+
+    async def cached_entries(self, origin: str | None = None) -> list[CachedEntry]:
+        """Every entry the cache holds (of `origin`, or all), for every principal."""
+        return await self._native.cached_entries(origin)
+
+    def __repr__(self) -> str:
+        return repr(self._native)
