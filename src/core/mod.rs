@@ -345,6 +345,22 @@ impl Cache {
             .put_entry(origin, principal, entry, hints, now_ms())?)
     }
 
+    /// [`Cache::put_entry`] for every entry of one listing, in one index transaction (G1).
+    ///
+    /// # Errors
+    /// As [`Cache::put_entry`]; nothing is stored if any write fails.
+    pub fn put_entries(
+        &self,
+        origin: &Origin,
+        principal: &str,
+        entries: &[SkillEntry],
+        hints: CacheHints,
+    ) -> Result<Vec<PutOutcome>, Error> {
+        Ok(self
+            .index
+            .put_entries(origin, principal, entries, hints, now_ms())?)
+    }
+
     /// The entry for (`origin`, `uri`) visible to `principal`, with its freshness.
     ///
     /// # Errors

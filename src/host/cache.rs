@@ -218,24 +218,54 @@ impl SkillCache {
         let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
         let out = self
             .state
-            .blocking(move |c| match c.put_entry(&o, &p, &e, hints) {
-                Err(e) if e.cannot_record() => {
-                    tracing::debug!(origin = o.as_str(), error = %e, "entry served without being kept");
-                    Ok(PutOutcome::default())
-                }
-                other => other,
+            .blocking(move |c| {
+                unkept_if_unrecordable(&o, c.put_entry(&o, &p, &e, hints), PutOutcome::default)
             })
             .await?;
+        Ok(self.kept(origin, entry, out))
+    }
+
+    /// [`keep`](Self::keep) for the entries of one listing, in one index transaction: one
+    /// commit for the whole listing, not one per entry (G1).
+    async fn keep_all(
+        &self,
+        origin: &Origin,
+        entries: Vec<SkillEntry>,
+        hints: CacheHints,
+    ) -> Result<Vec<EntryInfo>, Error> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (o, e, p) = (origin.clone(), entries.clone(), self.principal.to_string());
+        let outcomes = self
+            .state
+            .blocking(move |c| {
+                let n = e.len();
+                unkept_if_unrecordable(&o, c.put_entries(&o, &p, &e, hints), || {
+                    vec![PutOutcome::default(); n]
+                })
+            })
+            .await?;
+        // One outcome per entry, in order (`put_entries`' contract).
+        Ok(entries
+            .into_iter()
+            .zip(outcomes)
+            .map(|(entry, out)| self.kept(origin, entry, out))
+            .collect())
+    }
+
+    /// What a stored entry tells its caller; a revocation it caused is noted first.
+    fn kept(&self, origin: &Origin, entry: SkillEntry, out: PutOutcome) -> EntryInfo {
         self.state
             .marks()
             .note_revocation(origin, &entry, &self.principal, &out);
-        Ok(EntryInfo {
+        EntryInfo {
             entry,
             from_cache: false,
             revoked: out.revoked,
             diff: out.diff,
             stale: false,
-        })
+        }
     }
 
     /// Pages through `skills/list` (a repeated cursor is an error), validates every entry (a
@@ -272,12 +302,23 @@ impl SkillCache {
             }
         }
         let (skills, hints) = listing.finish();
-        let mut out = Vec::with_capacity(skills.len());
-        for skill in skills {
-            out.push(match skill {
-                Ok(entry) => Ok(self.keep(origin, entry, hints).await?),
-                Err(e) => Err(e.into()),
-            });
+        let mut refused = Vec::new();
+        let mut valid = Vec::new();
+        for (slot, skill) in skills.into_iter().enumerate() {
+            match skill {
+                Ok(entry) => valid.push(entry),
+                Err(e) => refused.push((slot, Error::from(e))),
+            }
+        }
+        // The valid entries kept in one transaction, then every refusal put back in its slot.
+        let mut out: Vec<Result<EntryInfo, Error>> = self
+            .keep_all(origin, valid, hints)
+            .await?
+            .into_iter()
+            .map(Ok)
+            .collect();
+        for (slot, e) in refused {
+            out.insert(slot, Err(e));
         }
         Ok(out)
     }
@@ -432,5 +473,21 @@ pub(super) fn check_principal(principal: &str) -> Result<(), ConfigError> {
             what: format!("the principal {why}: every character of a principal must be visible"),
         }),
         None => Ok(()),
+    }
+}
+
+/// An index that cannot record (full, read-only) serves what it was given unkept: `unkept`'s
+/// outcomes (nothing revoked, nothing to report) instead of the error.
+fn unkept_if_unrecordable<T>(
+    origin: &Origin,
+    put: Result<T, Error>,
+    unkept: impl FnOnce() -> T,
+) -> Result<T, Error> {
+    match put {
+        Err(e) if e.cannot_record() => {
+            tracing::debug!(origin = origin.as_str(), error = %e, "served without being kept");
+            Ok(unkept())
+        }
+        other => other,
     }
 }

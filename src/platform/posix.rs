@@ -259,7 +259,7 @@ pub(crate) fn stat_at(dir: BorrowedFd<'_>, name: impl AsRef<Path>) -> io::Result
 pub(crate) fn block_size(dir: BorrowedFd<'_>) -> Option<u64> {
     rustix::fs::fstatvfs(dir)
         .ok()
-        .map(|st| u64::try_from(st.f_frsize).unwrap_or(0))
+        .map(|st| st.f_frsize)
         .filter(|&b| b > 0)
 }
 

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Cost curves for one host (issue 30, G1), run by hand: a root filled through the public API at
+# each size, then open, catalog, a warm hit, a cold load, verify, gc and purge measured, and the
+# bytes on disk per file. Release build; each size's root is made in DIR and removed after it.
+#
+#   scripts/scale.sh [SIZES] [DIR]     # SIZES default 1000,10000,100000,1000000; DIR a scratch folder
+#
+# 1 M files of 4 KiB need about 5 GiB free in DIR and a few minutes per size on two cores.
+# The CSV lands in target/scale.csv; the table is printed (docs/performance.md, "Scale").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes=${1:-1000,10000,100000,1000000}
+dir=${2:-$(mktemp -d)}
+cargo build --release --example scale -q
+target/release/examples/scale --files "$sizes" --dir "$dir" --csv target/scale.csv
