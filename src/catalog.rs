@@ -238,15 +238,17 @@ pub(crate) fn fold(name: &str) -> String {
 }
 
 /// Checks the host's local skill names: non-empty, and without `:` or `/`, the characters that
-/// mark a qualified handle, so that no local name can equal an MCP skill's handle.
+/// mark a qualified handle, so that no local name can equal an MCP skill's handle — nor read as
+/// one after folding (K8): a full-width `：` or `／` (U+FF1A, U+FF0F) is `:` or `/` under NFKC,
+/// so `docs：refunds` would read as the handle `docs:refunds` and is refused as that is.
 pub(crate) fn local_names(names: &[&str]) -> Result<BTreeSet<String>, ConfigError> {
     names
         .iter()
         .map(|&name| {
-            if name.is_empty() || name.contains([':', '/']) {
+            if name.is_empty() || name.contains([':', '/']) || fold(name).contains([':', '/']) {
                 Err(ConfigError::Invalid {
                     what: format!(
-                        "a local skill name must be non-empty and contain no ':' or '/' (got {:?})",
+                        "a local skill name must be non-empty and contain no ':' or '/', nor a character Unicode NFKC reads as one such as a full-width colon (got {:?})",
                         crate::display::display_safe(name)
                     ),
                 })
@@ -469,6 +471,17 @@ mod tests {
             assert!(local_names(&[bad]).is_err(), "{bad:?}");
         }
         assert!(local_names(&["My Skill", "notes"]).is_ok());
+    }
+
+    #[test]
+    fn k8_a_local_name_that_folds_to_a_colon_or_slash_is_refused_as_a_handle_lookalike() {
+        // Full-width and small colons and the full-width solidus are `:` and `/` under NFKC:
+        // `docs：refunds` beside an MCP skill's `docs:refunds` reads as the same handle.
+        for bad in ["docs\u{FF1A}refunds", "a\u{FF0F}b", "docs\u{FE55}refunds"] {
+            assert!(local_names(&[bad]).is_err(), "{bad:?}");
+        }
+        // A full-width letter folds to a letter and is a name like any other.
+        assert!(local_names(&["\u{FF44}eploy"]).is_ok());
     }
 
     /// Labels made of the handles' own punctuation (`:`, `/`, `skill:`) still give distinct

@@ -1094,6 +1094,22 @@ mod tests {
     }
 
     #[test]
+    fn k6_a_server_after_a_line_comment_ended_by_a_lone_carriage_return_is_read() {
+        // VS Code ends `// note` at the `\r`, and reads `b`; so must this reader, or
+        // `purge --absent` would remove `b`'s origin as one the file does not name.
+        let config = McpConfig::parse(
+            ".vscode/mcp.json",
+            "{\"servers\": {\"a\": {\"command\": \"s\"}, // note\r\"b\": {\"command\": \"t\"}\n}}",
+        )
+        .expect("read");
+        let labels: Vec<&str> = config
+            .origins()
+            .map(crate::origin::Origin::as_str)
+            .collect();
+        assert_eq!(labels, ["a", "b"]);
+    }
+
+    #[test]
     fn the_message_names_the_path_and_the_field() {
         let e = McpConfig::parse(
             "/home/u/mcp.json",

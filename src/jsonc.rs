@@ -45,9 +45,13 @@ pub(crate) fn blank(text: &str) -> Result<Blanked, Unclosed> {
                 comma = None;
             }
             (b'/', Some(b'/')) => {
+                // A line comment ends at a line feed *or* a carriage return, as VS Code's
+                // scanner ends it: ending it only at `\n` would blank, in a file with a lone
+                // `\r`, JSON that VS Code reads (a server dropped from the config, and then
+                // removed by `purge --absent`).
                 let end = b[i..]
                     .iter()
-                    .position(|&c| c == b'\n')
+                    .position(|&c| c == b'\n' || c == b'\r')
                     .map_or(b.len(), |n| i + n);
                 spaces(&mut out[i..end]);
                 first.get_or_insert(i);
@@ -151,6 +155,17 @@ mod tests {
             assert_eq!(b.text, text);
             assert_eq!(b.first, None);
         }
+    }
+
+    #[test]
+    fn k6_a_line_comment_ends_at_a_lone_carriage_return_as_vs_code_ends_it() {
+        // VS Code's scanner ends `//` at `\r` as at `\n`: the server after the comment is
+        // JSON it reads, and so must this reader (it was blanked with the comment).
+        let text = "{\"servers\": {\"a\": 1, // note\r\"b\": 2\n}}";
+        let b = blank(text).expect("closed");
+        let v: Value = serde_json::from_str(&b.text).expect("strict JSON now");
+        assert_eq!(v, json!({"servers": {"a": 1, "b": 2}}));
+        assert_eq!(blanked("[1 // c\r\n]"), "[1     \r\n]");
     }
 
     #[test]

@@ -666,8 +666,15 @@ async fn purge_every(
     let mut removed = Vec::with_capacity(absent.len());
     for origin in &absent {
         if let Err(e) = cache.purge(origin).await {
-            render::purged_many(ctx.json, config, &removed, false);
-            render::purge_stopped(&removed, &absent[removed.len()..]);
+            // The failing purge may have removed its origin before failing (its rows and files
+            // go first; rewriting the index comes last): what is gone is what the cache no
+            // longer holds, asked again, not what the loop got through.
+            let (gone, left): (Vec<Origin>, Vec<Origin>) = match cache.origins().await {
+                Ok(still) => absent.iter().cloned().partition(|o| !still.contains(o)),
+                Err(_) => (removed.clone(), absent[removed.len()..].to_vec()),
+            };
+            render::purged_many(ctx.json, config, &gone, false);
+            render::purge_stopped(&gone, &left);
             return Err(e.into());
         }
         removed.push(origin.clone());

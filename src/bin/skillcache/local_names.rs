@@ -44,9 +44,13 @@ pub(crate) fn read(path: &Path) -> Result<Vec<String>, Failure> {
         }
         // Checked here by the library's rule, so that a refusal names the line and quotes
         // nothing of the file (R-E4: the path may be a link to a secrets file).
-        if name.contains([':', '/']) {
+        // `:` and `/` as names are compared too (after NFKC): a full-width `：` is a `:`.
+        if name.contains([':', '/'])
+            || unicode_normalization::UnicodeNormalization::nfkc(name)
+                .any(|c| matches!(c, ':' | '/'))
+        {
             return Err(refused(&format!(
-                "line {}: a local skill name must contain no ':' or '/'",
+                "line {}: a local skill name must contain no ':' or '/', nor a character Unicode NFKC reads as one such as a full-width colon",
                 n + 1
             )));
         }
