@@ -4,8 +4,8 @@ classes of those names wrap (`_cache.py`); its exception classes are in `_errors
 
 import os
 import pathlib
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
-from typing import IO, Any, Literal, final
+from collections.abc import Awaitable, Generator, Iterable, Mapping, Sequence
+from typing import IO, Any, Generic, Literal, TypeVar, final
 
 from ._errors import Error
 
@@ -15,6 +15,8 @@ JSON = Any
 """A JSON value: dict, list, str, int, float, bool or None."""
 
 StrPath = str | os.PathLike[str]
+
+T = TypeVar("T")
 
 @final
 class ManifestFile:
@@ -125,6 +127,13 @@ class SkillFile:
     def __len__(self) -> int: ...
 
 @final
+class Pending(Generic[T]):
+    """The rest of a call that could not be answered on the calling thread: awaiting it awaits
+    the asyncio future skillcache's runtime finishes."""
+
+    def __await__(self) -> Generator[Any, None, T]: ...
+
+@final
 class LoadedSkill:
     """The native half of `skillcache.LoadedSkill` (`_cache.py`)."""
 
@@ -138,8 +147,8 @@ class LoadedSkill:
     def granted_tools(self) -> JSON | None: ...
     @property
     def files(self) -> list[ManifestFile]: ...
-    def read(self, reference: str) -> Awaitable[SkillFile]: ...
-    def read_all(self) -> Awaitable[list[SkillFile]]: ...
+    def read(self, reference: str) -> SkillFile | Pending[SkillFile]: ...
+    def read_all(self) -> list[SkillFile] | Pending[list[SkillFile]]: ...
 
 @final
 class CatalogSkill:
@@ -272,7 +281,8 @@ class LockFile:
 @final
 class SkillCache:
     """The native half of `skillcache.SkillCache` (`_cache.py`, which documents every call).
-    Each asynchronous call returns an asyncio future; call them from a running event loop."""
+    Each asynchronous call returns its result or a `Pending` (`load`, `load_all`), or an asyncio
+    future (the rest); call them from a running event loop."""
 
     def __init__(
         self,
@@ -321,10 +331,12 @@ class SkillCache:
         self, origin: str, entry: SkillEntry, grant_tools: JSON | None = None
     ) -> Awaitable[None]: ...
     def is_approved(self, origin: str, entry: SkillEntry) -> Awaitable[bool]: ...
-    def load(self, origin: str, entry: SkillEntry) -> Awaitable[LoadedSkill]: ...
+    def load(self, origin: str, entry: SkillEntry) -> LoadedSkill | Pending[LoadedSkill]: ...
     def load_all(
         self, origin: str, entry: SkillEntry
-    ) -> Awaitable[tuple[LoadedSkill, list[SkillFile]]]: ...
+    ) -> (
+        tuple[LoadedSkill, list[SkillFile]] | Pending[tuple[LoadedSkill, list[SkillFile]]]
+    ): ...
     def verify(self, origin: str | None = None) -> Awaitable[VerifyReport]: ...
     def gc(self, max_bytes: int | None = None) -> Awaitable[GcReport]: ...
     def purge(self, origin: str) -> Awaitable[None]: ...
@@ -340,6 +352,10 @@ async def _ready() -> None:
 
 def _quiesce() -> None:
     """Waits (at exit) until no result is being handed back; not part of the API."""
+
+def _hops() -> int:
+    """How many calls went to skillcache's runtime so far (the tests count them); not part of
+    the API."""
 
 def run_cli(argv: Sequence[str]) -> int:
     """Runs the `skillcache` command line (`argv`, the program's name first) and returns its

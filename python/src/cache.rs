@@ -1,10 +1,13 @@
 //! The native halves of `skillcache.SkillCache` and `skillcache.LoadedSkill` (whose `async def`
 //! methods are in `skillcache/_cache.py`): the host API for asyncio.
 //!
-//! Each asynchronous call starts the Rust method's future on the package's tokio runtime
-//! (`pyo3_async_runtimes`) and hands back the asyncio future the package's coroutine awaits
-//! ([`crate::spawn`]): the event loop never runs Rust work, and the Rust work never holds the
-//! GIL (Y1). The few synchronous calls that touch the disk (opening the cache)
+//! Each asynchronous call starts the Rust method's future and hands back what the package's
+//! coroutine awaits. `load`, `load_all`, `read` and `read_all` are first polled on the calling
+//! thread with the GIL released ([`crate::start`]): a hit the memory tier or a small stored copy
+//! answers is the result itself, with no hop (T4). Everything else — and whatever of those four
+//! must wait (a miss, a larger file, the index, the server) — runs on the package's tokio
+//! runtime (`pyo3_async_runtimes`) as an asyncio future ([`crate::spawn`]), and the Rust work
+//! never holds the GIL (Y1). The few synchronous calls that touch the disk (opening the cache)
 //! release the GIL while they do.
 
 use std::collections::{BTreeMap, HashMap};
@@ -458,13 +461,13 @@ impl PySkillCache {
         py: Python<'py>,
         origin: &str,
         entry: &Bound<'py, PySkillEntry>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<Py<PyAny>> {
         let (cache, origin, entry) = (
             self.inner.clone(),
             self::origin(origin)?,
             entry.get().inner.clone(),
         );
-        crate::spawn(py, async move {
+        crate::start(py, async move {
             let loaded = cache.load(&origin, &entry).await.map_err(|e| err(&e))?;
             Ok(PyLoadedSkill::new(loaded))
         })
@@ -476,13 +479,13 @@ impl PySkillCache {
         py: Python<'py>,
         origin: &str,
         entry: &Bound<'py, PySkillEntry>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<Py<PyAny>> {
         let (cache, origin, entry) = (
             self.inner.clone(),
             self::origin(origin)?,
             entry.get().inner.clone(),
         );
-        crate::spawn(py, async move {
+        crate::start(py, async move {
             let (loaded, files) = cache.load_all(&origin, &entry).await.map_err(|e| err(&e))?;
             let files: Vec<PySkillFile> = files.into_iter().map(PySkillFile::from).collect();
             Ok((PyLoadedSkill::new(loaded), files))
@@ -731,17 +734,17 @@ impl PyLoadedSkill {
     }
     /// Reads a file: `reference` is resolved against the skill root (R-V5) and must be listed in
     /// the held entry (R-V4: otherwise a `VerifyError` and no request).
-    fn read<'py>(&self, py: Python<'py>, reference: String) -> PyResult<Bound<'py, PyAny>> {
+    fn read(&self, py: Python<'_>, reference: String) -> PyResult<Py<PyAny>> {
         let loaded = Arc::clone(&self.inner);
-        crate::spawn(py, async move {
+        crate::start(py, async move {
             let file = loaded.read(&reference).await.map_err(|e| err(&e))?;
             Ok(PySkillFile::from(file))
         })
     }
     /// Every file of the held entry, in manifest order, verified (one batch on a cold cache).
-    fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn read_all(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let loaded = Arc::clone(&self.inner);
-        crate::spawn(py, async move {
+        crate::start(py, async move {
             let files = loaded.read_all().await.map_err(|e| err(&e))?;
             Ok(files.into_iter().map(PySkillFile::from).collect::<Vec<_>>())
         })
