@@ -11,7 +11,6 @@
 mod support;
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
@@ -34,12 +33,7 @@ fn cap_skill() -> Skill {
 
 /// `iterate-pr` from the corpus: 7 files, 47 KB — the median real skill.
 fn median_skill() -> Skill {
-    let dir = std::env::var_os("SKILLCACHE_SHARED")
-        .map_or_else(
-            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"),
-            PathBuf::from,
-        )
-        .join("corpus/skills/iterate-pr");
+    let dir = support::corpus_dir().join("iterate-pr");
     let local =
         skillcache::local::inspect_folder(&dir, "skill://iterate-pr", &Validation::default())
             .expect("corpus skill is valid");

@@ -5,7 +5,7 @@
 # README shows. Usage: scripts/fleet-sim.sh [CORPUS_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-corpus=${1:-../shared/corpus/skills}
+corpus=${1:-tests/data/corpus/skills}
 hosts=${HOSTS:-6}
 venv=target/venv-moto
 if [ ! -x "$venv/bin/moto_server" ]; then

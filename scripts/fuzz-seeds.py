@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Builds the parser fuzz targets' seeds from the real skill corpus (issue 9).
 
-Usage: scripts/fuzz-seeds.py [CORPUS]   (default: ../shared/corpus/skills)
+Usage: scripts/fuzz-seeds.py [CORPUS]   (default: tests/data/corpus/skills)
 
 For every folder under CORPUS that holds a SKILL.md:
 - fuzz/seeds/frontmatter/: the SKILL.md (its first MAX_SEED bytes) and its frontmatter block
@@ -66,7 +66,7 @@ def inspect(folder: Path) -> dict | None:
 
 
 def main() -> int:
-    corpus = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO.parent / "shared" / "corpus" / "skills"
+    corpus = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "tests" / "data" / "corpus" / "skills"
     if not corpus.is_dir():
         print(f"no corpus at {corpus}", file=sys.stderr)
         return 1

@@ -15,11 +15,11 @@
 set -eu
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
-shared=${SKILLCACHE_SHARED:-../shared}
+corpus=${SKILLCACHE_CORPUS:-tests/data/corpus/skills}
 [ -d interop/node_modules/@modelcontextprotocol/client ] || (cd interop && npm ci --silent)
 cargo build --release --quiet --example sweep
 work=$(mktemp -d)
-node interop/ts-http-server.mjs "$shared/corpus/skills" 0 >"$work/server.out" 2>"$work/server.err" &
+node interop/ts-http-server.mjs "$corpus" 0 >"$work/server.out" 2>"$work/server.err" &
 server=$!
 trap 'kill $server 2>/dev/null; chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 50); do grep -q listening "$work/server.out" && break; sleep 0.2; done

@@ -19,11 +19,17 @@
 //! | shared with another origin or a local skill | `origin:` + the name | `docs:refunds` |
 //! | both | `origin:` + the root URI | `docs:skill://acme/billing/refunds` |
 //!
+//! A local name is compared as a person reads it: after Unicode NFKC normalisation and lower-casing
+//! (the Agent Skills names of MCP skills are already lower-case ASCII), so a local `Deploy`, or a
+//! full-width `Ｄｅｐｌｏｙ`, collides with an MCP skill named `deploy`; the local skill keeps its
+//! name as the host gave it.
+//!
 //! Handles are a function of what the catalog holds — the same skills and local names give the
 //! same handles, in any listing order, in any process — so they are stable across runs. When a
 //! collision appears, *every* party's handle is qualified: a bare name that used to mean one skill
 //! then means none, instead of quietly meaning the newcomer. A local skill keeps its bare name
-//! (the host's own namespace), so no MCP skill's handle ever equals it.
+//! (the host's own namespace), so no MCP skill's handle ever equals it — nor differs from it
+//! only in case or Unicode form (a bare MCP handle is a name no local name folds to).
 //!
 //! Why the handles cannot coincide: a name obeys the Agent Skills rule (`a-z`, `0-9`, `-`: no
 //! `:` or `/`, R-W6) and local names may contain neither, so a bare handle has no `:` while every
@@ -96,7 +102,78 @@ pub struct CatalogSkill {
     collides_with: Vec<String>,
 }
 
+/// How many origins [`SkillCache::catalog`](crate::SkillCache::catalog) lists at once: each listing
+/// may start a server (a child process with its pipes), and hundreds started together exhaust a
+/// process's file descriptors.
+pub const CATALOG_LISTINGS_AT_ONCE: usize = 16;
+
+/// What [`SkillCache::list`](crate::SkillCache::list) returned for one origin: its entries (each
+/// valid or refused), or why it could not be listed.
+pub type Listing = Result<Vec<Result<crate::EntryInfo, Error>>, Error>;
+
 impl Catalog {
+    /// The catalog of listings the host gathered itself — each origin with what
+    /// [`SkillCache::list`](crate::SkillCache::list) returned for it — and the host's own
+    /// `local_names`, by the rules above (R-Q1). [`SkillCache::catalog`](crate::SkillCache::catalog)
+    /// is this over every bound origin; a host that binds each server only for the time of its
+    /// listing, so that hundreds of configured servers never run at once (the CLI's
+    /// `list --all`), gathers the listings itself and builds the catalog here.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use skillcache::{Catalog, Origin, SkillCache};
+    /// # use skillcache::local::SkillServer;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), skillcache::Error> {
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// # for server in ["docs", "team"] {
+    /// #     let dir = tmp.path().join(server).join("deploy");
+    /// #     std::fs::create_dir_all(&dir).unwrap();
+    /// #     std::fs::write(dir.join("SKILL.md"), "---\nname: deploy\ndescription: Deploys.\n---\n").unwrap();
+    /// # }
+    /// let cache = SkillCache::builder()
+    ///     .root(tmp.path().join("cache"))
+    ///     .key_file(tmp.path().join("host.key"))
+    ///     .open()?;
+    /// let mut listings = Vec::new();
+    /// for label in ["docs", "team"] {
+    ///     let origin = Origin::new(label)?;
+    ///     cache.connect(origin.clone(), Arc::new(SkillServer::new(tmp.path().join(label))));
+    ///     let listed = cache.list(&origin).await;
+    ///     cache.disconnect(&origin); // this server is not needed any more
+    ///     listings.push((origin, listed));
+    /// }
+    /// let catalog = Catalog::from_listings(listings, &[])?;
+    /// let handles: Vec<&str> = catalog.skills().iter().map(|s| s.handle()).collect();
+    /// assert_eq!(handles, ["docs:deploy", "team:deploy"]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// Only a local name that is empty or holds `:` or `/` (the marks of a qualified handle):
+    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid).
+    pub fn from_listings(
+        listings: impl IntoIterator<Item = (Origin, Listing)>,
+        local_names: &[&str],
+    ) -> Result<Catalog, Error> {
+        let local = self::local_names(local_names)?;
+        let (mut skills, mut failures) = (Vec::new(), Vec::new());
+        for (origin, listed) in listings {
+            match listed {
+                Ok(slots) => {
+                    for slot in slots {
+                        match slot {
+                            Ok(info) => skills.push((origin.clone(), info.entry)),
+                            Err(e) => failures.push((origin.clone(), e)),
+                        }
+                    }
+                }
+                Err(e) => failures.push((origin, e)),
+            }
+        }
+        Ok(build(skills, failures, &local))
+    }
+
     /// Every listed skill, by origin label and then by URI.
     #[must_use]
     pub fn skills(&self) -> &[CatalogSkill] {
@@ -142,12 +219,22 @@ impl CatalogSkill {
     }
 
     /// The handles of every other skill with the same `name` — of this origin at another path,
-    /// of another origin, and the host's local skill of that name (whose handle is the bare
-    /// name) — sorted; empty when the name is unique.
+    /// of another origin, and every local skill whose name is this one but for case or Unicode
+    /// form (NFKC; its handle is its name as the host gave it, e.g. `Deploy` for `deploy`) —
+    /// sorted; empty when the name is unique.
     #[must_use]
     pub fn collides_with(&self) -> &[String] {
         &self.collides_with
     }
+}
+
+/// A name as a person compares it: NFKC, lower-cased, NFKC again (lower-casing can leave a text
+/// that is no longer normalised). `Deploy`, `DEPLOY` and full-width `Ｄｅｐｌｏｙ` all fold to
+/// `deploy`.
+pub(crate) fn fold(name: &str) -> String {
+    use unicode_normalization::UnicodeNormalization as _;
+    let lower = name.nfkc().collect::<String>().to_lowercase();
+    lower.nfkc().collect()
 }
 
 /// Checks the host's local skill names: non-empty, and without `:` or `/`, the characters that
@@ -179,6 +266,11 @@ pub(crate) fn build(
 ) -> Catalog {
     listed.sort_by(|(a, x), (b, y)| a.cmp(b).then_with(|| x.uri().cmp(y.uri())));
     failures.sort_by(|(a, _), (b, _)| a.cmp(b));
+    // folded name → the local names that fold to it, sorted (K8: `Deploy` meets `deploy`).
+    let mut locals: HashMap<String, Vec<&str>> = HashMap::new();
+    for name in local {
+        locals.entry(fold(name)).or_default().push(name);
+    }
     // name → origin → how many skills of that origin carry it.
     let mut names: BTreeMap<&str, BTreeMap<&Origin, usize>> = BTreeMap::new();
     for (origin, entry) in &listed {
@@ -193,7 +285,7 @@ pub(crate) fn build(
         .map(|(origin, entry)| {
             let name = entry.name();
             let per_origin = &names[name];
-            let across = per_origin.len() > 1 || local.contains(name);
+            let across = per_origin.len() > 1 || locals.contains_key(&fold(name));
             let within = per_origin[origin] > 1;
             let tail = if within { entry.uri().root() } else { name };
             if across {
@@ -209,8 +301,8 @@ pub(crate) fn build(
         parties.entry(entry.name()).or_default().push(handle);
     }
     for (name, handles) in &mut parties {
-        if let Some(own) = local.get(*name) {
-            handles.push(own);
+        if let Some(own) = locals.get(&fold(name)) {
+            handles.extend(own);
         }
         handles.sort_unstable();
     }
@@ -325,6 +417,53 @@ mod tests {
     }
 
     #[test]
+    fn k8_a_local_name_collides_whatever_its_case_or_unicode_form() {
+        for local in [
+            "Deploy",
+            "DEPLOY",
+            "\u{FF24}\u{FF45}\u{FF50}\u{FF4C}\u{FF4F}\u{FF59}",
+        ] {
+            let c = catalog(&[("docs", "deploy"), ("docs", "notes")], &[local]);
+            assert_eq!(handles(&c), ["docs:deploy", "notes"], "{local}");
+            let deploy = c.get("docs:deploy").expect("qualified");
+            assert_eq!(
+                deploy.collides_with(),
+                [local],
+                "the local party by its own name"
+            );
+            assert!(
+                c.get("deploy").is_none(),
+                "{local}: no bare handle for a name a person reads as the local one"
+            );
+        }
+        // Two local spellings of one name: both are parties.
+        let c = catalog(&[("docs", "deploy")], &["Deploy", "deploy"]);
+        assert_eq!(
+            c.get("docs:deploy").expect("qualified").collides_with(),
+            ["Deploy", "deploy"]
+        );
+        // A name that only looks alike after NFKC is still another name: `deploy-2` is not `deploy`.
+        let c = catalog(&[("docs", "deploy-2")], &["Deploy"]);
+        assert_eq!(handles(&c), ["deploy-2"]);
+    }
+
+    #[test]
+    fn k8_fold_is_nfkc_then_lower_case() {
+        assert_eq!(super::fold("Deploy"), "deploy");
+        assert_eq!(
+            super::fold("\u{212A}elvin"),
+            "kelvin",
+            "the Kelvin sign is a K"
+        );
+        assert_eq!(
+            super::fold("\u{FB01}le"),
+            "file",
+            "a ligature is its letters"
+        );
+        assert_eq!(super::fold("ÉTÉ"), "été");
+    }
+
+    #[test]
     fn q1_local_names_that_could_pose_as_a_handle_are_refused() {
         for bad in ["", "docs:refunds", "skill://x/refunds", "a/b"] {
             assert!(local_names(&[bad]).is_err(), "{bad:?}");
@@ -360,7 +499,7 @@ mod tests {
         #[test]
         fn q1_handles_are_unique_order_free_and_never_a_local_name(
             skills in prop::collection::vec((label(), path()), 0..12),
-            local in prop::collection::vec(prop::sample::select(vec!["refunds", "notes", "b", "x"]), 0..3),
+            local in prop::collection::vec(prop::sample::select(vec!["refunds", "notes", "b", "x", "Refunds", "NOTES", "\u{FF42}"]), 0..3),
         ) {
             // One origin lists a URI once (a repeated URI is refused by the listing).
             let mut seen = HashSet::new();
@@ -375,6 +514,11 @@ mod tests {
             prop_assert_eq!(unique.len(), all.len(), "{:?}", all);
             for h in &all {
                 prop_assert!(!local.contains(h), "{} poses as a local skill", h);
+                // K8: nor does a bare handle read as a local name to a person.
+                prop_assert!(
+                    h.contains(':') || h.contains('/') || !local.iter().any(|l| super::fold(l) == super::fold(h)),
+                    "{} reads as a local skill", h
+                );
             }
             let mut reversed = skills.clone();
             reversed.reverse();

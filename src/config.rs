@@ -1,14 +1,19 @@
 //! MCP host configuration files: the servers a user already described for their host.
 //!
-//! Two shapes are read, both JSON:
+//! Three shapes are read:
 //!
-//! - `{"mcpServers": {NAME: SERVER}}` — Claude Desktop, Cursor and most hosts;
+//! - `{"mcpServers": {NAME: SERVER}}` — Claude Desktop, Cursor and most hosts: strict JSON, as
+//!   those hosts read it;
 //! - `{"servers": {NAME: SERVER}}` — VS Code (`.vscode/mcp.json`), where SERVER may carry
-//!   `"type": "stdio"` or `"type": "http"`.
+//!   `"type": "stdio"` or `"type": "http"`: JSONC, as VS Code reads it (`//` and `/* */`
+//!   comments, trailing commas; `jsonc`);
+//! - Claude Code's `~/.claude.json`: `mcpServers` at the top (user scope) and per project,
+//!   `{"projects": {PATH: {"mcpServers": {NAME: SERVER}}}}`; strict JSON.
 //!
 //! SERVER is `{"command", "args"?, "env"?, "cwd"?}` (a stdio child) or `{"url", "headers"?}`
 //! (Streamable HTTP). NAME becomes the [`Origin`]: the host's label for the server, never the
-//! server's own name (R-O1). Fields a host adds for itself (`disabled`, `inputs`, …) are ignored;
+//! server's own name (R-O1); a project's server is labelled `NAME@FOLDER#HASH`
+//! (`project_origin`), so two projects' servers of one name stay two origins. Fields a host adds for itself (`disabled`, `inputs`, …) are ignored;
 //! the fields read here are checked, and a bad one is refused with the file's path, the line and
 //! column, and a JSON pointer to the field ([`ConfigError::File`](crate::error::ConfigError::File)),
 //! never quoting the file (R-E4). Variables (`${input:…}`, `${env:…}`) are not expanded: the
@@ -101,11 +106,13 @@ pub struct McpConfig {
     servers: BTreeMap<Origin, ServerConfig>,
 }
 
-/// The fields of a file being read, with the path every error names and the text its
-/// positions are found in.
+/// The fields of a file being read, with the path every error names, the text its fields are
+/// found in (comments and trailing commas blanked, `jsonc`) and the file as written, which
+/// positions count in (the offsets of the two are the same).
 struct Reader<'p> {
     path: &'p Path,
     text: &'p str,
+    source: &'p str,
 }
 
 /// `~` and `/` escaped as in RFC 6901, so a server named `a/b` is one pointer segment.
@@ -118,7 +125,7 @@ impl Reader<'_> {
         Error::Config(ConfigError::File {
             path: self.path.to_owned(),
             field: field.to_owned(),
-            position: Some(hostfile::position(self.text, locate(self.text, field))),
+            position: Some(hostfile::position(self.source, locate(self.text, field))),
             problem,
         })
     }
@@ -187,6 +194,110 @@ impl Reader<'_> {
             .collect()
     }
 
+    /// A refusal of the text at byte `at`, in the fixed words `message`.
+    fn syntax(&self, at: usize, message: &'static str) -> Error {
+        syntax(self.path, self.source, at, message)
+    }
+
+    /// The text as JSON, every object's keys given once.
+    fn json(&self) -> Result<Value, Error> {
+        no_duplicates(self.text).map_err(|(at, e)| {
+            // serde_json's position is a line and a byte column of the text it read, which has
+            // the offsets of the file: the position is counted in the file as written.
+            let position = Some(hostfile::position(
+                self.source,
+                json_error_offset(self.text, &e),
+            ));
+            match at {
+                // A name or field given twice: serde_json would keep the last silently, so
+                // the server a reviewer reads in the file need not be the one started. Its
+                // position is where the parser stopped: the second time.
+                Some(at) => Error::Config(ConfigError::File {
+                    path: self.path.to_owned(),
+                    field: at,
+                    position,
+                    problem: FileProblem::Invalid {
+                        why: "is given twice; the host and a reader of the file could take different values".into(),
+                    },
+                }),
+                None => Error::Config(ConfigError::File {
+                    path: self.path.to_owned(),
+                    field: String::new(),
+                    position,
+                    problem: FileProblem::Syntax {
+                        message: json_syntax(&e),
+                    },
+                }),
+            }
+        })
+    }
+
+    /// One block of servers by name at `at` (`/mcpServers`, `/servers`, or a Claude Code
+    /// project's `/projects/PATH/mcpServers`, whose origins are labelled with `project`), added
+    /// to `servers`; a label configured twice is refused.
+    fn block(
+        &self,
+        at: &str,
+        block: &Value,
+        project: Option<&str>,
+        servers: &mut BTreeMap<Origin, ServerConfig>,
+    ) -> Result<(), Error> {
+        let block = block
+            .as_object()
+            .ok_or_else(|| self.wrong(at, "an object of servers by name"))?;
+        for (name, server) in block {
+            let at = format!("{at}/{}", segment(name));
+            // The problem alone, not `Origin::new`'s message: that one quotes the label, and a
+            // host file's refusal quotes nothing of the file (R-E4).
+            let origin = match project {
+                None => Origin::new(name.clone())
+                    .map_err(|_| crate::origin::label_problem(name).unwrap_or_default()),
+                Some(project) => project_origin(project, name),
+            }
+            .map_err(|why| self.invalid(&at, format!("the name is not a usable origin: {why}")))?;
+            let config = self.server(&at, server)?;
+            if servers.insert(origin, config).is_some() {
+                return Err(self.invalid(
+                    &at,
+                    if project.is_none() {
+                        "this name is configured in both \"mcpServers\" and \"servers\""
+                    } else {
+                        "this project server's origin is configured elsewhere in the file too"
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Claude Code's `~/.claude.json` keeps servers per project too, in
+    /// `projects.PATH.mcpServers`; each is labelled by [`project_origin`]. Whether any project
+    /// has servers.
+    fn projects(
+        &self,
+        top: &Map<String, Value>,
+        servers: &mut BTreeMap<Origin, ServerConfig>,
+    ) -> Result<bool, Error> {
+        let Some(projects) = top.get("projects") else {
+            return Ok(false);
+        };
+        let projects = projects
+            .as_object()
+            .ok_or_else(|| self.wrong("/projects", "an object of projects by folder"))?;
+        let mut found = false;
+        for (project, settings) in projects {
+            let at = format!("/projects/{}", segment(project));
+            let settings = settings
+                .as_object()
+                .ok_or_else(|| self.wrong(&at, "an object"))?;
+            if let Some(block) = settings.get("mcpServers") {
+                found = true;
+                self.block(&format!("{at}/mcpServers"), block, Some(project), servers)?;
+            }
+        }
+        Ok(found)
+    }
+
     fn server(&self, at: &str, value: &Value) -> Result<ServerConfig, Error> {
         let server = value
             .as_object()
@@ -204,6 +315,12 @@ impl Reader<'_> {
                 return Err(self.invalid(
                     at,
                     "has neither \"command\" (a stdio server) nor \"url\" (an HTTP server)",
+                ));
+            }
+            (Some("sse"), _, _) => {
+                return Err(self.invalid(
+                    &format!("{at}/type"),
+                    "is the older HTTP+SSE transport, which skillcache does not speak; use \"http\" (Streamable HTTP) if the server offers it",
                 ));
             }
             (Some(_), _, _) => {
@@ -296,6 +413,85 @@ impl Reader<'_> {
         }
         Ok(ServerConfig::Http { url, headers })
     }
+}
+
+/// The fixed words for a comment or trailing comma in a file whose host reads strict JSON.
+const JSONC_IN_STRICT: &str = "a comment or a trailing comma; only VS Code's \"servers\" files may have them (JSONC), a file with \"mcpServers\" or \"projects\" is strict JSON as its hosts read it";
+
+/// A refusal of the text of the file at `path` at byte `at`, in the fixed words `message`.
+fn syntax(path: &Path, source: &str, at: usize, message: &'static str) -> Error {
+    Error::Config(ConfigError::File {
+        path: path.to_owned(),
+        field: String::new(),
+        position: Some(hostfile::position(source, at)),
+        problem: FileProblem::Syntax { message },
+    })
+}
+
+/// `text` with its comments and trailing commas blanked (`jsonc`), bounded as the file was: the
+/// reader's pre-scan counted structure inside what it took for strings, and a comment can hold a
+/// quote, so the text that will be parsed is counted again (R-E4: bounded before parsing).
+fn jsonc(path: &Path, text: &str) -> Result<crate::jsonc::Blanked, Error> {
+    let blanked = crate::jsonc::blank(text)
+        .map_err(|crate::jsonc::Unclosed(at)| syntax(path, text, at, crate::jsonc::UNCLOSED))?;
+    let max = hostfile::Format::Json.max_weight();
+    if blanked.first.is_some()
+        && crate::json_weight::JsonWeight::default().feed(blanked.text.as_bytes(), max)
+    {
+        return Err(Error::Config(ConfigError::File {
+            path: path.to_owned(),
+            field: String::new(),
+            position: None,
+            problem: hostfile::too_dense(hostfile::Format::Json),
+        }));
+    }
+    Ok(blanked)
+}
+
+/// The origin of the server `name` of the Claude Code project at folder `project`:
+/// `NAME@FOLDER#HASH` — the server's name, the project folder's last component, and the first
+/// 8 hex digits of the SHA-256 of the project's path as the file spells it. Two projects'
+/// servers of one name are two origins (the hash tells apart two folders of one name), and the
+/// label is the same on every read of the file. The folder part is in Unicode NFC (macOS writes
+/// paths decomposed) and cut to keep the label within [`crate::origin::MAX_LABEL_BYTES`]; a
+/// folder a label could not show (an invisible character) is shown with each character
+/// outside `A-Z a-z 0-9 . _ -` as `_`. `Err`: why no label can be made (the name's own problem).
+fn project_origin(project: &str, name: &str) -> Result<Origin, String> {
+    use unicode_normalization::UnicodeNormalization as _;
+    // The name is a label in its own right, as at the top of the file.
+    if let Some(why) = crate::origin::label_problem(name) {
+        return Err(why);
+    }
+    let digest = crate::digest::Digest::of(project.as_bytes());
+    let [a, b, c, d, ..] = *digest.as_bytes();
+    let hash = format!("{a:02x}{b:02x}{c:02x}{d:02x}");
+    let folder: String = project
+        .rsplit(['/', '\\'])
+        .find(|c| !c.is_empty())
+        .unwrap_or_default()
+        .nfc()
+        .collect();
+    let room = crate::origin::MAX_LABEL_BYTES.saturating_sub(name.len() + 2 + hash.len());
+    let label = |folder: &str| {
+        let mut cut = room.min(folder.len());
+        while !folder.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        Origin::new(format!("{name}@{}#{hash}", &folder[..cut]))
+    };
+    let plain: String = folder
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    label(&folder)
+        .or_else(|_| label(&plain))
+        .map_err(|_| crate::origin::label_problem(&format!("{name}@#{hash}")).unwrap_or_default())
 }
 
 /// `text` as JSON, refusing an object that gives a key twice: `Err` with the key's JSON pointer,
@@ -441,6 +637,17 @@ const JSON_SYNTAX: &[&str] = &[
     "unexpected end of hex escape",
     "recursion limit exceeded",
 ];
+
+impl McpConfig {
+    internal_pub! {
+        /// [`JSON_SYNTAX`]: every syntax message a config file's refusal can show, for the fuzz
+        /// oracle that checks a refusal quotes nothing of the file (R-E4).
+        #[must_use]
+        fn syntax_messages() -> &'static [&'static str] {
+            JSON_SYNTAX
+        }
+    }
+}
 
 /// The fixed words for `serde_json`'s syntax error `e` (see [`JSON_SYNTAX`]).
 fn json_syntax(e: &serde_json::Error) -> &'static str {
@@ -610,57 +817,32 @@ impl McpConfig {
         /// [`ConfigError::File`](crate::error::ConfigError::File) naming the field for anything refused.
         fn parse(path: impl AsRef<Path>, text: &str) -> Result<McpConfig, Error> {
             let path = path.as_ref();
-            let r = Reader { path, text };
-            let value = no_duplicates(text).map_err(|(at, e)| match at {
-                // A name or field given twice: serde_json would keep the last silently, so
-                // the server a reviewer reads in the file need not be the one started. Its
-                // position is where the parser stopped: the second time.
-                Some(at) => Error::Config(ConfigError::File {
-                    path: path.to_owned(),
-                    field: at,
-                    position: Some(hostfile::position(text, json_error_offset(text, &e))),
-                    problem: FileProblem::Invalid {
-                        why: "is given twice; the host and a reader of the file could take different values".into(),
-                    },
-                }),
-                None => Error::Config(ConfigError::File {
-                    path: path.to_owned(),
-                    field: String::new(),
-                    position: Some(hostfile::position(text, json_error_offset(text, &e))),
-                    problem: FileProblem::Syntax {
-                        message: json_syntax(&e),
-                    },
-                }),
-            })?;
+            let blanked = jsonc(path, text)?;
+            let r = Reader {
+                path,
+                text: &blanked.text,
+                source: text,
+            };
+            let value = r.json()?;
             let top = value
                 .as_object()
                 .ok_or_else(|| r.wrong("", "a JSON object"))?;
+            // JSONC only where the host's own format is: VS Code's `servers` files. Claude
+            // Desktop, Claude Code and Cursor read their `mcpServers` files as strict JSON (K6).
+            let vscode = top.contains_key("servers")
+                && !top.contains_key("mcpServers")
+                && !top.contains_key("projects");
+            if let Some(at) = blanked.first.filter(|_| !vscode) {
+                return Err(r.syntax(at, JSONC_IN_STRICT));
+            }
             let mut servers = BTreeMap::new();
             let mut found = false;
             for key in ["mcpServers", "servers"] {
                 let Some(block) = top.get(key) else { continue };
                 found = true;
-                let at = format!("/{key}");
-                let block = block
-                    .as_object()
-                    .ok_or_else(|| r.wrong(&at, "an object of servers by name"))?;
-                for (name, server) in block {
-                    let at = format!("{at}/{}", segment(name));
-                    // The problem alone, not `Origin::new`'s message: that one quotes the
-                    // label, and a host file's refusal quotes nothing of the file (R-E4).
-                    let origin = Origin::new(name.clone()).map_err(|_| {
-                        let why = crate::origin::label_problem(name).unwrap_or_default();
-                        r.invalid(&at, format!("the name is not a usable origin: {why}"))
-                    })?;
-                    let config = r.server(&at, server)?;
-                    if servers.insert(origin, config).is_some() {
-                        return Err(r.invalid(
-                            &at,
-                            "this name is configured in both \"mcpServers\" and \"servers\"",
-                        ));
-                    }
-                }
+                r.block(&format!("/{key}"), block, None, &mut servers)?;
             }
+            found |= r.projects(top, &mut servers)?;
             if !found {
                 return Err(r.fail("/mcpServers", FileProblem::Missing));
             }
@@ -792,6 +974,123 @@ mod tests {
         }
         let (_, problem) = refused(r#"{"mcpServers": {"#);
         assert!(matches!(problem, FileProblem::Syntax { .. }), "{problem:?}");
+    }
+
+    #[test]
+    fn k6_a_project_server_is_labelled_name_at_folder_and_a_hash_of_the_path() {
+        let label = |project: &str, name: &str| {
+            super::project_origin(project, name).map(|o| o.as_str().to_owned())
+        };
+        let one = label("/home/u/one/api", "github").expect("a label");
+        let two = label("/home/u/two/api", "github").expect("a label");
+        assert!(
+            one.starts_with("github@api#") && one.len() == "github@api#".len() + 8,
+            "{one}"
+        );
+        assert_ne!(one, two, "two folders of one name are two origins");
+        assert_eq!(
+            label("/home/u/one/api", "github").expect("again"),
+            one,
+            "stable"
+        );
+        // Windows paths, and a trailing separator.
+        assert!(
+            label("C:\\Users\\u\\web", "x")
+                .expect("a label")
+                .starts_with("x@web#")
+        );
+        assert!(
+            label("/srv/site/", "x")
+                .expect("a label")
+                .starts_with("x@site#")
+        );
+        // macOS writes paths decomposed: the label is NFC, as an origin must be.
+        let nfd = label("/Users/u/Cafe\u{301}", "x").expect("a label");
+        assert!(nfd.starts_with("x@Caf\u{e9}#"), "{nfd}");
+        // A folder no label could show is shown plainly; a long one is cut to fit.
+        let hidden = label("/p/a\u{200B}b", "x").expect("a label");
+        assert!(hidden.starts_with("x@a_b#"), "{hidden}");
+        let long = label(&format!("/p/{}", "f".repeat(200)), "x").expect("a label");
+        assert_eq!(long.len(), crate::origin::MAX_LABEL_BYTES);
+        // The name's own problem is the refusal.
+        assert!(label("/p/a", "").is_err());
+        assert!(label("/p/a", &"n".repeat(80)).is_err());
+    }
+
+    #[test]
+    fn k6_claude_code_projects_are_read_a_bad_block_is_named_and_a_label_given_twice_refused() {
+        let config = McpConfig::parse(
+            "/home/u/.claude.json",
+            r#"{"mcpServers": {"docs": {"command": "d"}},
+                "projects": {"/w/a": {"mcpServers": {"docs": {"command": "a"}}},
+                             "/w/b": {"allowedTools": []}}}"#,
+        )
+        .expect("read");
+        let labels: Vec<&str> = config
+            .origins()
+            .map(crate::origin::Origin::as_str)
+            .collect();
+        assert_eq!(labels.len(), 2);
+        assert_eq!(labels[0], "docs");
+        assert!(labels[1].starts_with("docs@a#"), "{labels:?}");
+        for (text, field) in [
+            (r#"{"projects": []}"#, "/projects"),
+            (r#"{"projects": {"/w": 1}}"#, "/projects/~1w"),
+            (
+                r#"{"projects": {"/w": {"mcpServers": []}}}"#,
+                "/projects/~1w/mcpServers",
+            ),
+            (
+                r#"{"projects": {"/w": {"mcpServers": {"x": {"command": 1}}}}}"#,
+                "/projects/~1w/mcpServers/x/command",
+            ),
+            (r#"{"projects": {"/w": {}}}"#, "/mcpServers"),
+        ] {
+            let (got, _) = refused(text);
+            assert_eq!(got, field, "{text}");
+        }
+        // A name at the top that spells a project server's label: one origin, two servers.
+        let label = super::project_origin("/w/a", "docs").expect("a label");
+        let twice = format!(
+            r#"{{"mcpServers": {{"{}": {{"command": "d"}}}}, "projects": {{"/w/a": {{"mcpServers": {{"docs": {{"command": "a"}}}}}}}}}}"#,
+            label.as_str()
+        );
+        let (field, problem) = refused(&twice);
+        assert_eq!(field, "/projects/~1w~1a/mcpServers/docs");
+        assert!(
+            problem.to_string().contains("configured elsewhere"),
+            "{problem}"
+        );
+    }
+
+    #[test]
+    fn k6_jsonc_only_in_vscode_files_and_then_bounded_as_parsed() {
+        assert!(
+            McpConfig::parse(
+                "v.json",
+                "{\"servers\": {\"a\": {\"command\": \"s\"},}, // c\n}"
+            )
+            .is_ok()
+        );
+        for strict in [
+            "{\"mcpServers\": {}, // c\n}",
+            "{\"projects\": {}, \"servers\": {},}",
+        ] {
+            let (field, problem) = refused(strict);
+            assert_eq!(field, "");
+            assert!(
+                matches!(problem, FileProblem::Syntax { message } if message == super::JSONC_IN_STRICT),
+                "{strict}"
+            );
+        }
+        // A quote in a comment hides what follows from the reader's pre-scan: the text that
+        // is parsed is counted again.
+        let dense = format!(
+            "{{\"servers\": {{}}, // \"\n\"x\": [{}0]}} // \"",
+            "0,".repeat(1_100_000)
+        );
+        let (_, problem) = refused(&dense);
+        assert!(problem.to_string().contains("structure"), "{problem}");
     }
 
     #[test]

@@ -192,13 +192,15 @@ pub enum Declined {
         /// What was added, removed or changed since the skill was locked.
         changes: Box<crate::entry::EntryDiff>,
     },
-    /// A per-origin quota is in force and the skill's declared total size is larger than it
-    /// (R-Q4): it could never be stored whole without going over, so it is declined from its
-    /// entry, before any request.
+    /// A per-origin quota is in force and the skill would take more room on disk than it, even
+    /// stored alone (R-Q4): it could never be stored whole without going over, so it is declined
+    /// from its entry, before any request.
     OverQuota {
         /// The origin's quota, in bytes.
         quota: u64,
-        /// The skill's declared total size, in bytes.
+        /// What the skill would take on disk as the quota charges it: each file's declared size
+        /// rounded up to whole blocks, plus what its names, index rows and folders cost
+        /// ([`SkillCacheBuilder::origin_quota`](crate::SkillCacheBuilder::origin_quota)).
         size: u64,
     },
 }
@@ -222,7 +224,7 @@ impl fmt::Display for Declined {
             }
             Declined::OverQuota { quota, size } => write!(
                 f,
-                "it declares {size} bytes, more than the origin's quota of {quota} bytes"
+                "it would take {size} bytes on disk, more than the origin's quota of {quota} bytes"
             ),
         }
     }

@@ -14,7 +14,6 @@
 //!   is a link to a secrets file (or to `/proc/self/environ`) cannot leak it into a CI log.
 
 use std::io::Read as _;
-use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
 use std::path::Path;
 
 use crate::config_error::FileProblem;
@@ -90,10 +89,7 @@ pub(crate) fn read(
     };
     // Non-blocking: opening a FIFO for reading returns at once instead of waiting for a writer.
     // No controlling terminal is ever acquired from a tty named as a file.
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)
+    let file = match crate::platform::nonblocking(std::fs::OpenOptions::new().read(true)).open(path)
     {
         Ok(file) => file,
         // A socket cannot be opened at all (ENXIO), nor a terminal device without a terminal:
@@ -131,12 +127,10 @@ pub(crate) fn read(
             return Ok(Err(too_large()));
         }
         if scan.feed(&chunk[..n]) {
-            return Ok(Err(Refused::whole(format!(
-                "holds more {} structure than a host file needs (a pre-scan counted over {} \
-                 units before parsing); refused unparsed",
-                format.name(),
-                format.max_weight()
-            ))));
+            return Ok(Err(Refused {
+                position: None,
+                problem: too_dense(format),
+            }));
         }
         bytes.extend_from_slice(&chunk[..n]);
     }
@@ -154,18 +148,24 @@ pub(crate) fn read(
     }))
 }
 
+/// A file of `format` with more structure than its pre-scan allows.
+pub(crate) fn too_dense(format: Format) -> FileProblem {
+    FileProblem::Invalid {
+        why: format!(
+            "holds more {} structure than a host file needs (a pre-scan counted over {} units \
+             before parsing); refused unparsed",
+            format.name(),
+            format.max_weight()
+        ),
+    }
+}
+
 /// What a file that is not a regular file is, in words.
 fn kind(kind: std::fs::FileType) -> &'static str {
     if kind.is_dir() {
         "a folder"
-    } else if kind.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
     } else {
-        "a special file"
+        crate::platform::special_kind(kind)
     }
 }
 

@@ -33,13 +33,15 @@ mod config_error;
 mod display;
 pub mod entry;
 pub mod error;
-// `SkillFile::framed`: the frame a file enters model context in (R-Q2).
-mod frame;
 mod hostfile;
 mod json_weight;
+mod jsonc;
 pub mod local;
 mod lockfile;
 mod mismatch;
+// The only place that names an operating system: the few filesystem operations whose means
+// differ (opening beneath a folder, durable sync, modes, identity), one module per platform.
+mod platform;
 mod rule;
 // The unit tests' temporary folders: one file shared with the integration tests and benches.
 #[cfg(test)]
@@ -69,6 +71,9 @@ mod verify;
 internal_mod! {
     core;
     digest;
+    // `SkillFile::framed`: the frame a file enters model context in (R-Q2); `frame::frame`
+    // builds it from parts for the `frame` fuzz target.
+    frame;
     frontmatter;
     index;
     origin;
@@ -78,7 +83,7 @@ internal_mod! {
     uri;
 }
 
-pub use catalog::{Catalog, CatalogSkill};
+pub use catalog::{CATALOG_LISTINGS_AT_ONCE, Catalog, CatalogSkill, Listing};
 pub use config::{McpConfig, ServerConfig};
 pub use digest::Digest;
 pub use display::display_safe;

@@ -81,6 +81,17 @@ const TOML_SYNTAX: &[&str] = &[
     "`_` may only go between digits",
 ];
 
+impl LockFile {
+    internal_pub! {
+        /// [`TOML_SYNTAX`]: every syntax message a lock file's refusal can show, for the fuzz
+        /// oracle that checks a refusal quotes nothing of the file (R-E4).
+        #[must_use]
+        fn syntax_messages() -> &'static [&'static str] {
+            TOML_SYNTAX
+        }
+    }
+}
+
 /// The fixed words for the TOML parser's error `e` (see [`TOML_SYNTAX`]).
 fn toml_syntax(e: &toml::de::Error) -> &'static str {
     let message = e.message();

@@ -510,3 +510,75 @@ fn e4_a_local_names_file_linked_to_a_secrets_file_never_prints_the_secret() {
         }
     }
 }
+
+// ---- round 4: collisions a person would see (K8) -------------------------------------------
+
+#[tokio::test]
+async fn k8_a_local_skill_differing_only_in_case_or_unicode_form_collides() {
+    let dir = common::scratch();
+    skill_at(&dir.path().join("docs"), "deploy", "Remote deploy.");
+    skill_at(&dir.path().join("docs"), "kelvin", "Remote kelvin.");
+    skill_at(&dir.path().join("docs"), "refunds", "Refunds.");
+    let cache = open(&dir);
+    bind(&cache, dir.path(), &["docs"]);
+    // `Deploy`, and `Kelvin` spelled with U+212A KELVIN SIGN (NFKC: `K`).
+    let c = catalog(&cache, &["Deploy", "\u{212A}elvin"]).await;
+    assert_eq!(
+        rows(&c)
+            .into_iter()
+            .map(|(handle, _, _, collides)| (handle, collides))
+            .collect::<Vec<_>>(),
+        [
+            ("docs:deploy".to_owned(), vec!["Deploy".to_owned()]),
+            ("docs:kelvin".to_owned(), vec!["\u{212A}elvin".to_owned()]),
+            ("refunds".to_owned(), vec![]),
+        ]
+    );
+    assert!(
+        c.get("deploy").is_none(),
+        "no bare handle a person reads as the local skill"
+    );
+}
+
+#[test]
+fn k8_cli_list_all_reports_a_local_name_that_differs_only_in_case() {
+    let env = Env::keyed();
+    skill_at(&env.path("docs"), "deploy", "A.");
+    let cfg = config(&env, &["docs"]);
+    let cfg = cfg.to_str().expect("utf-8");
+    let out = run(
+        &env,
+        &[
+            "--config",
+            cfg,
+            "--json",
+            "list",
+            "--all",
+            "--local-names",
+            "Deploy",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        json_handles(&v),
+        [(
+            "docs".to_owned(),
+            "docs:deploy".to_owned(),
+            "Deploy".to_owned()
+        )]
+    );
+    assert_eq!(
+        v["collisions"],
+        json!([{"name": "deploy", "local": true, "handles": ["Deploy", "docs:deploy"], "local_handles": ["Deploy"]}])
+    );
+    let human = run(
+        &env,
+        &["--config", cfg, "list", "--all", "--local-names", "Deploy"],
+    );
+    let notice = String::from_utf8_lossy(&human.stderr);
+    assert!(
+        notice.contains("\"deploy\": Deploy (local skill), docs:deploy"),
+        "{notice}"
+    );
+}

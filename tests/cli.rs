@@ -468,6 +468,12 @@ fn cli_demo_completes_and_shows_every_step() {
             "the transcript shows {needle:?}:\n{text}"
         );
     }
+    // N5: the tour is for a newcomer; requirement ids are the maintainers' vocabulary.
+    let shown = format!("{text}{}", stderr(&out));
+    let id = shown.as_bytes().windows(4).position(|w| {
+        w[0] == b'R' && w[1] == b'-' && w[2].is_ascii_uppercase() && w[3].is_ascii_digit()
+    });
+    assert_eq!(id, None, "the demo names a requirement id:\n{shown}");
 }
 
 #[test]

@@ -682,3 +682,308 @@ fn cli_offline_a_stale_entry_needs_allow_stale_and_is_reported_stale() {
     assert_eq!(json_of(&listing)["skills"][0]["fresh"], false);
     assert!(!marker.exists(), "no configured server was started offline");
 }
+
+// ---- round 4: many servers (K4), config files as users keep them (K6) --------------------
+
+/// `skillcache ARGS` with at most `files` descriptors (`prlimit`, as a user's `ulimit -n`).
+fn with_descriptors(env: &Env, files: u32, args: &[&str]) -> Output {
+    let mut command = std::process::Command::new("prlimit");
+    command
+        .arg(format!("--nofile={files}:{files}"))
+        .arg("--")
+        .arg(BIN)
+        .arg("--root")
+        .arg(env.root())
+        .arg("--key-file")
+        .arg(env.path("host.key"))
+        .current_dir(env.home())
+        .args(args);
+    common::within(std::time::Duration::from_secs(300), move || {
+        command.output().expect("run skillcache under prlimit")
+    })
+    .expect("the command ends within the deadline")
+}
+
+#[test]
+fn k4_list_all_over_500_servers_under_1024_descriptors_lists_every_one() {
+    // Before: all 500 were started at once and kept; under `ulimit -n 1024` 335 started and 165
+    // failed with EMFILE, each of which works alone. Now at most `--jobs` (16) run at once, each
+    // stopped once it has answered.
+    const SERVERS: usize = 500;
+    let env = Env::keyed();
+    let mut servers = serde_json::Map::new();
+    for i in 0..SERVERS {
+        let folder = format!("served/s{i:03}");
+        env.skill(&folder, &format!("skill-{i:03}"), &[]);
+        servers.insert(format!("s{i:03}"), env.serve(&folder, HOUR_MS));
+    }
+    let config = env.config(&Value::Object(servers));
+    let config = config.display().to_string();
+    let started = std::time::Instant::now();
+    let out = with_descriptors(
+        &env,
+        1024,
+        &["--config", &config, "--json", "list", "--all"],
+    );
+    println!("list --all over {SERVERS} servers: {:?}", started.elapsed());
+    let err = stderr(&out);
+    assert!(
+        !err.contains("Too many open files") && !err.contains("os error 24"),
+        "no server fails for want of a descriptor: {err}"
+    );
+    assert_eq!(code(&out), 0, "{err}");
+    let v = json_of(&out);
+    let origins = v["origins"].as_array().expect("origins");
+    assert_eq!(
+        origins.len(),
+        SERVERS,
+        "every configured server is in the listing"
+    );
+    for (i, o) in origins.iter().enumerate() {
+        assert_eq!(o["origin"], format!("s{i:03}"));
+        assert!(o.get("error").is_none(), "{o}");
+        assert_eq!(names(o), [format!("skill-{i:03}")], "{o}");
+    }
+}
+
+#[test]
+fn k4_jobs_bounds_the_servers_and_each_failure_is_named_by_its_server() {
+    let env = Env::keyed();
+    env.skill("a", "alpha", &[]);
+    let config = env.config(&json!({
+        "one": env.serve("a", HOUR_MS),
+        "broken": {"command": env.path("no-such-server")},
+        "two": env.serve("a", HOUR_MS),
+    }));
+    let config = config.display().to_string();
+    let out = env.run(&[
+        "--config", &config, "--jobs", "1", "--json", "list", "--all",
+    ]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    let v = json_of(&out);
+    let listed: Vec<(&str, bool)> = v["origins"]
+        .as_array()
+        .expect("origins")
+        .iter()
+        .map(|o| {
+            (
+                o["origin"].as_str().expect("origin"),
+                o.get("error").is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(listed, [("broken", true), ("one", false), ("two", false)]);
+    // Its own failure, down to the cause.
+    let broken = &v["origins"][0]["error"];
+    assert!(
+        broken.as_str().is_some_and(|e| e.contains("connect to origin broken") && e.contains("no-such-server")),
+        "{broken}"
+    );
+    // `lock --all` and `approve --from-lock` go through the same bound.
+    let lock = env.run(&[
+        "--config", &config, "--jobs", "2", "lock", "--all", "-o", "k4.lock",
+    ]);
+    assert_eq!(code(&lock), 4, "{}", stderr(&lock));
+    assert!(
+        stderr(&lock).contains("no-such-server"),
+        "{}",
+        stderr(&lock)
+    );
+    let pinned = std::fs::read_to_string(env.path("k4.lock")).expect("the lock is written");
+    assert_eq!(pinned.matches("[[skill]]").count(), 2, "{pinned}");
+    let approve = env.run(&[
+        "--config",
+        &config,
+        "--jobs",
+        "1",
+        "--json",
+        "approve",
+        "--from-lock",
+        "k4.lock",
+    ]);
+    assert_eq!(code(&approve), 0, "{}", stderr(&approve));
+    assert_eq!(
+        json_of(&approve)["approved"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        stdout(&approve)
+    );
+    for bad in ["0", "1025", "many"] {
+        let out = env.run(&["--config", &config, "--jobs", bad, "list", "--all"]);
+        assert_eq!(code(&out), 2, "--jobs {bad}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn k6_a_vscode_mcp_json_with_comments_and_trailing_commas_is_read() {
+    let env = Env::keyed();
+    env.skill("served", "notes", &[]);
+    let server = env.serve("served", HOUR_MS);
+    let path = env.path(".vscode/mcp.json");
+    std::fs::create_dir_all(path.parent().expect("folder")).expect("mkdir");
+    std::fs::write(
+        &path,
+        format!(
+            "// Servers for this workspace (https://code.visualstudio.com/docs)\n{{\n  \"servers\": {{\n    /* the team's skills, é */\n    \"local\": {{\n      \"type\": \"stdio\",\n      \"command\": {},\n      \"args\": {}, // trailing comma next\n    }},\n  }},\n  \"inputs\": [],\n}}\n",
+            server["command"], server["args"]
+        ),
+    )
+    .expect("write");
+    let list = env.with_config(&path, &["--json", "list", "--origin", "local"]);
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    assert_eq!(names(&json_of(&list)), ["notes"]);
+
+    // A refusal in a JSONC file names the line and column in the file as written: the comment
+    // before it (with its two-byte `é`) moves nothing.
+    std::fs::write(
+        &path,
+        "{\n  /* é */ \"servers\": {\"x\": {\"command\": 7}},\n}\n",
+    )
+    .expect("write");
+    let out = env.with_config(&path, &["list", "--origin", "x"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("line 2, column 40: /servers/x/command: must be a string"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(&path, "{\"servers\": {} /* never closed\n").expect("write");
+    let out = env.with_config(&path, &["list", "--origin", "x"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out)
+            .contains("line 1, column 16: cannot be parsed: a /* comment is not closed with */"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn k6_a_comment_in_a_strict_json_host_file_is_refused_naming_where() {
+    // Claude Desktop, Claude Code and Cursor read `mcpServers` files as strict JSON: a comment
+    // there would break the host itself, so it is refused, at its place, in fixed words.
+    let env = Env::keyed();
+    let path = env.path("claude_desktop_config.json");
+    for (text, at) in [
+        (
+            "{\n  \"mcpServers\": {} // none yet\n}\n",
+            "line 2, column 20",
+        ),
+        (
+            "{\"mcpServers\": {\"x\": {\"command\": \"s\",}}}",
+            "line 1, column 37",
+        ),
+        (
+            "{\"mcpServers\": {}, \"servers\": {}, /* both */}",
+            "line 1, column 33",
+        ),
+    ] {
+        std::fs::write(&path, text).expect("write");
+        let out = env.with_config(&path, &["list", "--origin", "x"]);
+        assert_eq!(code(&out), 2, "{text}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!(
+                "{at}: cannot be parsed: a comment or a trailing comma"
+            )),
+            "{text}: {err}"
+        );
+        assert!(
+            !err.contains("none yet") && !err.contains("both */"),
+            "quotes nothing: {err}"
+        );
+    }
+}
+
+/// The label `skillcache` gives the server `name` of the Claude Code project at `project`.
+fn project_label(name: &str, folder: &str, project: &str) -> String {
+    let digest = skillcache::Digest::of(project.as_bytes()).to_string();
+    let hex = digest.trim_start_matches("sha256:");
+    format!("{name}@{folder}#{}", &hex[..8])
+}
+
+/// A `~/.claude.json`: `docs` at the top (user scope), and `github` in two projects whose
+/// folders are both called `api`.
+fn claude_json(env: &Env) -> (PathBuf, [String; 3]) {
+    for folder in ["top", "one", "two"] {
+        env.skill(folder, &format!("from-{folder}"), &[]);
+    }
+    let (one, two) = (
+        env.path("work/one/api").display().to_string(),
+        env.path("work/two/api").display().to_string(),
+    );
+    let mut projects = serde_json::Map::new();
+    projects.insert(
+        one.clone(),
+        json!({"allowedTools": [], "mcpServers": {"github": env.serve("one", HOUR_MS)}}),
+    );
+    projects.insert(
+        two.clone(),
+        json!({"mcpServers": {"github": env.serve("two", HOUR_MS)}}),
+    );
+    projects.insert(
+        env.path("work/none").display().to_string(),
+        json!({"allowedTools": []}),
+    );
+    let path = env.path("claude.json");
+    std::fs::write(
+        &path,
+        json!({
+            "numStartups": 12,
+            "mcpServers": {"docs": env.serve("top", HOUR_MS)},
+            "projects": projects,
+        })
+        .to_string(),
+    )
+    .expect("write");
+    let labels = [
+        "docs".to_owned(),
+        project_label("github", "api", &one),
+        project_label("github", "api", &two),
+    ];
+    (path, labels)
+}
+
+#[test]
+fn k6_claude_json_servers_at_the_top_and_per_project_are_read_under_distinct_stable_labels() {
+    let env = Env::keyed();
+    let (path, labels) = claude_json(&env);
+    let out = env.with_config(&path, &["--json", "list", "--all"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v = json_of(&out);
+    let listed: Vec<(String, Vec<String>)> = v["origins"]
+        .as_array()
+        .expect("origins")
+        .iter()
+        .map(|o| (o["origin"].as_str().expect("origin").to_owned(), names(o)))
+        .collect();
+    let mut expected = vec![
+        (labels[0].clone(), vec!["from-top".to_owned()]),
+        (labels[1].clone(), vec!["from-one".to_owned()]),
+        (labels[2].clone(), vec!["from-two".to_owned()]),
+    ];
+    expected.sort();
+    assert_eq!(listed, expected);
+    assert_ne!(
+        labels[1], labels[2],
+        "two projects' servers of one name are two origins"
+    );
+    // The label is what `--origin` takes, and the same on every read.
+    let one = env.with_config(&path, &["--json", "list", "--origin", &labels[1]]);
+    assert_eq!(code(&one), 0, "{}", stderr(&one));
+    assert_eq!(names(&json_of(&one)), ["from-one"]);
+    // An SSE server keeps its refusal, naming the transport.
+    std::fs::write(
+        &path,
+        json!({"projects": {"/p": {"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}}}})
+            .to_string(),
+    )
+    .expect("write");
+    let out = env.with_config(&path, &["list", "--all"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("/projects/~1p/mcpServers/old/type: is the older HTTP+SSE transport"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -286,9 +286,12 @@ async fn sec_cached_content_stays_mcp_content_after_a_restart_and_with_no_server
     let file = skill.skill_md();
     assert_eq!(file.origin(), &origin);
     assert!(matches!(file.verification(), Verification::Verified(_)));
+    let framed = file.framed();
+    let open = framed.lines().next().expect("an opening line");
+    assert!(open.starts_with("<mcp-skill-file boundary=\""), "{open}");
     assert!(
-        file.framed()
-            .starts_with("<mcp-skill-file from=\"MCP server\" origin=\"docs\"")
+        open.contains(" from=\"MCP server\" origin=\"docs\" "),
+        "{open}"
     );
     assert_eq!(skill.granted_tools(), None, "the request is not a grant");
     assert_eq!(entry.requested_tools(), Some(&json!("Bash")));

@@ -19,7 +19,7 @@ fn obj(v: Value) -> Frontmatter {
 
 #[test]
 fn v6_yaml_core_vectors_all_pass() {
-    let path = common::shared_dir().join("spec/yaml-core-vectors.tsv");
+    let path = common::data_dir().join("yaml-core-vectors.tsv");
     let text = std::fs::read_to_string(&path).expect("vectors file is readable");
     let mut checked = 0;
     for line in text

@@ -108,8 +108,9 @@ fn d5_the_host_example_lists_approves_loads_reads_and_frames_against_skillcache_
     // Approved, loaded, verified and framed for the model: origin and URI in the frame.
     assert!(
         stdout.contains(
-            "<mcp-skill-file from=\"MCP server\" origin=\"docs\" uri=\"skill://release-notes/SKILL.md\""
-        ) && stdout.contains("name: release-notes"),
+            " from=\"MCP server\" origin=\"docs\" uri=\"skill://release-notes/SKILL.md\" "
+        ) && stdout.contains("<mcp-skill-file boundary=\"")
+            && stdout.contains("name: release-notes"),
         "{stdout}"
     );
     for (file, size) in [

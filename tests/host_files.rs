@@ -427,6 +427,40 @@ fn e4_a_dense_64_mib_lock_and_a_dense_16_mib_config_are_refused_in_bounded_memor
 }
 
 #[test]
+fn k6_a_dense_jsonc_config_hidden_from_the_pre_scan_by_a_quote_in_a_comment_is_refused_in_bounded_memory()
+ {
+    // The reader's pre-scan counts no structure inside what it takes for a string, and a
+    // comment's quote opens one: the array below is invisible to it. The text left once the
+    // comments are blanked is counted again before it is parsed. Peak 44 MiB: the file and its
+    // blanked copy (asserted under 64 MiB).
+    let env = Env::keyed();
+    let config = dense_file(
+        &env.path("dense.jsonc"),
+        "{\"servers\": {}, // \"\n\"x\": [",
+        "0,",
+        "0]} // \"",
+        (16 << 20) - 64,
+    );
+    let (kib, out) = peak_kib(
+        &env,
+        &[
+            "--config".into(),
+            config.display().to_string(),
+            "list".into(),
+            "--origin".into(),
+            "docs".into(),
+        ],
+    );
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("structure"), "{}", stderr(&out));
+    assert!(
+        kib < 64 * 1024,
+        "a 16 MiB dense JSONC config took the CLI to {} MiB",
+        kib / 1024
+    );
+}
+
+#[test]
 fn e4_a_lock_as_large_as_the_structure_bound_allows_parses_in_tens_of_mib() {
     // The worst file the pre-scan lets through: just under 2^19 tokens, all of them values. The
     // parser's cost follows from the bound (about 80 bytes a token): tens of MiB, not GiB.

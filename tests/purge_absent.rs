@@ -300,3 +300,179 @@ fn q3_cli_purge_absent_removes_every_origin_the_config_no_longer_names() {
     assert_eq!(code(&bare), 2);
     assert!(holds(&env.root(), "MARKER-docs-"));
 }
+
+// ---- round 4: never remove what a config merely failed to name (K7) -----------------------
+
+/// `labels` served and loaded whole through `config`, each with its marker.
+fn loaded(env: &Env, config: &str, labels: &[&str]) {
+    for label in labels {
+        let load = run(
+            env,
+            &[
+                "--config",
+                config,
+                "load",
+                "--all",
+                "--origin",
+                label,
+                "skill://notes/SKILL.md",
+            ],
+        );
+        assert_eq!(code(&load), 0, "{}", String::from_utf8_lossy(&load.stderr));
+    }
+}
+
+fn stderr_of(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn k7_a_config_that_names_no_server_is_refused_and_purge_all_is_the_explicit_way() {
+    let env = Env::keyed();
+    for label in ["docs", "old"] {
+        serve_folder(
+            &env.path("served"),
+            label,
+            &format!("MARKER-{label}-template"),
+        );
+    }
+    let config = write_config(&env, "mcp.json", &["docs", "old"]);
+    loaded(&env, &config, &["docs", "old"]);
+    // An empty block, and servers only in blocks that are not read: both name no server.
+    for text in [
+        json!({"mcpServers": {}}),
+        json!({"mcpServers": {}, "otherHost": {"servers": {"docs": {"command": "x"}}}}),
+    ] {
+        let empty = env.path("empty.json");
+        fs::write(&empty, text.to_string()).expect("write");
+        let empty = empty.to_str().expect("utf-8").to_owned();
+        for args in [
+            vec!["--config", empty.as_str(), "purge", "--absent"],
+            vec!["--config", empty.as_str(), "purge", "--absent", "--dry-run"],
+        ] {
+            let out = run(&env, &args);
+            assert_eq!(code(&out), 2, "{args:?}: {}", stderr_of(&out));
+            let err = stderr_of(&out);
+            assert!(
+                err.contains("names no server") && err.contains("purge --all"),
+                "{err}"
+            );
+        }
+        assert!(holds(&env.root(), "MARKER-docs-") && holds(&env.root(), "MARKER-old-"));
+    }
+
+    let dry = run(&env, &["--json", "purge", "--all", "--dry-run"]);
+    assert_eq!(code(&dry), 0, "{}", stderr_of(&dry));
+    let v: Value = serde_json::from_slice(&dry.stdout).expect("json");
+    assert_eq!(v["absent"], json!(["docs", "old"]));
+    assert_eq!(
+        (v["all"].clone(), v["dry_run"].clone()),
+        (json!(true), json!(true))
+    );
+    assert!(holds(&env.root(), "MARKER-docs-"));
+    let all = run(&env, &["purge", "--all"]);
+    assert_eq!(code(&all), 0, "{}", stderr_of(&all));
+    let text = String::from_utf8_lossy(&all.stdout);
+    assert!(
+        text.contains("purged origin docs") && text.contains("purged origin old"),
+        "{text}"
+    );
+    assert!(
+        !holds(&env.root(), "MARKER-"),
+        "nothing of any origin is left"
+    );
+    let again = run(&env, &["purge", "--all"]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to purge"));
+    // One way at a time.
+    for args in [
+        vec!["purge", "--all", "--absent"],
+        vec!["purge", "--all", "--origin", "docs"],
+        vec!["purge", "--origin", "docs", "--dry-run"],
+    ] {
+        assert_eq!(code(&run(&env, &args)), 2, "{args:?}");
+    }
+}
+
+#[test]
+fn k7_claude_json_project_servers_are_kept_by_purge_absent() {
+    let env = Env::keyed();
+    for label in ["docs", "github", "old"] {
+        serve_folder(
+            &env.path("served"),
+            label,
+            &format!("MARKER-{label}-template"),
+        );
+    }
+    let project = env.path("work/api").display().to_string();
+    let server = |label: &str| json!({"command": BIN, "args": ["serve", env.path(&format!("served/{label}"))]});
+    let mut projects = serde_json::Map::new();
+    projects.insert(
+        project.clone(),
+        json!({"mcpServers": {"github": server("github")}}),
+    );
+    let claude = env.path("claude.json");
+    fs::write(
+        &claude,
+        json!({"mcpServers": {"docs": server("docs")}, "projects": projects}).to_string(),
+    )
+    .expect("write");
+    let claude = claude.to_str().expect("utf-8").to_owned();
+    let digest = skillcache::Digest::of(project.as_bytes()).to_string();
+    let hex = digest.trim_start_matches("sha256:");
+    let github = format!("github@api#{}", &hex[..8]);
+    loaded(&env, &claude, &["docs", &github]);
+    let before = write_config(&env, "before.json", &["old"]);
+    loaded(&env, &before, &["old"]);
+
+    let purge = run(&env, &["--config", &claude, "--json", "purge", "--absent"]);
+    assert_eq!(code(&purge), 0, "{}", stderr_of(&purge));
+    let v: Value = serde_json::from_slice(&purge.stdout).expect("json");
+    assert_eq!(
+        v["absent"],
+        json!(["old"]),
+        "only the server no block names"
+    );
+    assert!(holds(&env.root(), "MARKER-docs-") && holds(&env.root(), "MARKER-github-"));
+    assert!(!holds(&env.root(), "MARKER-old-"));
+}
+
+#[test]
+fn k7_a_purge_that_fails_halfway_names_what_it_already_removed() {
+    let env = Env::keyed();
+    let labels = ["a-old", "b-old", "c-old"];
+    for label in labels {
+        serve_folder(
+            &env.path("served"),
+            label,
+            &format!("MARKER-{label}-template"),
+        );
+    }
+    let config = write_config(&env, "mcp.json", &labels);
+    loaded(&env, &config, &labels);
+    // A mount inside `b-old`'s folder cannot be removed: its purge fails, after `a-old`'s.
+    let blocker = env.root().join("origins/b-old/blocker");
+    let _mnt = match common::Tmpfs::mount(blocker, "1m") {
+        Ok(m) => m,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let kept = write_config(&env, "kept.json", &["docs"]);
+    let out = run(&env, &["--config", &kept, "purge", "--absent"]);
+    assert_ne!(code(&out), 0, "the purge failed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = stderr_of(&out);
+    assert!(text.contains("purged origin a-old"), "{text}");
+    assert!(!text.contains("b-old") && !text.contains("c-old"), "{text}");
+    assert!(
+        err.contains("already removed: a-old; not removed: b-old, c-old"),
+        "{err}"
+    );
+    assert!(
+        err.contains("skillcache: error:"),
+        "the error itself: {err}"
+    );
+    assert!(!holds(&env.root(), "MARKER-a-old-"));
+    assert!(holds(&env.root(), "MARKER-c-old-"));
+}

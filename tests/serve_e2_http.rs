@@ -414,6 +414,90 @@ fn e2_a_browser_origin_other_than_a_loopback_page_is_refused_with_403() {
     assert_eq!(statuses, [403, 403, 403, 200, 200, 200]);
 }
 
+/// The status of a `skills/list` sent to `authority` with `Host: host` (`request` sends the
+/// authority itself as `Host`).
+fn status_with_host(authority: &str, host: &str) -> String {
+    let mut headers = MCP_POST.to_vec();
+    headers.push(("MCP-Protocol-Version", http::MODERN));
+    headers.push(("Mcp-Method", "skills/list"));
+    let body = http::modern_body(1, "skills/list", json!({}));
+    let mut stream = TcpStream::connect(authority).expect("connect");
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    head.push_str(&http::header_lines(&headers));
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("head");
+    stream.write_all(&body).expect("body");
+    let mut status = [0u8; 12];
+    stream.read_exact(&mut status).expect("status");
+    String::from_utf8_lossy(&status[9..12]).into_owned()
+}
+
+#[test]
+fn k5_serve_on_another_loopback_address_answers_its_own_printed_url_and_no_other_host() {
+    // Before: `--http 127.0.0.2:0` printed http://127.0.0.2:PORT/mcp, but only localhost,
+    // 127.0.0.1 and ::1 passed the Host check, so a client of the printed URL got 403.
+    let tmp = folder(0);
+    let served = tmp.path().join("served");
+    let root = tmp.path().to_owned();
+    let (loaded, statuses) = common::within(Duration::from_secs(60), move || {
+        let serve = ServeChild::start_at(&served, "127.0.0.2:0", &[]);
+        assert!(serve.url.starts_with("http://127.0.0.2:"), "{}", serve.url);
+        // The CLI, as a user would, with the URL exactly as printed.
+        let loaded = std::process::Command::new(http::serve_bin())
+            .arg("--root")
+            .arg(root.join("root"))
+            .arg("--key-file")
+            .arg(root.join("host.key"))
+            .args([
+                "load",
+                "--origin",
+                "second",
+                "--url",
+                &serve.url,
+                "skill://notes/SKILL.md",
+            ])
+            .output()
+            .expect("run skillcache load");
+        let port = serve.authority.rsplit(':').next().expect("port").to_owned();
+        let statuses: Vec<(String, String)> = [
+            serve.authority.clone(),
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("127.0.0.3:{port}"),
+            format!(
+                "127.0.0.2:{}",
+                port.parse::<u16>().expect("a port").wrapping_add(1)
+            ),
+            format!("evil.example:{port}"),
+            "evil.example".to_owned(),
+        ]
+        .into_iter()
+        .map(|host| {
+            let status = status_with_host(&serve.authority, &host);
+            (host, status)
+        })
+        .collect();
+        (loaded, statuses)
+    })
+    .expect("answered before the deadline");
+    assert_eq!(
+        loaded.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&loaded.stderr)
+    );
+    assert!(String::from_utf8_lossy(&loaded.stdout).contains("# Notes"));
+    let codes: Vec<&str> = statuses.iter().map(|(_, s)| s.as_str()).collect();
+    assert_eq!(
+        codes,
+        ["200", "200", "200", "403", "403", "403", "403"],
+        "{statuses:?}"
+    );
+}
+
 #[test]
 fn e2_a_non_loopback_address_needs_allow_remote_and_then_takes_any_host() {
     let tmp = folder(0);
@@ -431,26 +515,16 @@ fn e2_a_non_loopback_address_needs_allow_remote_and_then_takes_any_host() {
     let also = served.clone();
     let (remote, local) = common::within(Duration::from_secs(60), move || {
         let remote = ServeChild::start_at(&served, "0.0.0.0:0", &["--allow-remote"]);
-        let port = remote.authority.rsplit(':').next().expect("port").to_owned();
+        let port = remote
+            .authority
+            .rsplit(':')
+            .next()
+            .expect("port")
+            .to_owned();
+        // A name a remote client used.
         let foreign_host = |authority: &str| {
-            let mut headers = MCP_POST.to_vec();
-            headers.push(("MCP-Protocol-Version", http::MODERN));
-            headers.push(("Mcp-Method", "skills/list"));
-            // `request` sends the authority as `Host`; this one is a name a remote client used.
-            let body = http::modern_body(1, "skills/list", json!({}));
-            let mut stream = TcpStream::connect(authority).expect("connect");
-            let mut head = format!(
-                "POST /mcp HTTP/1.1\r\nHost: skills.example:{}\r\nConnection: close\r\nContent-Length: {}\r\n",
-                authority.rsplit(':').next().unwrap_or_default(),
-                body.len()
-            );
-            head.push_str(&http::header_lines(&headers));
-            head.push_str("\r\n");
-            stream.write_all(head.as_bytes()).expect("head");
-            stream.write_all(&body).expect("body");
-            let mut status = [0u8; 12];
-            stream.read_exact(&mut status).expect("status");
-            String::from_utf8_lossy(&status[9..12]).into_owned()
+            let port = authority.rsplit(':').next().unwrap_or_default();
+            status_with_host(authority, &format!("skills.example:{port}"))
         };
         let remote_status = foreign_host(&format!("127.0.0.1:{port}"));
         let local = ServeChild::start(&also, &[]);

@@ -38,12 +38,19 @@ struct StdioServe {
 
 impl StdioServe {
     fn start(tmp: &common::Scratch) -> StdioServe {
+        StdioServe::start_with(tmp, Stdio::null(), &[])
+    }
+
+    /// As [`start`](Self::start), with `serve`'s stderr sent to `stderr` and `args` after the
+    /// folder.
+    fn start_with(tmp: &common::Scratch, stderr: Stdio, args: &[&str]) -> StdioServe {
         let mut child = Command::new(http::serve_bin())
             .arg("serve")
             .arg(tmp.path().join("served"))
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("start serve");
         let stdin = child.stdin.take();
@@ -118,6 +125,68 @@ fn e3_a_line_that_is_not_json_gets_a_parse_error_with_id_null_and_the_session_go
     assert_eq!(batch["error"]["code"], json!(-32600), "{batch}");
     assert_eq!(ping["id"], 2, "the session goes on: {ping}");
     assert!(ping.get("result").is_some(), "{ping}");
+}
+
+/// The ordinary error answers of a session — a skill or a file that is not served, a method it
+/// does not know — and what `serve` writes to its stderr meanwhile: at the default level nothing
+/// (the answers are the client's business), and never a `Debug` dump at any level (N4).
+fn stderr_of_a_session_of_error_answers(args: &[&str]) -> String {
+    let tmp = folder();
+    let log = tmp.path().join("serve.log");
+    let file = std::fs::File::create(&log).expect("create the log");
+    let mut serve = StdioServe::start_with(&tmp, Stdio::from(file), args);
+    let answers = common::within(Duration::from_secs(60), move || {
+        serve.send(r#"{"jsonrpc":"2.0","id":1,"method":"skills/get","params":{"uri":"skill://missing/SKILL.md"}}"#);
+        let get = serve.recv();
+        serve.send(r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"skill://notes/absent.md"}}"#);
+        let read = serve.recv();
+        serve.send(r#"{"jsonrpc":"2.0","id":3,"method":"skills/frobnicate","params":{}}"#);
+        let unknown = serve.recv();
+        // End the session and let `serve` exit by itself, so all it had to say is written.
+        drop(serve.stdin.take());
+        let _ = serve.child.wait();
+        (get, read, unknown)
+    })
+    .expect("answered and ended before the deadline");
+    let (get, read, unknown) = answers;
+    for (answer, code) in [(&get, -32602), (&read, -32602), (&unknown, -32601)] {
+        assert_eq!(answer["error"]["code"], json!(code), "{answer}");
+    }
+    std::fs::read_to_string(&log).expect("read the log")
+}
+
+/// What a `Debug` dump looks like in a log line: a struct or enum printed with its fields.
+fn has_debug_text(log: &str) -> bool {
+    [
+        "ErrorData",
+        "ErrorCode(",
+        "{ code:",
+        "data: None",
+        "Some(",
+        "message: \"",
+    ]
+    .iter()
+    .any(|mark| log.contains(mark))
+}
+
+#[test]
+fn n4_serve_says_nothing_on_stderr_for_ordinary_error_answers() {
+    let log = stderr_of_a_session_of_error_answers(&[]);
+    assert!(
+        log.trim().is_empty(),
+        "serve's stderr at the default level: {log}"
+    );
+}
+
+#[test]
+fn n4_serve_writes_no_debug_text_even_when_verbose() {
+    for verbose in ["-v", "-vv"] {
+        let log = stderr_of_a_session_of_error_answers(&[verbose]);
+        assert!(
+            !has_debug_text(&log),
+            "serve {verbose} wrote Debug text: {log}"
+        );
+    }
 }
 
 #[test]

@@ -151,6 +151,28 @@ fn c1_root_inside_or_around_a_discovery_path_is_refused_also_through_a_symlink()
     assert_eq!(fs::metadata(ok.root()).expect("stat").mode() & 0o777, 0o700);
 }
 
+/// N5: a newcomer who picks a folder around a discovery path that does not exist yet (a home
+/// folder before any skill was installed) is told why, and that the path need not exist.
+#[test]
+fn n5_a_root_around_a_discovery_path_not_made_yet_says_it_would_contain_it() {
+    let d = common::scratch();
+    let home = d.path().join("home");
+    let skills = home.join(".claude/skills");
+    let refused = Cache::builder()
+        .root(&home)
+        .discovery_path(&skills)
+        .open()
+        .expect_err("a root around a discovery path is refused");
+    let shown = refused.to_string();
+    assert!(
+        shown.contains(
+            "would contain a skill discovery path (even if that path does not exist yet): "
+        ) && shown.ends_with(".claude/skills"),
+        "{shown}"
+    );
+    assert!(!skills.exists(), "nothing is created for a refused root");
+}
+
 #[test]
 fn c2_blobs_are_0444_in_0555_directories_and_the_root_is_0700() {
     let (_d, c) = common::cache(Isolation::Rehash);

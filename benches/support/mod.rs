@@ -114,10 +114,11 @@ impl SkillSource for MemorySource {
     }
 }
 
-/// The shared folder (`$SKILLCACHE_SHARED`, else `../shared` beside the crate).
-pub fn shared_dir() -> std::path::PathBuf {
-    std::env::var_os("SKILLCACHE_SHARED").map_or_else(
-        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+/// The corpus of real skills the benches load: `tests/data/corpus/skills` (kept in the
+/// repository), or the folder `$SKILLCACHE_CORPUS` names.
+pub fn corpus_dir() -> std::path::PathBuf {
+    std::env::var_os("SKILLCACHE_CORPUS").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/corpus/skills"),
         std::path::PathBuf::from,
     )
 }
@@ -125,7 +126,7 @@ pub fn shared_dir() -> std::path::PathBuf {
 /// Every valid skill of the corpus (`corpus/skills/*`), as an entry and its files; the invalid
 /// ones (the corpus keeps a few on purpose) are left out.
 pub fn corpus_skills() -> Vec<(SkillEntry, Files)> {
-    let dir = shared_dir().join("corpus/skills");
+    let dir = corpus_dir();
     let mut names: Vec<_> = std::fs::read_dir(&dir)
         .expect("corpus")
         .filter_map(Result::ok)

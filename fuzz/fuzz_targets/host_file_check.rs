@@ -4,18 +4,23 @@
 //! The check: normalise both texts (every run of digits becomes `0`, every `U+XXXX` becomes
 //! `U+X`, so positions, counts and code points do not count as quoted), then every 8-byte window
 //! of the problem's own words ([`words`]) that also occurs in the input must occur in
-//! [`VOCABULARY`] — the fixed words the readers use. A window of the input that is not a fixed
+//! [`vocabulary`] — the fixed words the readers use. A window of the input that is not a fixed
 //! word is input quoted. Messages composed of two (`the name is not a usable origin: …`) are
 //! checked piece by piece, split at `": "`, the one joint the readers compose at.
 
 use std::path::PathBuf;
 
-/// Every fixed phrase a host-file refusal may show.
+/// Every fixed phrase a host-file refusal may show, but the parsers' syntax messages: those are
+/// the readers' own lists ([`vocabulary`]), taken from the crate so that they cannot drift from
+/// it or be copied wrong. (Copied by hand, `control character (\u0000-\u001F) …` once had its
+/// backslash doubled here, and a 22-byte input quoting `cter (\u` failed the check by chance.)
 pub const VOCABULARY: &[&str] = &[
     // The reader.
     "is not UTF-8",
     "is a folder, not a regular file (a link is followed only to a regular file)",
     "is a FIFO (named pipe), not a regular file",
+    "is a socket, not a regular file", "is a device, not a regular file",
+    "is a special file, not a regular file",
     "is larger than 16777216 bytes",
     "holds more JSON structure than a host file needs (a pre-scan counted over 1000000 units before parsing); refused unparsed",
     "holds more TOML structure than a host file needs (a pre-scan counted over 524288 units before parsing); refused unparsed",
@@ -37,38 +42,20 @@ pub const VOCABULARY: &[&str] = &[
     "the name is not a usable origin: ",
     "this name is configured in both \"mcpServers\" and \"servers\"",
     "is not valid JSON here",
-    "EOF while parsing a list", "EOF while parsing an object", "EOF while parsing a string",
-    "EOF while parsing a value", "expected `:`", "expected `,` or `]`", "expected `,` or `}`",
-    "expected ident", "expected value", "expected `\"`", "invalid escape", "invalid number",
-    "number out of range", "invalid unicode code point",
-    "control character (\\\\u0000-\\\\u001F) found while parsing a string",
-    "key must be a string", "lone leading surrogate in hex escape", "trailing comma",
-    "trailing characters", "unexpected end of hex escape", "recursion limit exceeded",
+    // JSONC and Claude Code's per-project servers (K6).
+    "a /* comment is not closed with */",
+    "a comment or a trailing comma; only VS Code's \"servers\" files may have them (JSONC), a file with \"mcpServers\" or \"projects\" is strict JSON as its hosts read it",
+    "is the older HTTP+SSE transport, which skillcache does not speak; use \"http\" (Streamable HTTP) if the server offers it",
+    "this project server's origin is configured elsewhere in the file too",
+    "an object of projects by folder",
     // The lock reader.
     "is not valid TOML here",
-    "duplicate key", "carriage return must be followed by newline", "missing opening quote",
-    "missing comma between array elements", "integers with a radix cannot be signed",
-    "radix must be lowercase", "missing assignment between key-value pairs",
-    "unexpected leading zero", "unclosed array table", "missing key for inline table element",
-    "missing inline table opening", "missing escaped value", "missing array opening",
-    "invalid unquoted key", "cannot recurse further; max recursion depth met",
-    "unquoted keys cannot be empty", "unexpected sign", "unexpected key or value",
-    "unexpected content between comment and newline", "unexpected content",
-    "unexpected `=` in array", "unclosed table", "unclosed inline table", "unclosed array",
-    "too few unicode value digits", "string values must be quoted", "redundant numeric sign",
-    "redundant integer number prefix", "recursion limit", "missing value for key",
-    "missing value", "missing table open", "missing comment start",
-    "missing comma between key-value pairs", "keys cannot be multi-line literal strings",
-    "keys cannot be multi-line basic strings", "key with no value", "invalid value",
-    "invalid key-value pair", "invalid inline table element", "invalid comment character",
-    "extra comma in inline table", "extra comma in array",
-    "extra assignment between key-value pairs", "extra `=`", "`_` may only go between digits",
     "an integer from 0 to 2^64-1", "an array of tables",
     "has a key a lock file does not have here (it has version, skill)",
     "has a key a lock file does not have here (it has origin, uri, binding, file)",
     "has a key a lock file does not have here (it has uri, digest, size)",
     "is not a version this skillcache reads (1)",
-    "is not 64 lowercase hex digits", "is not inside the skill of this pin", "is listed twice",
+    "is not 64 lowercase hex digits", "is not a digest", "is not inside the skill of this pin", "is listed twice",
     "does not list the skill's own SKILL.md", "locks a skill of an origin already locked above",
     "must start with \"sha256:\"", "must have 64 hex digits after \"sha256:\", not 0",
     "hex digits must be 0-9 or lowercase a-f",
@@ -81,7 +68,7 @@ pub const VOCABULARY: &[&str] = &[
     "must end in /SKILL.md with at least one skill path segment before it",
     "has a path segment that is empty", "has a path segment that is a dot segment",
     "has a path segment that contains '/' after decoding",
-    "has a path segment that contains '\\\\'", "has a path segment that contains NUL",
+    "has a path segment that contains '\\'", "has a path segment that contains NUL",
     "leaves the skill root",
     // Origin labels (R-E6).
     "an origin label (the host's name for a server) must be 0 to 0 bytes, every character visible; this one is empty",
@@ -94,6 +81,21 @@ pub const VOCABULARY: &[&str] = &[
     "contains U+X, a line or paragraph separator",
     "contains U+X, a private-use or unassigned code point", "contains U+X, an invisible character",
 ];
+
+/// The complete fixed vocabulary, normalised: [`VOCABULARY`] and the syntax messages the JSON and
+/// TOML readers show (`McpConfig::syntax_messages`, `LockFile::syntax_messages`), with the words
+/// they fall back to.
+fn vocabulary() -> &'static [Vec<u8>] {
+    static ALL: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        VOCABULARY
+            .iter()
+            .chain(skillcache::McpConfig::syntax_messages())
+            .chain(skillcache::LockFile::syntax_messages())
+            .map(|v| normalise(v))
+            .collect()
+    })
+}
 
 /// `text` with every run of ASCII digits as one `0` and every `U+` code point as `U+X`.
 fn normalise(text: &str) -> Vec<u8> {
@@ -141,7 +143,7 @@ pub fn words(problem: &skillcache::error::FileProblem) -> String {
 pub fn assert_quotes_nothing(input: &[u8], shown: &str) {
     const WINDOW: usize = 8;
     let input = normalise(&String::from_utf8_lossy(input));
-    let vocabulary: Vec<Vec<u8>> = VOCABULARY.iter().map(|v| normalise(v)).collect();
+    let vocabulary = vocabulary();
     for piece in shown.split(": ") {
         let piece = normalise(piece);
         for w in piece.windows(WINDOW) {

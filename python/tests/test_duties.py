@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 from contextlib import ExitStack
+from html.parser import HTMLParser
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -142,25 +144,58 @@ HOSTILE = {
         },
     )
 }
-OPENING = re.compile(
-    r'<mcp-skill-file from="MCP server" origin="(?P<origin>(?:[^"\\]|\\.)*)" '
-    r'uri="(?P<uri>[^"]*)" size="(?P<size>\d+)" verification="(?P<v>sha256:[0-9a-f]{64})" '
-    r'boundary="(?P<b>[0-9a-f]{32})">\n'
-)
+class _FirstTag(HTMLParser):
+    """The first tag as Python's HTML tokenizer reads it: name and attributes, references
+    decoded, duplicates kept."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.first: tuple[str, list[tuple[str, str | None]]] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.first is None:
+            self.first = (tag, attrs)
+
+    handle_startendtag = handle_starttag
+
+
+def opening_attributes(framed: str) -> list[tuple[str, str]]:
+    """The opening tag's attributes in order, read as HTML (html.parser) and as XML
+    (xml.etree), which must agree (K1): a value that left its quotes would show up as an extra,
+    a repeated or a changed attribute."""
+    line = framed.split("\n", 1)[0]
+    html = _FirstTag()
+    html.feed(framed)
+    html.close()
+    assert html.first is not None and html.first[0] == "mcp-skill-file", framed
+    read_html = [(k, v or "") for k, v in html.first[1]]
+    # XML: the opening line as a document of its own (a text frame's line is a start tag).
+    document = line if line.endswith("/>") else line + "</mcp-skill-file>"
+    read_xml = list(ElementTree.fromstring(document).attrib.items())
+    assert read_html == read_xml, (read_html, read_xml)
+    names = [k for k, _ in read_html]
+    assert len(names) == len(set(names)), names
+    return read_html
 
 
 def check_text_frame(f: skillcache.SkillFile, label: str) -> str:
     """Checks `f.framed()` line by line against the verified bytes; returns the frame."""
     framed = f.framed()
-    opening = OPENING.match(framed)
-    assert opening, framed
-    assert opening["origin"] == label
-    assert (opening["uri"], int(opening["size"]), opening["v"]) == (f.uri, len(f), f.digest)
-    boundary = opening["b"]
+    attributes = opening_attributes(framed)
+    name, boundary = attributes[0]
+    assert name == "boundary" and re.fullmatch(r"[0-9a-f]{32}", boundary), attributes
+    assert attributes[1:] == [
+        ("from", "MCP server"),
+        ("origin", label),
+        ("uri", f.uri),
+        ("size", str(len(f))),
+        ("verification", f.digest),
+    ]
+    opening, _ = framed.split("\n", 1)
     closing = f'</mcp-skill-file boundary="{boundary}">\n'
     text = f.text
     # The verified text, unchanged, then the closing line: the only place the boundary recurs.
-    assert framed == opening[0] + text + ("" if text.endswith("\n") else "\n") + closing
+    assert framed == opening + "\n" + text + ("" if text.endswith("\n") else "\n") + closing
     assert boundary not in text
     assert framed.count(boundary) == 2
     return framed
@@ -175,17 +210,19 @@ async def test_q2_content_that_tries_to_close_its_frame_stays_inside_it(tmp_path
         info = await within(cache.entry(label, "skill://hostile/SKILL.md"))
         skill_, files = await within(cache.load_all(label, info.entry))
         by_uri = {f.uri: f for f in files}
-        # The label's quotes are escaped: it cannot end its attribute.
-        escaped = label.replace('"', '\\"')
-        md = check_text_frame(skill_.skill_md, escaped)
+        # The label's quotes are character references: it cannot end its attribute, and reads
+        # back exactly.
+        md = check_text_frame(skill_.skill_md, label)
+        assert ' origin="docs &quot;quoted&quot;" ' in md.split("\n", 1)[0]
         assert HOSTILE_BODY in md
-        check_text_frame(by_uri["skill://hostile/notes/last-line.txt"], escaped)
+        check_text_frame(by_uri["skill://hostile/notes/last-line.txt"], label)
         # Bytes that are not text are described, never inlined.
         blob = by_uri["skill://hostile/assets/blob.bin"]
         assert blob.framed() == (
-            f'<mcp-skill-file from="MCP server" origin="{escaped}" uri="{blob.uri}" '
+            f'<mcp-skill-file from="MCP server" origin="docs &quot;quoted&quot;" uri="{blob.uri}" '
             f'size="{len(blob)}" verification="{blob.digest}" content="binary, not shown"/>\n'
         )
+        assert opening_attributes(blob.framed())[-1] == ("content", "binary, not shown")
         # The same bytes give the same frame: the warm copy, re-hashed from the cache, frames
         # exactly as the fetched one did.
         warm = await within(cache.load(label, info.entry))

@@ -9,10 +9,10 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, KeyProblem};
+use crate::platform::{self, errno};
 use crate::index::{KEY_LEN, SealKey};
 
 /// The default key file: `$SKILLCACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/skillcache/host.key`,
@@ -68,14 +68,10 @@ fn read(path: &Path) -> Result<SealKey, Error> {
         path: path.to_owned(),
         problem,
     });
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-    {
+    let mut file = match platform::read_no_follow(OpenOptions::new().read(true)).open(path) {
         Ok(f) => f,
         // O_NOFOLLOW on a symlink.
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+        Err(e) if platform::is(&e, &[errno::ELOOP]) => {
             return Err(refused(KeyProblem::NotARegularFile));
         }
         Err(e) => return Err(io_err("read the host key", path)(e)),
@@ -84,11 +80,10 @@ fn read(path: &Path) -> Result<SealKey, Error> {
     if !meta.is_file() {
         return Err(refused(KeyProblem::NotARegularFile));
     }
-    let me = rustix::process::geteuid().as_raw();
-    if meta.uid() != me {
-        return Err(refused(KeyProblem::NotOwned { owner: meta.uid() }));
+    let (owner, mode) = platform::owner_and_mode(&meta);
+    if owner != platform::user_id() {
+        return Err(refused(KeyProblem::NotOwned { owner }));
     }
-    let mode = meta.mode() & 0o7777;
     if mode & 0o077 != 0 {
         return Err(refused(KeyProblem::Accessible { mode }));
     }
@@ -107,11 +102,7 @@ fn create(path: &Path) -> Result<(), Error> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    match fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(parent)
-    {
+    match platform::private_dir_builder().create(parent) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(io_err("create the host key folder", parent)(e)),
@@ -124,11 +115,7 @@ fn create(path: &Path) -> Result<(), Error> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let tmp = parent.join(format!(".host.key.{}.{nanos}.tmp", std::process::id()));
-    let written = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+    let written = platform::private_file(OpenOptions::new().write(true).create_new(true))
         .open(&tmp)
         .and_then(|mut f| {
             f.write_all(&key)?;

@@ -187,10 +187,11 @@ impl Cache {
         Ok(all)
     }
 
-    /// Purges ([`Cache::purge`], one origin at a time) every origin the root holds anything of
-    /// that `keep` does not name, and returns them: a server the host no longer configures leaves
-    /// no entry, approval, blob, temporary or quarantined copy behind (R-Q3). Stops at the first
-    /// origin that cannot be purged; those before it are gone.
+    /// Purges ([`Cache::purge`], one origin at a time, the index erased once at the end: K3)
+    /// every origin the root holds anything of that `keep` does not name, and returns them: a
+    /// server the host no longer configures leaves no entry, approval, blob, temporary or
+    /// quarantined copy behind, and nothing of them stays readable in the index's files (R-Q3).
+    /// Stops at the first origin that cannot be purged; those before it are gone.
     ///
     /// # Errors
     /// Those of [`Cache::origins`] and [`Cache::purge`].
@@ -200,9 +201,15 @@ impl Cache {
             .into_iter()
             .filter(|o| !keep.contains(o))
             .collect();
-        for origin in &absent {
-            self.purge(origin)?;
+        if absent.is_empty() {
+            return Ok(absent);
         }
+        let _lock = self.store.lock(LockMode::Exclusive, "purge")?;
+        // The index is erased once, after every origin (K3), and also when one fails: those
+        // before it are gone and leave nothing readable either.
+        let purged = absent.iter().try_for_each(|origin| self.purge_locked(origin));
+        let erased = self.erase_purged();
+        purged.and(erased)?;
         Ok(absent)
     }
 

@@ -23,6 +23,7 @@ mod zero_copy_tests;
 pub use key::default_key_file;
 pub use maintenance::{GcReport, VerifyReport};
 pub use memory::DEFAULT_MEMORY_TIER_BYTES;
+pub use quota::{FILE_OVERHEAD, ROW_OVERHEAD};
 pub use root::{default_discovery_paths, default_root};
 
 use std::path::{Path, PathBuf};
@@ -144,10 +145,12 @@ impl CacheBuilder {
     }
 
     internal_pub! {
-        /// The most bytes one origin's store may hold (R-Q4): its blobs and quarantined copies.
-        /// A publish first evicts that origin's least recently used blobs the publish does not
-        /// itself list — never another origin's — and a batch larger than the quota is refused.
-        /// Default: none.
+        /// The most bytes one origin's store may take on disk (R-Q4, K2): every file and folder
+        /// under its folder at its allocated size, plus [`FILE_OVERHEAD`] a file and
+        /// [`ROW_OVERHEAD`] a blob (its index row). A publish
+        /// first evicts that origin's least recently used blobs the publish does not itself
+        /// list — never another origin's — and a batch that alone would be charged more than
+        /// the quota is refused. Default: none.
         #[must_use]
         fn origin_quota(mut self, bytes: u64) -> CacheBuilder {
             self.origin_quota = Some(bytes);
@@ -687,7 +690,7 @@ impl Cache {
     /// needs nothing that can wait — no index query, no index write, no quarantine. Anything
     /// that would need one (evidence only the index holds, a copy that is missing or fails, a
     /// file over [`QUICK_HIT_MAX_BYTES`], an I/O error) gives `None`, and the caller takes the
-    /// full path ([`Cache::read_file`] on a blocking thread), which reads the file again and
+    /// full path (`Cache::read_file` on a blocking thread), which reads the file again and
     /// deals with it. What is verified is verified the same way: re-hashed under `Rehash`,
     /// evidence held on the same handle before and after under `Guaranteed` (R-C2). The second
     /// value says the access time is due ([`Cache::touch`], written off the fast path).
@@ -713,6 +716,8 @@ impl Cache {
     ///
     /// # Errors
     /// I/O and index errors (a failed copy is [`CachedRead::Failed`], not an error).
+    // The host path reads through the batch below; one file at a time is the tests' view.
+    #[cfg(any(test, feature = "internals"))]
     pub fn read_file(&self, origin: &Origin, file: &ManifestFile) -> Result<CachedRead, Error> {
         let looked_at = now_ms();
         if let Some(read) = self.read_or_missing(origin, file)? {
@@ -722,7 +727,7 @@ impl Cache {
         Ok(CachedRead::Miss)
     }
 
-    /// [`Cache::read_file`] up to a missing copy: `None` then, with the blob forgotten in this
+    /// `Cache::read_file` up to a missing copy: `None` then, with the blob forgotten in this
     /// process but its record (if any) still to drop, which the caller does — for a whole batch
     /// in one index write.
     fn read_or_missing(
@@ -914,7 +919,7 @@ impl Cache {
         }
     }
 
-    /// [`Cache::read_file`] for many files of one origin, verified in parallel on every core
+    /// `Cache::read_file` for many files of one origin, verified in parallel on every core
     /// when there are enough bytes to hash to pay for the threads: what whole-skill operations
     /// use. The records of missing copies are dropped in one index write for the whole call.
     /// Results are in the order of `files`.
@@ -977,12 +982,22 @@ impl Cache {
             .collect()
     }
 
-    /// Removes everything of `origin`: index rows first, then its blob tree (R-C5).
+    /// Removes everything of `origin`: index rows first, then its blob tree (R-C5); then
+    /// erases what the index's files still hold of deleted rows (K3: [`Index::erase_deleted`]),
+    /// so that nothing of the origin stays readable under the root.
     ///
     /// # Errors
-    /// I/O and index errors.
+    /// I/O and index errors. One from the erasing comes after the origin's rows and files are
+    /// gone; purging again (any origin, even one already gone) erases again.
     pub fn purge(&self, origin: &Origin) -> Result<(), Error> {
         let _lock = self.store.lock(LockMode::Exclusive, "purge")?;
+        self.purge_locked(origin)?;
+        self.erase_purged()
+    }
+
+    /// [`Cache::purge`] without its lock and its erasing, for a caller holding the exclusive
+    /// lock that erases once after purging several origins.
+    pub(crate) fn purge_locked(&self, origin: &Origin) -> Result<(), Error> {
         self.forget(origin, None);
         let rows = self.with_room("purge", || {
             self.commit_point("index: purge")?;
@@ -1003,6 +1018,20 @@ impl Cache {
         }
         // Its publish-section lock too (R-C5): nobody is inside it under the exclusive lock.
         self.store.remove_section(origin)?;
+        self.store.keep_reserve();
+        Ok(())
+    }
+
+    /// After a purge, under the exclusive lock (K3): the first layout's shared staging and
+    /// quarantine go (they may hold any origin's bytes), and the index is rewritten so that no
+    /// deleted row stays readable in its files. Runs after the blobs are gone, whose room the
+    /// rewrite may need; the store's reserve is given back if that is not enough (R-H5).
+    pub(crate) fn erase_purged(&self) -> Result<(), Error> {
+        self.store.sweep_tmp(Duration::ZERO)?;
+        self.with_room("purge", || {
+            self.commit_point("index: erase")?;
+            Ok(self.index.erase_deleted()?)
+        })?;
         self.store.keep_reserve();
         Ok(())
     }

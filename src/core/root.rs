@@ -3,12 +3,10 @@
 
 use std::fs;
 use std::io::{self, Read as _};
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{Mode, OFlags};
-
 use crate::error::Error;
+use crate::platform::{self, AsFd as _, errno};
 use crate::store::handle::Dir;
 use crate::store::{CACHEDIR_SIGNATURE, CACHEDIR_TAG, Disk};
 
@@ -105,7 +103,9 @@ fn normalise(path: &Path) -> PathBuf {
 ///
 /// An existing folder is adopted when it is owned by this user, writable by nobody else, and
 /// either empty, or marked by our `CACHEDIR.TAG`, or laid out as a root of the first layout
-/// (nothing but the names skillcache makes). A folder we did not create is never chmodded.
+/// (nothing but the names skillcache makes). A folder we did not create is never chmodded. A
+/// platform that cannot keep these guarantees (Windows in this version: `platform::DISK_CACHE`)
+/// refuses every root before anything is made.
 pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Result<Dir, Error> {
     let resolved = resolve(root);
     outside_discovery(root, &resolved, discovery)?;
@@ -119,14 +119,12 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
         path: resolved.clone(),
         source,
     });
+    // A platform that cannot keep the root's guarantees refuses here, before anything is made.
+    platform::DISK_CACHE.map_err(refuse)?;
     let created = match fs::symlink_metadata(&resolved) {
         Ok(_) => false,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            match fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&resolved)
-            {
+            match platform::private_dir_builder().create(&resolved) {
                 Ok(()) => true,
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
                 Err(source) => return Err(io("create", source)),
@@ -136,17 +134,17 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
     };
     let dir = match Dir::open_root(&resolved) {
         Ok(d) => d,
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
+        Err(e) if platform::is(&e, &[errno::ENOTDIR, errno::ELOOP]) => {
             return Err(refuse("it is not a folder:"));
         }
         Err(source) => return Err(io("open", source)),
     };
     // Every check is on the descriptor we keep, not on a path someone could swap meanwhile.
-    let st = rustix::fs::fstat(dir.fd()).map_err(|e| io("stat", e.into()))?;
-    if st.st_uid != rustix::process::geteuid().as_raw() {
+    let st = platform::fstat(dir.fd()).map_err(|e| io("stat", e))?;
+    if st.uid != platform::user_id() {
         return Err(refuse("it is owned by another user:"));
     }
-    if st.st_mode & 0o022 != 0 {
+    if st.mode & 0o022 != 0 {
         return Err(refuse(
             "it is writable by group or others (skillcache never chmods a folder it did not create):",
         ));
@@ -160,7 +158,7 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
         Adoption::Empty | Adoption::FirstLayout => {
             // A read-only mount cannot take the marker; a first-layout root there is still ours.
             if let Err(e) = write_tag(disk, &dir)
-                && !matches!(e.raw_os_error(), Some(libc::EROFS))
+                && !platform::is(&e, &[errno::EROFS])
             {
                 return Err(io("mark", e));
             }
@@ -181,7 +179,7 @@ fn outside_discovery(root: &Path, resolved: &Path, discovery: &[PathBuf]) -> Res
         let why = if resolved.starts_with(&dr) {
             "it lies inside the skill discovery path"
         } else if dr.starts_with(resolved) {
-            "it contains the skill discovery path"
+            "it would contain a skill discovery path (even if that path does not exist yet):"
         } else {
             continue;
         };
@@ -235,10 +233,9 @@ fn adoption(dir: &Dir) -> io::Result<Adoption> {
     let names = list(dir)?;
     let has = |n: &str| names.iter().any(|m| m == n);
     if has(CACHEDIR_TAG) {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        if let Ok(fd) = rustix::fs::openat(dir.fd(), CACHEDIR_TAG, flags, Mode::empty()) {
+        if let Ok(file) = platform::open_file_here(dir.fd(), Path::new(CACHEDIR_TAG)) {
             let mut text = String::new();
-            let _ = fs::File::from(fd).take(512).read_to_string(&mut text);
+            let _ = file.take(512).read_to_string(&mut text);
             let mut lines = text.lines();
             if lines.next() == Some(CACHEDIR_SIGNATURE) && lines.next() == Some(TAG_OWNER) {
                 return Ok(Adoption::Ours);
@@ -259,15 +256,10 @@ fn adoption(dir: &Dir) -> io::Result<Adoption> {
 }
 
 fn list(dir: &Dir) -> io::Result<Vec<String>> {
-    let mut names = Vec::new();
-    for entry in rustix::fs::Dir::read_from(dir.fd())? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name != "." && name != ".." {
-            names.push(name);
-        }
-    }
-    Ok(names)
+    Ok(platform::list(dir.fd())?
+        .into_iter()
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .collect())
 }
 
 /// Writes our `CACHEDIR.TAG` (it also tells backup tools to skip the cache). It appears whole or
@@ -287,7 +279,7 @@ fn write_tag(disk: &dyn Disk, dir: &Dir) -> io::Result<()> {
     let mut f = disk.create(dir.fd(), &staging, 0o644)?;
     let done = disk
         .write(&mut f, text.as_bytes())
-        .and_then(|()| disk.sync(std::os::fd::AsFd::as_fd(&f)))
+        .and_then(|()| disk.sync(f.as_fd()))
         .and_then(
             |()| match disk.link(dir.fd(), &staging, dir.fd(), CACHEDIR_TAG) {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),

@@ -134,7 +134,10 @@ impl SkillCache {
         self.state().blocking(move |core| core.gc(max_bytes)).await
     }
 
-    /// Removes everything of `origin`: entries, approvals, blobs, quarantine (R-C5).
+    /// Removes everything of `origin`: entries, approvals, blobs, quarantine (R-C5). Nothing of
+    /// it stays readable in any file under the root: the index is rewritten afterwards, since a
+    /// database keeps deleted rows' bytes until then (this costs a copy of what the index keeps,
+    /// tens of milliseconds for ten thousand rows).
     ///
     /// # Errors
     /// Index and I/O errors, the cache lock ([`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout)).
@@ -155,8 +158,12 @@ impl SkillCache {
     /// Removes everything of every origin the root holds that `keep` does not name — the
     /// servers the host no longer configures — through [`purge`](Self::purge), one origin at a
     /// time, and returns the origins removed (R-Q3; SEP-2640: a host SHOULD remove a server's
-    /// cached content when the user removes the server). Stops at the first origin that cannot be
-    /// purged; those before it are gone.
+    /// cached content when the user removes the server). The index is rewritten once, after all
+    /// of them. Stops at the first origin that cannot be purged; those before it are gone. An
+    /// empty `keep` removes every origin: a host that reads `keep` from a configuration file
+    /// should refuse a file that names no server rather than take it as "keep nothing"
+    /// (`skillcache purge --absent` does), and a host that names its progress purges origin by
+    /// origin with [`origins`](Self::origins) and [`purge`](Self::purge), as the CLI does.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

@@ -118,20 +118,20 @@ impl State {
         Ok(())
     }
 
-    /// R-Q4: a skill larger than the origin's quota is declined from its entry alone: it could
-    /// never be stored whole without going over.
+    /// R-Q4: a skill the origin's quota would charge more than the quota for, stored alone
+    /// (its files in whole blocks, their names, rows and folders: K2), is declined from its
+    /// entry: it could never be stored whole without going over.
     fn check_quota(&self, origin: &Origin, entry: &SkillEntry) -> Result<(), Error> {
-        match (self.core().origin_quota(), entry.manifest()) {
-            (Some(quota), Some(m)) if m.total_bytes() > quota => Err(declined(
-                origin,
-                entry,
-                Declined::OverQuota {
-                    quota,
-                    size: m.total_bytes(),
-                },
-            )),
-            _ => Ok(()),
+        let (Some(quota), Some(m)) = (self.core().origin_quota(), entry.manifest()) else {
+            return Ok(());
+        };
+        let size = self
+            .core()
+            .quota_charge(m.files().iter().map(|f| (f.digest(), f.size())));
+        if size > quota {
+            return Err(declined(origin, entry, Declined::OverQuota { quota, size }));
         }
+        Ok(())
     }
 
     /// The approval gate (R-P1): `Ok` with the approval's grant (R-A5) only if `principal`

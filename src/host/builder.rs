@@ -133,11 +133,21 @@ impl SkillCacheBuilder {
         self.core = self.core.memory_tier(bytes);
         self
     }
-    /// The most bytes one origin's stored content may take (R-Q4), like a browser's per-origin
-    /// storage quota: before a publish, that origin's least recently used blobs the publish does
-    /// not need are evicted — never another origin's — and a skill whose declared total size is
-    /// larger is declined before any request ([`Declined::OverQuota`](crate::error::Declined::OverQuota)).
-    /// It holds across processes sharing the root. Default: none.
+    /// The most bytes one origin's stored content may take on disk (R-Q4), like a browser's
+    /// per-origin storage quota: before a publish, that origin's least recently used blobs the
+    /// publish does not need are evicted — never another origin's — and a skill that would take
+    /// more than the quota even stored alone is declined before any request
+    /// ([`Declined::OverQuota`](crate::error::Declined::OverQuota)). It holds across processes
+    /// sharing the root. Default: none.
+    ///
+    /// The quota is charged what the disk pays, so that what `du` reports for the origin's
+    /// folder (`origins/<origin>/` under the root) stays within it: every file and folder there
+    /// at its allocated size (a file of 8 bytes takes a 4 KiB block on most filesystems; each
+    /// fan-out folder `sha256/<2 hex>/` a block or more), plus 256 bytes a file for its names in
+    /// folders and 128 bytes a blob for its row in the index. A file about to be stored is
+    /// charged its size rounded up to whole blocks, and each folder it needs one block. The
+    /// origin's entries and file lists in the index are not charged (a listing's limits bound
+    /// them). So a quota of 64 KiB holds at most a dozen tiny files, not thousands.
     #[must_use]
     pub fn origin_quota(mut self, bytes: u64) -> Self {
         self.core = self.core.origin_quota(bytes);

@@ -282,45 +282,43 @@ impl SkillCache {
         Ok(out)
     }
 
-    /// Lists every bound origin (concurrently, each as [`list`](Self::list) does) into one
-    /// [`Catalog`]: every skill under a handle unique across origins and stable across runs, and
-    /// every name collision reported with all its parties — two skills of one origin, skills of
-    /// several origins, and `local_names`, the host's own filesystem skills, which an MCP skill
-    /// never shadows or poses as (R-Q1). An origin whose listing fails, and each refused entry,
-    /// is in [`Catalog::failures`]; the other origins are listed all the same.
+    /// Lists every bound origin (each as [`list`](Self::list) does, at most
+    /// [`CATALOG_LISTINGS_AT_ONCE`](crate::CATALOG_LISTINGS_AT_ONCE) at a time, so that a host
+    /// with hundreds of servers does not start them all at once) into one [`Catalog`]: every
+    /// skill under a handle unique across origins and stable across runs, and every name
+    /// collision reported with all its parties — two skills of one origin, skills of several
+    /// origins, and `local_names`, the host's own filesystem skills, which an MCP skill never
+    /// shadows or poses as (R-Q1). An origin whose listing fails, and each refused entry, is in
+    /// [`Catalog::failures`]; the other origins are listed all the same. The servers stay
+    /// connected; a host that wants each one only for its listing gathers the listings itself
+    /// and builds the catalog with [`Catalog::from_listings`].
     ///
     /// # Errors
     /// Only a local name that is empty or holds `:` or `/` (the marks of a qualified handle):
     /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid).
     pub async fn catalog(&self, local_names: &[&str]) -> Result<Catalog, Error> {
-        let local = catalog::local_names(local_names)?;
+        // Checked before any server is asked.
+        catalog::local_names(local_names)?;
+        let at_once = Arc::new(tokio::sync::Semaphore::new(
+            catalog::CATALOG_LISTINGS_AT_ONCE,
+        ));
         let mut listings = tokio::task::JoinSet::new();
         for origin in self.state.bound_origins() {
-            let cache = self.clone();
+            let (cache, at_once) = (self.clone(), Arc::clone(&at_once));
             listings.spawn(async move {
+                // The semaphore is never closed.
+                let _turn = at_once.acquire_owned().await.ok();
                 let listed = cache.list(&origin).await;
                 (origin, listed)
             });
         }
-        let (mut skills, mut failures) = (Vec::new(), Vec::new());
+        let mut gathered = Vec::new();
         while let Some(done) = listings.join_next().await {
             // A listing task only ends by finishing or panicking (none is aborted): a panic is
             // passed on, never turned into a missing origin.
-            let (origin, listed) =
-                done.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-            match listed {
-                Ok(slots) => {
-                    for slot in slots {
-                        match slot {
-                            Ok(info) => skills.push((origin.clone(), info.entry)),
-                            Err(e) => failures.push((origin.clone(), e)),
-                        }
-                    }
-                }
-                Err(e) => failures.push((origin, e)),
-            }
+            gathered.push(done.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())));
         }
-        Ok(catalog::build(skills, failures, &local))
+        Catalog::from_listings(gathered, local_names)
     }
 
     /// Approves `entry` as it is now, optionally granting the tools it requests (R-A1, R-A5).

@@ -67,11 +67,18 @@ fn revocation_key(origin: &Origin, entry: &SkillEntry, principal: &str) -> Revoc
 impl Marks {
     /// A server announced a change (R-B5).
     pub(super) fn mark_stale(&self, origin: &Origin, change: Change) {
-        tracing::debug!(
-            origin = origin.as_str(),
-            ?change,
-            "the server announced a change"
-        );
+        // Logged as text a person reads (N4): the URI display-safe, never the enum's `Debug`.
+        match &change {
+            Change::Updated { uri } => tracing::debug!(
+                origin = origin.as_str(),
+                uri = %crate::display::display_safe(uri),
+                "the server announced a changed resource"
+            ),
+            Change::ListChanged => tracing::debug!(
+                origin = origin.as_str(),
+                "the server announced a changed skill list"
+            ),
+        }
         let now = crate::core::now_ms();
         let mut stale = lock(&self.stale);
         let marks = stale.entry(origin.clone()).or_default();

@@ -196,7 +196,7 @@ impl Pipeline<'_> {
 
     /// A cached copy failed and the core quarantined it; the one fetch R-V9 allows follows.
     fn note_quarantine(&self, file: &ManifestFile, mismatch: &Mismatch) {
-        tracing::info!(origin = self.origin.as_str(), uri = file.uri().as_str(), %mismatch, "cached copy quarantined; fetching it once more (R-V9)");
+        tracing::info!(origin = self.origin.as_str(), uri = file.uri().as_str(), %mismatch, "cached copy quarantined; fetching it once more");
         self.state.counters().quarantined_and_retried();
     }
 

@@ -92,6 +92,8 @@ impl Index {
     ///
     /// # Errors
     /// As [`Index::put_blobs`].
+    // The host path records whole batches; one blob at a time is the tests' view.
+    #[cfg(any(test, feature = "internals"))]
     pub fn put_blob(
         &self,
         origin: &Origin,

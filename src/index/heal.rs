@@ -5,7 +5,6 @@
 
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,7 +12,9 @@ use super::error::IndexError;
 
 /// The file's identity (device, inode), to notice that another process replaced it meanwhile.
 pub(super) fn identity(path: &Path) -> Option<(u64, u64)> {
-    fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    fs::symlink_metadata(path)
+        .ok()
+        .and_then(|m| crate::platform::file_identity(&m))
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -59,4 +60,44 @@ pub(super) fn move_aside(path: &Path) -> Result<PathBuf, IndexError> {
         }
     }
     Ok(dest)
+}
+
+/// Removes every damaged copy [`move_aside`] left beside `path` (with its `-wal` and `-shm`),
+/// and only those: names `<name>.damaged-<digits>` with an optional `.<n>` and suffix, regular
+/// files or links (a link is removed itself). Missing is fine.
+pub(super) fn remove_damaged_copies(path: &Path) -> Result<(), IndexError> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return Ok(());
+    };
+    let prefix = format!("{name}.damaged-");
+    let fail = |op: &'static str, path: PathBuf| move |source: io::Error| IndexError::Io { op, path, source };
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(fail("read the index's folder", dir.to_owned())(e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(fail("read the index's folder", dir.to_owned()))?;
+        let file = entry.file_name();
+        let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let rest = rest
+            .strip_suffix("-wal")
+            .or_else(|| rest.strip_suffix("-shm"))
+            .unwrap_or(rest);
+        if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            continue;
+        }
+        let path = entry.path();
+        if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_dir()) {
+            match fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(fail("remove a damaged index copy", path)(e));
+                }
+                _ => tracing::info!(path = %path.display(), "removed a damaged index kept aside: it held the purged origin's rows among others"),
+            }
+        }
+    }
+    Ok(())
 }

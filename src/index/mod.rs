@@ -232,6 +232,47 @@ impl Index {
             Ok(())
         })
     }
+
+    /// Leaves nothing deleted readable in the index's files (K3), after a purge: `SQLite` keeps
+    /// a deleted row's bytes in its page's free space and on the free list, and the write-ahead
+    /// log keeps old page images until a checkpoint. `VACUUM` rebuilds every page from the live
+    /// rows alone; a `TRUNCATE` checkpoint then copies them over the database file and empties
+    /// the log. (`secure_delete` would zero only what is deleted while it is on: pages freed
+    /// earlier, by a gc or by an older version, keep their bytes.) Damaged copies moved aside
+    /// (R-H6) hold every origin's rows as they were and cannot be edited: they are removed.
+    ///
+    /// The cost is a rewrite of the whole database: see `docs/performance.md`.
+    ///
+    /// # Errors
+    /// [`IndexError::ReadOnly`](IndexError::ReadOnly) on a read-only index;
+    /// [`IndexError::Database`](IndexError::Database) if the rewrite fails (a full disk: it needs
+    /// room for a copy) or another process keeps reading the log past the busy timeout;
+    /// [`IndexError::Io`](IndexError::Io) if a damaged copy cannot be removed.
+    pub fn erase_deleted(&self) -> Result<(), IndexError> {
+        const WHAT: &str = "erase deleted rows";
+        let Some(writer) = &self.writer else {
+            return Err(IndexError::ReadOnly {
+                path: self.path.clone(),
+                what: WHAT,
+            });
+        };
+        {
+            let conn = lock(writer);
+            conn.execute_batch("VACUUM").map_err(db_err(WHAT))?;
+            // Waits (the busy timeout) for readers of older snapshots; `busy` set means one
+            // still holds the log, whose old pages then stay.
+            let busy: i64 = conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+                .map_err(db_err(WHAT))?;
+            if busy != 0 {
+                return Err(db_err(WHAT)(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+                    Some("another process kept reading the write-ahead log".into()),
+                )));
+            }
+        }
+        heal::remove_damaged_copies(&self.path)
+    }
 }
 
 fn origin_id(tx: &rusqlite::Transaction<'_>, origin: &Origin) -> Result<i64, IndexError> {

@@ -229,9 +229,8 @@ fn read_only(path: &Path, mode: Mode) -> Result<Connection, Attempt> {
 /// percent-encoded, so `?`, `#` and `%` in a folder name cannot change the URI's meaning.
 fn uri_path(path: &Path) -> String {
     use std::fmt::Write as _;
-    use std::os::unix::ffi::OsStrExt as _;
     let mut out = String::new();
-    for &b in path.as_os_str().as_bytes() {
+    for &b in path.as_os_str().as_encoded_bytes() {
         if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
             out.push(char::from(b));
         } else {

@@ -18,18 +18,16 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::ops::Bound;
-use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, TryLockError};
 use std::time::{Duration, Instant};
 
-use rustix::fs::{AtFlags, FileType};
 use serde_json::Value;
 
 use super::inspect::{LocalSkill, inspect_beneath, open_root};
 use crate::entry::Validation;
 use crate::error::{EntryError, Error, StoreError};
+use crate::platform::{self, AsFd as _, BorrowedFd, Kind, OwnedFd, Stat, errno};
 use crate::uri::{FileUri, SKILL_MD, encode_segment};
 
 /// How deep the scan goes: deeper folders cannot hold a publishable skill file anyway
@@ -41,21 +39,21 @@ const MAX_SCAN_DEPTH: usize = 80;
 /// modification or change time (or size); a file swapped for another changes its inode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
-    mode: u32,
+    kind: Kind,
     size: u64,
     ino: u64,
-    mtime: (i64, u64),
-    ctime: (i64, u64),
+    mtime_ns: i64,
+    ctime_ns: i64,
 }
 
 impl Stamp {
-    fn of(st: &rustix::fs::Stat) -> Stamp {
+    fn of(st: &Stat) -> Stamp {
         Stamp {
-            mode: st.st_mode & libc::S_IFMT,
-            size: u64::try_from(st.st_size).unwrap_or(0),
-            ino: st.st_ino,
-            mtime: (st.st_mtime, st.st_mtime_nsec),
-            ctime: (st.st_ctime, st.st_ctime_nsec),
+            kind: st.kind,
+            size: st.size,
+            ino: st.ino,
+            mtime_ns: st.mtime_ns,
+            ctime_ns: st.ctime_ns,
         }
     }
 }
@@ -144,7 +142,7 @@ impl Snapshot {
 
     /// The served folder's descriptor.
     pub(crate) fn root(&self) -> Option<BorrowedFd<'_>> {
-        self.root.as_deref().map(std::os::fd::AsFd::as_fd)
+        self.root.as_deref().map(platform::AsFd::as_fd)
     }
 
     /// The published skills in listing order, from just after `after` (a cursor's key).
@@ -159,6 +157,7 @@ impl Snapshot {
     }
 
     /// How many skills are published.
+    #[cfg(any(feature = "serve", test))]
     pub(crate) fn len(&self) -> usize {
         self.skills.len()
     }
@@ -229,7 +228,7 @@ impl Catalog {
         for (path, stamp) in &scan {
             // A skill is a folder with a regular `SKILL.md`; the served folder itself is not one.
             let is_skill_md = path.file_name() == Some(OsStr::new(SKILL_MD))
-                && stamp.mode == libc::S_IFREG
+                && stamp.kind == Kind::File
                 && path.parent().is_some_and(|p| !p.as_os_str().is_empty());
             let Some(dir) = path.parent().filter(|_| is_skill_md) else {
                 continue;
@@ -443,7 +442,7 @@ impl Shared {
 }
 
 fn root_error(root: &Path, source: std::io::Error) -> Error {
-    if source.raw_os_error() == Some(libc::ENOTDIR) {
+    if platform::is(&source, &[errno::ENOTDIR]) {
         return Error::Entry(EntryError::Folder {
             path: root.to_owned(),
             why: "is not a folder",
@@ -467,7 +466,7 @@ fn build(
 ) -> Built {
     let rel = dir
         .iter()
-        .map(|segment| encode_segment(segment.as_bytes()))
+        .map(|segment| encode_segment(segment.as_encoded_bytes()))
         .collect::<Vec<_>>()
         .join("/");
     let outcome = inspect_beneath(fd, root, dir, &format!("skill://{rel}"), validation).map(|skill| {
@@ -519,22 +518,18 @@ fn scan_skill(root: BorrowedFd<'_>, dir: &Path) -> Option<Vec<(PathBuf, Stamp)>>
 /// following links or opening files. An entry that vanishes mid-scan is simply absent; the
 /// next scan sees the folder as it is then.
 fn scan_dir(dir: BorrowedFd<'_>, rel: &Path, out: &mut Scan, depth: usize) {
-    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
+    let Ok(entries) = platform::list(dir) else {
         return;
     };
-    for entry in entries.flatten() {
-        let name = OsStr::from_bytes(entry.file_name().to_bytes());
-        if name == "." || name == ".." {
-            continue;
-        }
-        let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
+    for (name, _) in entries {
+        let Ok(st) = platform::stat_at(dir, &name) else {
             continue;
         };
-        let path = rel.join(name);
+        let path = rel.join(&name);
         out.insert(path.clone(), Stamp::of(&st));
-        if FileType::from_raw_mode(st.st_mode) == FileType::Directory
+        if st.kind == Kind::Dir
             && depth < MAX_SCAN_DEPTH
-            && let Ok(Some(child)) = crate::beneath::open_dir(dir, Path::new(name))
+            && let Ok(Some(child)) = crate::beneath::open_dir(dir, Path::new(&name))
         {
             scan_dir(child.as_fd(), &path, out, depth + 1);
         }

@@ -24,8 +24,10 @@
 //!   the least recently used session is closed for the new one, and sessions idle for
 //!   [`HttpLimits::session_idle`] expire (rmcp's keep-alive).
 //! - **Who may call**: on a loopback listener only loopback `Host` headers are accepted (DNS
-//!   rebinding); on any listener, a request with an `Origin` header that is not a loopback page
-//!   is refused with `403` (the Streamable HTTP transport's rule against DNS rebinding from a
+//!   rebinding): `localhost`, `127.0.0.1` and `::1` on any port, and the address the listener is
+//!   bound to on its own port (`127.0.0.2:PORT`, so the URL `serve` prints is reachable as
+//!   printed); on any listener, a request with an `Origin` header that is not a loopback page
+//!   (or a page of the bound address and port) is refused with `403` (the Streamable HTTP transport's rule against DNS rebinding from a
 //!   browser). A non-loopback listener is the caller's explicit choice (the CLI asks for
 //!   `--allow-remote`): any `Host` is accepted there.
 //! - **Answers** go as plain JSON bodies, so no client's SSE event limit applies (the Python
@@ -108,8 +110,9 @@ impl Default for HttpLimits {
 /// message bound, or denser in JSON values than any request within the limits, is refused with
 /// `413` before it is parsed; connections, sessions and requests in flight are capped, slow and
 /// idle connections dropped, and work is served in arrival order. On a loopback listener only
-/// loopback `Host` headers are accepted; on any listener, a browser `Origin` other than a
-/// loopback page gets `403`. A listener on another address is the caller's explicit choice:
+/// loopback `Host` headers are accepted — `localhost`, `127.0.0.1`, `::1`, and the listener's
+/// own address and port; on any listener, a browser `Origin` other than a loopback page gets
+/// `403`. A listener on another address is the caller's explicit choice:
 /// it accepts any `Host`.
 ///
 /// # Errors
@@ -130,11 +133,11 @@ internal_pub! {
     ) -> io::Result<()> {
         let every = server.watch_interval;
         start(&server)?;
-        let loopback = listener.local_addr()?.ip().is_loopback();
+        let bound = listener.local_addr()?;
         listener.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(listener)?;
         let listeners = Listeners::shared();
-        let ctx = Arc::new(Ctx::new(&server, &listeners, limits, loopback));
+        let ctx = Arc::new(Ctx::new(&server, &listeners, limits, bound));
         tokio::spawn(watch(server, listeners, every));
         let conns = Arc::new(Connections::new(limits.max_connections));
         loop {
@@ -166,6 +169,24 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
     "https://[::1]:*",
 ];
 
+/// The `Host` values a loopback listener bound to `at` accepts: the loopback names on any port,
+/// and `at` itself (`127.0.0.2:PORT`, `[::1]:PORT`) on its own port.
+fn allowed_hosts(at: SocketAddr) -> Vec<String> {
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+        .map(str::to_owned)
+        .into();
+    hosts.push(at.to_string());
+    hosts
+}
+
+/// The browser origins a loopback listener bound to `at` accepts: loopback pages, and pages of
+/// its own address and port (served from it, they call it).
+fn allowed_origins(at: SocketAddr) -> Vec<String> {
+    let mut origins: Vec<String> = LOOPBACK_ORIGINS.map(str::to_owned).into();
+    origins.push(format!("http://{at}"));
+    origins
+}
+
 type RmcpService = StreamableHttpService<Handler, LocalSessionManager>;
 type Answer = Response<BoxBody<Bytes, Infallible>>;
 
@@ -186,16 +207,24 @@ impl Ctx {
         server: &SkillServer,
         listeners: &super::rmcp_server::Shared,
         limits: HttpLimits,
-        loopback: bool,
+        bound_to: SocketAddr,
     ) -> Ctx {
-        let mut config = StreamableHttpServerConfig::default()
+        let config = StreamableHttpServerConfig::default()
             .with_max_request_body_bytes(bound())
-            .with_json_response(true)
-            .with_allowed_origins(LOOPBACK_ORIGINS)
-            .enforce_origin_validation();
-        if !loopback {
-            config = config.disable_allowed_hosts();
+            .with_json_response(true);
+        let config = if bound_to.ip().is_loopback() {
+            // The loopback names, on any port, and the address this listener is bound to, on its
+            // port: `http://127.0.0.2:PORT/mcp` as printed is reachable as printed (K5). Any
+            // other Host is refused (DNS rebinding).
+            config
+                .with_allowed_hosts(allowed_hosts(bound_to))
+                .with_allowed_origins(allowed_origins(bound_to))
+        } else {
+            config
+                .disable_allowed_hosts()
+                .with_allowed_origins(LOOPBACK_ORIGINS)
         }
+        .enforce_origin_validation();
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(limits.session_idle);
         let sessions = Arc::new(manager);

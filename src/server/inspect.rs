@@ -10,13 +10,10 @@
 //! ([`crate::beneath`]): a folder or file swapped for a link while the folder is inspected is
 //! refused, never followed out of the folder (R-E1).
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io::Read as _;
-use std::os::fd::{AsFd as _, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, FileType, Mode};
 use serde_json::{Value, json};
 
 use crate::beneath::{self, Refused};
@@ -24,13 +21,14 @@ use crate::digest::Digest;
 use crate::entry::{SkillEntry, Validation};
 use crate::error::{EntryError, Error, Limit, StoreError};
 use crate::frontmatter;
+use crate::platform::{self, AsFd as _, BorrowedFd, Kind, OwnedFd, errno};
 use crate::uri::{FileUri, SKILL_MD, SkillUri};
 
 /// How a folder the caller names is opened: its path is the caller's (it may run through links,
 /// as `~/skills` often does); nothing below it is ever followed.
-const NAMED_FOLDER: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY
-    .union(rustix::fs::OFlags::DIRECTORY)
-    .union(rustix::fs::OFlags::CLOEXEC);
+fn open_named(path: &Path) -> std::io::Result<OwnedFd> {
+    platform::open_folder(path, true)
+}
 
 /// How deep folders may nest inside a skill: deeper trees are refused, so a planted tree
 /// thousands of levels deep can exhaust neither the stack nor the descriptor table.
@@ -102,9 +100,7 @@ internal_pub! {
         root: &str,
         validation: &Validation,
     ) -> Result<LocalSkill, Vec<Error>> {
-        let fd = rustix::fs::open(dir, NAMED_FOLDER, Mode::empty()).map_err(|e| {
-            vec![folder_error(dir, e.into())]
-        })?;
+        let fd = open_named(dir).map_err(|e| vec![folder_error(dir, e)])?;
         inspect_at(fd.as_fd(), dir, root, validation)
     }
 }
@@ -128,7 +124,7 @@ internal_pub! {
     /// relative to `root`, in sorted order. Nested skills are found too.
     #[must_use]
     fn find_skills(root: &Path) -> Vec<Vec<String>> {
-        let Ok(fd) = rustix::fs::open(root, NAMED_FOLDER, Mode::empty()) else {
+        let Ok(fd) = open_named(root) else {
             return Vec::new();
         };
         let mut walk = Walk::new(usize::MAX);
@@ -143,17 +139,17 @@ internal_pub! {
 
 /// What opening a folder failed with, as the problem it is.
 fn folder_error(path: &Path, e: std::io::Error) -> Error {
-    match e.raw_os_error() {
-        Some(libc::ENOTDIR | libc::ELOOP | libc::EXDEV) => Error::Entry(EntryError::Folder {
+    if platform::is(&e, &[errno::ENOTDIR, errno::ELOOP, errno::EXDEV]) {
+        return Error::Entry(EntryError::Folder {
             path: path.to_owned(),
             why: "is not a folder (or a link on the way to it)",
-        }),
-        _ => Error::Store(StoreError::Io {
-            op: "open",
-            path: path.to_owned(),
-            source: e,
-        }),
+        });
     }
+    Error::Store(StoreError::Io {
+        op: "open",
+        path: path.to_owned(),
+        source: e,
+    })
 }
 
 /// The inspection itself, on the folder's descriptor `dir` (at `path`, for messages).
@@ -425,10 +421,9 @@ impl Walk {
             if self.found.len() >= self.budget {
                 return;
             }
-            let name = OsStr::from_bytes(&name);
-            let (path, rel) = (path.join(name), rel.join(name));
-            prefix.push(crate::uri::encode_segment(name.as_bytes()));
-            self.entry(dir, name, path, rel, prefix, depth);
+            let (path, rel) = (path.join(&name), rel.join(&name));
+            prefix.push(crate::uri::encode_segment(name.as_encoded_bytes()));
+            self.entry(dir, &name, path, rel, prefix, depth);
             prefix.pop();
         }
     }
@@ -444,31 +439,31 @@ impl Walk {
         depth: usize,
     ) {
         // The entry itself, never what a link points to.
-        let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        let st = match platform::stat_at(dir, name) {
             Ok(st) => st,
             // Gone since it was listed: the folder is as it is now.
-            Err(rustix::io::Errno::NOENT) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
             Err(e) => {
                 self.problems.push(Error::Store(StoreError::Io {
                     op: "stat",
                     path,
-                    source: e.into(),
+                    source: e,
                 }));
                 return;
             }
         };
-        match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile => self.found.push(Found {
+        match st.kind {
+            Kind::File => self.found.push(Found {
                 segments: prefix.clone(),
                 path,
                 rel,
-                size: u64::try_from(st.st_size).unwrap_or(0),
+                size: st.size,
             }),
-            FileType::Symlink => self.problem(path, "is a symbolic link"),
-            FileType::Directory if depth >= MAX_DEPTH => {
+            Kind::Link => self.problem(path, "is a symbolic link"),
+            Kind::Dir if depth >= MAX_DEPTH => {
                 self.problem(path, "is nested deeper than a skill may be (64 folders)");
             }
-            FileType::Directory => match beneath::open_dir(dir, Path::new(name)) {
+            Kind::Dir => match beneath::open_dir(dir, Path::new(name)) {
                 Ok(Some(child)) => self.folder(child.as_fd(), &path, &rel, prefix, depth + 1),
                 Ok(None) => {}
                 Err(e) => self.problems.push(folder_error(&path, e)),
@@ -479,19 +474,15 @@ impl Walk {
 }
 
 /// The names in the folder `dir`, without `.` and `..`.
-fn list(dir: BorrowedFd<'_>) -> std::io::Result<Vec<Vec<u8>>> {
-    let mut names = Vec::new();
-    for entry in rustix::fs::Dir::read_from(dir)? {
-        let name = entry?.file_name().to_bytes().to_vec();
-        if name != b"." && name != b".." {
-            names.push(name);
-        }
-    }
-    Ok(names)
+fn list(dir: BorrowedFd<'_>) -> std::io::Result<Vec<OsString>> {
+    Ok(platform::list(dir)?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect())
 }
 
 /// A descriptor for the served folder itself, for the catalog (its path is the caller's to
 /// name; nothing below it is followed).
 pub(crate) fn open_root(path: &Path) -> std::io::Result<OwnedFd> {
-    Ok(rustix::fs::open(path, NAMED_FOLDER, Mode::empty())?)
+    open_named(path)
 }

@@ -56,8 +56,10 @@ internal_pub! {
 }
 
 /// JSON-RPC "parse error": the request is not JSON.
+#[cfg(any(feature = "serve", test))]
 pub const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC "invalid request": JSON, but not a request.
+#[cfg(any(feature = "serve", test))]
 pub const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC "invalid params", also the spec's code for an unknown skill or resource.
 pub const INVALID_PARAMS: i64 = -32602;

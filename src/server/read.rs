@@ -10,7 +10,6 @@
 //! is scanned again so the next `skills/get` publishes it as it now is.
 
 use std::io::Read as _;
-use std::os::fd::BorrowedFd;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -18,6 +17,7 @@ use serde_json::Value;
 
 use super::catalog::Snapshot;
 use super::inspect::LocalFile;
+use crate::platform::BorrowedFd;
 use super::{INTERNAL_ERROR, INVALID_PARAMS, RpcError, SkillServer, wire};
 use crate::beneath::{self, Refused};
 use crate::digest::Digest;

@@ -63,7 +63,14 @@ pub async fn serve_stdio(server: SkillServer) -> io::Result<()> {
     let watcher = tokio::spawn(watch(server, listeners, every));
     let quit = running.waiting().await;
     watcher.abort();
-    tracing::debug!(?quit, "stdio session ended");
+    // Said in words, not with rmcp's `Debug` (N4).
+    let how = match quit {
+        Ok(rmcp::service::QuitReason::Closed) => "the client closed it",
+        Ok(rmcp::service::QuitReason::Cancelled) => "cancelled",
+        // `QuitReason` is non-exhaustive: a reason added later reads as a failure.
+        Ok(_) | Err(_) => "its task failed",
+    };
+    tracing::debug!(how, "stdio session ended");
     Ok(())
 }
 

@@ -13,9 +13,11 @@
 
 use std::fs::File;
 use std::io::{self, Write as _};
-use std::os::fd::BorrowedFd;
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use crate::platform::{self, BorrowedFd};
+// Whether one filesystem sync stands for the per-file ones is the platform's to say (Linux:
+// `syncfs` on a kernel and filesystem that report its errors; never elsewhere).
+pub(crate) use crate::platform::filesystem_sync_is_durable;
 
 /// The filesystem changes the store makes. Reads are not here: they change nothing.
 pub trait Disk: Send + Sync + std::fmt::Debug {
@@ -97,19 +99,15 @@ pub trait Disk: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealDisk;
 
+// Each call is the platform layer's (src/platform/): the same operation with each system's own
+// means, e.g. `fsync` on Linux and `F_FULLFSYNC` on macOS for `sync`.
 impl Disk for RealDisk {
     fn mkdir(&self, dir: BorrowedFd<'_>, name: &str, mode: u32) -> io::Result<()> {
-        rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(mode)).map_err(io::Error::from)
+        platform::mkdir_at(dir, name, mode)
     }
 
     fn create(&self, dir: BorrowedFd<'_>, name: &str, mode: u32) -> io::Result<File> {
-        let fd = rustix::fs::openat(
-            dir,
-            name,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(mode),
-        )?;
-        Ok(File::from(fd))
+        platform::create_at(dir, name, mode)
     }
 
     fn write(&self, file: &mut File, bytes: &[u8]) -> io::Result<()> {
@@ -117,15 +115,15 @@ impl Disk for RealDisk {
     }
 
     fn sync(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
-        rustix::fs::fsync(fd).map_err(io::Error::from)
+        platform::sync(fd)
     }
 
     fn sync_filesystem(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
-        rustix::fs::syncfs(fd).map_err(io::Error::from)
+        platform::sync_filesystem(fd)
     }
 
     fn chmod(&self, fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
-        rustix::fs::fchmod(fd, Mode::from_raw_mode(mode)).map_err(io::Error::from)
+        platform::chmod(fd, mode)
     }
 
     fn link(
@@ -135,7 +133,7 @@ impl Disk for RealDisk {
         to_dir: BorrowedFd<'_>,
         to: &str,
     ) -> io::Result<()> {
-        rustix::fs::linkat(from_dir, from, to_dir, to, AtFlags::empty()).map_err(io::Error::from)
+        platform::link_at(from_dir, from, to_dir, to)
     }
 
     fn rename(
@@ -145,69 +143,16 @@ impl Disk for RealDisk {
         to_dir: BorrowedFd<'_>,
         to: &str,
     ) -> io::Result<()> {
-        rustix::fs::renameat(from_dir, from, to_dir, to).map_err(io::Error::from)
+        platform::rename_at(from_dir, from, to_dir, to)
     }
 
     fn unlink(&self, dir: BorrowedFd<'_>, name: &str, folder: bool) -> io::Result<()> {
-        let flags = if folder {
-            AtFlags::REMOVEDIR
-        } else {
-            AtFlags::empty()
-        };
-        rustix::fs::unlinkat(dir, name, flags).map_err(io::Error::from)
+        platform::unlink_at(dir, name, folder)
     }
 
     fn commit_point(&self, _what: &'static str) -> io::Result<()> {
         Ok(())
     }
-}
-
-/// Whether one `syncfs` of the filesystem holding `fd` makes everything written there durable
-/// and says when it did not. Two conditions, both checked:
-///
-/// - the kernel returns the filesystem's own sync errors through it: Linux reports writeback
-///   errors through `syncfs` since 5.8, and the errors of the filesystem's own sync (a journal
-///   that failed to commit) since 5.17 — before, they were dropped;
-/// - the filesystem really writes to its disk when asked: ext2/3/4, XFS, Btrfs and F2FS do, and
-///   tmpfs has nothing to write. A FUSE or 9p mount may answer at once without asking its
-///   server, and an overlay may not pass on the lower filesystem's errors: those, and anything
-///   not named here, keep the per-file syncs.
-pub(crate) fn filesystem_sync_is_durable(fd: BorrowedFd<'_>) -> bool {
-    // statfs(2) magic numbers.
-    const EXT_SUPER_MAGIC: i64 = 0xEF53;
-    const XFS_SUPER_MAGIC: i64 = 0x5846_5342;
-    const BTRFS_SUPER_MAGIC: i64 = 0x9123_683E;
-    const F2FS_SUPER_MAGIC: i64 = 0xF2F5_2010;
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
-    if !kernel_reports_sync_errors() {
-        return false;
-    }
-    rustix::fs::fstatfs(fd).is_ok_and(|st| {
-        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)] // its width varies by target
-        let kind = st.f_type as i64;
-        matches!(
-            kind,
-            EXT_SUPER_MAGIC | XFS_SUPER_MAGIC | BTRFS_SUPER_MAGIC | F2FS_SUPER_MAGIC | TMPFS_MAGIC
-        )
-    })
-}
-
-/// [`filesystem_sync_is_durable`]'s first condition, read once (the kernel does not change
-/// under us).
-fn kernel_reports_sync_errors() -> bool {
-    static REPORTS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *REPORTS.get_or_init(|| {
-        release_reports_sync_errors(&rustix::system::uname().release().to_string_lossy())
-    })
-}
-
-/// Whether a Linux release string (`6.1.0-13-amd64`) is 5.17 or later; anything unreadable is
-/// not.
-fn release_reports_sync_errors(release: &str) -> bool {
-    let mut parts = release
-        .split(|c: char| !c.is_ascii_digit())
-        .map(|p| p.parse::<u32>().ok());
-    matches!((parts.next(), parts.next()), (Some(Some(major)), Some(Some(minor))) if (major, minor) >= (5, 17))
 }
 
 /// What a [`FaultyDisk`] does at its chosen write.
@@ -231,10 +176,15 @@ pub enum Fault {
 /// covers itself; a filesystem sync covers everything on that filesystem), and records a
 /// violation when a file is linked under a blob name before its data was durable, or when a blob
 /// is recorded in the index while a blob name or a folder on its way is not yet durable.
+///
+/// By default it makes each write through this platform's [`RealDisk`]. [`FaultyDisk::per_file_syncs`]
+/// makes it a disk without a filesystem-wide sync, as on macOS and Windows, so that the store's
+/// per-file and per-folder sync path — the only one those platforms have — is enumerated here too.
 #[cfg(any(test, feature = "fault-injection"))]
 #[derive(Debug, Default)]
 pub struct FaultyDisk {
     state: std::sync::Mutex<FaultState>,
+    per_file_syncs: bool,
 }
 
 /// A file or folder: (device, inode).
@@ -257,8 +207,8 @@ struct FaultState {
 
 #[cfg(any(test, feature = "fault-injection"))]
 fn node(fd: BorrowedFd<'_>) -> io::Result<Node> {
-    let st = rustix::fs::fstat(fd)?;
-    Ok((st.st_dev, st.st_ino))
+    let st = platform::fstat(fd)?;
+    Ok((st.dev, st.ino))
 }
 
 #[cfg(any(test, feature = "fault-injection"))]
@@ -275,6 +225,16 @@ impl FaultyDisk {
         let disk = FaultyDisk::default();
         disk.lock().plan = Some((at, fault));
         disk
+    }
+
+    /// The same disk without a filesystem-wide sync (`sync_filesystem` answers `Unsupported`
+    /// and writes nothing), as on every platform but Linux.
+    #[must_use]
+    pub fn per_file_syncs(self) -> FaultyDisk {
+        FaultyDisk {
+            per_file_syncs: true,
+            ..self
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, FaultState> {
@@ -322,8 +282,8 @@ impl FaultyDisk {
                     s.crashed = true;
                     Err(io::Error::other("injected crash"))
                 }
-                Fault::NoSpace => Err(io::Error::from_raw_os_error(libc::ENOSPC)),
-                Fault::Io => Err(io::Error::from_raw_os_error(libc::EIO)),
+                Fault::NoSpace => Err(io::Error::from_raw_os_error(platform::errno::ENOSPC)),
+                Fault::Io => Err(io::Error::from_raw_os_error(platform::errno::EIO)),
             },
             _ => Ok(()),
         }
@@ -374,7 +334,7 @@ impl Disk for FaultyDisk {
     fn create(&self, dir: BorrowedFd<'_>, name: &str, mode: u32) -> io::Result<File> {
         self.gate("create")?;
         let file = RealDisk.create(dir, name, mode)?;
-        let at = node(std::os::fd::AsFd::as_fd(&file))?;
+        let at = node(platform::AsFd::as_fd(&file))?;
         self.note(|s| {
             s.unsynced_data.insert(at);
             Ok(())
@@ -385,7 +345,7 @@ impl Disk for FaultyDisk {
     fn write(&self, file: &mut File, bytes: &[u8]) -> io::Result<()> {
         self.gate("write")?;
         RealDisk.write(file, bytes)?;
-        let at = node(std::os::fd::AsFd::as_fd(file))?;
+        let at = node(platform::AsFd::as_fd(file))?;
         self.note(|s| {
             s.unsynced_data.insert(at);
             Ok(())
@@ -404,6 +364,9 @@ impl Disk for FaultyDisk {
     }
 
     fn sync_filesystem(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        if self.per_file_syncs {
+            return Err(io::Error::from(io::ErrorKind::Unsupported));
+        }
         self.gate("sync_filesystem")?;
         RealDisk.sync_filesystem(fd)?;
         let (dev, _) = node(fd)?;
@@ -423,8 +386,8 @@ impl Disk for FaultyDisk {
     ) -> io::Result<()> {
         self.gate("link")?;
         RealDisk.link(from_dir, from, to_dir, to)?;
-        let st = rustix::fs::statat(from_dir, from, AtFlags::SYMLINK_NOFOLLOW)?;
-        let (file, at) = ((st.st_dev, st.st_ino), node(to_dir)?);
+        let st = platform::stat_at(from_dir, from)?;
+        let (file, at) = ((st.dev, st.ino), node(to_dir)?);
         self.note(|s| {
             if s.unsynced_data.contains(&file) {
                 s.violations
@@ -500,38 +463,5 @@ mod tests {
         disk2.commit_point("index: record blob").expect("commit");
         assert_eq!(disk.order_violations(), Vec::<String>::new());
         assert_eq!(disk2.order_violations(), Vec::<String>::new());
-    }
-
-    #[test]
-    fn c3_syncfs_is_trusted_only_on_filesystems_that_write_when_asked() {
-        // procfs writes nothing anywhere: never trusted, whatever the kernel.
-        let proc = File::open("/proc").expect("procfs");
-        assert!(!super::filesystem_sync_is_durable(proc.as_fd()));
-        // This machine's scratch folders are on ext4 (or tmpfs), and its kernel is 6.x.
-        let dir = crate::scratch::scratch();
-        let here = File::open(dir.path()).expect("scratch");
-        assert_eq!(
-            super::filesystem_sync_is_durable(here.as_fd()),
-            super::kernel_reports_sync_errors()
-        );
-    }
-
-    #[test]
-    fn c3_syncfs_is_trusted_only_from_linux_5_17() {
-        for (release, trusted) in [
-            ("6.18.44-fc-v857", true),
-            ("5.17.0", true),
-            ("6.1.0-13-amd64", true),
-            ("5.16.20", false),
-            ("5.10.0-28-amd64", false),
-            ("5.8.0", false),
-            ("5.7.19", false),
-            ("4.19.0-26-amd64", false),
-            ("5", false),
-            ("", false),
-            ("not a release", false),
-        ] {
-            assert_eq!(super::release_reports_sync_errors(release), trusted, "{release}");
-        }
     }
 }

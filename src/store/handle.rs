@@ -4,25 +4,24 @@
 //! `O_DIRECTORY | O_NOFOLLOW`, and every change is made through a descriptor or relative to one
 //! (through the [`Disk`] seam), so no path is resolved again after it was checked: a link planted
 //! anywhere below the root can never redirect a write, a `chmod` or a read outside it. Blob reads
-//! on the hot path use one `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` from the root
-//! descriptor, which the kernel checks for every component at once.
+//! on the hot path open beneath the root descriptor in one call on Linux (`openat2` with
+//! `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`, checked by the kernel for every component at once)
+//! and one component at a time on macOS ([`crate::platform`]).
 //!
 //! Something that is not a folder where a folder belongs (a link, a file, a socket, a FIFO, a
 //! device) is removed — the link itself, never its target — and a folder is made in its place,
 //! with a warning.
 //!
-//! The opening itself (the flags, `openat2`, the fallback for kernels without it) is the
+//! The opening itself (the flags, `openat2` or the component walk) is the
 //! crate's one opener, [`crate::beneath`], which `serve` uses too (R-E1).
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{FileType, Mode};
-
 use super::disk::Disk;
-use crate::beneath::{self, DIR_FLAGS};
+use crate::beneath;
+use crate::platform::{self, AsFd as _, BorrowedFd, Kind, OwnedFd, errno};
 
 /// Mode of a blob folder at rest: nobody may add or remove a name (R-C2).
 pub(super) const READ_ONLY_DIR: u32 = 0o555;
@@ -49,14 +48,14 @@ pub(super) enum Made {
 
 fn is_not_a_folder(e: &io::Error) -> bool {
     // O_NOFOLLOW on a link: ELOOP; O_DIRECTORY on anything else that is not a folder: ENOTDIR.
-    matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR))
+    platform::is(e, &[errno::ELOOP, errno::ENOTDIR])
 }
 
 impl Dir {
     /// Opens the root itself. The root's own path was resolved and checked by the caller; its
     /// last component must be a real folder, not a link.
     pub(crate) fn open_root(path: &Path) -> io::Result<Dir> {
-        let fd = rustix::fs::open(path, DIR_FLAGS, Mode::empty())?;
+        let fd = platform::open_folder(path, false)?;
         Ok(Dir {
             fd,
             path: path.to_owned(),
@@ -90,21 +89,12 @@ impl Dir {
     }
 
     /// The names in this folder (without `.` and `..`) and their types as the folder lists them.
-    pub(super) fn names(&self) -> io::Result<Vec<(String, FileType)>> {
-        let mut out = Vec::new();
-        for entry in rustix::fs::Dir::read_from(&self.fd)? {
-            let entry = entry?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            // Every name the store makes is ASCII; anything else is a stray, listed lossily.
-            out.push((
-                String::from_utf8_lossy(name).into_owned(),
-                entry.file_type(),
-            ));
-        }
-        Ok(out)
+    pub(super) fn names(&self) -> io::Result<Vec<(String, Kind)>> {
+        // Every name the store makes is ASCII; anything else is a stray, listed lossily.
+        Ok(platform::list(self.fd())?
+            .into_iter()
+            .map(|(name, kind)| (name.to_string_lossy().into_owned(), kind))
+            .collect())
     }
 
     /// Opens a file below this folder for reading, without following any link on the way and
@@ -226,13 +216,13 @@ pub(super) fn remove_tree(disk: &dyn Disk, parent: &Dir, name: &str) -> io::Resu
         // Remove every non-folder here; stop at the first folder and go down into it.
         let mut down = None;
         for (child, kind) in here.names()? {
-            if kind == FileType::Directory {
+            if kind == Kind::Dir {
                 down = Some(child);
                 break;
             }
             match disk.unlink(here.fd(), &child, false) {
                 // A folder the listing did not type (some filesystems do not): go down into it.
-                Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
+                Err(e) if platform::is(&e, &[errno::EISDIR]) => {
                     down = Some(child);
                     break;
                 }
@@ -259,7 +249,7 @@ pub(super) fn remove_tree(disk: &dyn Disk, parent: &Dir, name: &str) -> io::Resu
             return ignore_missing(disk.unlink(parent.fd(), name, true));
         };
         let up = Dir {
-            fd: rustix::fs::openat(&here.fd, "..", DIR_FLAGS, Mode::empty())?,
+            fd: platform::open_parent(here.fd())?,
             path: here
                 .path
                 .parent()
@@ -278,8 +268,8 @@ pub(super) fn remove_tree(disk: &dyn Disk, parent: &Dir, name: &str) -> io::Resu
 }
 
 fn identity(dir: &Dir) -> io::Result<(u64, u64)> {
-    let st = rustix::fs::fstat(&dir.fd)?;
-    Ok((st.st_dev, st.st_ino))
+    let st = platform::fstat(dir.fd())?;
+    Ok((st.dev, st.ino))
 }
 
 fn ignore_missing(r: io::Result<()>) -> io::Result<()> {
@@ -342,16 +332,14 @@ pub(super) fn find_path(
 /// and would otherwise write through (R-H1).
 pub(super) fn scrub_to_files(disk: &dyn Disk, dir: &Dir, names: &[&str]) -> io::Result<()> {
     for name in names {
-        match rustix::fs::statat(dir.fd(), *name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st)
-                if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
-                    && st.st_nlink == 1 => {}
+        match platform::stat_at(dir.fd(), name) {
+            Ok(st) if st.kind == Kind::File && st.nlink == 1 => {}
             Ok(_) => {
                 tracing::warn!(path = %dir.join(name).display(), "not a regular file where the index keeps one: removed");
                 remove_tree(disk, dir, name)?;
             }
-            Err(rustix::io::Errno::NOENT) => {}
-            Err(e) => return Err(e.into()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(())

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::{Read as _, Seek as _, Write as _};
 use std::time::{Duration, Instant};
 
-use rustix::fs::{Mode, OFlags};
+use crate::platform::{self, AsFd as _, Kind, errno};
 
 use super::error::StoreError;
 use super::handle::{Dir, PRIVATE_DIR, Parent, ensure_dir, find_dir, remove_tree};
@@ -74,33 +74,26 @@ impl BlobStore {
             path: path.clone(),
             source: e,
         };
-        let rw =
-            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         for _ in 0..3 {
-            let file = match rustix::fs::openat(dir.fd(), name, rw, Mode::from_raw_mode(0o600)) {
-                Ok(fd) => File::from(fd),
+            let file = match platform::open_lock(dir.fd(), name, true) {
+                Ok(file) => file,
                 // A read-only root (a pre-populated image on a read-only mount, R-H5): nobody
                 // can write it, so there is nobody to exclude; use the file if there is one.
-                Err(rustix::io::Errno::ROFS | rustix::io::Errno::ACCESS) => {
-                    let ro = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-                    return match rustix::fs::openat(dir.fd(), name, ro, Mode::empty()) {
-                        Ok(fd) => Ok(Some(File::from(fd))),
-                        Err(rustix::io::Errno::NOENT) => Ok(None),
-                        Err(e) => Err(err(e.into())),
+                Err(e) if platform::is(&e, &[errno::EROFS, errno::EACCES]) => {
+                    return match platform::open_lock(dir.fd(), name, false) {
+                        Ok(file) => Ok(Some(file)),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                        Err(e) => Err(err(e)),
                     };
                 }
-                Err(
-                    rustix::io::Errno::LOOP | rustix::io::Errno::ISDIR | rustix::io::Errno::NXIO,
-                ) => {
+                Err(e) if platform::is(&e, &[errno::ELOOP, errno::EISDIR, errno::ENXIO]) => {
                     replace_lock_file(self.disk.as_ref(), dir, name).map_err(err)?;
                     continue;
                 }
-                Err(e) => return Err(err(e.into())),
+                Err(e) => return Err(err(e)),
             };
-            let st = rustix::fs::fstat(&file).map_err(|e| err(e.into()))?;
-            if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile
-                && st.st_nlink == 1
-            {
+            let st = platform::fstat(file.as_fd()).map_err(err)?;
+            if st.kind == Kind::File && st.nlink == 1 {
                 return Ok(Some(file));
             }
             replace_lock_file(self.disk.as_ref(), dir, name).map_err(err)?;

@@ -10,6 +10,8 @@
 //! - `lock`: the advisory lock file that keeps `gc` from racing publishers; bounded waits (R-H11).
 //! - `reserve`: free space kept back for gc and purge on a full disk (R-H5).
 //! - `walk`: enumerating, checking and removing blobs for `verify`, `gc` and `purge` (R-H8).
+//! - `usage`: what one origin's folder costs on disk, for the quota (R-Q4, K2); `space`: the
+//!   allocated-bytes and block-size calls it rests on (the platform-specific part).
 
 mod disk;
 pub(crate) mod error;
@@ -23,6 +25,8 @@ mod publish;
 mod quarantine;
 mod read;
 mod reserve;
+mod space;
+mod usage;
 mod walk;
 
 pub use disk::{Disk, RealDisk};
@@ -45,6 +49,10 @@ internal_pub! {
     use read::MAP_ABOVE;
 }
 pub use walk::BlobCheck;
+pub(crate) use space::in_blocks;
+#[cfg(test)]
+pub(crate) use space::block_size;
+pub(crate) use usage::Usage;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -67,6 +75,9 @@ pub struct BlobStore {
     /// The uid that owns the root: blobs owned by anyone else are not evidence of isolation.
     owner_uid: u32,
     lock_timeout: Duration,
+    /// The filesystem's allocation unit under the root: what a new folder and a file's last
+    /// partial block cost (R-Q4, K2).
+    block: u64,
     /// When a wait for the lock last ran out (R-H11: later waits in that window are one try).
     lock_stalled: std::sync::Mutex<Option<std::time::Instant>>,
 }
@@ -83,19 +94,21 @@ impl BlobStore {
         lock_timeout: Duration,
     ) -> Result<BlobStore, StoreError> {
         let path = root.path().to_owned();
-        let owner_uid = rustix::fs::fstat(root.fd())
-            .map_err(|e| StoreError::Io {
+        let owner_uid = crate::platform::fstat(root.fd())
+            .map_err(|source| StoreError::Io {
                 op: "stat",
                 path: path.clone(),
-                source: e.into(),
+                source,
             })?
-            .st_uid;
+            .uid;
+        let block = space::block_size(root.fd());
         Ok(BlobStore {
             layout: Layout::new(&path),
             root,
             disk,
             owner_uid,
             lock_timeout,
+            block,
             lock_stalled: std::sync::Mutex::new(None),
         })
     }
@@ -126,6 +139,12 @@ impl BlobStore {
         ];
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         handle::scrub_to_files(self.disk.as_ref(), &self.root, &names).map_err(io_err("check", &db))
+    }
+
+    /// The filesystem's allocation unit under the root (R-Q4, K2): a new folder costs one, and a
+    /// new file its length rounded up to whole ones.
+    pub(crate) fn block(&self) -> u64 {
+        self.block
     }
 
     /// The seam writes go through (the cache announces index commits on it too).

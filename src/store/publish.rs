@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::AsFd as _;
+use crate::platform::AsFd as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::handle::{Dir, PRIVATE_DIR, Parent, READ_ONLY_DIR, ensure_dir, with_writable};
@@ -249,8 +249,8 @@ impl BlobStore {
     /// be linked under its digest name (R-C3: a blob name appears only complete and durable).
     fn seal_tmp(&self, file: &File) -> io::Result<()> {
         let disk = self.disk.as_ref();
-        disk.sync(std::os::fd::AsFd::as_fd(file))?;
-        disk.chmod(std::os::fd::AsFd::as_fd(file), 0o444)
+        disk.sync(file.as_fd())?;
+        disk.chmod(file.as_fd(), 0o444)
     }
 
     /// The folders every blob the caller will record hangs from, to be made durable before any
@@ -409,7 +409,7 @@ enum Linked {
 /// Whether every folder of `dirs` is on the filesystem of `tmp` (a folder inside the root may be
 /// another mount: then the folders are synced each). One that cannot be examined is not.
 fn on_filesystem_of(tmp: &Dir, dirs: &[&Dir]) -> bool {
-    let dev = |d: &Dir| rustix::fs::fstat(d.fd()).ok().map(|st| st.st_dev);
+    let dev = |d: &Dir| crate::platform::fstat(d.fd()).ok().map(|st| st.dev);
     let Some(here) = dev(tmp) else { return false };
     dirs.iter().all(|d| dev(d) == Some(here))
 }

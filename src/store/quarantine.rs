@@ -46,9 +46,9 @@ impl BlobStore {
         else {
             return Ok(());
         };
-        match rustix::fs::statat(aa.fd(), &hex[2..], rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
-            Err(rustix::io::Errno::NOENT) => return Ok(()),
-            Err(e) => return Err(io_err("stat", &aa.join(&hex[2..]))(e.into())),
+        match crate::platform::stat_at(aa.fd(), &hex[2..]) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_err("stat", &aa.join(&hex[2..]))(e)),
             Ok(_) => {}
         }
         let (q, _) = ensure_dir(disk, &odir, Parent::ReadOnly, QUARANTINE, PRIVATE_DIR)
@@ -80,27 +80,6 @@ impl BlobStore {
         for (old, _) in &names[..names.len() - MAX_QUARANTINED] {
             let _ = remove_tree(self.disk.as_ref(), q, old);
         }
-    }
-
-    /// `origin`'s quarantined items, oldest first (the names sort by the time they were moved),
-    /// each with its own size on disk: what the quota counts of them (R-Q4).
-    ///
-    /// # Errors
-    /// [`StoreError::Io`](StoreError::Io) if the folder cannot be read.
-    pub(crate) fn quarantined_of(&self, origin: &Origin) -> Result<Vec<(String, u64)>, StoreError> {
-        let Some(q) = self.origin_quarantine(origin)? else {
-            return Ok(Vec::new());
-        };
-        let mut names = q.names().map_err(io_err("read directory", q.path()))?;
-        names.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(names
-            .into_iter()
-            .map(|(name, _)| {
-                let len = rustix::fs::statat(q.fd(), name.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-                    .map_or(0, |st| u64::try_from(st.st_size).unwrap_or(0));
-                (name, len)
-            })
-            .collect())
     }
 
     /// Removes one quarantined item of `origin` (whatever it is). Missing is fine.

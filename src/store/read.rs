@@ -3,6 +3,8 @@
 use std::fs::File;
 use std::io::{self, Read};
 
+use crate::platform::{self, AsFd as _, Kind, Stat, errno};
+
 use super::layout::blob_rel;
 use super::{BlobStore, io_err};
 use crate::digest::Digest;
@@ -44,29 +46,24 @@ const SETTLE_NS: i64 = 100_000_000;
 
 impl Evidence {
     /// Unconfirmed evidence of the file `meta` describes.
-    pub(super) fn of(meta: &rustix::fs::Stat) -> Evidence {
+    pub(super) fn of(meta: &Stat) -> Evidence {
         Evidence {
-            ino: meta.st_ino,
-            dev: meta.st_dev,
-            ctime_ns: ns(meta.st_ctime, meta.st_ctime_nsec),
+            ino: meta.ino,
+            dev: meta.dev,
+            ctime_ns: meta.ctime_ns,
             confirmed: false,
         }
     }
 
     /// Whether `meta` describes the file this evidence was taken of, unchanged since.
-    fn matches(&self, meta: &rustix::fs::Stat) -> bool {
+    fn matches(&self, meta: &Stat) -> bool {
         let now = Evidence::of(meta);
         (now.ino, now.dev, now.ctime_ns) == (self.ino, self.dev, self.ctime_ns)
     }
 
     pub(super) fn of_fd(file: &File) -> io::Result<Evidence> {
-        Ok(Evidence::of(&rustix::fs::fstat(file)?))
+        Ok(Evidence::of(&platform::fstat(file.as_fd())?))
     }
-}
-
-fn ns(secs: i64, nsec: impl TryInto<i64>) -> i64 {
-    secs.saturating_mul(1_000_000_000)
-        .saturating_add(nsec.try_into().unwrap_or(0))
 }
 
 /// What may not move while a `Guaranteed` read trusts evidence instead of hashing (R-H4): the
@@ -75,19 +72,19 @@ fn ns(secs: i64, nsec: impl TryInto<i64>) -> i64 {
 struct Snapshot {
     ino: u64,
     dev: u64,
-    size: i64,
+    size: u64,
     ctime_ns: i64,
     mtime_ns: i64,
 }
 
 impl Snapshot {
-    fn of(meta: &rustix::fs::Stat) -> Snapshot {
+    fn of(meta: &Stat) -> Snapshot {
         Snapshot {
-            ino: meta.st_ino,
-            dev: meta.st_dev,
-            size: meta.st_size,
-            ctime_ns: ns(meta.st_ctime, meta.st_ctime_nsec),
-            mtime_ns: ns(meta.st_mtime, meta.st_mtime_nsec),
+            ino: meta.ino,
+            dev: meta.dev,
+            size: meta.size,
+            ctime_ns: meta.ctime_ns,
+            mtime_ns: meta.mtime_ns,
         }
     }
 }
@@ -169,11 +166,11 @@ impl BlobStore {
         ev: Evidence,
         size: u64,
     ) -> io::Result<Result<Option<Before>, Mismatch>> {
-        let meta = rustix::fs::fstat(file)?;
-        if rustix::fs::FileType::from_raw_mode(meta.st_mode) != rustix::fs::FileType::RegularFile {
+        let meta = platform::fstat(file.as_fd())?;
+        if meta.kind != Kind::File {
             return Ok(Err(Mismatch::NotARegularFile));
         }
-        let len = u64::try_from(meta.st_size).unwrap_or(0);
+        let len = meta.size;
         if len != size {
             return Ok(Err(Mismatch::Size {
                 expected: size,
@@ -190,11 +187,11 @@ impl BlobStore {
         })))
     }
 
-    fn evidence_holds(&self, meta: &rustix::fs::Stat, ev: Evidence, size: u64) -> bool {
-        meta.st_uid == self.owner_uid
-            && meta.st_mode & 0o222 == 0
-            && meta.st_nlink == 1
-            && u64::try_from(meta.st_size).is_ok_and(|l| l == size)
+    fn evidence_holds(&self, meta: &Stat, ev: Evidence, size: u64) -> bool {
+        meta.uid == self.owner_uid
+            && meta.mode & 0o222 == 0
+            && meta.nlink == 1
+            && meta.size == size
             && ev.matches(meta)
     }
 }
@@ -203,7 +200,7 @@ impl BlobStore {
 /// between the check and the map is read and hashed instead); `None` to fall back to a copy.
 fn map_if_still(file: &File, snap: Snapshot, size: u64) -> Option<bytes::Bytes> {
     let mapped = super::map::map_read_only(file, size).ok()?;
-    rustix::fs::fstat(file)
+    platform::fstat(file.as_fd())
         .is_ok_and(|after| Snapshot::of(&after) == snap)
         .then_some(mapped)
 }
@@ -246,7 +243,7 @@ fn read_hashed(
     digest: Digest,
 ) -> io::Result<BlobRead> {
     let checked = VerifiedBytes::read_checked(file, size, digest)?;
-    let still = before.filter(|b| rustix::fs::fstat(file).is_ok_and(|after| Snapshot::of(&after) == b.snap));
+    let still = before.filter(|b| platform::fstat(file.as_fd()).is_ok_and(|after| Snapshot::of(&after) == b.snap));
     Ok(match checked {
         Ok(v) => match still {
             // Hashed intact under evidence whose change time had settled: confirmed.
@@ -273,7 +270,7 @@ fn read_on_evidence(
     digest: Digest,
 ) -> io::Result<BlobRead> {
     let bytes = read_at_most(file, size)?;
-    let still = before.is_some_and(|b| rustix::fs::fstat(file).is_ok_and(|after| Snapshot::of(&after) == b.snap));
+    let still = before.is_some_and(|b| platform::fstat(file.as_fd()).is_ok_and(|after| Snapshot::of(&after) == b.snap));
     Ok(verified_or_failed(if still {
         VerifiedBytes::by_isolation(bytes, size, digest)
     } else {
@@ -283,23 +280,26 @@ fn read_on_evidence(
 
 /// What a failed open of a blob name means (R-H7).
 pub(super) fn open_failure(e: io::Error) -> io::Result<BlobRead> {
-    match e.raw_os_error() {
-        // Nothing there, or debris where a folder belongs (the next publish repairs it).
-        Some(libc::ENOENT | libc::ENOTDIR) => Ok(BlobRead::Missing),
-        // A link anywhere on the way (RESOLVE_NO_SYMLINKS / O_NOFOLLOW), a socket (ENXIO), a
-        // device without a driver, a file we may not read, a name that would leave the root:
-        // whatever it is, it is not a blob.
-        Some(
-            libc::ELOOP
-            | libc::ENXIO
-            | libc::ENODEV
-            | libc::EACCES
-            | libc::EPERM
-            | libc::EXDEV
-            | libc::EAGAIN,
-        ) => Ok(BlobRead::Failed(Mismatch::NotARegularFile)),
-        _ => Err(e),
+    // Nothing there, or debris where a folder belongs (the next publish repairs it).
+    if platform::is(&e, &[errno::ENOENT, errno::ENOTDIR]) {
+        return Ok(BlobRead::Missing);
     }
+    // A link anywhere on the way (RESOLVE_NO_SYMLINKS / O_NOFOLLOW), a socket (ENXIO), a device
+    // without a driver, a file we may not read, a name that would leave the root: whatever it
+    // is, it is not a blob.
+    let not_a_blob = [
+        errno::ELOOP,
+        errno::ENXIO,
+        errno::ENODEV,
+        errno::EACCES,
+        errno::EPERM,
+        errno::EXDEV,
+        errno::EAGAIN,
+    ];
+    if platform::is(&e, &not_a_blob) {
+        return Ok(BlobRead::Failed(Mismatch::NotARegularFile));
+    }
+    Err(e)
 }
 
 /// Reads up to `size + 1` bytes: one byte more than expected is enough to know it is too long

@@ -8,7 +8,7 @@
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rustix::fs::{AtFlags, FileType};
+use crate::platform::{self, Kind};
 
 use super::BlobStore;
 
@@ -26,11 +26,8 @@ impl BlobStore {
     /// it, and nothing depends on it but the next full-disk maintenance). Its bytes need no sync:
     /// writing them is what takes the space, and a reserve lost in a crash is made again.
     pub(crate) fn keep_reserve(&self) -> bool {
-        let present = rustix::fs::statat(self.root.fd(), RESERVE, AtFlags::SYMLINK_NOFOLLOW)
-            .is_ok_and(|st| {
-                FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
-                    && u64::try_from(st.st_size).is_ok_and(|n| n == RESERVE_BYTES)
-            });
+        let present = platform::stat_at(self.root.fd(), RESERVE)
+            .is_ok_and(|st| st.kind == Kind::File && st.size == RESERVE_BYTES);
         if present {
             return true;
         }

@@ -6,7 +6,7 @@ use std::io::{self, Read};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rustix::fs::{AtFlags, FileType};
+use crate::platform::{self, AsFd as _, Kind};
 
 use super::handle::{Dir, Parent, find_dir, find_path, remove_tree, with_writable};
 use super::layout::{ORIGINS, QUARANTINE, SHA256, TMP, blob_rel};
@@ -29,6 +29,8 @@ pub struct StoredBlob {
     pub digest: Digest,
     /// Its length on disk (not a verified size).
     pub len: u64,
+    /// What it costs on disk: its allocated bytes, never less than its length (R-Q4, K2).
+    pub allocated: u64,
     /// Whether a regular file is there (anything else is a failed blob: R-H7).
     pub regular: bool,
 }
@@ -79,7 +81,10 @@ impl BlobStore {
                     continue;
                 }
             };
-            walk_origin(&origin, &odir, &mut blobs, &mut strays)?;
+            let mut found = Found::default();
+            walk_origin(&origin, &odir, &mut found)?;
+            blobs.append(&mut found.blobs);
+            strays.append(&mut found.strays);
         }
         Ok((blobs, strays))
     }
@@ -106,11 +111,11 @@ impl BlobStore {
                 };
             }
         };
-        let meta = rustix::fs::fstat(&file).map_err(|e| io_err("stat", &path)(e.into()))?;
-        if FileType::from_raw_mode(meta.st_mode) != FileType::RegularFile {
+        let meta = platform::fstat(file.as_fd()).map_err(io_err("stat", &path))?;
+        if meta.kind != Kind::File {
             return Ok(BlobCheck::Failed(Mismatch::NotARegularFile));
         }
-        let len = u64::try_from(meta.st_size).unwrap_or(0);
+        let len = meta.size;
         if let Some(size) = expected
             && size != len
         {
@@ -168,7 +173,7 @@ impl BlobStore {
         )
         .map_err(io_err("open", &path))?;
         let Some(aa) = aa else { return Ok(false) };
-        let there = rustix::fs::statat(aa.fd(), &hex[2..], AtFlags::SYMLINK_NOFOLLOW).is_ok();
+        let there = platform::stat_at(aa.fd(), &hex[2..]).is_ok();
         if there {
             with_writable(disk, &aa, || remove_tree(disk, &aa, &hex[2..]))
                 .map_err(io_err("remove", &path))?;
@@ -255,14 +260,10 @@ impl BlobStore {
                 continue;
             };
             for (name, _) in tmp.names().map_err(io_err("read directory", tmp.path()))? {
-                let old = rustix::fs::statat(tmp.fd(), name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
-                    .is_ok_and(|st| {
-                        let mtime = Duration::new(
-                            u64::try_from(st.st_mtime).unwrap_or(0),
-                            u32::try_from(st.st_mtime_nsec).unwrap_or(0),
-                        );
-                        now.saturating_sub(mtime) >= age
-                    });
+                let old = platform::stat_at(tmp.fd(), name.as_str()).is_ok_and(|st| {
+                    let mtime = Duration::from_nanos(u64::try_from(st.mtime_ns).unwrap_or(0));
+                    now.saturating_sub(mtime) >= age
+                });
                 if old && remove_tree(disk, &tmp, &name).is_ok() {
                     removed += 1;
                 }
@@ -277,22 +278,27 @@ impl BlobStore {
     /// caller inside the origin's publish section ([`BlobStore::lock_origin`]): every publisher
     /// of the origin stages inside it, so whatever is there is a crashed publisher's leftover,
     /// which would otherwise count against the quota until the next exclusive open (R-Q4).
+    /// Staging that a large batch grew past one block (a folder does not shrink when emptied)
+    /// is removed too, so that it is not charged for ever (K2): the next publish makes it again.
     ///
     /// # Errors
     /// [`StoreError::Io`](StoreError::Io) if the folder cannot be read or a leftover removed.
     pub(crate) fn sweep_origin_tmp(&self, origin: &Origin) -> Result<usize, StoreError> {
         let disk = self.disk.as_ref();
         let path = self.layout.tmp(origin);
-        let Some(tmp) = find_path(
+        let Some(odir) = find_path(
             disk,
             &self.root,
             &[
                 (ORIGINS, Parent::Private),
                 (origin.path_component(), Parent::Private),
-                (TMP, Parent::ReadOnly),
             ],
         )
         .map_err(io_err("open", &path))?
+        else {
+            return Ok(0);
+        };
+        let Some(tmp) = find_dir(disk, &odir, Parent::ReadOnly, TMP).map_err(io_err("open", &path))?
         else {
             return Ok(0);
         };
@@ -301,17 +307,58 @@ impl BlobStore {
             remove_tree(disk, &tmp, &name).map_err(io_err("remove", &tmp.join(&name)))?;
             removed += 1;
         }
+        if dir_bytes(&tmp) > self.block() {
+            // Best effort: a folder that will not go is only charged as it is.
+            let _ = with_writable(disk, &odir, || disk.unlink(odir.fd(), TMP, true));
+        }
         Ok(removed)
     }
 }
 
-/// The blobs (and strays) of one origin's store.
-fn walk_origin(
-    origin: &Origin,
-    odir: &Dir,
-    blobs: &mut Vec<StoredBlob>,
-    strays: &mut Vec<PathBuf>,
-) -> Result<(), StoreError> {
+/// A fan-out folder of an origin's store (`sha256/<2 hex>/`) as a walk found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fan {
+    /// Its name: the first two hex digits of the digests it holds.
+    pub name: String,
+    /// What it costs on disk (a folder never shrinks on most filesystems: this is the most
+    /// names it ever held, not the names it holds).
+    pub allocated: u64,
+    /// How many names it holds now.
+    pub names: usize,
+}
+
+/// What a walk of one origin's blob tree found.
+#[derive(Debug, Default)]
+pub(super) struct Found {
+    pub(super) blobs: Vec<StoredBlob>,
+    /// Names that are not blobs, and what they cost on disk (the name itself: a stray folder's
+    /// own allocation, not its contents').
+    pub(super) strays: Vec<PathBuf>,
+    pub(super) stray_bytes: u64,
+    pub(super) fans: Vec<Fan>,
+    /// What `sha256/` itself costs on disk, if it is there.
+    pub(super) sha256: Option<u64>,
+}
+
+impl Found {
+    fn stray(&mut self, parent: &Dir, name: &str) {
+        self.stray_bytes += allocated_at(parent, name);
+        self.strays.push(parent.join(name));
+    }
+}
+
+/// What name `name` in `dir` costs on disk (without following a link); 0 if it is gone.
+pub(super) fn allocated_at(dir: &Dir, name: &str) -> u64 {
+    platform::stat_at(dir.fd(), name).map_or(0, |st| st.allocated)
+}
+
+/// What an open folder itself costs on disk (its names, not what they name).
+pub(super) fn dir_bytes(dir: &Dir) -> u64 {
+    platform::fstat(dir.fd()).map_or(0, |st| st.allocated)
+}
+
+/// The blobs (and strays, and fan-out folders) of one origin's store.
+pub(super) fn walk_origin(origin: &Origin, odir: &Dir, found: &mut Found) -> Result<(), StoreError> {
     for (name, _) in odir
         .names()
         .map_err(io_err("read directory", odir.path()))?
@@ -323,37 +370,41 @@ fn walk_origin(
             Some(Ok(Some(d))) => d,
             Some(Ok(None)) => continue,
             _ => {
-                strays.push(odir.join(&name));
+                found.stray(odir, &name);
                 continue;
             }
         };
+        found.sha256 = Some(dir_bytes(&sha));
         for (aa_name, _) in sha.names().map_err(io_err("read directory", sha.path()))? {
             let aa = match sha.child(&aa_name) {
                 Ok(Some(d)) if aa_name.len() == 2 => d,
                 Ok(None) => continue,
                 _ => {
-                    strays.push(sha.join(&aa_name));
+                    found.stray(&sha, &aa_name);
                     continue;
                 }
             };
-            for (rest, kind) in aa.names().map_err(io_err("read directory", aa.path()))? {
-                let path = aa.join(&rest);
+            let names = aa.names().map_err(io_err("read directory", aa.path()))?;
+            found.fans.push(Fan {
+                name: aa_name.clone(),
+                allocated: dir_bytes(&aa),
+                names: names.len(),
+            });
+            for (rest, kind) in names {
                 let Ok(digest) = format!("sha256:{aa_name}{rest}").parse::<Digest>() else {
-                    strays.push(path);
+                    found.stray(&aa, &rest);
                     continue;
                 };
-                let stat = rustix::fs::statat(aa.fd(), rest.as_str(), AtFlags::SYMLINK_NOFOLLOW);
-                let (len, regular) = match stat {
-                    Ok(st) => (
-                        u64::try_from(st.st_size).unwrap_or(0),
-                        FileType::from_raw_mode(st.st_mode) == FileType::RegularFile,
-                    ),
-                    Err(_) => (0, kind == FileType::RegularFile),
+                let stat = platform::stat_at(aa.fd(), rest.as_str());
+                let (len, allocated, regular) = match stat {
+                    Ok(st) => (st.size, st.allocated, st.kind == Kind::File),
+                    Err(_) => (0, 0, kind == Kind::File),
                 };
-                blobs.push(StoredBlob {
+                found.blobs.push(StoredBlob {
                     origin: origin.clone(),
                     digest,
                     len,
+                    allocated,
                     regular,
                 });
             }

@@ -9,23 +9,18 @@ pub use scratch::{Scratch, scratch};
 
 use std::path::PathBuf;
 
-/// The workplace's `shared/` folder: `$SKILLCACHE_SHARED`, or `../shared` beside the checkout.
-/// Tests that need it fail loudly when it is missing; they never pass by skipping.
-pub fn shared_dir() -> PathBuf {
-    let dir = std::env::var_os("SKILLCACHE_SHARED").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"),
-        PathBuf::from,
-    );
-    assert!(
-        dir.join("spec").is_dir(),
-        "shared/ not found at {} (set SKILLCACHE_SHARED to the folder holding spec/ and corpus/)",
-        dir.display()
-    );
-    dir
+/// The test data kept in the repository (`tests/data/`, see its `PROVENANCE.md`): a bare clone
+/// has everything the suite reads (N1).
+pub fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
 
+/// The corpus of real published skills the sweeps read: `tests/data/corpus/skills`, or the folder
+/// `$SKILLCACHE_CORPUS` names (CI points it at the workplace's reference copy, so the sweeps run
+/// against both and a drift between the two fails).
 pub fn corpus_skills() -> PathBuf {
-    shared_dir().join("corpus/skills")
+    std::env::var_os("SKILLCACHE_CORPUS")
+        .map_or_else(|| data_dir().join("corpus/skills"), PathBuf::from)
 }
 
 /// A `SKILL.md` with the given frontmatter lines and a small body.

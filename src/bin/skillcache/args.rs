@@ -34,9 +34,10 @@ pub(crate) struct Cli {
     #[cfg(feature = "l2")]
     #[arg(long, global = true, value_name = "URL")]
     pub(crate) l2: Option<String>,
-    /// The most bytes one origin's cached content may take (e.g. `10485760`, `10MiB`, `512KiB`):
-    /// its least recently used files go first, never another origin's; a skill larger than it
-    /// is declined (exit 5).
+    /// The most bytes one origin's cached content may take on disk (e.g. `10485760`, `10MiB`,
+    /// `512KiB`), counted as `du` counts its folder (files in whole blocks, folders too) plus
+    /// its index rows: its least recently used files go first, never another origin's; a skill
+    /// too large for it is declined (exit 5).
     #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
     pub(crate) origin_quota: Option<u64>,
     /// How cached files are verified on every access.
@@ -54,6 +55,10 @@ pub(crate) struct Cli {
     /// refusing it.
     #[arg(long, global = true)]
     pub(crate) allow_stale: bool,
+    /// How many servers a command over many of them (`list --all`, `lock --all`,
+    /// `approve --from-lock`) starts and asks at once; each is stopped as soon as it has answered.
+    #[arg(long, global = true, value_name = "N", default_value_t = crate::many::DEFAULT_JOBS, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub(crate) jobs: u16,
     /// Machine-readable output: one JSON value on stdout.
     #[arg(long, global = true)]
     pub(crate) json: bool,
@@ -217,17 +222,23 @@ pub(crate) enum Command {
         #[arg(long)]
         max_bytes: Option<u64>,
     },
-    /// Remove everything of one origin, or of every origin `--config` does not name.
+    /// Remove everything of one origin, of every origin `--config` does not name, or of every
+    /// origin.
     Purge {
         /// The origin.
-        #[arg(long, required_unless_present = "absent", conflicts_with = "absent")]
+        #[arg(long, required_unless_present_any = ["absent", "all"], conflicts_with_all = ["absent", "all"])]
         origin: Option<String>,
         /// Every origin in the cache that `--config` does not name (servers removed from the
-        /// configuration): entries, approvals and cached files; each is listed.
-        #[arg(long)]
+        /// configuration): entries, approvals and cached files; each is listed. A config that
+        /// names no server is refused: removing every origin is `--all`.
+        #[arg(long, conflicts_with = "all")]
         absent: bool,
-        /// With `--absent`: list the origins that would be removed, and remove nothing.
-        #[arg(long, requires = "absent")]
+        /// Every origin in the cache: entries, approvals and cached files; each is listed.
+        #[arg(long)]
+        all: bool,
+        /// With `--absent` or `--all`: list the origins that would be removed, and remove
+        /// nothing.
+        #[arg(long)]
         dry_run: bool,
     },
     /// Counts and sizes.

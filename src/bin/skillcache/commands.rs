@@ -7,11 +7,12 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use skillcache::local::{SkillServer, inspect};
 use skillcache::source::{McpSource, SkillSource};
-use skillcache::{ApprovalPolicy, SkillCache, display_safe};
+use skillcache::{ApprovalPolicy, Catalog, SkillCache, display_safe};
 use skillcache::{Error, LockFile, Origin, SkillEntry, SkillUri};
 
 use crate::Outcome;
 use crate::failure::Failure;
+use crate::many;
 use crate::plan::{Ctx, Job, Load, LockScope, Plan, Reach, Target};
 use crate::render;
 
@@ -51,6 +52,7 @@ pub(crate) async fn run(plan: Plan) -> Result<Outcome> {
         Job::Gc(max_bytes) => gc(ctx, max_bytes).await,
         Job::Purge(origin) => purge(ctx, &origin).await,
         Job::PurgeAbsent { dry_run } => purge_absent(ctx, dry_run).await,
+        Job::PurgeAll { dry_run } => purge_every(ctx, None, dry_run).await,
         Job::Stats => stats(ctx).await,
         Job::Inspect { dir, base_uri } => inspect_dir(&dir, base_uri),
         Job::Serve(args) => run_serve(args).await,
@@ -134,15 +136,25 @@ fn open(
     Ok(cache)
 }
 
-/// Binds `origin` to its server: `--stdio`/`--url`, else the server `--config` names `origin`.
-/// Offline, with neither, nothing is bound (nothing would be asked). The source is returned to
-/// report the protocol revision it negotiated.
+/// Binds `origin` to its server ([`source`]). Offline, with no server named, nothing is bound
+/// (nothing would be asked). The source is returned to report the protocol revision it
+/// negotiated.
 fn bind(
     ctx: &Ctx,
     cache: &SkillCache,
     origin: &Origin,
     reach: &Reach,
 ) -> Result<Option<Arc<McpSource>>> {
+    let source = source(ctx, origin, reach)?;
+    if let Some(source) = &source {
+        cache.connect(origin.clone(), Arc::clone(source) as Arc<dyn SkillSource>);
+    }
+    Ok(source)
+}
+
+/// The source of `origin`'s server: `--stdio`/`--url`, else the server `--config` names
+/// `origin`; offline, with neither, none. Nothing is started (R-B4) and nothing is bound.
+fn source(ctx: &Ctx, origin: &Origin, reach: &Reach) -> Result<Option<Arc<McpSource>>> {
     let source = match (reach, &ctx.config) {
         (Reach::Stdio(command), _) => McpSource::stdio(command.command()),
         (Reach::Url(url), _) => McpSource::http(url),
@@ -171,9 +183,7 @@ fn bind(
             ));
         }
     };
-    let source = Arc::new(source);
-    cache.connect(origin.clone(), Arc::clone(&source) as Arc<dyn SkillSource>);
-    Ok(Some(source))
+    Ok(Some(Arc::new(source)))
 }
 
 /// The protocol revision the source negotiated (`None`: the server was never contacted).
@@ -207,18 +217,19 @@ async fn list(ctx: &Ctx, origin: Origin, target: &Target) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// The configured servers, with the one cache they are all bound to (one origin each).
-fn every_configured(ctx: &Ctx, target: &Target) -> Result<(SkillCache, Vec<Origin>)> {
+/// The cache, and every configured server with its source: nothing is bound or started yet
+/// (`many::each` binds each for the time of its work).
+fn every_configured(ctx: &Ctx, target: &Target) -> Result<(SkillCache, Vec<many::Server>)> {
     let (_, config) = ctx
         .config
         .as_ref()
         .ok_or_else(|| Failure::Usage("--all needs --config".into()))?;
     let cache = open(ctx, target, ApprovalPolicy::NotRequired, None)?;
-    let origins: Vec<Origin> = config.servers().map(|(o, _)| o.clone()).collect();
-    for origin in &origins {
-        bind(ctx, &cache, origin, &target.reach)?;
-    }
-    Ok((cache, origins))
+    let servers = config
+        .servers()
+        .map(|(o, _)| Ok((o.clone(), source(ctx, o, &target.reach)?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((cache, servers))
 }
 
 /// The exit code a set of failures ends with: the first one's.
@@ -237,9 +248,16 @@ async fn list_all(ctx: &Ctx, mut local: Vec<String>, file: Option<&Path>) -> Res
     if let Some(path) = file {
         local.extend(crate::local_names::read(path)?);
     }
-    let (cache, origins) = every_configured(ctx, &Target::configured())?;
     let names: Vec<&str> = local.iter().map(String::as_str).collect();
-    let catalog = cache.catalog(&names).await?;
+    // The local names are checked before any server is started.
+    Catalog::from_listings(Vec::new(), &names)?;
+    let (cache, servers) = every_configured(ctx, &Target::configured())?;
+    let origins: Vec<Origin> = servers.iter().map(|(o, _)| o.clone()).collect();
+    let listings = many::each(&cache, servers, ctx.jobs, |cache, origin| async move {
+        cache.list(&origin).await
+    })
+    .await;
+    let catalog = Catalog::from_listings(listings, &names)?;
     let mut out = Vec::new();
     for origin in &origins {
         let mut rows = Vec::new();
@@ -253,7 +271,7 @@ async fn list_all(ctx: &Ctx, mut local: Vec<String>, file: Option<&Path>) -> Res
             .failures()
             .iter()
             .filter(|(o, _)| o == origin)
-            .map(|(_, e)| e.to_string())
+            .map(|(_, e)| crate::chain(e))
             .collect();
         let mut listed = json!({"origin": origin.as_str(), "skills": rows});
         if let Some(first) = errors.first() {
@@ -273,28 +291,32 @@ async fn list_all(ctx: &Ctx, mut local: Vec<String>, file: Option<&Path>) -> Res
         .map_or(Outcome::Ok, |(_, e)| Outcome::Code(crate::exit_code(e))))
 }
 
-/// Every name the catalog holds more than once, or shares with a local skill: the name, whether
-/// a local skill has it, and the handles of every party (a local skill's is its bare name).
+/// Every name the catalog holds more than once, or shares with a local skill (compared by the
+/// library's rule: case and Unicode form aside, K8): the name, whether a local skill has it, the
+/// handles of every party and those of the local skills among them (a local skill's handle is
+/// its name as the host gave it).
 fn collisions(catalog: &skillcache::Catalog, local: &[String]) -> Vec<Value> {
-    let mut by_name: std::collections::BTreeMap<&str, Vec<&str>> =
-        std::collections::BTreeMap::new();
+    use std::collections::{BTreeMap, BTreeSet};
+    // name → (every party's handle, the local ones).
+    let mut by_name: BTreeMap<&str, (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
     for skill in catalog.skills() {
-        if !skill.collides_with().is_empty() {
-            by_name
-                .entry(skill.entry().name())
-                .or_default()
-                .push(skill.handle());
+        if skill.collides_with().is_empty() {
+            continue;
+        }
+        let (parties, locals) = by_name.entry(skill.entry().name()).or_default();
+        parties.insert(skill.handle());
+        // A local name never equals an MCP skill's handle: one among the parties is local.
+        for other in skill.collides_with() {
+            if local.contains(other) {
+                parties.insert(other);
+                locals.insert(other);
+            }
         }
     }
     by_name
         .into_iter()
-        .map(|(name, mut handles)| {
-            let is_local = local.iter().any(|l| l == name);
-            if is_local {
-                handles.push(name);
-            }
-            handles.sort_unstable();
-            json!({"name": name, "local": is_local, "handles": handles})
+        .map(|(name, (handles, locals))| {
+            json!({"name": name, "local": !locals.is_empty(), "handles": handles, "local_handles": locals})
         })
         .collect()
 }
@@ -329,11 +351,11 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
         }
         LockScope::EveryOf(origin) => {
             let (cache, _) = connect(ctx, &origin, target, ApprovalPolicy::NotRequired, None)?;
-            every_skill(ctx, &cache, &[origin], &mut errors).await
+            every_skill(ctx, &cache, vec![(origin, None)], &mut errors).await
         }
         LockScope::EveryConfigured => {
-            let (cache, origins) = every_configured(ctx, target)?;
-            every_skill(ctx, &cache, &origins, &mut errors).await
+            let (cache, servers) = every_configured(ctx, target)?;
+            every_skill(ctx, &cache, servers, &mut errors).await
         }
     };
     for (origin, entry) in &pinned {
@@ -348,22 +370,33 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
 }
 
 /// `lock --all`: every skill each origin lists, but its dynamic ones (they have no digests to
-/// pin: said, not fatal); a refused entry or a failed listing goes to `errors`.
+/// pin: said, not fatal); a refused entry or a failed listing goes to `errors`. At most `--jobs`
+/// servers run at once.
 async fn every_skill(
     ctx: &Ctx,
     cache: &SkillCache,
-    origins: &[Origin],
+    servers: Vec<many::Server>,
     errors: &mut Vec<Error>,
 ) -> Vec<(Origin, SkillEntry)> {
     let bar = render::progress(
         ctx.json,
-        origins.len(),
+        servers.len(),
         "locking {bar:30} {pos}/{len} servers {msg}",
     );
+    let listings = many::each(cache, servers, ctx.jobs, |cache, origin| {
+        let bar = bar.clone();
+        async move {
+            bar.set_message(origin.as_str().to_owned());
+            let listed = cache.list(&origin).await;
+            bar.inc(1);
+            listed
+        }
+    })
+    .await;
+    bar.finish_and_clear();
     let mut pinned = Vec::new();
-    for origin in origins {
-        bar.set_message(origin.as_str().to_owned());
-        match cache.list(origin).await {
+    for (origin, listed) in listings {
+        match listed {
             Ok(listed) => {
                 for r in listed {
                     match r {
@@ -378,9 +411,7 @@ async fn every_skill(
             }
             Err(e) => errors.push(e),
         }
-        bar.inc(1);
     }
-    bar.finish_and_clear();
     pinned
 }
 
@@ -410,7 +441,8 @@ async fn approve(
 }
 
 /// `approve --from-lock`: approves each pinned skill whose entry is still exactly as pinned,
-/// and nothing else; a skill that drifted is reported (exit 5) and left unapproved.
+/// and nothing else; a skill that drifted is reported (exit 5) and left unapproved. At most
+/// `--jobs` servers run at once.
 async fn approve_from_lock(
     ctx: &Ctx,
     only: Option<&Origin>,
@@ -418,21 +450,46 @@ async fn approve_from_lock(
     grant_tools: bool,
     target: &Target,
 ) -> Result<Outcome> {
-    let lock = LockFile::read(path)?;
+    let lock = Arc::new(LockFile::read(path)?);
     let cache = open(ctx, target, ApprovalPolicy::NotRequired, None)?;
     let mut origins: Vec<Origin> = lock
         .skills()
         .map(|l| l.origin().clone())
         .filter(|o| only.is_none_or(|only| only == o))
         .collect();
+    origins.sort();
     origins.dedup();
-    for origin in &origins {
-        bind(ctx, &cache, origin, &target.reach)?;
+    let servers = origins
+        .into_iter()
+        .map(|o| {
+            let source = source(ctx, &o, &target.reach)?;
+            Ok((o, source))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let done = many::each(&cache, servers, ctx.jobs, |cache, origin| {
+        let lock = Arc::clone(&lock);
+        async move { approve_pinned(&cache, &lock, &origin, grant_tools).await }
+    })
+    .await;
+    let (mut approved, mut errors) = (Vec::new(), Vec::new());
+    for (_, (rows, failed)) in done {
+        approved.extend(rows);
+        errors.extend(failed);
     }
-    let mut approved = Vec::new();
-    let mut errors = Vec::new();
-    for locked in lock.skills().filter(|l| origins.contains(l.origin())) {
-        let origin = locked.origin();
+    render::approved_from_lock(ctx.json, path, &approved);
+    failed(errors)
+}
+
+/// Approves each skill `lock` pins of `origin` whose entry is still exactly as pinned: the rows
+/// approved, and what failed.
+async fn approve_pinned(
+    cache: &SkillCache,
+    lock: &LockFile,
+    origin: &Origin,
+    grant_tools: bool,
+) -> (Vec<Value>, Vec<Error>) {
+    let (mut approved, mut errors) = (Vec::new(), Vec::new());
+    for locked in lock.skills().filter(|l| l.origin() == origin) {
         let info = match cache.entry(origin, locked.uri()).await {
             Ok(info) => info,
             Err(e) => {
@@ -452,8 +509,7 @@ async fn approve_from_lock(
             Err(e) => errors.push(e),
         }
     }
-    render::approved_from_lock(ctx.json, path, &approved);
-    failed(errors)
+    (approved, errors)
 }
 
 /// `load`/`read`: the SKILL.md or one file, every file read first (`--all`), framed for model
@@ -570,22 +626,53 @@ async fn purge(ctx: &Ctx, origin: &Origin) -> Result<Outcome> {
 }
 
 /// `purge --absent`: every origin in the cache that `--config` does not name is removed (or,
-/// with `--dry-run`, only listed), each through the library's per-origin purge (R-Q3).
+/// with `--dry-run`, only listed). A config that names no server is refused (exit 2) before the
+/// cache is opened: read as "keep nothing", it would remove every origin and its approvals,
+/// which is `purge --all`, said explicitly (K7).
 async fn purge_absent(ctx: &Ctx, dry_run: bool) -> Result<Outcome> {
     let (path, config) = ctx
         .config
         .as_ref()
         .ok_or_else(|| Failure::Usage("purge --absent needs --config".into()))?;
     let keep: Vec<Origin> = config.servers().map(|(o, _)| o.clone()).collect();
+    if keep.is_empty() {
+        return Err(Failure::Usage(format!(
+            "{} names no server, so purge --absent would remove every origin in the cache and its approvals; nothing was removed (to remove every origin, say purge --all)",
+            display_safe(&path.to_string_lossy())
+        )));
+    }
+    purge_every(ctx, Some((path.as_path(), &keep)), dry_run).await
+}
+
+/// `purge --absent` (every origin but `keep`'s) and `purge --all` (`keep` is `None`): each origin
+/// removed through the library's per-origin purge (R-Q3), one at a time, and named; with
+/// `dry_run`, only listed. A purge that fails halfway names the origins it already removed
+/// and those left (K7).
+async fn purge_every(
+    ctx: &Ctx,
+    keep: Option<(&Path, &[Origin])>,
+    dry_run: bool,
+) -> Result<Outcome> {
     let cache = local_cache(ctx)?;
-    let absent = if dry_run {
-        let mut all = cache.origins().await?;
-        all.retain(|o| !keep.contains(o));
-        all
-    } else {
-        cache.purge_absent(&keep).await?
-    };
-    render::purged_absent(ctx.json, path, &absent, dry_run);
+    let mut absent = cache.origins().await?;
+    if let Some((_, keep)) = keep {
+        absent.retain(|o| !keep.contains(o));
+    }
+    let config = keep.map(|(path, _)| path);
+    if dry_run {
+        render::purged_many(ctx.json, config, &absent, true);
+        return Ok(Outcome::Ok);
+    }
+    let mut removed = Vec::with_capacity(absent.len());
+    for origin in &absent {
+        if let Err(e) = cache.purge(origin).await {
+            render::purged_many(ctx.json, config, &removed, false);
+            render::purge_stopped(&removed, &absent[removed.len()..]);
+            return Err(e.into());
+        }
+        removed.push(origin.clone());
+    }
+    render::purged_many(ctx.json, config, &removed, false);
     Ok(Outcome::Ok)
 }
 

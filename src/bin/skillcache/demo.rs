@@ -3,7 +3,6 @@
 
 use std::fmt::Display;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,6 +13,7 @@ use skillcache::{Error, Origin, SkillUri};
 
 use crate::Outcome;
 use crate::failure::Failure;
+use crate::platform::set_mode;
 
 /// The bundled samples: (path under the served folder, contents).
 const SAMPLES: &[(&str, &str)] = &[
@@ -164,7 +164,7 @@ impl Tour {
     async fn list_approve_load(&mut self) -> Result<LoadedSkill, Failure> {
         let (cache, origin) = (&self.cache, &self.origin);
         self.step
-            .begin("list: skills/list, every entry validated; no file is fetched (R-V1)");
+            .begin("list: skills/list, every entry validated; no file is fetched");
         for info in cache.list(origin).await?.into_iter().flatten() {
             let e = &info.entry;
             let files = e.manifest().map_or_else(
@@ -175,9 +175,8 @@ impl Tour {
         }
         self.step.done();
 
-        self.step.begin(
-            "approve release-notes: bound to its (URI, digest) set (R-A1); still nothing fetched",
-        );
+        self.step
+            .begin("approve release-notes: bound to its (URI, digest) set; still nothing fetched");
         let entry = cache.entry(origin, &self.uri).await?.entry;
         match cache.load(origin, &entry).await {
             Err(e @ Error::Declined { .. }) => say(format!("before approval, load says: {e}")),
@@ -229,7 +228,7 @@ impl Tour {
         flip_byte(&blob)?;
         say(format!("changed {}", blob.display()));
         let healed = cache.load(origin, &entry).await?;
-        say("caught on read: quarantined, fetched from the server exactly once more (R-V9):");
+        say("caught on read: quarantined, fetched from the server exactly once more:");
         describe(healed.skill_md());
         let after = cache.load(origin, &entry).await?;
         say("healed: the next load is a verified cache hit again:");
@@ -258,7 +257,7 @@ impl Tour {
                 .unwrap_or_default()
         ));
         say(format!(
-            "approved now: {} — a host must ask the user again (R-A2)",
+            "approved now: {} — a host must ask the user again",
             cache.is_approved(origin, &refreshed.entry).await?
         ));
         match cache.load(origin, &refreshed.entry).await {
@@ -278,9 +277,8 @@ impl Tour {
 
     async fn dynamic(&mut self) -> Result<(), Failure> {
         let (cache, origin) = (&self.cache, &self.origin);
-        self.step.begin(
-            "a dynamic skill (resources: \"dynamic\"): declined by the default policy (R-V7)",
-        );
+        self.step
+            .begin("a dynamic skill (resources: \"dynamic\"): declined by the default policy");
         let live = cache
             .entry(origin, &SkillUri::parse("skill://live-status/SKILL.md")?)
             .await?
@@ -334,12 +332,12 @@ fn blob_file(root: &Path, digest: &skillcache::Digest) -> Option<PathBuf> {
 
 fn flip_byte(blob: &PathBuf) -> std::io::Result<()> {
     let dir = blob.parent().unwrap_or(blob);
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o755))?;
-    fs::set_permissions(blob, fs::Permissions::from_mode(0o644))?;
+    set_mode(dir, 0o755)?;
+    set_mode(blob, 0o644)?;
     let mut bytes = fs::read(blob)?;
     let last = bytes.len() - 2;
     bytes[last] ^= 0x20;
     fs::write(blob, &bytes)?;
-    fs::set_permissions(blob, fs::Permissions::from_mode(0o444))?;
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o555))
+    set_mode(blob, 0o444)?;
+    set_mode(dir, 0o555)
 }

@@ -16,16 +16,13 @@ const MAX_LOCAL_NAMES_BYTES: u64 = 1 << 20;
 /// nothing of the file.
 pub(crate) fn read(path: &Path) -> Result<Vec<String>, Failure> {
     use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
     let refused = |why: &dyn std::fmt::Display| {
         Failure::Usage(format!(
             "local names file {}: {why}",
             display_safe(&path.to_string_lossy())
         ))
     };
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+    let file = crate::platform::nonblocking(std::fs::OpenOptions::new().read(true))
         .open(path)
         .map_err(|e| refused(&e))?;
     if !file.metadata().map_err(|e| refused(&e))?.is_file() {

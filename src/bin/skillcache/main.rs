@@ -31,7 +31,11 @@ mod demo;
 mod failure;
 mod inert;
 mod local_names;
+mod many;
 mod plan;
+// The library's platform layer for named files (src/platform/named.rs), the same file.
+#[path = "../../platform/named.rs"]
+mod platform;
 mod render;
 
 /// Stdout is gone: a reader that stopped reading (broken pipe) is not an error.
@@ -94,13 +98,19 @@ pub(crate) fn exit_code(e: &Error) -> u8 {
 
 /// One line: the error and its cause chain, each inert (R-E5).
 pub(crate) fn report(e: &(dyn std::error::Error + 'static)) {
-    let mut line = format!("skillcache: error: {}", inert::error_text(e));
+    eprintln!("skillcache: error: {}", chain(e));
+}
+
+/// The error and its cause chain, each inert (R-E5), joined by `: ` — what `report` prints, and
+/// what `--json` gives a failed server (its own failure named, down to the cause: K4).
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = inert::error_text(e);
     let mut source = e.source();
     while let Some(s) = source {
         let _ = write!(line, ": {}", inert::error_text(s));
         source = s.source();
     }
-    eprintln!("{line}");
+    line
 }
 
 /// What a command ends with.
@@ -113,11 +123,16 @@ pub(crate) enum Outcome {
 /// Warnings from the library (a link replaced under the root, a seal that failed, a damaged
 /// index moved aside, a file that could not be stored) go to stderr; `-v`/`-vv` or `RUST_LOG`
 /// select more (`RUST_LOG=skillcache=debug`).
+///
+/// Only skillcache's own events are shown, each one line written for a person. The libraries
+/// below (rmcp above all) log an ordinary error answer to a client — "no skill is served at that
+/// URI" — as a warning in its `Debug` form, which is the client's business and no text for a
+/// person (N4): they speak only when `RUST_LOG` asks for them.
 fn init_logging(verbose: u8) {
     let level = match verbose {
-        0 => "warn",
-        1 => "warn,skillcache=info",
-        _ => "warn,skillcache=debug",
+        0 => "off,skillcache=warn",
+        1 => "off,skillcache=info",
+        _ => "off,skillcache=debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));

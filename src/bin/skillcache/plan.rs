@@ -28,6 +28,8 @@ pub(crate) struct Ctx {
     pub(crate) offline: bool,
     /// `--isolation`, as the builder was given it (`stats` and the demo print it).
     pub(crate) isolation: Isolation,
+    /// `--jobs`: how many servers a command over many runs at once (K4).
+    pub(crate) jobs: usize,
 }
 
 /// How to reach an origin's server, and as whom.
@@ -126,6 +128,9 @@ pub(crate) enum Job {
     PurgeAbsent {
         dry_run: bool,
     },
+    PurgeAll {
+        dry_run: bool,
+    },
     Stats,
     Inspect {
         dir: PathBuf,
@@ -190,6 +195,7 @@ impl Plan {
             config,
             offline: cli.offline,
             isolation: cli.isolation.into(),
+            jobs: usize::from(cli.jobs),
         };
         Ok(Plan { ctx, job })
     }
@@ -305,8 +311,11 @@ impl Flags {
             Command::Entries { origin: o } => Job::Entries(o.map(origin).transpose()?),
             Command::Verify { origin: o } => Job::Verify(o.map(origin).transpose()?),
             Command::Purge {
-                origin, dry_run, ..
-            } => self.purge(origin, dry_run)?,
+                origin,
+                absent,
+                all,
+                dry_run,
+            } => self.purge(origin, absent, all, dry_run)?,
             Command::Inspect { dir, base_uri } => {
                 folder(&dir)?;
                 Job::Inspect { dir, base_uri }
@@ -425,14 +434,20 @@ impl Flags {
         })
     }
 
-    /// `purge`: one origin by a valid label, or `--absent` against `--config`.
-    fn purge(&self, origin: Option<String>, dry_run: bool) -> Result<Job> {
+    /// `purge`: one origin by a valid label, `--absent` against `--config`, or `--all`.
+    fn purge(&self, origin: Option<String>, absent: bool, all: bool, dry_run: bool) -> Result<Job> {
         match origin {
+            Some(_) if dry_run => Err(Failure::Usage(
+                "--dry-run goes with --absent or --all: purge --origin removes one origin".into(),
+            )),
             Some(o) => Ok(Job::Purge(self::origin(o)?)),
-            None if self.has_config => Ok(Job::PurgeAbsent { dry_run }),
-            None => Err(Failure::Usage(
+            None if all => Ok(Job::PurgeAll { dry_run }),
+            None if absent && self.has_config => Ok(Job::PurgeAbsent { dry_run }),
+            None if absent => Err(Failure::Usage(
                 "purge --absent removes every origin --config does not name: give --config".into(),
             )),
+            // clap requires one of the three.
+            None => Err(Failure::Usage("name --origin, --absent or --all".into())),
         }
     }
 

@@ -98,7 +98,10 @@ fn collision_notice(c: &Value) {
         .flatten()
         .filter_map(Value::as_str)
         .map(|h| {
-            if c["local"] == true && h == c["name"] {
+            let local = c["local_handles"]
+                .as_array()
+                .is_some_and(|l| l.iter().any(|l| l == h));
+            if local {
                 format!("{h} (local skill)")
             } else {
                 h.to_owned()
@@ -442,25 +445,50 @@ pub(crate) fn purged(json: bool, origin: &Origin) {
     }
 }
 
-/// `purge --absent`: the origins `config` does not name, removed or (dry run) not.
-pub(crate) fn purged_absent(json: bool, config: &Path, absent: &[Origin], dry_run: bool) {
+/// `purge --absent` (`config`: the file) and `purge --all` (no file): the origins removed, or
+/// with `dry_run` those that would be.
+pub(crate) fn purged_many(json: bool, config: Option<&Path>, origins: &[Origin], dry_run: bool) {
     if json {
         print_json(&json!({
-            "config": config.display().to_string(),
-            "absent": absent.iter().map(Origin::as_str).collect::<Vec<_>>(),
+            "config": config.map(|c| c.display().to_string()),
+            "all": config.is_none(),
+            "absent": origins.iter().map(Origin::as_str).collect::<Vec<_>>(),
             "dry_run": dry_run,
         }));
-    } else if absent.is_empty() {
-        outln!(
-            "nothing to purge: {} names every origin in the cache",
-            config.display()
-        );
-    } else {
-        let verb = if dry_run { "would purge" } else { "purged" };
-        for origin in absent {
-            outln!("{verb} origin {origin} (not in {})", config.display());
+        return;
+    }
+    let why = config.map_or_else(String::new, |c| format!(" (not in {})", c.display()));
+    if origins.is_empty() {
+        if let Some(c) = config {
+            outln!(
+                "nothing to purge: {} names every origin in the cache",
+                c.display()
+            );
+        } else {
+            outln!("nothing to purge: the cache holds no origin");
         }
     }
+    let verb = if dry_run { "would purge" } else { "purged" };
+    for origin in origins {
+        outln!("{verb} origin {origin}{why}");
+    }
+}
+
+/// A purge of many origins stopped by an error: what it removed and what it left, on stderr
+/// beside the error itself.
+pub(crate) fn purge_stopped(removed: &[Origin], left: &[Origin]) {
+    let list = |o: &[Origin]| {
+        if o.is_empty() {
+            "none".to_owned()
+        } else {
+            o.iter().map(Origin::as_str).collect::<Vec<_>>().join(", ")
+        }
+    };
+    eprintln!(
+        "skillcache: notice: the purge stopped at an error; already removed: {}; not removed: {}",
+        list(removed),
+        list(left)
+    );
 }
 
 /// `stats`: the cache's counts and sizes, and this process's counters.

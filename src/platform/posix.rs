@@ -1,0 +1,578 @@
+//! The POSIX part of the platform layer, shared by Linux and macOS: folder-relative calls
+//! through rustix, the component walk that opens beneath a folder without following a link, and
+//! metadata in the layer's own widths.
+//!
+//! The walk is macOS' opener and Linux's fallback (no `openat2` before 5.6, or a sandbox that
+//! forbids it): each folder on the way is opened with `openat(O_NOFOLLOW | O_DIRECTORY)` relative
+//! to the one before, so a link anywhere fails (`ELOOP`, or `ENOTDIR` where the link stands for a
+//! folder) and so does anything else that is not a folder (`ENOTDIR`); `..` and absolute paths are refused before any call (`EXDEV`), as `RESOLVE_BENEATH`
+//! refuses them; and the last name is opened `O_NOFOLLOW | O_NONBLOCK`, so neither a link nor a
+//! FIFO planted there is followed or blocks. What was opened is then judged by its descriptor's
+//! own metadata by the caller ([`crate::beneath::open_regular`]), never by a path.
+
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Component, Path};
+
+pub(crate) use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawMode};
+
+use super::{Kind, Stat};
+
+/// The raw OS error codes the layers above tell apart.
+pub(crate) mod errno {
+    pub(crate) use libc::{
+        EACCES, EAGAIN, EISDIR, ELOOP, ENODEV, ENOENT, ENOTDIR, ENXIO, EPERM, EROFS, EXDEV,
+    };
+    // What the fault-injecting disk answers.
+    #[cfg(any(test, feature = "fault-injection"))]
+    pub(crate) use libc::{EIO, ENOSPC};
+}
+
+/// Every POSIX platform keeps a cache root.
+pub(crate) const DISK_CACHE: Result<(), &str> = Ok(());
+
+/// How a folder is opened: read-only, a folder or nothing, never through a link.
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// How a file is opened: read-only, never through a link, never blocking on a FIFO.
+pub(super) const FILE_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::CLOEXEC);
+
+/// How a folder is opened from a path: as [`DIR_FLAGS`], following a link in the last component
+/// only when the caller names the folder itself (`follow`).
+pub(super) const fn dir_flags(follow: bool) -> OFlags {
+    if follow {
+        DIR_FLAGS.difference(OFlags::NOFOLLOW)
+    } else {
+        DIR_FLAGS
+    }
+}
+
+/// A mode for rustix in this platform's width (`mode_t` is 16 bits on macOS).
+fn mode(bits: u32) -> Mode {
+    Mode::from_raw_mode(RawMode::try_from(bits & 0o7777).unwrap_or(0))
+}
+
+/// Opens the folder at `path`. Its last component must be a real folder unless `follow` (a
+/// folder the caller names, such as `~/skills`, may be a link).
+///
+/// # Errors
+/// `ELOOP`/`ENOTDIR` for something other than a folder; other system errors.
+pub(crate) fn open_folder(path: &Path, follow: bool) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::open(path, dir_flags(follow), Mode::empty())?)
+}
+
+/// Opens folder `name` directly in `dir` without following a link. `Ok(None)` if there is no
+/// such name.
+///
+/// # Errors
+/// `ELOOP`/`ENOTDIR` if something other than a folder is there; other system errors.
+pub(crate) fn open_dir(dir: BorrowedFd<'_>, name: &Path) -> io::Result<Option<OwnedFd>> {
+    match rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty()) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Opens file `name` directly in `dir` for reading, without following a link or blocking.
+///
+/// # Errors
+/// The system call's error.
+pub(crate) fn open_file_here(dir: BorrowedFd<'_>, name: &Path) -> io::Result<File> {
+    Ok(File::from(rustix::fs::openat(
+        dir,
+        name,
+        FILE_FLAGS,
+        Mode::empty(),
+    )?))
+}
+
+/// Opens `..` of `dir`: the caller checks it is the folder it came down from.
+///
+/// # Errors
+/// The system call's error.
+pub(crate) fn open_parent(dir: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(dir, "..", DIR_FLAGS, Mode::empty())?)
+}
+
+/// Opens the lock file `name` in `dir` without following a link or blocking: read-write and
+/// created owner-only if `writable`, else read-only.
+///
+/// # Errors
+/// The system call's error (`EROFS`/`EACCES` on a read-only root).
+pub(crate) fn open_lock(dir: BorrowedFd<'_>, name: &str, writable: bool) -> io::Result<File> {
+    let flags = if writable {
+        OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC
+    } else {
+        FILE_FLAGS
+    };
+    Ok(File::from(rustix::fs::openat(
+        dir,
+        name,
+        flags,
+        mode(0o600),
+    )?))
+}
+
+/// `rel` as its folder components and its last component; only plain names are allowed (no
+/// `..`, no root), as `RESOLVE_BENEATH` would.
+///
+/// # Errors
+/// `EXDEV` for `..`, a root or a prefix.
+pub(super) fn split(rel: &Path) -> io::Result<(Vec<&Path>, Option<&Path>)> {
+    let mut names = Vec::new();
+    for part in rel.components() {
+        match part {
+            Component::Normal(name) => names.push(Path::new(name)),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                return Err(io::Error::from_raw_os_error(libc::EXDEV));
+            }
+        }
+    }
+    let last = names.pop();
+    Ok((names, last))
+}
+
+/// Opens each of `names` in turn below `dir` with [`open_dir`]; `None` for no names (`dir`
+/// itself).
+fn walk(dir: BorrowedFd<'_>, names: &[&Path]) -> io::Result<Option<OwnedFd>> {
+    let mut here: Option<OwnedFd> = None;
+    for name in names {
+        let parent = here.as_ref().map_or(dir, AsFd::as_fd);
+        match open_dir(parent, name)? {
+            Some(next) => here = Some(next),
+            None => return Err(io::Error::from_raw_os_error(libc::ENOENT)),
+        }
+    }
+    Ok(here)
+}
+
+/// The folder at `rel` below `dir`, one component at a time (macOS' opener, Linux's fallback).
+///
+/// # Errors
+/// `ELOOP` for a link on the way, `ENOTDIR` for a non-folder, `EXDEV` for `..` or an absolute
+/// path, `ENOENT`, or another system error.
+pub(super) fn open_dir_walking(dir: BorrowedFd<'_>, rel: &Path) -> io::Result<OwnedFd> {
+    let (parents, last) = split(rel)?;
+    let parent = walk(dir, &parents)?;
+    let here = parent.as_ref().map_or(dir, AsFd::as_fd);
+    match last {
+        Some(name) => {
+            open_dir(here, name)?.ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))
+        }
+        None => Ok(rustix::fs::openat(here, ".", DIR_FLAGS, Mode::empty())?),
+    }
+}
+
+/// The file at `rel` below `dir` for reading, one component at a time (macOS' opener, Linux's
+/// fallback).
+///
+/// # Errors
+/// As [`open_dir_walking`]; `ENXIO` for a socket.
+pub(super) fn open_file_walking(dir: BorrowedFd<'_>, rel: &Path) -> io::Result<File> {
+    let (parents, last) = split(rel)?;
+    let Some(last) = last else {
+        return Err(io::Error::from_raw_os_error(libc::ENOENT));
+    };
+    let parent = walk(dir, &parents)?;
+    open_file_here(parent.as_ref().map_or(dir, AsFd::as_fd), last)
+}
+
+/// Nanoseconds since the epoch from seconds and nanoseconds, saturating.
+fn ns(secs: i64, nsec: i64) -> i64 {
+    secs.saturating_mul(1_000_000_000).saturating_add(nsec)
+}
+
+/// The layer's [`Stat`] of rustix's, whose field widths vary by target.
+#[allow(
+    clippy::useless_conversion,
+    clippy::unnecessary_cast,
+    clippy::cast_sign_loss,
+    clippy::unnecessary_fallible_conversions
+)]
+fn of(st: &rustix::fs::Stat) -> Stat {
+    let kind = match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Dir,
+        FileType::Symlink => Kind::Link,
+        FileType::Unknown => Kind::Unknown,
+        _ => Kind::Other,
+    };
+    Stat {
+        kind,
+        mode: u32::from(st.st_mode) & 0o7777,
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        // `st_blocks` counts 512-byte units whatever the filesystem's block, as `du` reads it.
+        allocated: u64::try_from(st.st_blocks)
+            .unwrap_or(0)
+            .saturating_mul(512)
+            .max(u64::try_from(st.st_size).unwrap_or(0)),
+        uid: st.st_uid,
+        nlink: u64::from(st.st_nlink),
+        // A device number is an identity, never arithmetic: its bits are kept as they are.
+        dev: st.st_dev as u64,
+        ino: u64::from(st.st_ino),
+        mtime_ns: ns(
+            i64::from(st.st_mtime),
+            i64::try_from(st.st_mtime_nsec).unwrap_or(0),
+        ),
+        ctime_ns: ns(
+            i64::from(st.st_ctime),
+            i64::try_from(st.st_ctime_nsec).unwrap_or(0),
+        ),
+    }
+}
+
+/// The metadata of an open file or folder.
+///
+/// # Errors
+/// The system call's error.
+pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<Stat> {
+    Ok(of(&rustix::fs::fstat(fd)?))
+}
+
+/// The metadata of `name` in `dir` itself (a link is described, never followed).
+///
+/// # Errors
+/// The system call's error (`ENOENT` for no such name).
+pub(crate) fn stat_at(dir: BorrowedFd<'_>, name: impl AsRef<Path>) -> io::Result<Stat> {
+    Ok(of(&rustix::fs::statat(
+        dir,
+        name.as_ref(),
+        AtFlags::SYMLINK_NOFOLLOW,
+    )?))
+}
+
+/// The filesystem's allocation unit under `dir` (`statvfs`'s fragment size: 4096 on ext4, XFS
+/// and APFS), or `None` when the filesystem does not say.
+pub(crate) fn block_size(dir: BorrowedFd<'_>) -> Option<u64> {
+    rustix::fs::fstatvfs(dir)
+        .ok()
+        .map(|st| u64::try_from(st.f_frsize).unwrap_or(0))
+        .filter(|&b| b > 0)
+}
+
+/// The names in the folder `dir` (without `.` and `..`) and their kinds as the folder lists them.
+///
+/// # Errors
+/// The system call's error.
+pub(crate) fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<(OsString, Kind)>> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut out = Vec::new();
+    for entry in rustix::fs::Dir::read_from(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let kind = match entry.file_type() {
+            FileType::RegularFile => Kind::File,
+            FileType::Directory => Kind::Dir,
+            FileType::Symlink => Kind::Link,
+            FileType::Unknown => Kind::Unknown,
+            _ => Kind::Other,
+        };
+        out.push((std::ffi::OsStr::from_bytes(name).to_owned(), kind));
+    }
+    Ok(out)
+}
+
+/// Makes folder `name` in `dir` with `bits` (less the umask).
+///
+/// # Errors
+/// The system call's error (`EEXIST` included).
+pub(crate) fn mkdir_at(dir: BorrowedFd<'_>, name: &str, bits: u32) -> io::Result<()> {
+    Ok(rustix::fs::mkdirat(dir, name, mode(bits))?)
+}
+
+/// Creates file `name` in `dir` for writing: it must not exist, and a link there is never
+/// followed.
+///
+/// # Errors
+/// The system call's error.
+pub(crate) fn create_at(dir: BorrowedFd<'_>, name: &str, bits: u32) -> io::Result<File> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(File::from(rustix::fs::openat(
+        dir,
+        name,
+        flags,
+        mode(bits),
+    )?))
+}
+
+/// `fsync`: durable where the kernel's `fsync` reaches the disk (Linux); macOS wraps it.
+///
+/// # Errors
+/// The system call's error.
+pub(super) fn fsync(fd: BorrowedFd<'_>) -> io::Result<()> {
+    Ok(rustix::fs::fsync(fd)?)
+}
+
+/// Sets the mode of an open file or folder (never through a path, so never through a link).
+///
+/// # Errors
+/// The system call's error.
+pub(crate) fn chmod(fd: BorrowedFd<'_>, bits: u32) -> io::Result<()> {
+    Ok(rustix::fs::fchmod(fd, mode(bits))?)
+}
+
+/// Links `from` in `from_dir` as `to` in `to_dir`; an existing `to` is never replaced, and a
+/// link at `from` is linked itself, never followed.
+///
+/// # Errors
+/// The system call's error (`EEXIST` included).
+pub(crate) fn link_at(
+    from_dir: BorrowedFd<'_>,
+    from: &str,
+    to_dir: BorrowedFd<'_>,
+    to: &str,
+) -> io::Result<()> {
+    Ok(rustix::fs::linkat(
+        from_dir,
+        from,
+        to_dir,
+        to,
+        AtFlags::empty(),
+    )?)
+}
+
+/// Renames `from` in `from_dir` to `to` in `to_dir`.
+///
+/// # Errors
+/// The system call's error.
+pub(crate) fn rename_at(
+    from_dir: BorrowedFd<'_>,
+    from: &str,
+    to_dir: BorrowedFd<'_>,
+    to: &str,
+) -> io::Result<()> {
+    Ok(rustix::fs::renameat(from_dir, from, to_dir, to)?)
+}
+
+/// Removes `name` from `dir`: an empty folder if `folder`, else any other kind of name (a link
+/// is removed itself, never its target).
+///
+/// # Errors
+/// The system call's error.
+pub(crate) fn unlink_at(dir: BorrowedFd<'_>, name: &str, folder: bool) -> io::Result<()> {
+    let flags = if folder {
+        AtFlags::REMOVEDIR
+    } else {
+        AtFlags::empty()
+    };
+    Ok(rustix::fs::unlinkat(dir, name, flags)?)
+}
+
+/// The user this process acts as (its effective uid): the owner every root and key must have.
+pub(crate) fn user_id() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// A private file is read without following a link in its last component or blocking.
+pub(crate) fn read_no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+}
+
+/// A private file is created owner-only (`0600`), without following a link.
+pub(crate) fn private_file(options: &mut OpenOptions) -> &mut OpenOptions {
+    options
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+}
+
+/// Folders made on the way to a private file or a new root are owner-only (`0700`).
+pub(crate) fn private_dir_builder() -> std::fs::DirBuilder {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true).mode(0o700);
+    b
+}
+
+/// The owner and the permission bits of a file's metadata.
+pub(crate) fn owner_and_mode(meta: &std::fs::Metadata) -> (u32, u32) {
+    (meta.uid(), meta.mode() & 0o7777)
+}
+
+/// What a name that is neither a regular file nor a folder is, for a message.
+pub(crate) fn special_kind(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "a special file"
+    }
+}
+
+/// A file's identity (device, inode), to notice that another process replaced it.
+#[allow(clippy::unnecessary_wraps)] // Windows cannot always say
+pub(crate) fn file_identity(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    Some((meta.dev(), meta.ino()))
+}
+
+/// The component walk — macOS' opener, Linux's fallback — against what a hostile folder plants:
+/// links to folders and files (inside and outside), `..`, absolute paths, a file where a folder
+/// belongs, a FIFO, a socket, and a folder swapped for a link after it was opened. Run on Linux
+/// through the very functions macOS calls.
+#[cfg(test)]
+mod tests {
+    use std::io::Read as _;
+    use std::path::Path;
+
+    use super::{AsFd as _, OwnedFd, fstat, open_dir_walking, open_file_walking, open_folder};
+    use crate::platform::Kind;
+
+    /// A folder with `a/b/f` inside, `outside` beside it, and links planted inside pointing at
+    /// both; returns the scratch folder and a descriptor of `inside`.
+    fn planted() -> (crate::scratch::Scratch, OwnedFd) {
+        let tmp = crate::scratch::scratch();
+        let inside = tmp.path().join("inside");
+        std::fs::create_dir_all(inside.join("a/b")).expect("mkdir");
+        std::fs::write(inside.join("a/b/f"), b"inside").expect("write");
+        std::fs::write(inside.join("a/file"), b"a file where a folder belongs").expect("write");
+        std::fs::create_dir(tmp.path().join("outside")).expect("mkdir");
+        std::fs::write(tmp.path().join("outside/secret"), b"outside").expect("write");
+        let link =
+            |to: &Path, at: &str| std::os::unix::fs::symlink(to, inside.join(at)).expect("link");
+        link(&inside.join("a"), "to-a");
+        link(Path::new("a"), "relative-to-a");
+        link(&tmp.path().join("outside"), "to-outside");
+        link(&tmp.path().join("outside/secret"), "a/b/to-secret");
+        link(Path::new("../../../outside/secret"), "a/b/dotdot-secret");
+        link(Path::new("/proc/self/root/etc/passwd"), "a/magic");
+        let fd = open_folder(&inside, false).expect("open inside");
+        (tmp, fd)
+    }
+
+    fn code(e: &std::io::Error) -> i32 {
+        e.raw_os_error().expect("an OS error")
+    }
+
+    fn is_link_refusal(e: &std::io::Error) -> bool {
+        matches!(code(e), libc::ELOOP | libc::ENOTDIR)
+    }
+
+    #[test]
+    fn x2_the_walk_opens_plain_files_and_folders_beneath() {
+        let (_tmp, fd) = planted();
+        let mut text = String::new();
+        open_file_walking(fd.as_fd(), Path::new("a/b/f"))
+            .expect("a plain file")
+            .read_to_string(&mut text)
+            .expect("read");
+        assert_eq!(text, "inside");
+        let b = open_dir_walking(fd.as_fd(), Path::new("./a/b")).expect("a plain folder");
+        assert_eq!(fstat(b.as_fd()).expect("stat").kind, Kind::Dir);
+        let itself = open_dir_walking(fd.as_fd(), Path::new("")).expect("the folder itself");
+        assert_eq!(
+            fstat(itself.as_fd()).expect("stat").ino,
+            fstat(fd.as_fd()).expect("stat").ino
+        );
+    }
+
+    #[test]
+    fn x2_the_walk_refuses_a_link_anywhere_on_the_way() {
+        let (_tmp, fd) = planted();
+        // A link as the last name: `O_NOFOLLOW` refuses it (`ELOOP`).
+        for rel in ["a/b/to-secret", "a/b/dotdot-secret", "a/magic"] {
+            let e = open_file_walking(fd.as_fd(), Path::new(rel)).expect_err(rel);
+            assert_eq!(code(&e), libc::ELOOP, "{rel}: {e}");
+        }
+        // A link where a folder belongs: `O_NOFOLLOW | O_DIRECTORY` refuses it (`ENOTDIR` on
+        // Linux, which checks the kind first; `ELOOP` elsewhere).
+        for rel in ["to-a/b/f", "relative-to-a/b/f", "to-outside/secret"] {
+            let e = open_file_walking(fd.as_fd(), Path::new(rel)).expect_err(rel);
+            assert!(is_link_refusal(&e), "{rel}: {e}");
+        }
+        for rel in ["to-a", "to-a/b", "to-outside"] {
+            let e = open_dir_walking(fd.as_fd(), Path::new(rel)).expect_err(rel);
+            assert!(is_link_refusal(&e), "{rel}: {e}");
+        }
+    }
+
+    #[test]
+    fn x2_the_walk_refuses_dotdot_and_absolute_paths_before_any_call() {
+        let (_tmp, fd) = planted();
+        for rel in [
+            "..",
+            "../outside/secret",
+            "a/../../outside/secret",
+            "a/b/../f",
+            "/etc/passwd",
+        ] {
+            let e = open_file_walking(fd.as_fd(), Path::new(rel)).expect_err(rel);
+            assert_eq!(code(&e), libc::EXDEV, "{rel}: {e}");
+            let e = open_dir_walking(fd.as_fd(), Path::new(rel)).expect_err(rel);
+            assert_eq!(code(&e), libc::EXDEV, "{rel}: {e}");
+        }
+    }
+
+    #[test]
+    fn x2_the_walk_refuses_a_file_where_a_folder_belongs_and_reports_a_missing_name() {
+        let (_tmp, fd) = planted();
+        let e =
+            open_file_walking(fd.as_fd(), Path::new("a/file/f")).expect_err("a file on the way");
+        assert_eq!(code(&e), libc::ENOTDIR, "{e}");
+        let e = open_dir_walking(fd.as_fd(), Path::new("a/file")).expect_err("not a folder");
+        assert_eq!(code(&e), libc::ENOTDIR, "{e}");
+        let e = open_file_walking(fd.as_fd(), Path::new("a/nothing/f")).expect_err("missing");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+        let e = open_file_walking(fd.as_fd(), Path::new("")).expect_err("no name");
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+    }
+
+    #[test]
+    fn x2_the_walk_opens_a_fifo_without_blocking_and_refuses_a_socket() {
+        let (tmp, fd) = planted();
+        let inside = tmp.path().join("inside");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            inside.join("a/fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        // Returns at once (O_NONBLOCK), and the descriptor says what it is.
+        let fifo = open_file_walking(fd.as_fd(), Path::new("a/fifo")).expect("opened");
+        assert_eq!(fstat(fifo.as_fd()).expect("stat").kind, Kind::Other);
+        let _socket =
+            std::os::unix::net::UnixListener::bind(inside.join("a/socket")).expect("socket");
+        let e = open_file_walking(fd.as_fd(), Path::new("a/socket")).expect_err("a socket");
+        assert_eq!(code(&e), libc::ENXIO, "{e}");
+    }
+
+    #[test]
+    fn x2_a_folder_swapped_for_a_link_after_it_was_opened_cannot_redirect_the_walk() {
+        let (tmp, fd) = planted();
+        let inside = tmp.path().join("inside");
+        let a = open_dir_walking(fd.as_fd(), Path::new("a")).expect("a");
+        // The folder moves away and a link to the outside takes its name.
+        std::fs::rename(inside.join("a"), tmp.path().join("moved")).expect("move");
+        std::os::unix::fs::symlink(tmp.path().join("outside"), inside.join("a")).expect("link");
+        // From the descriptor already held: still the moved folder, never the outside.
+        let mut text = String::new();
+        open_file_walking(a.as_fd(), Path::new("b/f"))
+            .expect("the held folder")
+            .read_to_string(&mut text)
+            .expect("read");
+        assert_eq!(text, "inside");
+        assert!(open_file_walking(a.as_fd(), Path::new("secret")).is_err());
+        // From the top: the link is refused.
+        let e = open_file_walking(fd.as_fd(), Path::new("a/secret")).expect_err("the link");
+        assert!(is_link_refusal(&e), "{e}");
+    }
+}
