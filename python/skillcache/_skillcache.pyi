@@ -1,4 +1,4 @@
-"""Types of the extension module `skillcache._skillcache` (Y2). The `skillcache` package
+"""Types of the extension module `skillcache._skillcache`. The `skillcache` package
 re-exports every class but the native halves of `SkillCache` and `LoadedSkill`, which its own
 classes of those names wrap (`_cache.py`); its exception classes are in `_errors.py`."""
 
@@ -43,7 +43,7 @@ class SkillEntry:
     def description(self) -> str: ...
     @property
     def is_dynamic(self) -> bool:
-        """`resources: "dynamic"`: no digests, nothing to verify against (R-V7)."""
+        """`resources: "dynamic"`: no digests, nothing to verify against (the host's `dynamic` policy decides whether it loads)."""
     @property
     def binding(self) -> str | None:
         """The approval binding (hex); `None` for a dynamic skill."""
@@ -61,7 +61,7 @@ class SkillEntry:
 
 @final
 class EntryDiff:
-    """What changed between two entries of one skill (R-A2)."""
+    """What changed between two entries of one skill."""
 
     @property
     def added(self) -> list[str]: ...
@@ -87,7 +87,7 @@ class EntryInfo:
         """It was fresh in the index and the server was not asked."""
     @property
     def revoked(self) -> bool:
-        """Storing it revoked an approval (R-A2)."""
+        """Storing it revoked an approval: the skill changed since it was approved."""
     @property
     def diff(self) -> EntryDiff | None: ...
     @property
@@ -96,7 +96,7 @@ class EntryInfo:
 
 @final
 class SkillFile:
-    """One file's bytes, with their origin, URI and what they were checked against (R-P3)."""
+    """One file's bytes, with their origin, URI and what they were checked against."""
 
     @property
     def bytes(self) -> bytes: ...
@@ -116,11 +116,11 @@ class SkillFile:
     def provenance(self) -> Literal["cache", "server", "l2"]: ...
     @property
     def retried(self) -> bool:
-        """A cached copy failed and the file was fetched once more (R-V9)."""
+        """A cached copy failed and the file was fetched once more (at most once)."""
     @property
     def stored(self) -> bool: ...
     def framed(self) -> str:
-        """The file framed for model context (R-Q2): a line naming the origin, the URI, that it
+        """The file framed for model context: a line naming the origin, the URI, that it
         came from an MCP server, its size and digest, and a boundary the content does not
         contain; the text unchanged; the line that closes it. Bytes that are not UTF-8 text are
         described, not inlined."""
@@ -152,7 +152,7 @@ class LoadedSkill:
 
 @final
 class CatalogSkill:
-    """One skill of a `Catalog` (R-Q1)."""
+    """One skill of a `Catalog`."""
 
     @property
     def handle(self) -> str:
@@ -171,7 +171,7 @@ class CatalogSkill:
 
 @final
 class Catalog:
-    """The skills of every bound origin in one view (R-Q1), from `SkillCache.catalog`."""
+    """The skills of every bound origin in one view, from `SkillCache.catalog`."""
 
     @property
     def skills(self) -> list[CatalogSkill]:
@@ -265,7 +265,7 @@ class LockedSkill:
 
 @final
 class LockFile:
-    """A lock file (`skills.lock`, L1)."""
+    """A lock file (`skills.lock`): the skills a host pins, by digest."""
 
     def __init__(self) -> None: ...
     @staticmethod
