@@ -50,10 +50,10 @@ compile_error!(
 );
 
 pub(crate) use os::{
-    AsFd, BorrowedFd, DISK_CACHE, OwnedFd, chmod, create_at, errno, filesystem_sync_is_durable,
-    block_size, fstat, link_at, list, mkdir_at, open_dir, open_dir_beneath, open_file_beneath, open_file_here,
-    open_folder, open_lock, open_parent, rename_at, stat_at, sync, sync_filesystem, unlink_at,
-    user_id,
+    AsFd, BorrowedFd, DISK_CACHE, OwnedFd, block_size, chmod, create_at, errno,
+    filesystem_sync_is_durable, fstat, link_at, list, mkdir_at, open_dir, open_dir_beneath,
+    open_file_beneath, open_file_here, open_folder, open_lock, open_parent, rename_at, stat_at,
+    sync, sync_filesystem, unlink_at, user_id,
 };
 // Files the host names (config files, lock files, the host key): opened without blocking and
 // read with the platform's idea of owner and mode.
