@@ -18,7 +18,7 @@ import pytest
 import skillcache
 from skillcache import _skillcache as native
 
-from conftest import FIXTURE_SKILLS, hostile_argv, open_cache, within
+from conftest import FIXTURE_SKILLS, hostile_argv, open_cache, within, write_skills
 
 NOTES = "skill://release-notes/SKILL.md"
 TEMPLATE = "templates/notes.md"
@@ -94,11 +94,14 @@ async def test_t4_a_miss_goes_to_the_runtime_and_the_server(tmp_path: Path, skil
     assert again.provenance == "cache" and native._hops() == hops + 2
 
 
+@pytest.mark.parametrize("isolation", ["rehash", "guaranteed"])
 async def test_t4_a_copy_tampered_on_disk_is_quarantined_and_fetched_once_not_served(
-    tmp_path: Path, skills_dir: Path
+    isolation: str, tmp_path: Path, skills_dir: Path
 ) -> None:
     log = tmp_path / "requests.log"
-    cache, entry, skill = await warm_skill(tmp_path, skills_dir, log, memory_tier=0)
+    cache, entry, skill = await warm_skill(
+        tmp_path, skills_dir, log, memory_tier=0, isolation=isolation
+    )
     honest = FIXTURE_SKILLS["release-notes"][TEMPLATE]
     digest = next(f.digest for f in entry.files if f.uri.endswith(TEMPLATE))
     (blob,) = [
@@ -117,10 +120,40 @@ async def test_t4_a_copy_tampered_on_disk_is_quarantined_and_fetched_once_not_se
     assert requests(log).count("resources/read") == reads + 1  # exactly one refetch
     after = cache.stats()
     assert (after["quarantines"], after["retries"]) == (stats["quarantines"] + 1, stats["retries"] + 1)
+    hits = ("hits_hashed", "hits_evidence")
+    assert [after[k] for k in hits] == [stats[k] for k in hits]  # the tampered copy was no hit
     healed = await skill.read(TEMPLATE)  # the refetched copy, kept: a hit again
     assert healed.bytes == honest and healed.provenance == "cache"
     assert native._hops() == hops + 1
     assert (await within(cache.verify())).is_clean
+
+
+BIG = "data/big.bin"
+BIG_SKILL = {
+    "big-data": {
+        "SKILL.md": b"---\nname: big-data\ndescription: One file over the inline bound.\n---\nRead data/big.bin.\n",
+        # Over the 64 KiB a call reads and hashes on the event loop's thread.
+        BIG: bytes(range(256)) * 512,
+    }
+}
+
+
+async def test_t4_a_file_over_the_inline_bound_is_hashed_off_the_event_loop(tmp_path: Path) -> None:
+    skills = write_skills(tmp_path / "big-skills", BIG_SKILL)
+    log = tmp_path / "requests.log"
+    for tier, hop in [(0, 1), (None, 0)]:
+        cache = open_cache(tmp_path, f"tier-{tier}", approval="not_required", memory_tier=tier)
+        cache.connect_stdio("docs", hostile_argv(skills, "honest", log))
+        entry = (await within(cache.entry("docs", "skill://big-data/SKILL.md"))).entry
+        skill = await within(cache.load("docs", entry))
+        await within(skill.read(BIG))  # the miss
+        await within(skill.read(BIG))  # read back from the store (and kept in memory, if on)
+        hops = native._hops()
+        f = await within(skill.read(BIG))
+        assert f.bytes == BIG_SKILL["big-data"][BIG] and f.provenance == "cache"
+        # Re-hashed from disk: on the runtime's blocking threads. From the memory tier (bytes
+        # this process verified, nothing to hash): on the calling thread.
+        assert native._hops() == hops + hop, tier
 
 
 async def test_t4_a_cancelled_read_leaves_nothing_behind(tmp_path: Path, skills_dir: Path) -> None:
