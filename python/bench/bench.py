@@ -122,6 +122,7 @@ async def python_rows(skills: Path, scratch: Path, reads: int, sweeps: int) -> d
         return per_call(reads, start)
 
     rows: dict[str, list[float]] = {k: [] for k in ("floor", *TARGETS, "bare_await")}
+    hops = {k: 0 for k in TARGETS}
     calls = {
         "memory": lambda: read(memory[2]),
         "rehash": lambda: read(rehash[2]),
@@ -130,12 +131,18 @@ async def python_rows(skills: Path, scratch: Path, reads: int, sweeps: int) -> d
     }
     for _ in range(sweeps):
         rows["floor"].append(await floor())
-        hops = _skillcache._hops()
         for key, call in calls.items():
+            before = _skillcache._hops()
             rows[key].append(await call())
-        if _skillcache._hops() != hops:
-            sys.exit("a warm call went to the runtime: a row measured a hop, not a hit")
+            hops[key] += _skillcache._hops() - before
         rows["bare_await"].append(await bare())
+    # A warm call hops only after the index changed under it (a warm load asks the index again
+    # once a hit's access time is written, at most once a minute): more than that, and the row
+    # measured hops, not hits.
+    for key, n in hops.items():
+        print(f"{key}: {n} of {reads * sweeps} calls went to the runtime")
+        if n > reads * sweeps // 1000:
+            sys.exit(f"{key}: warm calls went to the runtime: the row measured hops, not hits")
     return {k: statistics.median(v) for k, v in rows.items()}
 
 
