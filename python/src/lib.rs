@@ -79,8 +79,13 @@ where
 /// hashing up to 64 KiB (a 16 MiB file is hashed on the runtime's blocking threads).
 ///
 /// The poll's waker does nothing, which is sound because a future that waits is never left
-/// waiting on it: it is handed to the runtime at once, which polls it again (as every spawned
-/// task is), and that poll registers the runtime's waker wherever the first one was.
+/// waiting on it: it is handed to the runtime at once, which polls it again unconditionally (a
+/// spawned task is scheduled to run once whatever its wakers do), and that poll registers the
+/// runtime's waker wherever the first one was — tokio's join handles (`spawn_blocking`),
+/// channels, timers, `Notify` and semaphores replace a waker they hold that would not wake the
+/// same task. A wake that came between the two polls is not lost: each of them looks at its
+/// state when polled, not only when woken. Cancelling the asyncio future drops the future on the
+/// runtime (`pyo3_async_runtimes`), as for any [`spawn`]ed call.
 pub(crate) fn start<F, T>(py: Python<'_>, fut: F) -> PyResult<Py<PyAny>>
 where
     F: std::future::Future<Output = PyResult<T>> + Send + 'static,
