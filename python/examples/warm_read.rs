@@ -1,6 +1,8 @@
-//! The Rust side of `python/bench/bench.py`'s warm-read comparison: a warm verified read of a
-//! 4 KiB file through the public host API (`LoadedSkill::read`, memory tier on and off), timed
-//! per call on a current-thread runtime, as the Python call is. Prints one JSON line.
+//! The Rust side of `python/bench/bench.py`'s warm rows: the calls the Python rows make, through
+//! the public host API on a current-thread runtime, timed per call as the Python calls are — a
+//! warm verified read of a 4 KiB file (`LoadedSkill::read`: from the memory tier, re-hashed from
+//! disk under `Rehash`, checked against its evidence under `Guaranteed`) and a warm `load` of an
+//! approved skill (`SkillCache::load`). Prints one JSON line, µs per call by row.
 //!
 //! `cargo run --release -p skillcache-python --example warm_read -- SKILLS_DIR SCRATCH ITERATIONS`
 //! where `SKILLS_DIR` holds the `bench-notes` skill the Python script wrote.
@@ -9,7 +11,32 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use skillcache::local::SkillServer;
-use skillcache::{ApprovalPolicy, Origin, SkillCache, SkillUri};
+use skillcache::{Isolation, Origin, SkillCache, SkillEntry, SkillUri};
+
+/// One row's cache: its memory tier and isolation, the skill approved and warm.
+async fn warm(
+    scratch: &std::path::Path,
+    skills: &str,
+    tier: u64,
+    isolation: Isolation,
+) -> Result<(SkillCache, Origin, SkillEntry), Box<dyn std::error::Error>> {
+    let cache = SkillCache::builder()
+        .root(scratch.join("root"))
+        .key_file(scratch.join("host.key"))
+        .memory_tier(tier)
+        .isolation(isolation)
+        .open()?;
+    let origin = Origin::new("bench")?;
+    cache.connect(origin.clone(), Arc::new(SkillServer::new(skills)));
+    let uri = SkillUri::parse("skill://bench-notes/SKILL.md")?;
+    let entry = cache.entry(&origin, &uri).await?.entry;
+    cache.approve(&origin, &entry, None).await?;
+    let skill = cache.load(&origin, &entry).await?;
+    // Fetched and stored, then read once more from the store: the rest are warm.
+    skill.read("data/4k.bin").await?;
+    skill.read("data/4k.bin").await?;
+    Ok((cache, origin, entry))
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -21,29 +48,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .enable_all()
         .build()?;
     let mut out = Vec::new();
-    for (label, tier) in [("memory_tier", 64u64 << 20), ("rehash_from_disk", 0)] {
+    let rows = [
+        ("memory", 64u64 << 20, Isolation::Rehash),
+        ("rehash", 0, Isolation::Rehash),
+        ("guaranteed", 0, Isolation::Guaranteed),
+    ];
+    for (label, tier, isolation) in rows {
         let scratch = std::path::Path::new(&scratch).join(label);
-        let cache = SkillCache::builder()
-            .root(scratch.join("root"))
-            .key_file(scratch.join("host.key"))
-            .approval(ApprovalPolicy::NotRequired)
-            .memory_tier(tier)
-            .open()?;
-        let origin = Origin::new("bench")?;
-        cache.connect(origin.clone(), Arc::new(SkillServer::new(&skills)));
         let per_call = runtime.block_on(async {
-            let uri = SkillUri::parse("skill://bench-notes/SKILL.md")?;
-            let entry = cache.entry(&origin, &uri).await?.entry;
+            let (cache, origin, entry) = warm(&scratch, &skills, tier, isolation).await?;
             let skill = cache.load(&origin, &entry).await?;
-            skill.read("data/4k.bin").await?; // fetched and stored: the rest are warm
             let start = Instant::now();
             for _ in 0..n {
                 let f = skill.read("data/4k.bin").await?;
                 std::hint::black_box(f.bytes());
             }
-            Ok::<_, skillcache::Error>(start.elapsed().as_secs_f64() / f64::from(n))
+            let read = start.elapsed().as_secs_f64() / f64::from(n);
+            if label != "memory" {
+                return Ok::<_, Box<dyn std::error::Error>>((read, None));
+            }
+            let start = Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(cache.load(&origin, &entry).await?);
+            }
+            Ok((read, Some(start.elapsed().as_secs_f64() / f64::from(n))))
         })?;
-        out.push(format!("\"{label}\": {:.3}", per_call * 1e6));
+        out.push(format!("\"{label}\": {:.3}", per_call.0 * 1e6));
+        if let Some(load) = per_call.1 {
+            out.push(format!("\"load\": {:.3}", load * 1e6));
+        }
     }
     println!("{{{}}}", out.join(", "));
     Ok(())

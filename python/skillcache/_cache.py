@@ -3,8 +3,11 @@
 
 A coroutine does nothing until it is awaited, so calls can be made before an event loop runs:
 `asyncio.run(cache.entry(...))`, or a list of calls later given to `asyncio.gather`. Awaited, it
-starts the native call, which runs on skillcache's own threads with the GIL released and is
-awaited as an asyncio future.
+starts the native call. `load`, `load_all`, `read` and `read_all` are answered on the calling
+thread when the memory tier or a small cached copy can answer them — with the GIL released, and
+at most 64 KiB read and hashed a call — so a hit never waits for another thread. Everything else,
+and whatever those four must wait for (a miss, a larger file, the index, the server), runs on
+skillcache's own threads and is awaited as an asyncio future.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from ._skillcache import (
     Inventory,
     LockFile,
     ManifestFile,
+    Pending as _Pending,
     SkillEntry,
     SkillFile,
     VerifyReport,
@@ -71,12 +75,14 @@ class LoadedSkill:
         """Reads a file: `reference` is resolved against the skill root (a relative path, or an
         absolute URI inside the root) and must be listed in the held entry; otherwise a
         `UriError` or `VerifyError`, and nothing is sent. Every byte is verified on this access."""
-        return await self._native.read(reference)
+        started = self._native.read(reference)
+        return await started if type(started) is _Pending else started
 
     async def read_all(self) -> list[SkillFile]:
         """Every file of the held entry, in manifest order, each verified (one batch when
         cold)."""
-        return await self._native.read_all()
+        started = self._native.read_all()
+        return await started if type(started) is _Pending else started
 
     def __repr__(self) -> str:
         return repr(self._native)
@@ -230,12 +236,14 @@ class SkillCache:
         """Loads a skill: the limits, the dynamic policy, the lock and the approval are checked
         before any request (`DeclinedError`); then its `SKILL.md` is read, verified and checked
         against the entry's frontmatter."""
-        return LoadedSkill(await self._native.load(origin, entry))
+        started = self._native.load(origin, entry)
+        return LoadedSkill(await started if type(started) is _Pending else started)
 
     async def load_all(self, origin: str, entry: SkillEntry) -> tuple[LoadedSkill, list[SkillFile]]:
         """`load`, then every file, as one batch: `(LoadedSkill, [SkillFile])` in manifest
         order."""
-        native, files = await self._native.load_all(origin, entry)
+        started = self._native.load_all(origin, entry)
+        native, files = await started if type(started) is _Pending else started
         return LoadedSkill(native), files
 
     async def verify(self, origin: str | None = None) -> VerifyReport:

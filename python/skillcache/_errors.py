@@ -61,22 +61,22 @@ class Error(Exception):
 
 
 class UriError(Error):
-    """A URI is not acceptable as a skill or file URI (R-W4, R-W5, R-V5): `uri`, `rule`."""
+    """A URI is not acceptable as a skill or file URI, or leaves the skill's root: `uri`, `rule`."""
 
 
 class EntryError(Error):
-    """Untrusted input broke a rule (R-W*). By `kind`: `"digest"` (`text`, `rule`), `"invalid"`
+    """Untrusted input (a server's answer, a folder) broke a rule. By `kind`: `"digest"` (`text`, `rule`), `"invalid"`
     (`skill`, `field`, `rule`), `"limit_exceeded"` (see `LimitExceededError`), `"response"`
     (`method`, `rule`), `"frontmatter"` (`problem`), `"folder"` (`path`, `why`)."""
 
 
 class LimitExceededError(EntryError):
-    """A skill is larger than the limits (R-W7), declined from its entry alone: `skill` (and
+    """A skill is larger than the limits, declined from its entry alone: `skill` (and
     `uri`), `limit` (`"files"` or `"total_bytes"`), `declared`, `max`."""
 
 
 class VerifyError(Error):
-    """Bytes did not match their entry and were not used (R-V2…R-V6): `origin`, `uri`,
+    """Bytes did not match their entry and were not used: `origin`, `uri`,
     `mismatch` (`"size"`, `"digest"`, `"frontmatter"`, `"frontmatter_unreadable"`,
     `"unlisted"`, `"not_a_regular_file"`), `expected` and `actual` (ints for a size,
     `"sha256:…"` strings for a digest), `diffs` (the differing frontmatter keys), `problem`."""
@@ -96,12 +96,12 @@ class TransportError(SourceError):
 
 
 class TimeoutError(SourceError, builtins.TimeoutError):  # noqa: A001 - the Rust name, on purpose
-    """No answer within the deadline (R-B1): `origin`, `method`, `after` (seconds). Also a
+    """No answer within the deadline: `origin`, `method`, `after` (seconds). Also a
     builtin `TimeoutError`, so `except TimeoutError` catches it either way."""
 
 
 class MessageTooLargeError(SourceError):
-    """An answer larger than the message bound (R-B2): `origin`, `method`, `max` (bytes)."""
+    """An answer larger than the message bound: `origin`, `method`, `max` (bytes)."""
 
 
 class NotConnectedError(SourceError):
@@ -132,7 +132,7 @@ class L2ConfigError(ConfigError):
 
 
 class DeclinedError(Error):
-    """The host's policy declined the skill; nothing was requested (R-P1, R-V7, L1): `origin`,
+    """The host's policy declined the skill; nothing was requested: `origin`,
     `skill` (and `uri`), `reason` (`"dynamic"`, `"not_approved"`, `"revoked"`, `"not_locked"`,
     `"drift"`, `"over_quota"`), `changes` (an `EntryDiff` for `"revoked"` and `"drift"`),
     `quota` and `size` (bytes, for `"over_quota"`: the origin's quota and the skill's declared
@@ -140,6 +140,6 @@ class DeclinedError(Error):
 
 
 class OfflineError(Error):
-    """Offline mode lacks what was asked for; no server was contacted (L2): `origin`, `uri`
+    """Offline mode lacks what was asked for; no server was contacted: `origin`, `uri`
     (`None` for a whole listing), `missing` (`"entry"`, `"stale"`, `"file"`, `"server"`),
     `age_ms` (for `"stale"`), `method` (for `"server"`)."""

@@ -1,11 +1,11 @@
-"""Types of the extension module `skillcache._skillcache` (Y2). The `skillcache` package
+"""Types of the extension module `skillcache._skillcache`. The `skillcache` package
 re-exports every class but the native halves of `SkillCache` and `LoadedSkill`, which its own
 classes of those names wrap (`_cache.py`); its exception classes are in `_errors.py`."""
 
 import os
 import pathlib
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
-from typing import IO, Any, Literal, final
+from collections.abc import Awaitable, Generator, Iterable, Mapping, Sequence
+from typing import IO, Any, Generic, Literal, TypeVar, final
 
 from ._errors import Error
 
@@ -15,6 +15,8 @@ JSON = Any
 """A JSON value: dict, list, str, int, float, bool or None."""
 
 StrPath = str | os.PathLike[str]
+
+T = TypeVar("T")
 
 @final
 class ManifestFile:
@@ -41,7 +43,7 @@ class SkillEntry:
     def description(self) -> str: ...
     @property
     def is_dynamic(self) -> bool:
-        """`resources: "dynamic"`: no digests, nothing to verify against (R-V7)."""
+        """`resources: "dynamic"`: no digests, nothing to verify against (the host's `dynamic` policy decides whether it loads)."""
     @property
     def binding(self) -> str | None:
         """The approval binding (hex); `None` for a dynamic skill."""
@@ -59,7 +61,7 @@ class SkillEntry:
 
 @final
 class EntryDiff:
-    """What changed between two entries of one skill (R-A2)."""
+    """What changed between two entries of one skill."""
 
     @property
     def added(self) -> list[str]: ...
@@ -85,7 +87,7 @@ class EntryInfo:
         """It was fresh in the index and the server was not asked."""
     @property
     def revoked(self) -> bool:
-        """Storing it revoked an approval (R-A2)."""
+        """Storing it revoked an approval: the skill changed since it was approved."""
     @property
     def diff(self) -> EntryDiff | None: ...
     @property
@@ -94,7 +96,7 @@ class EntryInfo:
 
 @final
 class SkillFile:
-    """One file's bytes, with their origin, URI and what they were checked against (R-P3)."""
+    """One file's bytes, with their origin, URI and what they were checked against."""
 
     @property
     def bytes(self) -> bytes: ...
@@ -114,15 +116,22 @@ class SkillFile:
     def provenance(self) -> Literal["cache", "server", "l2"]: ...
     @property
     def retried(self) -> bool:
-        """A cached copy failed and the file was fetched once more (R-V9)."""
+        """A cached copy failed and the file was fetched once more (at most once)."""
     @property
     def stored(self) -> bool: ...
     def framed(self) -> str:
-        """The file framed for model context (R-Q2): a line naming the origin, the URI, that it
+        """The file framed for model context: a line naming the origin, the URI, that it
         came from an MCP server, its size and digest, and a boundary the content does not
         contain; the text unchanged; the line that closes it. Bytes that are not UTF-8 text are
         described, not inlined."""
     def __len__(self) -> int: ...
+
+@final
+class Pending(Generic[T]):
+    """The rest of a call that could not be answered on the calling thread: awaiting it awaits
+    the asyncio future skillcache's runtime finishes."""
+
+    def __await__(self) -> Generator[Any, None, T]: ...
 
 @final
 class LoadedSkill:
@@ -138,12 +147,12 @@ class LoadedSkill:
     def granted_tools(self) -> JSON | None: ...
     @property
     def files(self) -> list[ManifestFile]: ...
-    def read(self, reference: str) -> Awaitable[SkillFile]: ...
-    def read_all(self) -> Awaitable[list[SkillFile]]: ...
+    def read(self, reference: str) -> SkillFile | Pending[SkillFile]: ...
+    def read_all(self) -> list[SkillFile] | Pending[list[SkillFile]]: ...
 
 @final
 class CatalogSkill:
-    """One skill of a `Catalog` (R-Q1)."""
+    """One skill of a `Catalog`."""
 
     @property
     def handle(self) -> str:
@@ -162,7 +171,7 @@ class CatalogSkill:
 
 @final
 class Catalog:
-    """The skills of every bound origin in one view (R-Q1), from `SkillCache.catalog`."""
+    """The skills of every bound origin in one view, from `SkillCache.catalog`."""
 
     @property
     def skills(self) -> list[CatalogSkill]:
@@ -256,7 +265,7 @@ class LockedSkill:
 
 @final
 class LockFile:
-    """A lock file (`skills.lock`, L1)."""
+    """A lock file (`skills.lock`): the skills a host pins, by digest."""
 
     def __init__(self) -> None: ...
     @staticmethod
@@ -272,7 +281,8 @@ class LockFile:
 @final
 class SkillCache:
     """The native half of `skillcache.SkillCache` (`_cache.py`, which documents every call).
-    Each asynchronous call returns an asyncio future; call them from a running event loop."""
+    Each asynchronous call returns its result or a `Pending` (`load`, `load_all`), or an asyncio
+    future (the rest); call them from a running event loop."""
 
     def __init__(
         self,
@@ -321,10 +331,12 @@ class SkillCache:
         self, origin: str, entry: SkillEntry, grant_tools: JSON | None = None
     ) -> Awaitable[None]: ...
     def is_approved(self, origin: str, entry: SkillEntry) -> Awaitable[bool]: ...
-    def load(self, origin: str, entry: SkillEntry) -> Awaitable[LoadedSkill]: ...
+    def load(self, origin: str, entry: SkillEntry) -> LoadedSkill | Pending[LoadedSkill]: ...
     def load_all(
         self, origin: str, entry: SkillEntry
-    ) -> Awaitable[tuple[LoadedSkill, list[SkillFile]]]: ...
+    ) -> (
+        tuple[LoadedSkill, list[SkillFile]] | Pending[tuple[LoadedSkill, list[SkillFile]]]
+    ): ...
     def verify(self, origin: str | None = None) -> Awaitable[VerifyReport]: ...
     def gc(self, max_bytes: int | None = None) -> Awaitable[GcReport]: ...
     def purge(self, origin: str) -> Awaitable[None]: ...
@@ -340,6 +352,10 @@ async def _ready() -> None:
 
 def _quiesce() -> None:
     """Waits (at exit) until no result is being handed back; not part of the API."""
+
+def _hops() -> int:
+    """How many calls went to skillcache's runtime so far (the tests count them); not part of
+    the API."""
 
 def run_cli(argv: Sequence[str]) -> int:
     """Runs the `skillcache` command line (`argv`, the program's name first) and returns its

@@ -1,10 +1,13 @@
 //! The native halves of `skillcache.SkillCache` and `skillcache.LoadedSkill` (whose `async def`
 //! methods are in `skillcache/_cache.py`): the host API for asyncio.
 //!
-//! Each asynchronous call starts the Rust method's future on the package's tokio runtime
-//! (`pyo3_async_runtimes`) and hands back the asyncio future the package's coroutine awaits
-//! ([`crate::spawn`]): the event loop never runs Rust work, and the Rust work never holds the
-//! GIL (Y1). The few synchronous calls that touch the disk (opening the cache)
+//! Each asynchronous call starts the Rust method's future and hands back what the package's
+//! coroutine awaits. `load`, `load_all`, `read` and `read_all` are first polled on the calling
+//! thread with the GIL released ([`crate::start`]): a hit the memory tier or a small stored copy
+//! answers is the result itself, with no hop (T4). Everything else — and whatever of those four
+//! must wait (a miss, a larger file, the index, the server) — runs on the package's tokio
+//! runtime (`pyo3_async_runtimes`) as an asyncio future ([`crate::spawn`]), and the Rust work
+//! never holds the GIL (Y1). The few synchronous calls that touch the disk (opening the cache)
 //! release the GIL while they do.
 
 use std::collections::{BTreeMap, HashMap};
@@ -242,14 +245,14 @@ impl PySkillCache {
         self.inner.root().to_path_buf()
     }
 
-    /// Where a damaged index was moved when the cache was opened, if it was (R-H6).
+    /// Where a damaged index was moved when the cache was opened, if it was.
     #[getter]
     fn healed_index(&self) -> Option<PathBuf> {
         self.inner.healed_index().map(std::path::Path::to_path_buf)
     }
 
-    /// A handle on the same cache acting as `principal` (R-C6, R-H11); a principal with an
-    /// invisible character is refused as a `ConfigError` (R-E6).
+    /// A handle on the same cache acting as `principal` (whose approvals it checks and
+    /// records); a principal with an invisible character is refused as a `ConfigError`.
     fn for_principal(&self, principal: String) -> PyResult<PySkillCache> {
         Ok(PySkillCache {
             inner: self
@@ -263,7 +266,7 @@ impl PySkillCache {
     }
 
     /// Binds `origin` to a server spawned from `argv` over stdio. Nothing starts until a request
-    /// needs it (R-B4). `env` adds to the inherited environment; `cwd` is its working folder;
+    /// needs it. `env` adds to the inherited environment; `cwd` is its working folder;
     /// `stderr` is where the server's stderr goes ([`stderr_target`]).
     #[pyo3(signature = (origin, argv, env=None, cwd=None, stderr=None))]
     fn connect_stdio(
@@ -331,7 +334,7 @@ impl PySkillCache {
         Ok(())
     }
 
-    /// Forwards a change notification the host's session received (R-B5): `uri` for
+    /// Forwards a change notification the host's session received: `uri` for
     /// `notifications/resources/updated`, `None` for `list_changed`. Only for origins bound
     /// with `connect_session` (the others receive their notifications themselves).
     #[pyo3(signature = (origin, uri=None))]
@@ -364,7 +367,7 @@ impl PySkillCache {
         Ok(())
     }
 
-    /// Every skill of `origin`: `skills/list`, validated, stored; no file fetched (R-V1). Each
+    /// Every skill of `origin`: `skills/list`, validated, stored; no file fetched. Each
     /// item is an `EntryInfo`, or the `skillcache.Error` (not raised) that refused that entry.
     fn list<'py>(&self, py: Python<'py>, origin: &str) -> PyResult<Bound<'py, PyAny>> {
         let (cache, origin) = (self.inner.clone(), self::origin(origin)?);
@@ -383,7 +386,7 @@ impl PySkillCache {
         })
     }
 
-    /// The entry for `uri`: from the index while fresh, else `skills/get` (R-C6). No file.
+    /// The entry for `uri`: from the index while fresh, else `skills/get`. No file.
     fn entry<'py>(&self, py: Python<'py>, origin: &str, uri: &str) -> PyResult<Bound<'py, PyAny>> {
         let (cache, origin, uri) = (self.inner.clone(), self::origin(origin)?, skill_uri(uri)?);
         crate::spawn(py, async move {
@@ -392,7 +395,7 @@ impl PySkillCache {
         })
     }
 
-    /// `skills/get` again, whatever the index holds (R-V9, R-V4).
+    /// `skills/get` again, whatever the index holds.
     fn refresh<'py>(
         &self,
         py: Python<'py>,
@@ -406,8 +409,9 @@ impl PySkillCache {
         })
     }
 
-    /// Approves `entry` as it is now (R-A1); `grant_tools` is what the user granted of the
-    /// tools it requests (R-A5; `entry.requested_tools` grants all it asks for).
+    /// Approves `entry` as it is now (a later change to it needs a new approval);
+    /// `grant_tools` is what the user granted of the tools it
+    /// requests (`entry.requested_tools` grants all it asks for).
     #[pyo3(signature = (origin, entry, grant_tools=None))]
     fn approve<'py>(
         &self,
@@ -452,19 +456,19 @@ impl PySkillCache {
 
     /// Loads a skill: the limits, the dynamic policy, the lock and the approval are checked
     /// before any request (`DeclinedError`); then its `SKILL.md` is read, verified and checked
-    /// against the entry's frontmatter (R-V6).
+    /// against the entry's frontmatter.
     fn load<'py>(
         &self,
         py: Python<'py>,
         origin: &str,
         entry: &Bound<'py, PySkillEntry>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<Py<PyAny>> {
         let (cache, origin, entry) = (
             self.inner.clone(),
             self::origin(origin)?,
             entry.get().inner.clone(),
         );
-        crate::spawn(py, async move {
+        crate::start(py, async move {
             let loaded = cache.load(&origin, &entry).await.map_err(|e| err(&e))?;
             Ok(PyLoadedSkill::new(loaded))
         })
@@ -476,13 +480,13 @@ impl PySkillCache {
         py: Python<'py>,
         origin: &str,
         entry: &Bound<'py, PySkillEntry>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<Py<PyAny>> {
         let (cache, origin, entry) = (
             self.inner.clone(),
             self::origin(origin)?,
             entry.get().inner.clone(),
         );
-        crate::spawn(py, async move {
+        crate::start(py, async move {
             let (loaded, files) = cache.load_all(&origin, &entry).await.map_err(|e| err(&e))?;
             let files: Vec<PySkillFile> = files.into_iter().map(PySkillFile::from).collect();
             Ok((PyLoadedSkill::new(loaded), files))
@@ -513,7 +517,7 @@ impl PySkillCache {
         })
     }
 
-    /// Removes everything of `origin` (R-C5).
+    /// Removes everything of `origin`: its entries, files and approvals.
     fn purge<'py>(&self, py: Python<'py>, origin: &str) -> PyResult<Bound<'py, PyAny>> {
         let (cache, origin) = (self.inner.clone(), self::origin(origin)?);
         crate::spawn(py, async move {
@@ -532,7 +536,7 @@ impl PySkillCache {
     }
 
     /// Removes everything of every origin the root holds that `keep` does not name — the
-    /// servers the host no longer configures (R-Q3) — and returns the labels removed. `keep` is
+    /// servers the host no longer configures — and returns the labels removed. `keep` is
     /// any iterable of labels, all checked before anything is removed; a bare `str` is refused,
     /// since its characters would be taken for the labels to keep.
     fn purge_absent<'py>(
@@ -556,7 +560,7 @@ impl PySkillCache {
         })
     }
 
-    /// Lists every bound origin, concurrently, into one `Catalog` (R-Q1): every skill under a
+    /// Lists every bound origin, concurrently, into one `Catalog`: every skill under a
     /// handle unique across origins and stable across runs, every name collision reported —
     /// including with `local_names`, the host's own filesystem skills, which an MCP skill never
     /// shadows. An origin that cannot be listed is in `failures`, not raised.
@@ -604,7 +608,7 @@ impl PySkillCache {
         })
     }
 
-    /// What this cache did since it was opened (R-P4): each counter by name.
+    /// What this cache did since it was opened: each counter by name.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
         for (counter, value) in self.inner.stats() {
@@ -677,8 +681,8 @@ fn stderr_target(py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<Option<S
     Ok(Some(Stdio::from(file)))
 }
 
-/// The native half of `skillcache.LoadedSkill` (`skillcache/_cache.py`): the acting window
-/// (R-V4). Reads stay inside the held entry's files and go to its origin's source only.
+/// The native half of `skillcache.LoadedSkill` (`skillcache/_cache.py`): the acting window.
+/// Reads stay inside the held entry's files and go to its origin's source only.
 #[pyclass(module = "skillcache._skillcache", name = "LoadedSkill", frozen)]
 pub(crate) struct PyLoadedSkill {
     inner: Loaded,
@@ -716,7 +720,7 @@ impl PyLoadedSkill {
             })
             .map(|f| f.bind(py))
     }
-    /// What the approval that admitted this load granted (R-A5); `None` without one.
+    /// What the approval that admitted this load granted of the tools the skill requests; `None` without one.
     #[getter]
     fn granted_tools<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.inner
@@ -729,19 +733,19 @@ impl PyLoadedSkill {
     fn files(&self) -> Vec<crate::types::PyManifestFile> {
         self.entry().files_list()
     }
-    /// Reads a file: `reference` is resolved against the skill root (R-V5) and must be listed in
-    /// the held entry (R-V4: otherwise a `VerifyError` and no request).
-    fn read<'py>(&self, py: Python<'py>, reference: String) -> PyResult<Bound<'py, PyAny>> {
+    /// Reads a file: `reference` is resolved against the skill root and must be listed in the held
+    /// entry (otherwise a `VerifyError`, and no request is sent).
+    fn read(&self, py: Python<'_>, reference: String) -> PyResult<Py<PyAny>> {
         let loaded = Arc::clone(&self.inner);
-        crate::spawn(py, async move {
+        crate::start(py, async move {
             let file = loaded.read(&reference).await.map_err(|e| err(&e))?;
             Ok(PySkillFile::from(file))
         })
     }
     /// Every file of the held entry, in manifest order, verified (one batch on a cold cache).
-    fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn read_all(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let loaded = Arc::clone(&self.inner);
-        crate::spawn(py, async move {
+        crate::start(py, async move {
             let files = loaded.read_all().await.map_err(|e| err(&e))?;
             Ok(files.into_iter().map(PySkillFile::from).collect::<Vec<_>>())
         })

@@ -87,7 +87,7 @@ impl From<CatalogSkill> for PyCatalogSkill {
 
 #[pymethods]
 impl PyCatalogSkill {
-    /// Unique in the catalog and the same whenever it holds the same skills (R-Q1).
+    /// Unique in the catalog and the same whenever it holds the same skills.
     #[getter]
     fn handle(&self) -> &str {
         self.inner.handle()

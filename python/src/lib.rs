@@ -7,9 +7,10 @@
 //! `errors` (every `skillcache::Error` as a Python exception) and `json`.
 //!
 //! The classes' asynchronous calls are not coroutines here: each native method starts its call
-//! on the runtime and hands back the asyncio future it finishes ([`spawn`]). The package's
-//! `async def` methods (`skillcache/_cache.py`) call them once awaited, inside the running loop,
-//! so a coroutine can be made before any loop exists (N3).
+//! and hands back either its result (answered on the calling thread, [`start`]) or an asyncio
+//! future that the runtime finishes ([`spawn`], [`Pending`]). The package's `async def` methods
+//! (`skillcache/_cache.py`) call them once awaited, inside the running loop, so a coroutine can
+//! be made before any loop exists (N3).
 
 mod cache;
 mod catalog;
@@ -19,16 +20,19 @@ mod lockfile;
 mod session;
 mod types;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 
 /// The module's futures still running on the tokio runtime (see [`spawn`]).
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
-/// Whether any future was ever handed to the runtime (see [`_quiesce`]).
-static SPAWNED: AtomicBool = AtomicBool::new(false);
+/// How many calls went to the runtime since the module was loaded (every [`spawn`]): a hit that
+/// [`start`] answers on the calling thread adds nothing. The tests read it (`_hops`).
+static HOPS: AtomicU64 = AtomicU64::new(0);
 
 /// Counts one future from its creation until it is finished or dropped.
 struct InFlight;
@@ -55,12 +59,66 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     let counted = InFlight::new();
-    SPAWNED.store(true, Ordering::Relaxed);
+    HOPS.fetch_add(1, Ordering::Relaxed);
     pyo3_async_runtimes::tokio::future_into_py(py, async move {
         let out = fut.await;
         drop(counted);
         out
     })
+}
+
+/// `fut` answered on the calling thread when it can be, else finished on the runtime (T4).
+///
+/// The future is polled once here, with the GIL released and inside the runtime's context: the
+/// library's hit paths (`LoadedSkill::read`, `SkillCache::load`) answer a memory-tier hit and a
+/// small stored hit (at most `QUICK_HIT_MAX_BYTES`, 64 KiB a call, read and re-hashed or checked
+/// against its evidence) within that poll, without a blocking hop; anything else — a miss, a
+/// larger file, an index query, a request — makes the future wait on the runtime, and the
+/// future, so far along, goes on there ([`spawn`]). So a hit is the result itself, and the event
+/// loop's thread is held at most for what the library does on its caller's thread: reading and
+/// hashing up to 64 KiB (a 16 MiB file is hashed on the runtime's blocking threads).
+///
+/// The poll's waker does nothing, which is sound because a future that waits is never left
+/// waiting on it: it is handed to the runtime at once, which polls it again unconditionally (a
+/// spawned task is scheduled to run once whatever its wakers do), and that poll registers the
+/// runtime's waker wherever the first one was — tokio's join handles (`spawn_blocking`),
+/// channels, timers, `Notify` and semaphores replace a waker they hold that would not wake the
+/// same task. A wake that came between the two polls is not lost: each of them looks at its
+/// state when polled, not only when woken. Cancelling the asyncio future drops the future on the
+/// runtime (`pyo3_async_runtimes`), as for any [`spawn`]ed call.
+pub(crate) fn start<F, T>(py: Python<'_>, fut: F) -> PyResult<Py<PyAny>>
+where
+    F: std::future::Future<Output = PyResult<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    let mut fut = Box::pin(fut);
+    let runtime = pyo3_async_runtimes::tokio::get_runtime();
+    let first = py.detach(|| {
+        let _context = runtime.enter();
+        fut.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+    });
+    match first {
+        Poll::Ready(out) => out?.into_py_any(py),
+        Poll::Pending => {
+            let future = spawn(py, fut)?.unbind();
+            Ok(Py::new(py, Pending { future })?.into_any())
+        }
+    }
+}
+
+/// The rest of a call that [`start`] could not answer on the calling thread: awaiting it awaits
+/// the asyncio future the runtime finishes. The package's coroutines await it; a result is never
+/// one, so `type(r) is Pending` tells the two apart.
+#[pyclass(module = "skillcache._skillcache", name = "Pending", frozen)]
+pub(crate) struct Pending {
+    future: Py<PyAny>,
+}
+
+#[pymethods]
+impl Pending {
+    fn __await__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.future.bind(py).call_method0("__await__")
+    }
 }
 
 /// Runs the `skillcache` command line — the binary's own code, `skillcache_cli::run` — with
@@ -71,6 +129,12 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
     py.detach(move || skillcache_cli::run(argv))
 }
 
+/// How many calls went to the runtime so far (see [`HOPS`]). For the tests; not part of the API.
+#[pyfunction]
+fn _hops() -> u64 {
+    HOPS.load(Ordering::Relaxed)
+}
+
 /// Registered with `atexit` by the package: a tokio thread that hands a result back to Python
 /// takes the GIL, and if the interpreter is finalizing by then the process aborts
 /// (`PyGILState_Release: thread state … must be current`, pyo3-async-runtimes#40). Before
@@ -79,7 +143,7 @@ fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
 /// end), then a moment longer for the last hand-off, which follows its future's end at once.
 #[pyfunction]
 fn _quiesce(py: Python<'_>) {
-    if !SPAWNED.load(Ordering::Relaxed) {
+    if HOPS.load(Ordering::Relaxed) == 0 {
         // Nothing ever ran on the runtime (the `skillcache` command, a process that only read
         // hits): no hand-off to wait for.
         return;
@@ -105,7 +169,9 @@ fn _skillcache(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(_ready, m)?)?;
     m.add_function(wrap_pyfunction!(_quiesce, m)?)?;
+    m.add_function(wrap_pyfunction!(_hops, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
+    m.add_class::<Pending>()?;
     m.add_class::<cache::PySkillCache>()?;
     m.add_class::<cache::PyLoadedSkill>()?;
     m.add_class::<catalog::PyCatalog>()?;

@@ -81,7 +81,8 @@ impl PySkillEntry {
     fn description(&self) -> &str {
         self.inner.description()
     }
-    /// `resources: "dynamic"`: no digests, nothing to verify against (R-V7).
+    /// `resources: "dynamic"`: no digests, nothing to verify against (the host's `dynamic` policy decides
+    /// whether it loads).
     #[getter]
     fn is_dynamic(&self) -> bool {
         self.inner.is_dynamic()
@@ -134,7 +135,7 @@ impl PySkillEntry {
     }
 }
 
-/// What changed between two entries of one skill (R-A2).
+/// What changed between two entries of one skill.
 #[pyclass(module = "skillcache", name = "EntryDiff", frozen, get_all)]
 pub(crate) struct PyEntryDiff {
     /// Files listed now and not before.
@@ -191,7 +192,7 @@ pub(crate) struct PyEntryInfo {
     entry: Py<PySkillEntry>,
     /// It was fresh in the index and the server was not asked.
     from_cache: bool,
-    /// Storing it revoked an approval (R-A2).
+    /// Storing it revoked an approval: the skill changed since it was approved.
     revoked: bool,
     /// What changed since the approved (or previously stored) entry.
     diff: Option<Py<PyEntryDiff>>,
@@ -231,7 +232,7 @@ fn py_bool(b: bool) -> &'static str {
     if b { "True" } else { "False" }
 }
 
-/// One file's bytes with their origin, URI and what they were checked against (R-P3).
+/// One file's bytes with their origin, URI and what they were checked against.
 #[pyclass(module = "skillcache", name = "SkillFile", frozen)]
 pub(crate) struct PySkillFile {
     file: SkillFile,
@@ -302,7 +303,7 @@ impl PySkillFile {
             Provenance::L2 => "l2",
         }
     }
-    /// Whether a cached copy failed and the file was fetched once more (R-V9).
+    /// Whether a cached copy failed and the file was fetched once more (at most once).
     #[getter]
     fn retried(&self) -> bool {
         self.file.retried()
@@ -312,7 +313,7 @@ impl PySkillFile {
     fn stored(&self) -> bool {
         self.file.stored()
     }
-    /// The file framed for model context (R-Q2): the origin label, the URI, that it came from
+    /// The file framed for model context: the origin label, the URI, that it came from
     /// an MCP server, its size and digest, and a boundary the content does not contain; text
     /// inlined unchanged, other bytes described. Off the GIL: finding the boundary hashes.
     fn framed(&self, py: Python<'_>) -> String {

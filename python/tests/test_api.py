@@ -53,7 +53,7 @@ def test_y2_the_stubs_name_every_class_and_member_of_the_extension_and_nothing_e
 
 
 # The native halves that the package's own classes of the same name wrap (`_cache.py`, whose
-# methods are coroutine functions).
+# methods are coroutine functions), and the extension's internal awaitable.
 WRAPPED = {"SkillCache", "LoadedSkill"}
 
 
@@ -62,8 +62,30 @@ def test_y2_the_package_exports_every_class_of_the_extension_and_of_the_errors()
         if inspect.isclass(cls) and cls.__module__ in (native.__name__, errors.__name__, "skillcache"):
             if name in WRAPPED:
                 assert getattr(skillcache, name).__module__ == "skillcache._cache", name
+            elif name == "Pending":
+                assert not hasattr(skillcache, name)
             else:
                 assert getattr(skillcache, name) is cls, name
+
+
+# A requirement id (`R-V1`, `K3`, `T4`, `Y2`): maintainers' shorthand, meaningless to a user.
+REQUIREMENT_ID = re.compile(r"\bR-[A-Z]+\d+\b|\b[A-Z]\d{1,2}\b")
+
+
+def test_n5_no_docstring_a_python_user_sees_names_a_requirement_id() -> None:
+    seen = 0
+    for module in (skillcache, native, errors):
+        for name, obj in [(module.__name__, module), *vars(module).items()]:
+            if name.startswith("_") and obj is not module:
+                continue
+            members = [(name, obj)]
+            if inspect.isclass(obj):
+                members += [(f"{name}.{m}", v) for m, v in vars(obj).items() if not m.startswith("_")]
+            for label, member in members:
+                doc = inspect.getdoc(member) or ""
+                seen += bool(doc)
+                assert not REQUIREMENT_ID.search(doc), (label, REQUIREMENT_ID.search(doc))
+    assert seen >= 100
 
 
 # --- Y1: errors -------------------------------------------------------------------------------

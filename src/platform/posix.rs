@@ -257,6 +257,7 @@ pub(crate) fn stat_at(dir: BorrowedFd<'_>, name: impl AsRef<Path>) -> io::Result
 /// The filesystem's allocation unit under `dir` (`statvfs`'s fragment size: 4096 on ext4, XFS
 /// and APFS), or `None` when the filesystem does not say.
 pub(crate) fn block_size(dir: BorrowedFd<'_>) -> Option<u64> {
+    // rustix's `StatVfs` is its own struct, `u64` on every target.
     rustix::fs::fstatvfs(dir)
         .ok()
         .map(|st| st.f_frsize)
