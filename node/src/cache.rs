@@ -2,23 +2,27 @@
 //! method's future, started by [`crate::run::start`].
 
 use std::collections::BTreeMap;
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use napi::bindgen_prelude::{Env, PromiseRaw, Result, ToNapiValue, Unknown};
+use napi::bindgen_prelude::{Either, Env, PromiseRaw, Reference, Result, ToNapiValue, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
+use skillcache::source::McpSource;
 use skillcache::{
     ApprovalPolicy, DynamicPolicy, Error, Isolation, Origin, ServerConfig, SkillCacheBuilder,
     SkillUri,
 };
 
+use crate::catalog::Catalog;
 use crate::errors::throwable;
+use crate::lockfile::LockFile;
 use crate::run::start;
-use crate::types::{EntryInfoJs, SkillEntry, SkillFile, gc_report, verify_report};
+use crate::types::{EntryInfo, GcReport, ManifestFile, SkillEntry, SkillFile, VerifyReport};
 
 /// `new SkillCache(options)`: every option has the Rust builder's default.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
 #[derive(Default)]
 pub struct CacheOptions {
     /// The cache root (default: the platform's user cache folder).
@@ -45,6 +49,9 @@ pub struct CacheOptions {
     pub connect_timeout: Option<f64>,
     /// Seconds.
     pub lock_timeout: Option<f64>,
+    /// A lock file put in force: a skill it does not pin, or pins otherwise, is declined.
+    #[napi(ts_type = "LockFile")]
+    pub locked: Option<Reference<LockFile>>,
 }
 
 /// `connectStdio`'s options.
@@ -54,6 +61,10 @@ pub struct StdioOptions {
     pub env: Option<BTreeMap<String, String>>,
     /// The server's working folder.
     pub cwd: Option<String>,
+    /// Where the server's stderr goes: `"inherit"` (default), `"ignore"`, or a file descriptor
+    /// (`fs.openSync(path, "a")`, `process.stderr.fd`), opened anew for appending.
+    #[napi(ts_type = "'inherit' | 'ignore' | number")]
+    pub stderr: Option<Either<String, u32>>,
 }
 
 /// `connectHttp`'s options.
@@ -67,7 +78,7 @@ fn config_error(what: String) -> Error {
     Error::Config(skillcache::error::ConfigError::Invalid { what })
 }
 
-fn origin(env: &Env, label: &str) -> Result<Origin> {
+pub(crate) fn origin(env: &Env, label: &str) -> Result<Origin> {
     Origin::new(label).map_err(|e| throwable(env, &Error::Config(e)))
 }
 
@@ -96,11 +107,36 @@ fn choose<T: Copy>(
         })
 }
 
+/// Where a server `connectStdio` starts writes its stderr. A descriptor is opened anew for
+/// appending (`/dev/fd/N`: no `unsafe` to adopt a raw descriptor), so the caller may close its
+/// own; a regular file gets the output at its end.
+fn stderr_target(target: Either<String, u32>) -> std::result::Result<Stdio, Error> {
+    match target {
+        Either::A(name) if name == "inherit" => Ok(Stdio::inherit()),
+        Either::A(name) if name == "ignore" => Ok(Stdio::null()),
+        Either::A(name) => Err(config_error(format!(
+            "stderr must be \"inherit\", \"ignore\" or a file descriptor, not {name:?}"
+        ))),
+        Either::B(fd) => std::fs::OpenOptions::new()
+            .append(true)
+            .open(format!("/dev/fd/{fd}"))
+            .map(Stdio::from)
+            .map_err(|e| {
+                config_error(format!(
+                    "cannot send the server's stderr to file descriptor {fd}: {e}"
+                ))
+            }),
+    }
+}
+
 fn builder(o: CacheOptions) -> std::result::Result<SkillCacheBuilder, Error> {
     let mut b = skillcache::SkillCache::builder()
         .offline(o.offline.unwrap_or(false))
         .allow_stale(o.allow_stale.unwrap_or(false));
-    let isolation = [("rehash", Isolation::Rehash), ("guaranteed", Isolation::Guaranteed)];
+    let isolation = [
+        ("rehash", Isolation::Rehash),
+        ("guaranteed", Isolation::Guaranteed),
+    ];
     if let Some(i) = choose("isolation", o.isolation.as_deref(), &isolation)? {
         b = b.isolation(i);
     }
@@ -125,10 +161,18 @@ fn builder(o: CacheOptions) -> std::result::Result<SkillCacheBuilder, Error> {
         b = b.key_file(key);
     }
     if let Some(bytes) = o.memory_tier {
+        if bytes.is_nan() || bytes < 0.0 {
+            return Err(config_error(
+                "memoryTier must be a non-negative number of bytes".into(),
+            ));
+        }
         // A JS number: whole bytes, saturating at the largest a u64 holds.
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let bytes = bytes.max(0.0) as u64;
+        let bytes = bytes as u64;
         b = b.memory_tier(bytes);
+    }
+    if let Some(lock) = o.locked {
+        b = b.locked(lock.snapshot());
     }
     if let Some(p) = o.principal {
         b = b.principal(p);
@@ -146,20 +190,20 @@ fn builder(o: CacheOptions) -> std::result::Result<SkillCacheBuilder, Error> {
 }
 
 /// The verified skill cache.
-#[napi(js_name = "SkillCache")]
-pub struct JsSkillCache {
+#[napi]
+pub struct SkillCache {
     inner: skillcache::SkillCache,
 }
 
 #[napi]
-impl JsSkillCache {
+impl SkillCache {
     /// Opens (or creates) the cache.
     #[napi(constructor)]
     pub fn new(env: Env, options: Option<CacheOptions>) -> Result<Self> {
         let inner = builder(options.unwrap_or_default())
             .and_then(SkillCacheBuilder::open)
             .map_err(|e| throwable(&env, &e))?;
-        Ok(JsSkillCache { inner })
+        Ok(SkillCache { inner })
     }
 
     /// The cache root.
@@ -170,17 +214,16 @@ impl JsSkillCache {
 
     /// A handle on the same cache acting as `principal`.
     #[napi]
-    pub fn for_principal(&self, env: Env, principal: String) -> Result<JsSkillCache> {
+    pub fn for_principal(&self, env: Env, principal: String) -> Result<SkillCache> {
         let inner = self
             .inner
             .for_principal(principal)
             .map_err(|e| throwable(&env, &Error::from(e)))?;
-        Ok(JsSkillCache { inner })
+        Ok(SkillCache { inner })
     }
 
-    fn bind(&self, env: &Env, label: &str, config: ServerConfig) -> Result<()> {
+    fn bind(&self, env: &Env, label: &str, source: McpSource) -> Result<()> {
         let origin = origin(env, label)?;
-        let source = config.source().map_err(|e| throwable(env, &e))?;
         self.inner.connect(origin, Arc::new(source));
         Ok(())
     }
@@ -196,17 +239,23 @@ impl JsSkillCache {
         options: Option<StdioOptions>,
     ) -> Result<()> {
         let mut argv = argv.into_iter();
-        let Some(command) = argv.next() else {
-            return Err(throwable(&env, &config_error("argv must name a program".into())));
+        let Some(program) = argv.next() else {
+            return Err(throwable(
+                &env,
+                &config_error("argv must name a program".into()),
+            ));
         };
-        let (vars, cwd) = options.map_or((None, None), |o| (o.env, o.cwd));
-        let config = ServerConfig::Stdio {
-            command,
-            args: argv.collect(),
-            env: vars.unwrap_or_default(),
-            cwd: cwd.map(Into::into),
-        };
-        self.bind(&env, &origin, config)
+        let (vars, cwd, stderr) = options.map_or((None, None, None), |o| (o.env, o.cwd, o.stderr));
+        // The command as a Rust host builds it for `McpSource::stdio`, stderr included.
+        let mut command = tokio::process::Command::new(program);
+        command.args(argv).envs(vars.unwrap_or_default());
+        if let Some(dir) = cwd {
+            command.current_dir(dir);
+        }
+        if let Some(target) = stderr {
+            command.stderr(stderr_target(target).map_err(|e| throwable(&env, &e))?);
+        }
+        self.bind(&env, &origin, McpSource::stdio(command))
     }
 
     /// Binds `origin` to a Streamable HTTP endpoint.
@@ -219,7 +268,10 @@ impl JsSkillCache {
         options: Option<HttpOptions>,
     ) -> Result<()> {
         let headers = options.and_then(|o| o.headers).unwrap_or_default();
-        self.bind(&env, &origin, ServerConfig::Http { url, headers })
+        let source = ServerConfig::Http { url, headers }
+            .source()
+            .map_err(|e| throwable(&env, &e))?;
+        self.bind(&env, &origin, source)
     }
 
     /// Unbinds `origin`; its cached content stays.
@@ -231,22 +283,26 @@ impl JsSkillCache {
 
     /// Every skill of `origin`, validated and stored; no file fetched. Each item is an
     /// `EntryInfo`, or the error (not thrown) that refused that entry.
-    #[napi(ts_return_type = "Promise<Array<EntryInfo | SkillcacheError>>")]
+    #[napi(ts_return_type = "Promise<Array<EntryInfo | import('./errors').SkillcacheError>>")]
     pub fn list<'env>(
         &self,
         env: &'env Env,
         origin: String,
     ) -> Result<PromiseRaw<'env, Vec<Unknown<'env>>>> {
         let (cache, origin) = (self.inner.clone(), self::origin(env, &origin)?);
-        start(env, async move { cache.list(&origin).await }, |env, items| {
-            items
-                .into_iter()
-                .map(|item| match item {
-                    Ok(info) => EntryInfoJs::from(info).into_unknown(env),
-                    Err(e) => crate::errors::object(env, &e),
-                })
-                .collect()
-        })
+        start(
+            env,
+            async move { cache.list(&origin).await },
+            |env, items| {
+                items
+                    .into_iter()
+                    .map(|item| match item {
+                        Ok(info) => EntryInfo::from(info).into_unknown(env),
+                        Err(e) => crate::errors::object(env, &e),
+                    })
+                    .collect()
+            },
+        )
     }
 
     /// The entry for `uri`: from the index while fresh, else `skills/get`. No file.
@@ -256,15 +312,17 @@ impl JsSkillCache {
         env: &'env Env,
         origin: String,
         uri: String,
-    ) -> Result<PromiseRaw<'env, EntryInfoJs>> {
+    ) -> Result<PromiseRaw<'env, EntryInfo>> {
         let (cache, origin, uri) = (
             self.inner.clone(),
             self::origin(env, &origin)?,
             skill_uri(env, &uri)?,
         );
-        start(env, async move { cache.entry(&origin, &uri).await }, |_, i| {
-            Ok(EntryInfoJs::from(i))
-        })
+        start(
+            env,
+            async move { cache.entry(&origin, &uri).await },
+            |_, i| Ok(EntryInfo::from(i)),
+        )
     }
 
     /// `skills/get` again, whatever the index holds.
@@ -274,15 +332,17 @@ impl JsSkillCache {
         env: &'env Env,
         origin: String,
         uri: String,
-    ) -> Result<PromiseRaw<'env, EntryInfoJs>> {
+    ) -> Result<PromiseRaw<'env, EntryInfo>> {
         let (cache, origin, uri) = (
             self.inner.clone(),
             self::origin(env, &origin)?,
             skill_uri(env, &uri)?,
         );
-        start(env, async move { cache.refresh(&origin, &uri).await }, |_, i| {
-            Ok(EntryInfoJs::from(i))
-        })
+        start(
+            env,
+            async move { cache.refresh(&origin, &uri).await },
+            |_, i| Ok(EntryInfo::from(i)),
+        )
     }
 
     /// Approves `entry` as it is now; `grantTools` is what the user granted of the tools it
@@ -342,9 +402,11 @@ impl JsSkillCache {
             self::origin(env, &origin)?,
             entry.inner.clone(),
         );
-        start(env, async move { cache.load(&origin, &entry).await }, |_, l| {
-            Ok(LoadedSkill::from(l))
-        })
+        start(
+            env,
+            async move { cache.load(&origin, &entry).await },
+            |_, l| Ok(LoadedSkill::from(l)),
+        )
     }
 
     /// `load`, then every file, as one batch: `[LoadedSkill, SkillFile[]]` in manifest order.
@@ -378,13 +440,13 @@ impl JsSkillCache {
         &self,
         env: &'env Env,
         origin: Option<String>,
-    ) -> Result<PromiseRaw<'env, Value>> {
+    ) -> Result<PromiseRaw<'env, VerifyReport>> {
         let cache = self.inner.clone();
         let origin = origin.map(|o| self::origin(env, &o)).transpose()?;
         start(
             env,
             async move { cache.verify(origin.as_ref(), |_, _| {}).await },
-            |_, r| Ok(verify_report(&r)),
+            |_, r| Ok(VerifyReport::from(&r)),
         )
     }
 
@@ -394,11 +456,17 @@ impl JsSkillCache {
         &self,
         env: &'env Env,
         max_bytes: Option<i64>,
-    ) -> Result<PromiseRaw<'env, Value>> {
+    ) -> Result<PromiseRaw<'env, GcReport>> {
         let cache = self.inner.clone();
-        let max = max_bytes.map(|m| u64::try_from(m).unwrap_or(0));
+        let max = max_bytes
+            .map(|m| {
+                u64::try_from(m).map_err(|_| {
+                    throwable(env, &config_error("maxBytes must not be negative".into()))
+                })
+            })
+            .transpose()?;
         start(env, async move { cache.gc(max).await }, |_, r| {
-            Ok(gc_report(&r))
+            Ok(GcReport::from(&r))
         })
     }
 
@@ -406,14 +474,18 @@ impl JsSkillCache {
     #[napi(ts_return_type = "Promise<void>")]
     pub fn purge<'env>(&self, env: &'env Env, origin: String) -> Result<PromiseRaw<'env, ()>> {
         let (cache, origin) = (self.inner.clone(), self::origin(env, &origin)?);
-        start(env, async move { cache.purge(&origin).await }, |_, ()| Ok(()))
+        start(env, async move { cache.purge(&origin).await }, |_, ()| {
+            Ok(())
+        })
     }
 
     /// Every origin the root holds anything of, sorted by label; bound or not.
     #[napi(ts_return_type = "Promise<string[]>")]
     pub fn origins<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<String>>> {
         let cache = self.inner.clone();
-        start(env, async move { cache.origins().await }, |_, o| Ok(labels(o)))
+        start(env, async move { cache.origins().await }, |_, o| {
+            Ok(labels(o))
+        })
     }
 
     /// Removes everything of every origin the root holds that `keep` does not name, and
@@ -429,9 +501,33 @@ impl JsSkillCache {
             .map(|label| self::origin(env, label))
             .collect::<Result<Vec<Origin>>>()?;
         let cache = self.inner.clone();
-        start(env, async move { cache.purge_absent(&keep).await }, |_, o| {
-            Ok(labels(o))
-        })
+        start(
+            env,
+            async move { cache.purge_absent(&keep).await },
+            |_, o| Ok(labels(o)),
+        )
+    }
+
+    /// Lists every bound origin, concurrently, into one `Catalog`: every skill under a handle
+    /// unique across origins and stable across runs, every name collision reported, including
+    /// with `localNames` (the host's own skills). An origin that cannot be listed is in
+    /// `failures`, not thrown.
+    #[napi(ts_return_type = "Promise<Catalog>")]
+    pub fn catalog<'env>(
+        &self,
+        env: &'env Env,
+        local_names: Option<Vec<String>>,
+    ) -> Result<PromiseRaw<'env, Catalog>> {
+        let cache = self.inner.clone();
+        let names = local_names.unwrap_or_default();
+        start(
+            env,
+            async move {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                cache.catalog(&names).await
+            },
+            |_, c| Ok(Catalog::from(c)),
+        )
     }
 
     /// What this cache did since it was opened: each counter by name.
@@ -490,9 +586,9 @@ impl LoadedSkill {
         self.inner.granted_tools().cloned()
     }
     /// The files this window may read (the held entry's manifest).
-    #[napi(getter, ts_return_type = "ManifestFile[]")]
-    pub fn files(&self) -> Value {
-        crate::types::files_json(self.inner.entry())
+    #[napi(getter)]
+    pub fn files(&self) -> Vec<ManifestFile> {
+        crate::types::manifest_files(self.inner.entry())
     }
     /// Reads a file: `reference` is resolved against the skill root and must be listed in the
     /// held entry (otherwise a `VerifyError` and no request).

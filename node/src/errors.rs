@@ -26,7 +26,8 @@ thread_local! {
 }
 
 /// Called once by `errors.js`: `(className, message, fields) => new classes[className](…)`.
-#[napi_derive::napi(js_name = "registerErrors")]
+// Not in the package's types: `index.js` calls it once and does not re-export it.
+#[napi_derive::napi(js_name = "registerErrors", skip_typescript)]
 pub fn register_errors(factory: Function<'_, Args, Unknown<'static>>) -> Result<()> {
     let reference = factory.create_ref()?;
     FACTORY.with(|f| *f.borrow_mut() = Some(reference));
@@ -49,11 +50,12 @@ pub(crate) fn object<'env>(env: &'env Env, e: &Error) -> Result<Unknown<'env>> {
         let factory = factory.as_ref().ok_or_else(|| {
             napi::Error::from_reason("the skillcache addon was loaded without its index.js")
         })?;
-        let made: Unknown<'_> = factory
+        // The factory's return type says `'static` (a `FunctionRef` names one type for every
+        // call); the value lives in `env`'s current scope, which `Unknown`'s covariance gives it.
+        let made: Unknown<'env> = factory
             .borrow_back(env)?
             .call((class.to_owned(), e.to_string(), Value::Object(fields)).into())?;
-        // SAFETY-free lifetime narrowing: the value lives in `env`'s current scope.
-        Ok(made.into_unknown(env)?)
+        Ok(made)
     })
 }
 
@@ -137,12 +139,12 @@ fn source(e: &SourceError) -> (&'static str, Value) {
             message,
         } => (
             "ServerError",
-            json!({"kind": "server", "origin": origin.as_ref().map(|o| o.as_str()),
+            json!({"kind": "server", "origin": origin.as_ref().map(skillcache::Origin::as_str),
                 "method": method, "code": code, "message": message}),
         ),
         SourceError::Transport { origin, method, .. } => (
             "TransportError",
-            json!({"kind": "transport", "origin": origin.as_ref().map(|o| o.as_str()),
+            json!({"kind": "transport", "origin": origin.as_ref().map(skillcache::Origin::as_str),
                 "method": method}),
         ),
         SourceError::Timeout {
@@ -160,7 +162,7 @@ fn source(e: &SourceError) -> (&'static str, Value) {
             max,
         } => (
             "MessageTooLargeError",
-            json!({"kind": "message_too_large", "origin": origin.as_ref().map(|o| o.as_str()),
+            json!({"kind": "message_too_large", "origin": origin.as_ref().map(skillcache::Origin::as_str),
                 "method": method, "max": max}),
         ),
         SourceError::NotConnected { origin } => (
@@ -214,8 +216,11 @@ fn index(e: &IndexError) -> Value {
 }
 
 fn config(e: &ConfigError) -> Value {
-    let place = |kind: &str, path: &std::path::Path, position: &Option<(usize, usize)>,
-                 field: &str, problem: String| {
+    let place = |kind: &str,
+                 path: &std::path::Path,
+                 position: &Option<(usize, usize)>,
+                 field: &str,
+                 problem: String| {
         json!({"kind": kind, "path": path.display().to_string(),
             "line": position.map(|(l, _)| l), "column": position.map(|(_, c)| c),
             "field": field, "problem": problem})
@@ -270,8 +275,11 @@ fn describe(e: &Error) -> (&'static str, Map<String, Value>) {
         Error::Verify(v) => (
             "VerifyError",
             Value::Object(with(
-                with(Map::new(), json!({"kind": "verify", "origin": v.origin.as_str(),
-                    "uri": v.uri.as_str()})),
+                with(
+                    Map::new(),
+                    json!({"kind": "verify", "origin": v.origin.as_str(),
+                    "uri": v.uri.as_str()}),
+                ),
                 mismatch(&v.mismatch),
             )),
         ),
@@ -286,8 +294,11 @@ fn describe(e: &Error) -> (&'static str, Map<String, Value>) {
         } => (
             "DeclinedError",
             Value::Object(with(
-                with(Map::new(), json!({"kind": "declined", "origin": origin.as_str(),
-                    "skill": skill.as_str(), "uri": skill.as_str()})),
+                with(
+                    Map::new(),
+                    json!({"kind": "declined", "origin": origin.as_str(),
+                    "skill": skill.as_str(), "uri": skill.as_str()}),
+                ),
                 declined(reason),
             )),
         ),
@@ -298,8 +309,11 @@ fn describe(e: &Error) -> (&'static str, Map<String, Value>) {
         } => (
             "OfflineError",
             Value::Object(with(
-                with(Map::new(), json!({"kind": "offline", "origin": origin.as_str(),
-                    "uri": uri.as_ref().map(|u| u.as_str())})),
+                with(
+                    Map::new(),
+                    json!({"kind": "offline", "origin": origin.as_str(),
+                    "uri": uri.as_ref().map(skillcache::FileUri::as_str)}),
+                ),
                 offline(missing),
             )),
         ),

@@ -4,8 +4,8 @@
 use napi::bindgen_prelude::{Buffer, Result};
 use napi_derive::napi;
 use serde_json::{Value, json};
-use skillcache::entry::EntryDiff;
-use skillcache::{EntryInfo, GcReport, Provenance, Verification, VerifyReport};
+use skillcache::entry::EntryDiff as Diff;
+use skillcache::{Provenance, Verification};
 
 /// A validated skill entry (`skillcache::SkillEntry`): what exists is valid.
 #[napi]
@@ -39,10 +39,10 @@ impl SkillEntry {
     pub fn binding(&self) -> Option<String> {
         self.inner.binding().map(|b| b.to_string())
     }
-    /// The manifest's files (empty for a dynamic skill): `{ uri, digest, size }` each.
-    #[napi(getter, ts_return_type = "ManifestFile[]")]
-    pub fn files(&self) -> Value {
-        files_json(&self.inner)
+    /// The manifest's files (empty for a dynamic skill).
+    #[napi(getter)]
+    pub fn files(&self) -> Vec<ManifestFile> {
+        manifest_files(&self.inner)
     }
     /// The entry's frontmatter.
     #[napi(getter, ts_return_type = "Record<string, unknown>")]
@@ -61,24 +61,74 @@ impl SkillEntry {
     }
 }
 
-pub(crate) fn files_json(entry: &skillcache::SkillEntry) -> Value {
-    entry.manifest().map_or_else(
-        || json!([]),
-        |m| {
-            m.files()
-                .iter()
-                .map(|f| json!({"uri": f.uri().as_str(), "digest": f.digest().to_string(),
-                    "size": f.size()}))
-                .collect()
-        },
-    )
+/// One file of a manifest: its URI, the SHA-256 it must have (hex) and its size in bytes.
+#[napi(object)]
+pub struct ManifestFile {
+    pub uri: String,
+    pub digest: String,
+    pub size: f64,
+}
+
+#[allow(clippy::cast_precision_loss)]
+pub(crate) fn manifest_files(entry: &skillcache::SkillEntry) -> Vec<ManifestFile> {
+    entry.manifest().map_or_else(Vec::new, |m| {
+        m.files()
+            .iter()
+            .map(|f| ManifestFile {
+                uri: f.uri().as_str().to_owned(),
+                digest: f.digest().to_string(),
+                size: f.size() as f64,
+            })
+            .collect()
+    })
+}
+
+/// A file whose digest changed between two entries.
+#[napi(object)]
+pub struct ChangedFile {
+    pub uri: String,
+    pub old: String,
+    pub new: String,
 }
 
 /// What changed between two entries of one skill.
-pub(crate) fn diff_json(d: &EntryDiff) -> Value {
+#[napi(object)]
+pub struct EntryDiff {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub changed: Vec<ChangedFile>,
+    /// The frontmatter keys that differ.
+    pub frontmatter: Vec<String>,
+    pub dynamic_changed: bool,
+}
+
+impl From<&Diff> for EntryDiff {
+    fn from(d: &Diff) -> EntryDiff {
+        let uris = |v: &[skillcache::FileUri]| v.iter().map(|u| u.as_str().to_owned()).collect();
+        EntryDiff {
+            added: uris(&d.added),
+            removed: uris(&d.removed),
+            changed: d
+                .changed
+                .iter()
+                .map(|c| ChangedFile {
+                    uri: c.uri.as_str().to_owned(),
+                    old: c.old.to_string(),
+                    new: c.new.to_string(),
+                })
+                .collect(),
+            frontmatter: d.frontmatter.iter().map(|f| f.key.clone()).collect(),
+            dynamic_changed: d.dynamic_changed,
+        }
+    }
+}
+
+/// What changed, as the plain fields of an error (`DeclinedError.changes`): the same shape as
+/// [`EntryDiff`].
+pub(crate) fn diff_json(d: &Diff) -> Value {
     json!({
-        "added": d.added.iter().map(|u| u.as_str()).collect::<Vec<_>>(),
-        "removed": d.removed.iter().map(|u| u.as_str()).collect::<Vec<_>>(),
+        "added": d.added.iter().map(skillcache::FileUri::as_str).collect::<Vec<_>>(),
+        "removed": d.removed.iter().map(skillcache::FileUri::as_str).collect::<Vec<_>>(),
         "changed": d.changed.iter()
             .map(|c| json!({"uri": c.uri.as_str(), "old": c.old.to_string(),
                 "new": c.new.to_string()}))
@@ -90,18 +140,18 @@ pub(crate) fn diff_json(d: &EntryDiff) -> Value {
 
 /// An entry as `entry`, `refresh` or `list` resolved it.
 #[napi]
-pub struct EntryInfoJs {
-    info: EntryInfo,
+pub struct EntryInfo {
+    info: skillcache::EntryInfo,
 }
 
-impl From<EntryInfo> for EntryInfoJs {
-    fn from(info: EntryInfo) -> EntryInfoJs {
-        EntryInfoJs { info }
+impl From<skillcache::EntryInfo> for EntryInfo {
+    fn from(info: skillcache::EntryInfo) -> EntryInfo {
+        EntryInfo { info }
     }
 }
 
 #[napi]
-impl EntryInfoJs {
+impl EntryInfo {
     #[napi(getter)]
     pub fn entry(&self) -> SkillEntry {
         SkillEntry {
@@ -109,8 +159,8 @@ impl EntryInfoJs {
         }
     }
     /// It was fresh in the index and the server was not asked.
-    #[napi(getter)]
-    pub fn from_cache(&self) -> bool {
+    #[napi(getter, js_name = "fromCache")]
+    pub fn is_from_cache(&self) -> bool {
         self.info.from_cache
     }
     /// Storing it revoked an approval.
@@ -119,9 +169,9 @@ impl EntryInfoJs {
         self.info.revoked
     }
     /// What changed since the approved (or previously stored) entry.
-    #[napi(getter, ts_return_type = "EntryDiff | null")]
-    pub fn diff(&self) -> Option<Value> {
-        self.info.diff.as_ref().map(diff_json)
+    #[napi(getter)]
+    pub fn diff(&self) -> Option<EntryDiff> {
+        self.info.diff.as_ref().map(EntryDiff::from)
     }
     /// A cached entry past its `ttlMs`, used offline because stale entries are allowed.
     #[napi(getter)]
@@ -215,20 +265,73 @@ impl SkillFile {
     }
 }
 
-pub(crate) fn verify_report(r: &VerifyReport) -> Value {
-    let pairs = |v: &[(skillcache::Origin, skillcache::Digest)]| {
-        v.iter()
-            .map(|(o, d)| json!({"origin": o.as_str(), "digest": d.to_string()}))
-            .collect::<Vec<_>>()
-    };
-    json!({"checked": r.checked, "isClean": r.is_clean(), "corrupt": pairs(&r.corrupt),
-        "missing": pairs(&r.missing), "orphaned": pairs(&r.orphaned),
-        "strays": r.strays.iter().map(|p| p.display().to_string()).collect::<Vec<_>>()})
+/// A blob of an origin, by digest.
+#[napi(object)]
+pub struct BlobRef {
+    pub origin: String,
+    pub digest: String,
 }
 
-pub(crate) fn gc_report(r: &GcReport) -> Value {
-    json!({"unreferenced": r.unreferenced, "notBlobs": r.not_blobs, "evicted": r.evicted,
-        "temporaries": r.temporaries, "bytesBefore": r.bytes_before,
-        "bytesAfter": r.bytes_after, "overBudget": r.over_budget})
+/// What `verify` found.
+#[napi(object)]
+pub struct VerifyReport {
+    /// Blobs re-hashed.
+    pub checked: f64,
+    /// Nothing corrupt, missing, orphaned or stray.
+    pub is_clean: bool,
+    /// Blobs whose bytes did not match: quarantined.
+    pub corrupt: Vec<BlobRef>,
+    pub missing: Vec<BlobRef>,
+    pub orphaned: Vec<BlobRef>,
+    /// Files under the root that are not the cache's.
+    pub strays: Vec<String>,
 }
 
+#[allow(clippy::cast_precision_loss)]
+impl From<&skillcache::VerifyReport> for VerifyReport {
+    fn from(r: &skillcache::VerifyReport) -> VerifyReport {
+        let blobs = |v: &[(skillcache::Origin, skillcache::Digest)]| {
+            v.iter()
+                .map(|(o, d)| BlobRef {
+                    origin: o.as_str().to_owned(),
+                    digest: d.to_string(),
+                })
+                .collect()
+        };
+        VerifyReport {
+            checked: r.checked as f64,
+            is_clean: r.is_clean(),
+            corrupt: blobs(&r.corrupt),
+            missing: blobs(&r.missing),
+            orphaned: blobs(&r.orphaned),
+            strays: r.strays.iter().map(|p| p.display().to_string()).collect(),
+        }
+    }
+}
+
+/// What `gc` removed.
+#[napi(object)]
+pub struct GcReport {
+    pub unreferenced: f64,
+    pub not_blobs: f64,
+    pub evicted: f64,
+    pub temporaries: f64,
+    pub bytes_before: f64,
+    pub bytes_after: f64,
+    pub over_budget: bool,
+}
+
+#[allow(clippy::cast_precision_loss)]
+impl From<&skillcache::GcReport> for GcReport {
+    fn from(r: &skillcache::GcReport) -> GcReport {
+        GcReport {
+            unreferenced: r.unreferenced as f64,
+            not_blobs: r.not_blobs as f64,
+            evicted: r.evicted as f64,
+            temporaries: r.temporaries as f64,
+            bytes_before: r.bytes_before as f64,
+            bytes_after: r.bytes_after as f64,
+            over_budget: r.over_budget,
+        }
+    }
+}
