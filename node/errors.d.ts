@@ -1,0 +1,69 @@
+// The error classes of errors.js: every error the package throws or rejects with is a
+// `SkillcacheError`, one subclass per kind of the Rust `skillcache::Error`.
+
+/** The base of every error of the package. `message` is the Rust message. */
+export declare class SkillcacheError extends Error {
+  /** The variant: `uri`, `verify`, `declined`, `timeout`, `blob_mismatch`, … */
+  readonly kind: string;
+  /** The messages of the Rust cause chain, outermost first. */
+  readonly causes: string[];
+  /** Any other field of the variant (see the subclasses). */
+  readonly [field: string]: unknown;
+}
+/** A URI that is not a valid skill or file URI. */
+export declare class UriError extends SkillcacheError {
+  readonly uri: string;
+  readonly rule: string;
+}
+/** An entry the server sent that is refused (`kind`: `digest`, `invalid`, `response`, …). */
+export declare class EntryError extends SkillcacheError {}
+/** An entry over the file-count or total-size limit. */
+export declare class LimitExceededError extends EntryError {
+  readonly skill: string;
+  readonly limit: 'files' | 'total_bytes' | 'other';
+  readonly declared: number;
+  readonly max: number;
+}
+/** Bytes that do not match the held entry, or a file it does not list. */
+export declare class VerifyError extends SkillcacheError {
+  readonly origin: string;
+  readonly uri: string;
+  readonly mismatch: 'size' | 'digest' | 'frontmatter' | 'frontmatter_unreadable' | 'unlisted' | 'not_a_regular_file' | 'other';
+}
+/** A server or transport failure. */
+export declare class SourceError extends SkillcacheError {
+  readonly origin: string | null;
+  readonly method: string;
+}
+export declare class ServerError extends SourceError {
+  readonly code: number;
+}
+export declare class TransportError extends SourceError {}
+/** A request that missed its deadline; `after` in seconds. */
+export declare class TimeoutError extends SourceError {
+  readonly after: number;
+}
+export declare class MessageTooLargeError extends SourceError {
+  readonly max: number;
+}
+export declare class NotConnectedError extends SourceError {}
+/** The cache root or a blob (`kind`: `blob_mismatch`, `root_refused`, `io`, `lock_timeout`). */
+export declare class StoreError extends SkillcacheError {}
+/** The index (`kind`: `database`, `too_new`, `read_only`, `io`, `host_key`). */
+export declare class IndexError extends SkillcacheError {}
+/** An option, a config file or a lock file that is refused (`kind`: `invalid`, `file`, `lock_file`). */
+export declare class ConfigError extends SkillcacheError {}
+export declare class L2ConfigError extends ConfigError {}
+/** A load refused before any request: not approved, revoked, dynamic, not locked, drifted. */
+export declare class DeclinedError extends SkillcacheError {
+  readonly origin: string;
+  readonly skill: string;
+  readonly reason: 'dynamic' | 'not_approved' | 'revoked' | 'not_locked' | 'drift' | 'other';
+  readonly changes: import('./native').EntryDiff | null;
+}
+/** Offline, and the cache does not hold what was asked for. */
+export declare class OfflineError extends SkillcacheError {
+  readonly origin: string;
+  readonly uri: string | null;
+  readonly missing: 'entry' | 'stale' | 'file' | 'server' | 'other';
+}

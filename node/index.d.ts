@@ -1,0 +1,2 @@
+export * from './native';
+export * from './errors';

@@ -1,0 +1,614 @@
+//! `SkillCache` and `LoadedSkill`: the host API as Promises. Every async method is the Rust
+//! method's future, started by [`crate::run::start`].
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use napi::bindgen_prelude::{Either, Env, PromiseRaw, Reference, Result, ToNapiValue, Unknown};
+use napi_derive::napi;
+use serde_json::Value;
+use skillcache::source::McpSource;
+use skillcache::{
+    ApprovalPolicy, DynamicPolicy, Error, Isolation, Origin, ServerConfig, SkillCacheBuilder,
+    SkillUri,
+};
+
+use crate::catalog::Catalog;
+use crate::errors::throwable;
+use crate::lockfile::LockFile;
+use crate::run::start;
+use crate::types::{EntryInfo, GcReport, ManifestFile, SkillEntry, SkillFile, VerifyReport};
+
+/// `new SkillCache(options)`: every option has the Rust builder's default.
+#[napi(object, object_to_js = false)]
+#[derive(Default)]
+pub struct CacheOptions {
+    /// The cache root (default: the platform's user cache folder).
+    pub root: Option<String>,
+    /// The host key file (default: `host.key` beside the index).
+    pub key_file: Option<String>,
+    /// `"rehash"` (default) or `"guaranteed"`.
+    #[napi(ts_type = "'rehash' | 'guaranteed'")]
+    pub isolation: Option<String>,
+    /// `"required"` (default) or `"notRequired"`.
+    #[napi(ts_type = "'required' | 'notRequired'")]
+    pub approval: Option<String>,
+    /// `"decline"` (default) or `"allowUnverified"`.
+    #[napi(ts_type = "'decline' | 'allowUnverified'")]
+    pub dynamic: Option<String>,
+    /// Bytes of verified files kept in memory (off by default).
+    pub memory_tier: Option<f64>,
+    pub offline: Option<bool>,
+    pub allow_stale: Option<bool>,
+    pub principal: Option<String>,
+    /// Seconds.
+    pub request_timeout: Option<f64>,
+    /// Seconds.
+    pub connect_timeout: Option<f64>,
+    /// Seconds.
+    pub lock_timeout: Option<f64>,
+    /// A lock file put in force: a skill it does not pin, or pins otherwise, is declined.
+    #[napi(ts_type = "LockFile")]
+    pub locked: Option<Reference<LockFile>>,
+}
+
+/// `connectStdio`'s options.
+#[napi(object)]
+pub struct StdioOptions {
+    /// Added to the inherited environment.
+    pub env: Option<BTreeMap<String, String>>,
+    /// The server's working folder.
+    pub cwd: Option<String>,
+    /// Where the server's stderr goes: `"inherit"` (default), `"ignore"`, or a file descriptor
+    /// (`fs.openSync(path, "a")`, `process.stderr.fd`), opened anew for appending.
+    #[napi(ts_type = "'inherit' | 'ignore' | number")]
+    pub stderr: Option<Either<String, u32>>,
+}
+
+/// `connectHttp`'s options.
+#[napi(object)]
+pub struct HttpOptions {
+    /// Sent with every request.
+    pub headers: Option<BTreeMap<String, String>>,
+}
+
+fn config_error(what: String) -> Error {
+    Error::Config(skillcache::error::ConfigError::Invalid { what })
+}
+
+pub(crate) fn origin(env: &Env, label: &str) -> Result<Origin> {
+    Origin::new(label).map_err(|e| throwable(env, &Error::Config(e)))
+}
+
+fn skill_uri(env: &Env, uri: &str) -> Result<SkillUri> {
+    SkillUri::parse(uri).map_err(|e| throwable(env, &Error::Uri(e)))
+}
+
+fn seconds(what: &str, s: f64) -> std::result::Result<Duration, Error> {
+    Duration::try_from_secs_f64(s)
+        .map_err(|_| config_error(format!("{what} must be a non-negative number of seconds")))
+}
+
+fn choose<T: Copy>(
+    what: &str,
+    given: Option<&str>,
+    choices: &[(&str, T)],
+) -> std::result::Result<Option<T>, Error> {
+    let Some(given) = given else { return Ok(None) };
+    choices
+        .iter()
+        .find(|(name, _)| *name == given)
+        .map(|(_, v)| Some(*v))
+        .ok_or_else(|| {
+            let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+            config_error(format!("{what} must be one of {names:?}, not {given:?}"))
+        })
+}
+
+/// Where a server `connectStdio` starts writes its stderr. A descriptor is opened anew for
+/// appending (`/dev/fd/N`: no `unsafe` to adopt a raw descriptor), so the caller may close its
+/// own; a regular file gets the output at its end.
+fn stderr_target(target: Either<String, u32>) -> std::result::Result<Stdio, Error> {
+    match target {
+        Either::A(name) if name == "inherit" => Ok(Stdio::inherit()),
+        Either::A(name) if name == "ignore" => Ok(Stdio::null()),
+        Either::A(name) => Err(config_error(format!(
+            "stderr must be \"inherit\", \"ignore\" or a file descriptor, not {name:?}"
+        ))),
+        Either::B(fd) => std::fs::OpenOptions::new()
+            .append(true)
+            .open(format!("/dev/fd/{fd}"))
+            .map(Stdio::from)
+            .map_err(|e| {
+                config_error(format!(
+                    "cannot send the server's stderr to file descriptor {fd}: {e}"
+                ))
+            }),
+    }
+}
+
+fn builder(o: CacheOptions) -> std::result::Result<SkillCacheBuilder, Error> {
+    let mut b = skillcache::SkillCache::builder()
+        .offline(o.offline.unwrap_or(false))
+        .allow_stale(o.allow_stale.unwrap_or(false));
+    let isolation = [
+        ("rehash", Isolation::Rehash),
+        ("guaranteed", Isolation::Guaranteed),
+    ];
+    if let Some(i) = choose("isolation", o.isolation.as_deref(), &isolation)? {
+        b = b.isolation(i);
+    }
+    let approval = [
+        ("required", ApprovalPolicy::Required),
+        ("notRequired", ApprovalPolicy::NotRequired),
+    ];
+    if let Some(a) = choose("approval", o.approval.as_deref(), &approval)? {
+        b = b.approval(a);
+    }
+    let dynamic = [
+        ("decline", DynamicPolicy::Decline),
+        ("allowUnverified", DynamicPolicy::AllowUnverified),
+    ];
+    if let Some(d) = choose("dynamic", o.dynamic.as_deref(), &dynamic)? {
+        b = b.dynamic(d);
+    }
+    if let Some(root) = o.root {
+        b = b.root(root);
+    }
+    if let Some(key) = o.key_file {
+        b = b.key_file(key);
+    }
+    if let Some(bytes) = o.memory_tier {
+        if bytes.is_nan() || bytes < 0.0 {
+            return Err(config_error(
+                "memoryTier must be a non-negative number of bytes".into(),
+            ));
+        }
+        // A JS number: whole bytes, saturating at the largest a u64 holds.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let bytes = bytes as u64;
+        b = b.memory_tier(bytes);
+    }
+    if let Some(lock) = o.locked {
+        b = b.locked(lock.snapshot());
+    }
+    if let Some(p) = o.principal {
+        b = b.principal(p);
+    }
+    if let Some(s) = o.request_timeout {
+        b = b.request_timeout(seconds("requestTimeout", s)?);
+    }
+    if let Some(s) = o.connect_timeout {
+        b = b.connect_timeout(seconds("connectTimeout", s)?);
+    }
+    if let Some(s) = o.lock_timeout {
+        b = b.lock_timeout(seconds("lockTimeout", s)?);
+    }
+    Ok(b)
+}
+
+/// The verified skill cache.
+#[napi]
+pub struct SkillCache {
+    inner: skillcache::SkillCache,
+}
+
+#[napi]
+impl SkillCache {
+    /// Opens (or creates) the cache.
+    #[napi(constructor)]
+    pub fn new(env: Env, options: Option<CacheOptions>) -> Result<Self> {
+        let inner = builder(options.unwrap_or_default())
+            .and_then(SkillCacheBuilder::open)
+            .map_err(|e| throwable(&env, &e))?;
+        Ok(SkillCache { inner })
+    }
+
+    /// The cache root.
+    #[napi(getter)]
+    pub fn root(&self) -> String {
+        self.inner.root().display().to_string()
+    }
+
+    /// A handle on the same cache acting as `principal`.
+    #[napi]
+    pub fn for_principal(&self, env: Env, principal: String) -> Result<SkillCache> {
+        let inner = self
+            .inner
+            .for_principal(principal)
+            .map_err(|e| throwable(&env, &Error::from(e)))?;
+        Ok(SkillCache { inner })
+    }
+
+    fn bind(&self, env: &Env, label: &str, source: McpSource) -> Result<()> {
+        let origin = origin(env, label)?;
+        self.inner.connect(origin, Arc::new(source));
+        Ok(())
+    }
+
+    /// Binds `origin` to a server spawned from `argv` over stdio. Nothing starts until a request
+    /// needs it.
+    #[napi]
+    pub fn connect_stdio(
+        &self,
+        env: Env,
+        origin: String,
+        argv: Vec<String>,
+        options: Option<StdioOptions>,
+    ) -> Result<()> {
+        let mut argv = argv.into_iter();
+        let Some(program) = argv.next() else {
+            return Err(throwable(
+                &env,
+                &config_error("argv must name a program".into()),
+            ));
+        };
+        let (vars, cwd, stderr) = options.map_or((None, None, None), |o| (o.env, o.cwd, o.stderr));
+        // The command as a Rust host builds it for `McpSource::stdio`, stderr included.
+        let mut command = tokio::process::Command::new(program);
+        command.args(argv).envs(vars.unwrap_or_default());
+        if let Some(dir) = cwd {
+            command.current_dir(dir);
+        }
+        if let Some(target) = stderr {
+            command.stderr(stderr_target(target).map_err(|e| throwable(&env, &e))?);
+        }
+        self.bind(&env, &origin, McpSource::stdio(command))
+    }
+
+    /// Binds `origin` to a Streamable HTTP endpoint.
+    #[napi]
+    pub fn connect_http(
+        &self,
+        env: Env,
+        origin: String,
+        url: String,
+        options: Option<HttpOptions>,
+    ) -> Result<()> {
+        let headers = options.and_then(|o| o.headers).unwrap_or_default();
+        let source = ServerConfig::Http { url, headers }
+            .source()
+            .map_err(|e| throwable(&env, &e))?;
+        self.bind(&env, &origin, source)
+    }
+
+    /// Unbinds `origin`; its cached content stays.
+    #[napi]
+    pub fn disconnect(&self, env: Env, origin: String) -> Result<()> {
+        self.inner.disconnect(&self::origin(&env, &origin)?);
+        Ok(())
+    }
+
+    /// Every skill of `origin`, validated and stored; no file fetched. Each item is an
+    /// `EntryInfo`, or the error (not thrown) that refused that entry.
+    #[napi(ts_return_type = "Promise<Array<EntryInfo | import('./errors').SkillcacheError>>")]
+    pub fn list<'env>(
+        &self,
+        env: &'env Env,
+        origin: String,
+    ) -> Result<PromiseRaw<'env, Vec<Unknown<'env>>>> {
+        let (cache, origin) = (self.inner.clone(), self::origin(env, &origin)?);
+        start(
+            env,
+            async move { cache.list(&origin).await },
+            |env, items| {
+                items
+                    .into_iter()
+                    .map(|item| match item {
+                        Ok(info) => EntryInfo::from(info).into_unknown(env),
+                        Err(e) => crate::errors::object(env, &e),
+                    })
+                    .collect()
+            },
+        )
+    }
+
+    /// The entry for `uri`: from the index while fresh, else `skills/get`. No file.
+    #[napi(ts_return_type = "Promise<EntryInfo>")]
+    pub fn entry<'env>(
+        &self,
+        env: &'env Env,
+        origin: String,
+        uri: String,
+    ) -> Result<PromiseRaw<'env, EntryInfo>> {
+        let (cache, origin, uri) = (
+            self.inner.clone(),
+            self::origin(env, &origin)?,
+            skill_uri(env, &uri)?,
+        );
+        start(
+            env,
+            async move { cache.entry(&origin, &uri).await },
+            |_, i| Ok(EntryInfo::from(i)),
+        )
+    }
+
+    /// `skills/get` again, whatever the index holds.
+    #[napi(ts_return_type = "Promise<EntryInfo>")]
+    pub fn refresh<'env>(
+        &self,
+        env: &'env Env,
+        origin: String,
+        uri: String,
+    ) -> Result<PromiseRaw<'env, EntryInfo>> {
+        let (cache, origin, uri) = (
+            self.inner.clone(),
+            self::origin(env, &origin)?,
+            skill_uri(env, &uri)?,
+        );
+        start(
+            env,
+            async move { cache.refresh(&origin, &uri).await },
+            |_, i| Ok(EntryInfo::from(i)),
+        )
+    }
+
+    /// Approves `entry` as it is now; `grantTools` is what the user granted of the tools it
+    /// requests (`entry.requestedTools` grants all it asks for).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn approve<'env>(
+        &self,
+        env: &'env Env,
+        origin: String,
+        entry: &SkillEntry,
+        #[napi(ts_arg_type = "unknown")] grant_tools: Option<Value>,
+    ) -> Result<PromiseRaw<'env, ()>> {
+        let (cache, origin, entry) = (
+            self.inner.clone(),
+            self::origin(env, &origin)?,
+            entry.inner.clone(),
+        );
+        let granted = grant_tools.filter(|g| !g.is_null());
+        start(
+            env,
+            async move { cache.approve(&origin, &entry, granted).await },
+            |_, ()| Ok(()),
+        )
+    }
+
+    /// Whether this principal approved `entry` as it is now.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn is_approved<'env>(
+        &self,
+        env: &'env Env,
+        origin: String,
+        entry: &SkillEntry,
+    ) -> Result<PromiseRaw<'env, bool>> {
+        let (cache, origin, entry) = (
+            self.inner.clone(),
+            self::origin(env, &origin)?,
+            entry.inner.clone(),
+        );
+        start(
+            env,
+            async move { cache.is_approved(&origin, &entry).await },
+            |_, b| Ok(b),
+        )
+    }
+
+    /// Loads a skill: the limits, the dynamic policy, the lock and the approval are checked
+    /// before any request (`DeclinedError`); then its `SKILL.md` is read and verified.
+    #[napi(ts_return_type = "Promise<LoadedSkill>")]
+    pub fn load<'env>(
+        &self,
+        env: &'env Env,
+        origin: String,
+        entry: &SkillEntry,
+    ) -> Result<PromiseRaw<'env, LoadedSkill>> {
+        let (cache, origin, entry) = (
+            self.inner.clone(),
+            self::origin(env, &origin)?,
+            entry.inner.clone(),
+        );
+        start(
+            env,
+            async move { cache.load(&origin, &entry).await },
+            |_, l| Ok(LoadedSkill::from(l)),
+        )
+    }
+
+    /// `load`, then every file, as one batch: `[LoadedSkill, SkillFile[]]` in manifest order.
+    #[napi(ts_return_type = "Promise<[LoadedSkill, SkillFile[]]>")]
+    pub fn load_all<'env>(
+        &self,
+        env: &'env Env,
+        origin: String,
+        entry: &SkillEntry,
+    ) -> Result<PromiseRaw<'env, (LoadedSkill, Vec<SkillFile>)>> {
+        let (cache, origin, entry) = (
+            self.inner.clone(),
+            self::origin(env, &origin)?,
+            entry.inner.clone(),
+        );
+        start(
+            env,
+            async move { cache.load_all(&origin, &entry).await },
+            |_, (l, files)| {
+                Ok((
+                    LoadedSkill::from(l),
+                    files.into_iter().map(SkillFile::from).collect(),
+                ))
+            },
+        )
+    }
+
+    /// Re-hashes every cached blob (of `origin`, or all); a corrupt one is quarantined.
+    #[napi(ts_return_type = "Promise<VerifyReport>")]
+    pub fn verify<'env>(
+        &self,
+        env: &'env Env,
+        origin: Option<String>,
+    ) -> Result<PromiseRaw<'env, VerifyReport>> {
+        let cache = self.inner.clone();
+        let origin = origin.map(|o| self::origin(env, &o)).transpose()?;
+        start(
+            env,
+            async move { cache.verify(origin.as_ref(), |_, _| {}).await },
+            |_, r| Ok(VerifyReport::from(&r)),
+        )
+    }
+
+    /// Removes unreferenced blobs and temporaries; with `maxBytes`, evicts until the store fits.
+    #[napi(ts_return_type = "Promise<GcReport>")]
+    pub fn gc<'env>(
+        &self,
+        env: &'env Env,
+        max_bytes: Option<i64>,
+    ) -> Result<PromiseRaw<'env, GcReport>> {
+        let cache = self.inner.clone();
+        let max = max_bytes
+            .map(|m| {
+                u64::try_from(m).map_err(|_| {
+                    throwable(env, &config_error("maxBytes must not be negative".into()))
+                })
+            })
+            .transpose()?;
+        start(env, async move { cache.gc(max).await }, |_, r| {
+            Ok(GcReport::from(&r))
+        })
+    }
+
+    /// Removes everything of `origin`.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn purge<'env>(&self, env: &'env Env, origin: String) -> Result<PromiseRaw<'env, ()>> {
+        let (cache, origin) = (self.inner.clone(), self::origin(env, &origin)?);
+        start(env, async move { cache.purge(&origin).await }, |_, ()| {
+            Ok(())
+        })
+    }
+
+    /// Every origin the root holds anything of, sorted by label; bound or not.
+    #[napi(ts_return_type = "Promise<string[]>")]
+    pub fn origins<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<String>>> {
+        let cache = self.inner.clone();
+        start(env, async move { cache.origins().await }, |_, o| {
+            Ok(labels(o))
+        })
+    }
+
+    /// Removes everything of every origin the root holds that `keep` does not name, and
+    /// returns the labels removed.
+    #[napi(ts_return_type = "Promise<string[]>")]
+    pub fn purge_absent<'env>(
+        &self,
+        env: &'env Env,
+        keep: Vec<String>,
+    ) -> Result<PromiseRaw<'env, Vec<String>>> {
+        let keep = keep
+            .iter()
+            .map(|label| self::origin(env, label))
+            .collect::<Result<Vec<Origin>>>()?;
+        let cache = self.inner.clone();
+        start(
+            env,
+            async move { cache.purge_absent(&keep).await },
+            |_, o| Ok(labels(o)),
+        )
+    }
+
+    /// Lists every bound origin, concurrently, into one `Catalog`: every skill under a handle
+    /// unique across origins and stable across runs, every name collision reported, including
+    /// with `localNames` (the host's own skills). An origin that cannot be listed is in
+    /// `failures`, not thrown.
+    #[napi(ts_return_type = "Promise<Catalog>")]
+    pub fn catalog<'env>(
+        &self,
+        env: &'env Env,
+        local_names: Option<Vec<String>>,
+    ) -> Result<PromiseRaw<'env, Catalog>> {
+        let cache = self.inner.clone();
+        let names = local_names.unwrap_or_default();
+        start(
+            env,
+            async move {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                cache.catalog(&names).await
+            },
+            |_, c| Ok(Catalog::from(c)),
+        )
+    }
+
+    /// What this cache did since it was opened: each counter by name.
+    #[napi(ts_return_type = "Record<string, number>")]
+    pub fn stats(&self) -> BTreeMap<String, f64> {
+        #[allow(clippy::cast_precision_loss)]
+        self.inner
+            .stats()
+            .into_iter()
+            .map(|(counter, value)| (counter.to_string(), value as f64))
+            .collect()
+    }
+}
+
+/// Origins as their labels.
+fn labels(origins: Vec<Origin>) -> Vec<String> {
+    origins.into_iter().map(|o| o.as_str().to_owned()).collect()
+}
+
+/// A loaded skill: the acting window. Reads stay inside the held entry's files and go to its
+/// origin's source only.
+#[napi]
+pub struct LoadedSkill {
+    inner: Arc<skillcache::LoadedSkill>,
+}
+
+impl From<skillcache::LoadedSkill> for LoadedSkill {
+    fn from(loaded: skillcache::LoadedSkill) -> LoadedSkill {
+        LoadedSkill {
+            inner: Arc::new(loaded),
+        }
+    }
+}
+
+#[napi]
+impl LoadedSkill {
+    #[napi(getter)]
+    pub fn origin(&self) -> String {
+        self.inner.origin().as_str().to_owned()
+    }
+    /// The held entry.
+    #[napi(getter)]
+    pub fn entry(&self) -> SkillEntry {
+        SkillEntry {
+            inner: self.inner.entry().clone(),
+        }
+    }
+    /// The verified `SKILL.md`.
+    #[napi(getter)]
+    pub fn skill_md(&self) -> SkillFile {
+        SkillFile::from(self.inner.skill_md().clone())
+    }
+    /// What the approval that admitted this load granted; `null` without one.
+    #[napi(getter, ts_return_type = "unknown")]
+    pub fn granted_tools(&self) -> Option<Value> {
+        self.inner.granted_tools().cloned()
+    }
+    /// The files this window may read (the held entry's manifest).
+    #[napi(getter)]
+    pub fn files(&self) -> Vec<ManifestFile> {
+        crate::types::manifest_files(self.inner.entry())
+    }
+    /// Reads a file: `reference` is resolved against the skill root and must be listed in the
+    /// held entry (otherwise a `VerifyError` and no request).
+    #[napi(ts_return_type = "Promise<SkillFile>")]
+    pub fn read<'env>(
+        &self,
+        env: &'env Env,
+        reference: String,
+    ) -> Result<PromiseRaw<'env, SkillFile>> {
+        let loaded = Arc::clone(&self.inner);
+        start(env, async move { loaded.read(&reference).await }, |_, f| {
+            Ok(SkillFile::from(f))
+        })
+    }
+    /// Every file of the held entry, in manifest order, verified (one batch on a cold cache).
+    #[napi(ts_return_type = "Promise<SkillFile[]>")]
+    pub fn read_all<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<SkillFile>>> {
+        let loaded = Arc::clone(&self.inner);
+        start(env, async move { loaded.read_all().await }, |_, files| {
+            Ok(files.into_iter().map(SkillFile::from).collect())
+        })
+    }
+}

@@ -1,0 +1,18 @@
+//! The `skillcache` npm package's native addon: the Rust host API of `skillcache` as Promises
+//! (issue 29). `index.js` loads it, gives it the error classes (`errors.js`) and re-exports it.
+//!
+//! The layers: `run` (every Promise is made there: a hit answered on the calling thread, the
+//! rest on the tokio runtime), `cache` (`SkillCache`, `LoadedSkill`), `catalog`, `lockfile`, `types` (the
+//! values they hand out) and `errors` (every `skillcache::Error` as an instance of its JS class).
+
+// napi-rs's glue converts each argument into an owned Rust value before the method runs, and a
+// method that returns a `PromiseRaw<'env, _>` must borrow its `Env` for `'env`: the two lints'
+// remedies (`&str` parameters, `Env` by value) do not apply to exported functions.
+#![allow(clippy::needless_pass_by_value, clippy::trivially_copy_pass_by_ref)]
+
+mod cache;
+mod catalog;
+mod errors;
+mod lockfile;
+mod run;
+mod types;

@@ -1,0 +1,101 @@
+//! `LockFile`: the skills a host pins (`skills.lock`), put in force with
+//! `new SkillCache({ locked })`. Reading, checking and writing are the Rust library's.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use napi::bindgen_prelude::{Env, Result};
+use napi_derive::napi;
+
+use crate::cache::origin;
+use crate::errors::throwable;
+use crate::types::SkillEntry;
+
+/// One pinned skill: its origin, URI, approval binding and files (`[uri, digest, size]`).
+#[napi(object)]
+pub struct LockedSkill {
+    pub origin: String,
+    pub uri: String,
+    pub binding: String,
+    #[napi(ts_type = "Array<[string, string, number]>")]
+    pub files: Vec<(String, String, f64)>,
+}
+
+/// A lock file.
+#[napi]
+pub struct LockFile {
+    inner: Mutex<skillcache::LockFile>,
+}
+
+impl LockFile {
+    /// The lock as it is now, for a cache that puts it in force.
+    pub(crate) fn snapshot(&self) -> skillcache::LockFile {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, skillcache::LockFile> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[napi]
+impl LockFile {
+    /// An empty lock file.
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> LockFile {
+        LockFile {
+            inner: Mutex::new(skillcache::LockFile::new()),
+        }
+    }
+
+    /// Reads and checks the lock file at `path` (a `ConfigError` says where it is wrong).
+    #[napi(factory)]
+    pub fn read(env: Env, path: String) -> Result<LockFile> {
+        let lock = skillcache::LockFile::read(path).map_err(|e| throwable(&env, &e))?;
+        Ok(LockFile {
+            inner: Mutex::new(lock),
+        })
+    }
+
+    /// Pins `entry` of `origin` as it is now.
+    #[napi]
+    pub fn insert(&self, env: Env, origin: String, entry: &SkillEntry) -> Result<()> {
+        let origin = self::origin(&env, &origin)?;
+        self.lock()
+            .insert(&origin, &entry.inner)
+            .map_err(|e| throwable(&env, &e))
+    }
+
+    /// Throws a `DeclinedError` unless `entry` of `origin` is pinned as it is.
+    #[napi]
+    pub fn check(&self, env: Env, origin: String, entry: &SkillEntry) -> Result<()> {
+        let origin = self::origin(&env, &origin)?;
+        self.lock()
+            .check(&origin, &entry.inner)
+            .map_err(|e| throwable(&env, &e))
+    }
+
+    /// Writes the lock file to `path`.
+    #[napi]
+    pub fn write(&self, env: Env, path: String) -> Result<()> {
+        self.snapshot().write(path).map_err(|e| throwable(&env, &e))
+    }
+
+    /// Every pinned skill.
+    #[napi(getter)]
+    pub fn skills(&self) -> Vec<LockedSkill> {
+        #[allow(clippy::cast_precision_loss)]
+        self.lock()
+            .skills()
+            .map(|s| LockedSkill {
+                origin: s.origin().as_str().to_owned(),
+                uri: s.uri().as_str().to_owned(),
+                binding: s.binding().to_string(),
+                files: s
+                    .files()
+                    .map(|(u, d, n)| (u.as_str().to_owned(), d.to_string(), n as f64))
+                    .collect(),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,155 @@
+// What the cache promises a Node host, against `skillcache serve` over stdio behind a counting
+// proxy (test/proxy.mjs): a tampered cached blob is healed by exactly one refetch, an unlisted
+// file and an unapproved load are refused before any request, an abandoned load leaves the
+// cache clean, 2,000 concurrent loads all verify, and a Buffer handed out cannot change what the
+// cache holds.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { test } from 'node:test';
+
+import { SkillCache, DeclinedError, VerifyError, SkillcacheError } from 'skillcache';
+import { corpus, counted, requests, scratch, serveArgv, sha256 } from './peers.mjs';
+
+/** A cache on `dir` bound to `skillcache serve` of the corpus through the counting proxy. */
+function open(dir, options = {}) {
+  const cache = new SkillCache({ root: join(dir, 'cache'), keyFile: join(dir, 'host.key'), ...options });
+  const log = join(dir, 'requests.log');
+  const { argv, env } = counted(serveArgv(corpus, dir), log);
+  cache.connectStdio('docs', argv, { env });
+  return { cache, log };
+}
+
+/** The first listed skill with at least `n` files besides SKILL.md. */
+async function someSkill(cache, n = 2) {
+  const listing = await cache.list('docs');
+  const info = listing.find((i) => !(i instanceof SkillcacheError) && i.entry.files.length > n);
+  assert.ok(info, 'the corpus has a skill with several files');
+  return info.entry;
+}
+
+/** Every regular file under `dir`. */
+function walk(dir) {
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((d) => d.isFile())
+    .map((d) => join(d.parentPath ?? d.path, d.name));
+}
+
+test('a tampered cached blob is healed by exactly one refetch', { timeout: 120_000 }, async (t) => {
+  const dir = scratch(t);
+  const { cache, log } = open(dir);
+  const entry = await someSkill(cache);
+  await cache.approve('docs', entry);
+  const [skill] = await cache.loadAll('docs', entry);
+  const target = entry.files.find((f) => f.uri !== entry.uri);
+  // The blob is stored under its digest: …/sha256/<first two hex digits>/<the rest>.
+  const hex = target.digest.replace(/^sha256:/, '');
+  const blob = walk(join(dir, 'cache')).find((p) => p.endsWith(join('sha256', hex.slice(0, 2), hex.slice(2))));
+  assert.ok(blob, 'the blob is on disk');
+  const bytes = readFileSync(blob);
+  bytes[0] ^= 0xff;
+  writeFileSync(blob, bytes);
+
+  const before = requests(log).length;
+  const healed = await skill.read(target.uri);
+  assert.ok(healed.verified);
+  assert.equal(healed.provenance, 'server');
+  assert.equal(healed.retried, true);
+  assert.equal(sha256(healed.bytes), target.digest);
+  const asked = requests(log).slice(before);
+  assert.deepEqual(asked, [{ method: 'resources/read', uri: target.uri }]);
+  const stats = cache.stats();
+  assert.equal(stats.quarantines, 1);
+  assert.equal(stats.retries, 1);
+  // Healed on disk: the next read is the cache's, and nothing more is asked.
+  const next = await skill.read(target.uri);
+  assert.equal(next.provenance, 'cache');
+  assert.equal(requests(log).length, before + 1);
+});
+
+test('an unlisted file is refused with no request', { timeout: 120_000 }, async (t) => {
+  const dir = scratch(t);
+  const { cache, log } = open(dir);
+  const entry = await someSkill(cache);
+  await cache.approve('docs', entry);
+  const skill = await cache.load('docs', entry);
+  const before = requests(log).length;
+  for (const ref of ['not-listed.md', '../other-skill/SKILL.md', 'skill://elsewhere/SKILL.md']) {
+    await assert.rejects(skill.read(ref), (e) => e instanceof SkillcacheError);
+  }
+  await assert.rejects(skill.read('not-listed.md'), (e) => e instanceof VerifyError && e.mismatch === 'unlisted');
+  assert.equal(requests(log).length, before);
+});
+
+test('an unapproved load is declined before any request', { timeout: 120_000 }, async (t) => {
+  const dir = scratch(t);
+  const { cache, log } = open(dir);
+  const entry = await someSkill(cache);
+  const before = requests(log).length;
+  await assert.rejects(cache.load('docs', entry), (e) => {
+    assert.ok(e instanceof DeclinedError);
+    assert.equal(e.reason, 'not_approved');
+    assert.equal(e.origin, 'docs');
+    assert.equal(e.skill, entry.uri);
+    return true;
+  });
+  await assert.rejects(cache.loadAll('docs', entry), DeclinedError);
+  assert.equal(requests(log).length, before);
+});
+
+test('loads abandoned mid-request and promises never awaited leave the cache clean', { timeout: 120_000 }, async (t) => {
+  const dir = scratch(t);
+  const listing = open(dir);
+  const entries = (await listing.cache.list('docs')).filter((i) => !(i instanceof SkillcacheError)).map((i) => i.entry);
+  for (const e of entries) await listing.cache.approve('docs', e);
+  // A deadline too short for any answer: every request is abandoned where it stands (its future
+  // dropped, as a cancelled load's is).
+  const { cache } = open(dir, { requestTimeout: 0.000001 });
+  const results = await Promise.allSettled(entries.map((e) => cache.loadAll('docs', e)));
+  assert.ok(results.every((r) => r.status === 'rejected'));
+  // Loads started and never awaited by anyone: the process goes on, and they finish or fail
+  // without the host.
+  // The test keeps them only to look at the root once they are done.
+  const dropped = open(dir);
+  const abandoned = entries.map((e) => dropped.cache.loadAll('docs', e).then(() => 'loaded', () => 'failed'));
+  const settled = await Promise.all(abandoned);
+  assert.equal(settled.length, entries.length);
+  const report = await cache.verify();
+  assert.ok(report.isClean, JSON.stringify(report));
+  // Nothing staged is left: every publish finished or was removed.
+  const root = join(dir, 'cache');
+  const staged = walk(root).filter((p) => relative(root, p).split(sep).includes('tmp'));
+  assert.deepEqual(staged, []);
+});
+
+test('2,000 concurrent loads and reads all verify', { timeout: 300_000 }, async (t) => {
+  const dir = scratch(t);
+  const { cache, log } = open(dir);
+  const entry = await someSkill(cache);
+  await cache.approve('docs', entry);
+  const [, files] = await cache.loadAll('docs', entry);
+  const asked = requests(log).length;
+  const loads = await Promise.all(Array.from({ length: 2000 }, () => cache.load('docs', entry)));
+  const reads = await Promise.all(loads.map((s, i) => s.read(files[i % files.length].uri)));
+  reads.forEach((f, i) => {
+    assert.ok(f.verified);
+    assert.ok(f.bytes.equals(files[i % files.length].bytes));
+  });
+  // Warm: nothing more was asked of the server.
+  assert.equal(requests(log).length, asked);
+});
+
+test('a Buffer handed out cannot change what the cache holds', { timeout: 120_000 }, async (t) => {
+  const dir = scratch(t);
+  const { cache } = open(dir, { memoryTier: 64 << 20 });
+  const entry = await someSkill(cache);
+  await cache.approve('docs', entry);
+  const skill = await cache.load('docs', entry);
+  const file = await skill.read(entry.files[0].uri);
+  const bytes = file.bytes;
+  bytes.fill(0x41);
+  assert.equal(sha256(file.bytes), file.digest);
+  const again = await skill.read(entry.files[0].uri);
+  assert.equal(sha256(again.bytes), entry.files[0].digest);
+  assert.ok(!again.bytes.equals(bytes));
+});

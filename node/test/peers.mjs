@@ -1,0 +1,84 @@
+// The real peers of the suite: `skillcache serve` (target/debug/skillcache, built by
+// `cargo build --bin skillcache`) and the official TypeScript SDK's skills server as interop/
+// pins it (`npm ci` in interop/), over stdio and Streamable HTTP; and the corpus they serve.
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const corpus = join(repo, 'tests', 'data', 'corpus', 'skills');
+export const samples = join(repo, 'samples', 'skills');
+export const skillcacheBin = process.env.SKILLCACHE_BIN ?? join(repo, 'target', 'debug', 'skillcache');
+const interop = join(repo, 'interop');
+const proxy = join(dirname(fileURLToPath(import.meta.url)), 'proxy.mjs');
+
+// As skillcache writes a digest: `sha256:<hex>`.
+export const sha256 = (bytes) => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+
+/** A scratch folder, removed when the test ends. */
+export function scratch(t) {
+  const dir = mkdtempSync(join(tmpdir(), 'skillcache-node-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export function serveArgv(skills, dir) {
+  return [skillcacheBin, 'serve', skills, '--root', join(dir, 'serve-root'), '--key-file', join(dir, 'serve.key')];
+}
+
+export function tsStdioArgv(skills) {
+  return ['node', join(interop, 'ts-server.mjs'), skills];
+}
+
+/** `argv` behind the counting proxy; the requests go to `log`. */
+export function counted(argv, log) {
+  return { argv: ['node', proxy, ...argv], env: { SKILLCACHE_PROXY_LOG: log } };
+}
+
+/** The requests the proxy logged so far: `{ method, uri }` each. */
+export function requests(log) {
+  let text = '';
+  try {
+    text = readFileSync(log, 'utf8');
+  } catch {
+    return [];
+  }
+  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+/** Starts `argv`, waits for the line `pattern` matches, and kills it when the test ends. */
+export async function startHttp(t, argv, pattern) {
+  const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => child.kill('SIGKILL'));
+  let seen = '';
+  return await new Promise((resolve, reject) => {
+    const look = (chunk) => {
+      seen += chunk.toString('utf8');
+      const m = seen.match(pattern);
+      if (m) resolve(m[1]);
+    };
+    child.stdout.on('data', look);
+    child.stderr.on('data', look);
+    child.on('exit', (code) => reject(new Error(`${argv.join(' ')} exited (${code}) before listening:\n${seen}`)));
+  });
+}
+
+/** The peers every load test runs against: name → a function binding `origin` in `cache`. */
+export const peers = {
+  'serve-stdio': async (t, cache, origin, skills, dir) => cache.connectStdio(origin, serveArgv(skills, dir)),
+  'serve-http': async (t, cache, origin, skills, dir) =>
+    cache.connectHttp(origin, await startHttp(t, [...serveArgv(skills, dir), '--http', '127.0.0.1:0'], /listening on (http:\/\/\S+)\r?\n/)),
+  'ts-stdio': async (t, cache, origin, skills) => cache.connectStdio(origin, tsStdioArgv(skills), { stderr: 'ignore' }),
+  'ts-http': async (t, cache, origin, skills) =>
+    cache.connectHttp(origin, await startHttp(t, ['node', join(interop, 'ts-http-server.mjs'), skills, '0'], /listening (http:\/\/\S+)\r?\n/)),
+};
+
+/** The bytes on disk of each file of `entry`, by URI (the skill's folder is its root). */
+export function filesOnDisk(skills, entry) {
+  const root = entry.uri.slice(0, -'SKILL.md'.length);
+  const folder = join(skills, root.slice('skill://'.length));
+  return new Map(entry.files.map((f) => [f.uri, readFileSync(join(folder, f.uri.slice(root.length)))]));
+}
