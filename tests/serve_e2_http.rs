@@ -417,13 +417,22 @@ fn e2_a_browser_origin_other_than_a_loopback_page_is_refused_with_403() {
 /// The status of a `skills/list` sent to `authority` with `Host: host` (`request` sends the
 /// authority itself as `Host`).
 fn status_with_host(authority: &str, host: &str) -> String {
+    status_with_hosts(authority, &[host])
+}
+
+/// The status of a `skills/list` POST to `authority` with one `Host` header for each of `hosts`.
+fn status_with_hosts(authority: &str, hosts: &[&str]) -> String {
     let mut headers = MCP_POST.to_vec();
     headers.push(("MCP-Protocol-Version", http::MODERN));
     headers.push(("Mcp-Method", "skills/list"));
     let body = http::modern_body(1, "skills/list", json!({}));
     let mut stream = TcpStream::connect(authority).expect("connect");
     let mut head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        "POST /mcp HTTP/1.1\r\n{}Connection: close\r\nContent-Length: {}\r\n",
+        hosts
+            .iter()
+            .map(|h| format!("Host: {h}\r\n"))
+            .collect::<String>(),
         body.len()
     );
     head.push_str(&http::header_lines(&headers));
@@ -479,6 +488,20 @@ fn k5_serve_on_another_loopback_address_answers_its_own_printed_url_and_no_other
             let status = status_with_host(&serve.authority, &host);
             (host, status)
         })
+        .chain(
+            // Found in review: a second Host after an allowed one passed (the first was
+            // checked), and so did userinfo before an allowed one. Both are 400 now.
+            [
+                vec![serve.authority.clone(), "evil.example".to_owned()],
+                vec![format!("evil.example@{}", serve.authority)],
+            ]
+            .into_iter()
+            .map(|hosts| {
+                let refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
+                let status = status_with_hosts(&serve.authority, &refs);
+                (hosts.join(" + "), status)
+            }),
+        )
         .collect();
         (loaded, statuses)
     })
@@ -493,7 +516,9 @@ fn k5_serve_on_another_loopback_address_answers_its_own_printed_url_and_no_other
     let codes: Vec<&str> = statuses.iter().map(|(_, s)| s.as_str()).collect();
     assert_eq!(
         codes,
-        ["200", "200", "200", "403", "403", "403", "403"],
+        [
+            "200", "200", "200", "403", "403", "403", "403", "400", "400"
+        ],
         "{statuses:?}"
     );
 }

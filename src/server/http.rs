@@ -311,6 +311,29 @@ fn not_a_message(body: &[u8]) -> Option<Answer> {
     Some(response)
 }
 
+/// A request whose `Host` cannot be judged, answered 400 as HTTP/1.1 requires (RFC 9112, 3.2):
+/// more than one `Host` header (rmcp checks the first, so `Host: 127.0.0.2:PORT` then
+/// `Host: evil.example` passed), or one holding userinfo (`evil.example@127.0.0.2:PORT`), which
+/// a Host never has. Found in round 4's review; no browser sends either, so this is strictness,
+/// not a rebinding door, but a proxy in front may pick the other one.
+fn bad_host(req: &Request<Incoming>) -> Option<Answer> {
+    let mut hosts = req.headers().get_all(hyper::header::HOST).iter();
+    let first = hosts.next();
+    if hosts.next().is_some() {
+        return Some(plain(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: more than one Host header",
+        ));
+    }
+    if first.is_some_and(|h| h.as_bytes().contains(&b'@')) {
+        return Some(plain(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: a Host header holds a host and a port, nothing else",
+        ));
+    }
+    None
+}
+
 /// Answers one request of `conn`.
 async fn respond(
     req: Request<Incoming>,
@@ -319,6 +342,9 @@ async fn respond(
 ) -> Response<Guarded<BoxBody<Bytes, Infallible>>> {
     // A request arrived: the connection is no longer one that never sent one.
     conn.proven.store(true, Ordering::Relaxed);
+    if let Some(answer) = bad_host(&req) {
+        return answer.map(unguarded);
+    }
     let session = req
         .headers()
         .get("mcp-session-id")
