@@ -9,6 +9,7 @@ mod common;
 #[path = "common/http.rs"]
 mod http;
 
+use std::fmt::Write as _;
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::Path;
@@ -429,10 +430,10 @@ fn status_with_hosts(authority: &str, hosts: &[&str]) -> String {
     let mut stream = TcpStream::connect(authority).expect("connect");
     let mut head = format!(
         "POST /mcp HTTP/1.1\r\n{}Connection: close\r\nContent-Length: {}\r\n",
-        hosts
-            .iter()
-            .map(|h| format!("Host: {h}\r\n"))
-            .collect::<String>(),
+        hosts.iter().fold(String::new(), |mut lines, h| {
+            let _ = write!(lines, "Host: {h}\r\n");
+            lines
+        }),
         body.len()
     );
     head.push_str(&http::header_lines(&headers));
