@@ -83,6 +83,29 @@ pub struct BlobStore {
 }
 
 impl BlobStore {
+    /// `origin`'s folder (`origins/<origin>`), reached without following a link; `None` if it
+    /// is not there. `path` names it in an error.
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] if a folder on the way cannot be opened.
+    pub(crate) fn origin_folder(
+        &self,
+        origin: &crate::origin::Origin,
+        path: &std::path::Path,
+    ) -> Result<Option<handle::Dir>, StoreError> {
+        handle::find_path(
+            self.disk.as_ref(),
+            &self.root,
+            &[
+                (layout::ORIGINS, handle::Parent::Private),
+                (origin.path_component(), handle::Parent::Private),
+            ],
+        )
+        .map_err(io_err("open", path))
+    }
+}
+
+impl BlobStore {
     /// Opens the store under a root the caller has checked and opened (`root` is its handle).
     /// Nothing is written: folders are made when the first blob is published (R-H5).
     ///

@@ -25,15 +25,7 @@ impl BlobStore {
         let disk = self.disk.as_ref();
         let hex = digest.hex();
         let origin_path = self.layout.origin_dir(origin);
-        let Some(odir) = find_path(
-            disk,
-            &self.root,
-            &[
-                (ORIGINS, Parent::Private),
-                (origin.path_component(), Parent::Private),
-            ],
-        )
-        .map_err(io_err("open", &origin_path))?
+        let Some(odir) = self.origin_folder(origin, &origin_path)?
         else {
             return Ok(());
         };

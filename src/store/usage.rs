@@ -60,15 +60,7 @@ impl BlobStore {
     pub(crate) fn usage(&self, origin: &Origin) -> Result<Usage, StoreError> {
         let disk = self.disk.as_ref();
         let path = self.layout.origin_dir(origin);
-        let Some(odir) = find_path(
-            disk,
-            &self.root,
-            &[
-                (ORIGINS, Parent::Private),
-                (origin.path_component(), Parent::Private),
-            ],
-        )
-        .map_err(io_err("open", &path))?
+        let Some(odir) = self.origin_folder(origin, &path)?
         else {
             return Ok(Usage {
                 missing_folders: 3,

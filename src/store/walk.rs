@@ -286,15 +286,7 @@ impl BlobStore {
     pub(crate) fn sweep_origin_tmp(&self, origin: &Origin) -> Result<usize, StoreError> {
         let disk = self.disk.as_ref();
         let path = self.layout.tmp(origin);
-        let Some(odir) = find_path(
-            disk,
-            &self.root,
-            &[
-                (ORIGINS, Parent::Private),
-                (origin.path_component(), Parent::Private),
-            ],
-        )
-        .map_err(io_err("open", &path))?
+        let Some(odir) = self.origin_folder(origin, &path)?
         else {
             return Ok(0);
         };
