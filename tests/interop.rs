@@ -19,6 +19,7 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 use std::io::BufRead as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -268,13 +269,13 @@ async fn every_skill_cold_and_warm(
         let source = Arc::new(source());
         passes.push(run_pass(pass, root, &peer.origin, &source, &mut published).await);
     }
-    println!(
-        "\n| peer | transport | protocol | pass | skills published | loaded by skillcache | files verified | of them from the cache | disagreements |"
+    let mut table = String::from(
+        "| peer | transport | protocol | pass | skills published | loaded by skillcache | files verified | of them from the cache | disagreements |\n|---|---|---|---|---|---|---|---|---|",
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
     for p in &passes {
-        println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        let _ = write!(
+            table,
+            "\n| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             peer.name,
             peer.transport,
             p.revision.as_deref().unwrap_or("-"),
@@ -286,6 +287,7 @@ async fn every_skill_cold_and_warm(
             p.disagreements.len()
         );
     }
+    common::report(&format!("client-{}", peer.origin), &table);
     (passes, published)
 }
 
@@ -416,7 +418,8 @@ fn interop_conformance_sep_2640_client_scenarios_pass() {
     let dir = install_peers();
     let driver = common::example_bin("conformance_client");
     let driver = driver.to_str().expect("a UTF-8 path");
-    let mut passed = 0;
+    let mut table = String::from("| client scenario | result |\n|---|---|");
+    let mut failures = Vec::new();
     for scenario in SCENARIOS {
         // The harness prints its checks on stdout and its summary on stderr.
         let (status, text) = run_harness(
@@ -425,12 +428,21 @@ fn interop_conformance_sep_2640_client_scenarios_pass() {
         );
         let ok =
             status.success() && text.contains("OVERALL: PASSED") && text.contains(", 0 failed");
-        println!("| {scenario} | {} |", if ok { "passed" } else { "FAILED" });
-        assert!(ok, "{scenario} failed ({status}):\n{text}");
-        passed += 1;
+        let _ = write!(
+            table,
+            "\n| {scenario} | {} |",
+            if ok { "passed" } else { "FAILED" }
+        );
+        if !ok {
+            failures.push(format!("{scenario} failed ({status}):\n{text}"));
+        }
     }
-    println!(
-        "conformance: {passed}/{} SEP-2640 client scenarios passed",
+    let _ = write!(
+        table,
+        "\n\nconformance: {}/{} SEP-2640 client scenarios passed",
+        SCENARIOS.len() - failures.len(),
         SCENARIOS.len()
     );
+    common::report("client-conformance", &table);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -27,6 +27,7 @@ mod common;
 #[path = "common/http.rs"]
 mod http;
 
+use std::fmt::Write as _;
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -158,8 +159,9 @@ fn interop_serve_passes_the_conformance_server_scenarios_over_http() {
     );
     let serve = HttpServe::start(&served, &["--directory-read"]);
 
-    println!("\n| scenario | protocol | passed | failed | warnings |");
-    println!("|---|---|---|---|---|");
+    let mut table =
+        String::from("| scenario | protocol | passed | failed | warnings |\n|---|---|---|---|---|");
+    let mut warnings_seen = Vec::new();
     let mut failures = Vec::new();
     for scenario in SCENARIOS {
         for version in ["2026-07-28", "2025-11-25"] {
@@ -184,10 +186,13 @@ fn interop_serve_passes_the_conformance_server_scenarios_over_http() {
                 ));
                 continue;
             };
-            println!("| {scenario} | {version} | {passed}/{total} | {failed} | {warnings} |");
-            // Every warning is printed so the README's list of them can be checked.
+            let _ = write!(
+                table,
+                "\n| {scenario} | {version} | {passed}/{total} | {failed} | {warnings} |"
+            );
+            // Every warning is listed so the README's list of them can be checked.
             for line in text.lines().filter(|l| l.contains("WARNING")) {
-                println!("warning: {scenario} on {version}: {line}");
+                warnings_seen.push(format!("warning: {scenario} on {version}: {line}"));
             }
             if failed > 0 || passed == 0 {
                 failures.push(format!(
@@ -196,6 +201,10 @@ fn interop_serve_passes_the_conformance_server_scenarios_over_http() {
             }
         }
     }
+    for line in &warnings_seen {
+        let _ = write!(table, "\n{line}");
+    }
+    common::report("serve-conformance", &table);
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
@@ -256,16 +265,17 @@ async fn serve_our_client_loads_every_skill_serve_publishes_over_stdio_and_http_
             rows.push((rules, row));
         }
     }
-    println!(
-        "\n| rules | transport | pass | skills `serve` publishes | loaded by skillcache | files verified | of them from the cache | disagreements |"
+    let mut table = String::from(
+        "| rules | transport | pass | skills `serve` publishes | loaded by skillcache | files verified | of them from the cache | disagreements |\n|---|---|---|---|---|---|---|---|",
     );
-    println!("|---|---|---|---|---|---|---|---|");
     for (rules, (t, pass, listed, loaded, files, cached, d)) in &rows {
-        println!(
-            "| {rules} | {t} | {pass} | {listed} | {loaded} | {files} | {cached} | {} |",
+        let _ = write!(
+            table,
+            "\n| {rules} | {t} | {pass} | {listed} | {loaded} | {files} | {cached} | {} |",
             d.len()
         );
     }
+    common::report("serve-our-client", &table);
     for (rules, (t, pass, listed, loaded, files, cached, d)) in &rows {
         assert!(d.is_empty(), "{rules} {t} {pass}: {d:#?}");
         let want = if *rules == "strict" {
@@ -333,10 +343,9 @@ fn interop_serve_the_python_sdk_verifies_every_file_over_stdio_and_http_in_both_
     let publishable = valid_corpus(&served);
     let http = HttpServe::start(&served, &[]);
     let stdio = format!("'{BIN}' serve '{}'", served.display());
-    println!(
-        "\n| transport | mode | protocol | pages | skills | files verified | bytes | failures |"
+    let mut table = String::from(
+        "| transport | mode | protocol | pages | skills | files verified | bytes | failures |\n|---|---|---|---|---|---|---|---|",
     );
-    println!("|---|---|---|---|---|---|---|---|");
     let mut failures = Vec::new();
     for (transport, target) in [
         ("stdio", ["--stdio", &stdio]),
@@ -347,8 +356,9 @@ fn interop_serve_the_python_sdk_verifies_every_file_over_stdio_and_http_in_both_
                 "python-sdk-client.py",
                 &[target[0], target[1], "--mode", mode],
             );
-            println!(
-                "| {transport} | {mode} | {} | {} | {} | {}/{} | {} | {} |",
+            let _ = write!(
+                table,
+                "\n| {transport} | {mode} | {} | {} | {} | {}/{} | {} | {} |",
                 report["protocol"],
                 report["pages"],
                 report["skills"],
@@ -367,6 +377,7 @@ fn interop_serve_the_python_sdk_verifies_every_file_over_stdio_and_http_in_both_
             }
         }
     }
+    common::report("serve-python-sdk", &table);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -188,3 +188,13 @@ impl Drop for Tmpfs {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
     }
 }
+
+/// Prints an interop report (a markdown table and its notes) and keeps it in
+/// `target/tmp/interop-report/NAME.md`, so CI shows the tables from the suite's own run instead
+/// of running the interop tests a second time to print them.
+pub fn report(name: &str, text: &str) {
+    println!("{text}");
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("interop-report");
+    std::fs::create_dir_all(&dir).expect("create the report folder");
+    std::fs::write(dir.join(format!("{name}.md")), text).expect("write the report");
+}
