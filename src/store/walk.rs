@@ -217,17 +217,14 @@ impl BlobStore {
         remove_tree(disk, &origins, origin.path_component()).map_err(io_err("remove", &dir))
     }
 
-    /// Removes temporaries older than `age` in every origin's staging (a crashed publisher's
-    /// leftovers), and the shared `tmp/` and `quarantine/` of the first layout. The caller holds
-    /// the exclusive lock, so no live publisher owns any of them.
+    /// Removes the shared `tmp/` and `quarantine/` of the first layout (one look at the root,
+    /// whatever the number of origins). The caller holds the exclusive lock, so no live
+    /// publisher owns any of them.
     ///
     /// # Errors
     /// [`StoreError::Io`](StoreError::Io) if a folder cannot be read.
-    pub fn sweep_tmp(&self, age: Duration) -> Result<usize, StoreError> {
+    pub(crate) fn sweep_first_layout(&self) -> Result<usize, StoreError> {
         let disk = self.disk.as_ref();
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
         let mut removed = 0;
         for (legacy, ours) in [
             (TMP, is_first_layout_temporary as fn(&str) -> bool),
@@ -240,14 +237,31 @@ impl BlobStore {
             for (name, _) in dir.names().map_err(io_err("read directory", dir.path()))? {
                 if ours(&name) {
                     remove_tree(disk, &dir, &name).map_err(io_err("remove", &dir.join(&name)))?;
+                    removed += 1;
                 }
             }
             let _ = disk.unlink(self.root.fd(), legacy, true);
         }
+        Ok(removed)
+    }
+
+    /// Removes temporaries older than `age` in every origin's staging (a crashed publisher's
+    /// leftovers), and the shared `tmp/` and `quarantine/` of the first layout. The caller holds
+    /// the exclusive lock, so no live publisher owns any of them. A look at every origin: `gc`
+    /// and `purge` run it, not `open` (whose cost would grow with the origins, G1).
+    ///
+    /// # Errors
+    /// [`StoreError::Io`](StoreError::Io) if a folder cannot be read.
+    pub fn sweep_tmp(&self, age: Duration) -> Result<usize, StoreError> {
+        let disk = self.disk.as_ref();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let mut removed = self.sweep_first_layout()?;
         let Some(origins) = find_dir(disk, &self.root, Parent::Private, ORIGINS)
             .map_err(io_err("open", &self.layout.origins()))?
         else {
-            return Ok(0);
+            return Ok(removed);
         };
         for (component, _) in origins
             .names()
@@ -277,7 +291,8 @@ impl BlobStore {
     /// Removes every temporary in `origin`'s staging. Only for a
     /// caller inside the origin's publish section ([`BlobStore::lock_origin`]): every publisher
     /// of the origin stages inside it, so whatever is there is a crashed publisher's leftover,
-    /// which would otherwise count against the quota until the next exclusive open (R-Q4).
+    /// which would otherwise count against the quota (R-Q4) and hold its room until `gc`. The
+    /// cache runs it at its first publish into each origin, and at every publish under a quota.
     /// Staging that a large batch grew past one block (a folder does not shrink when emptied)
     /// is removed too, so that it is not charged for ever (K2): the next publish makes it again.
     ///
