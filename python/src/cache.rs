@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 use skillcache::entry::{Limits, Validation};
-use skillcache::source::{Change, McpSource};
+use skillcache::source::{Change, McpSource, message_bound};
 use skillcache::{
     ApprovalPolicy, DynamicPolicy, Error, Isolation, Origin, ServerConfig, SkillCache,
     SkillCacheBuilder, SkillUri,
@@ -37,22 +37,9 @@ use crate::types::{
     PyVerifyReport, py_repr,
 };
 
-/// The baseline of R-W7's total size (16 MiB), the default of `max_total_bytes`.
-///
-/// The Rust API does not expose a `Limits`'s values nor its message bound
-/// (`skillcache::source::message_bound` is internal; the public surface is at its bound), and a
-/// session source needs the bound: this crate keeps the value it was given instead.
+/// The baseline of R-W7's total size (16 MiB), the default of `max_total_bytes` when only
+/// `max_files` is given (the Rust API does not expose a `Limits`'s values).
 const BASELINE_TOTAL_BYTES: u64 = 16 * 1024 * 1024;
-/// R-B2's room for the envelope of an answer, as `skillcache::source::MESSAGE_OVERHEAD`.
-const MESSAGE_OVERHEAD: u64 = 64 * 1024;
-
-/// R-B2's bound for an answer over a session: twice the largest skill (a file as escaped text)
-/// plus the envelope, as the Rust sources compute it.
-fn session_message_bound(max_total_bytes: u64) -> u64 {
-    max_total_bytes
-        .saturating_mul(2)
-        .saturating_add(MESSAGE_OVERHEAD)
-}
 
 fn origin(label: &str) -> PyResult<Origin> {
     Origin::new(label).map_err(|e| to_py_err(&Error::Config(e)))
@@ -80,8 +67,8 @@ pub(crate) struct PySkillCache {
     inner: SkillCache,
     /// The limits in force: MCP sources get their message bound from them.
     limits: Option<Limits>,
-    /// `max_total_bytes` as given: a session source's message bound.
-    max_total_bytes: u64,
+    /// A session source's message bound, for the limits in force (R-B2).
+    message_bound: u64,
     /// The sessions bound with `connect_session`, by origin, for `notify` (R-B5).
     sessions: Arc<Mutex<HashMap<String, Shared>>>,
 }
@@ -234,7 +221,7 @@ impl PySkillCache {
         Ok(PySkillCache {
             inner,
             limits,
-            max_total_bytes: max_total_bytes.unwrap_or(BASELINE_TOTAL_BYTES),
+            message_bound: message_bound(&limits.unwrap_or_default()),
             sessions: Arc::default(),
         })
     }
@@ -260,7 +247,7 @@ impl PySkillCache {
                 .for_principal(principal)
                 .map_err(|e| err(&Error::from(e)))?,
             limits: self.limits,
-            max_total_bytes: self.max_total_bytes,
+            message_bound: self.message_bound,
             sessions: Arc::clone(&self.sessions),
         })
     }
@@ -321,11 +308,7 @@ impl PySkillCache {
     /// anything with its `send_request`). Call it from the event loop that runs the session:
     /// every request is sent on that loop.
     fn connect_session(&self, py: Python<'_>, origin: &str, session: Py<PyAny>) -> PyResult<()> {
-        let source = Arc::new(SessionSource::new(
-            py,
-            session,
-            session_message_bound(self.max_total_bytes),
-        )?);
+        let source = Arc::new(SessionSource::new(py, session, self.message_bound)?);
         self.bind(origin, Arc::clone(&source) as _)?;
         self.sessions
             .lock()

@@ -38,30 +38,30 @@ internal_pub! {
     const MESSAGE_OVERHEAD: u64 = 64 * 1024;
 }
 
-internal_pub! {
-    /// The largest message a client accepts and `skillcache serve` reads, for `limits` (R-B2).
-    ///
-    /// The largest file a skill may have is `max_total_bytes`. Sent as a `blob` it grows to 4/3 (base64);
-    /// sent as `text`, every quote, backslash, tab or newline becomes two characters, so text made of
-    /// them doubles. The bound covers the larger of the two — twice the file — plus
-    /// [`MESSAGE_OVERHEAD`]: every file inside the limits arrives whole, whichever way a server encodes
-    /// it, unless its text is mostly other control characters (`\u00XX`, six bytes each). Such a file
-    /// is refused with [`SourceError::MessageTooLarge`](crate::error::SourceError::MessageTooLarge); a server should send it as a `blob`, which
-    /// `skillcache serve` does whenever that is the shorter encoding. Hosts that raise the limits raise
-    /// the bound with them.
-    ///
-    /// ```
-    /// use skillcache::entry::Limits;
-    /// use skillcache::source::message_bound;
-    /// assert_eq!(message_bound(&Limits::default()), 32 * 1024 * 1024 + 64 * 1024);
-    /// ```
-    #[must_use]
-    fn message_bound(limits: &Limits) -> u64 {
-        limits
-            .max_total_bytes()
-            .saturating_mul(2)
-            .saturating_add(MESSAGE_OVERHEAD)
-    }
+/// The largest message a client accepts and `skillcache serve` reads, for `limits` (R-B2).
+///
+/// The largest file a skill may have is `max_total_bytes`. Sent as a `blob` it grows to 4/3 (base64);
+/// sent as `text`, every quote, backslash, tab or newline becomes two characters, so text made of
+/// them doubles. The bound covers the larger of the two — twice the file — plus
+/// 64 KiB for the envelope: every file inside the limits arrives whole, whichever way a server encodes
+/// it, unless its text is mostly other control characters (`\u00XX`, six bytes each). Such a file
+/// is refused with [`SourceError::MessageTooLarge`](crate::error::SourceError::MessageTooLarge); a server should send it as a `blob`, which
+/// `skillcache serve` does whenever that is the shorter encoding. Hosts that raise the limits raise
+/// the bound with them. A source over a connection the host holds (the Python package's
+/// `connect_session`, the Node package's `connectClient`) checks each answer's size against it
+/// before parsing it.
+///
+/// ```
+/// use skillcache::entry::Limits;
+/// use skillcache::source::message_bound;
+/// assert_eq!(message_bound(&Limits::default()), 32 * 1024 * 1024 + 64 * 1024);
+/// ```
+#[must_use]
+pub fn message_bound(limits: &Limits) -> u64 {
+    limits
+        .max_total_bytes()
+        .saturating_mul(2)
+        .saturating_add(MESSAGE_OVERHEAD)
 }
 
 /// A change a server announced (R-B5).
