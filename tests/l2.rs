@@ -14,7 +14,7 @@ mod common;
 #[path = "common/fault_proxy.rs"]
 mod fault_proxy;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -1459,8 +1459,11 @@ fn g3_an_outage_mid_sweep_fails_no_load_and_the_rest_comes_from_the_server() {
     assert_eq!(from_l2, 5, "the five answered gets were used");
     assert_eq!(f.server_reads(), f.files().len() - 5);
     let [hits, misses, puts, rejected, unavailable, retries] = counters(&h);
-    assert_eq!((hits, misses, puts, rejected, retries), (5, 0, 0, 0, 0));
+    assert_eq!((hits, misses, puts, rejected), (5, 0, 0, 0));
     assert!(unavailable >= 1, "the outage is counted: {unavailable}");
+    // A dropped or refused connection is tried again a few times, within the deadline, before
+    // the tier is left alone: at most 3 retries for each request in flight when it went.
+    assert!(retries <= 3 * 2, "{retries} retries");
 }
 
 #[test]
@@ -1613,4 +1616,156 @@ fn moto_client_at(endpoint: &str) -> object_store::aws::AmazonS3 {
         .with_secret_access_key("testing")
         .build()
         .expect("client")
+}
+
+// ---- 7. a fleet starting cold at once (G2; the small version of examples/fleet.rs) ----------
+
+/// `count` skills named `<stem>-N` of `files` files each besides `SKILL.md`, every file with
+/// bytes of its own (one blob per file).
+fn many_skills(stem: &str, count: usize, files: usize) -> Vec<(SkillEntry, common::Files)> {
+    (0..count)
+        .map(|i| {
+            let bodies: Vec<(String, Vec<u8>)> = (0..files)
+                .map(|f| {
+                    (
+                        format!("ref/part-{f}.md"),
+                        format!("{stem} {i} part {f}\n").into_bytes(),
+                    )
+                })
+                .collect();
+            let named: Vec<(&str, &[u8])> = bodies
+                .iter()
+                .map(|(p, b)| (p.as_str(), b.as_slice()))
+                .collect();
+            common::skill(&format!("{stem}-{i}"), &named)
+        })
+        .collect()
+}
+
+/// Every object under `prefix` in `store`: its key and the digest of its bytes.
+async fn digests_under(store: &dyn ObjectStore, prefix: &str) -> BTreeMap<String, String> {
+    let metas: Vec<ObjectMeta> = store
+        .list(Some(&Path::from(prefix)))
+        .map(|m| m.expect("list"))
+        .collect()
+        .await;
+    let mut out = BTreeMap::new();
+    for m in metas {
+        let bytes = store
+            .get(&m.location)
+            .await
+            .expect("get")
+            .bytes()
+            .await
+            .expect("bytes");
+        out.insert(m.location.to_string(), Digest::of(&bytes).to_string());
+    }
+    out
+}
+
+#[test]
+fn g2_eight_cold_hosts_at_once_read_each_public_blob_once_and_put_no_private_file_in_l2() {
+    const HOSTS: usize = 8;
+    let Some(moto) = moto::with_bucket("fleet") else {
+        return;
+    };
+    let (public, private) = (Arc::new(Double::new()), Arc::new(Double::new()));
+    private.set_hints(json!({"ttlMs": 0, "cacheScope": "private"}));
+    let public_skills = many_skills("open", 6, 5);
+    let private_skills = many_skills("secret", 2, 3);
+    for (entry, files) in &public_skills {
+        public.publish(entry, files);
+    }
+    for (entry, files) in &private_skills {
+        private.publish(entry, files);
+    }
+    let blobs = |skills: &[(SkillEntry, common::Files)]| -> BTreeMap<String, Vec<u8>> {
+        skills
+            .iter()
+            .flat_map(|(_, f)| f.iter())
+            .map(|(_, b)| (Digest::of(b).to_string(), b.clone()))
+            .collect()
+    };
+    let (public_blobs, private_blobs) = (blobs(&public_skills), blobs(&private_skills));
+    // Deadlines and claim waits long enough that only a lost request, never a slow machine,
+    // could end one: this test counts server reads, it does not time anything.
+    let hosts: Vec<Host> = (0..HOSTS)
+        .map(|_| {
+            host(
+                s3(&moto.endpoint, "s3://fleet/g2", Duration::from_secs(30))
+                    .claim_wait(Duration::from_secs(120)),
+            )
+        })
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("runtime");
+
+    // Every host cold, all at once: each lists and loads every skill of both origins.
+    let loaded = rt.block_on(futures_util::future::join_all(hosts.iter().map(|h| {
+        let (public, private) = (Arc::clone(&public), Arc::clone(&private));
+        let (public_skills, private_skills) = (&public_skills, &private_skills);
+        async move {
+            let mut got = Vec::new();
+            for (o, double, skills) in [
+                (origin("docs"), &public, public_skills),
+                (origin("private"), &private, private_skills),
+            ] {
+                h.cache
+                    .connect(o.clone(), Arc::clone(double) as Arc<Double>);
+                for (entry, _) in skills {
+                    let held = h.cache.entry(&o, entry.uri()).await?.entry;
+                    let skill = h.cache.load(&o, &held).await?;
+                    got.extend(skill.read_all().await?);
+                }
+            }
+            Ok::<_, Error>(got)
+        }
+    })));
+
+    for got in loaded {
+        let got = got.expect("no host failed a load");
+        assert_eq!(got.len(), public_blobs.len() + private_blobs.len());
+        for f in &got {
+            let digest = Digest::of(f.bytes()).to_string();
+            assert!(
+                public_blobs.contains_key(&digest) || private_blobs.contains_key(&digest),
+                "{} holds bytes nobody published",
+                f.uri()
+            );
+        }
+    }
+    // The server read each public blob once for the whole fleet (≤ 1.05 × on average is the
+    // target; claims and the look after a won claim make it exactly once here), and each
+    // private file once per host: private files are never shared.
+    assert!(
+        public.reads() * 100 <= public_blobs.len() * 105,
+        "{} server reads for {} public blobs",
+        public.reads(),
+        public_blobs.len()
+    );
+    assert_eq!(private.reads(), HOSTS * private_blobs.len());
+    let hits: u64 = hosts.iter().map(|h| h.cache.stats()[Counter::L2Hits]).sum();
+    assert_eq!(
+        usize::try_from(hits).expect("small") + public.reads(),
+        HOSTS * public_blobs.len(),
+        "every public file came from L2 or the server, once"
+    );
+    // The bucket holds the public blobs and nothing else: no key of the private origin, no
+    // object with a private file's bytes, no claim left behind.
+    let objects = rt.block_on(digests_under(&moto.raw_client("fleet"), "g2"));
+    assert!(
+        objects
+            .iter()
+            .all(|(k, d)| !k.contains("/origins/private/") && !private_blobs.contains_key(d)),
+        "a private file reached L2: {objects:?}"
+    );
+    assert_eq!(
+        objects.values().cloned().collect::<BTreeSet<_>>(),
+        public_blobs.keys().cloned().collect::<BTreeSet<_>>(),
+        "exactly the public blobs, no claim left: {objects:?}"
+    );
+    assert_eq!(objects.len(), public_blobs.len());
 }

@@ -66,8 +66,9 @@ pub enum Counter {
     /// time or at all; each read fell through to the server.
     L2Unavailable,
     /// Shared-tier requests sent again after the store asked this host to slow down (`503
-    /// SlowDown`, `429`) or failed with a server error: a few at most per operation, after a
-    /// randomised pause, and never past the operation's deadline (`L2::timeout`).
+    /// SlowDown`, `429`), failed with a server error, or dropped the connection before an
+    /// answer: a few at most per operation, after a randomised pause, and never past the
+    /// operation's deadline (`L2::timeout`).
     L2Retries,
 }
 

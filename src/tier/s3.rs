@@ -127,9 +127,12 @@ impl L2 {
                 None,
             ));
         }
+        // No timeouts of the client's own: every request is bounded by the tier's deadline for
+        // its operation (`L2::timeout`, which a host may set after this), and a fixed one here
+        // would undercut a longer deadline (a crowded store that accepts connections slowly).
         let client = object_store::ClientOptions::new()
-            .with_timeout(L2::DEFAULT_TIMEOUT)
-            .with_connect_timeout(L2::DEFAULT_TIMEOUT);
+            .with_timeout_disabled()
+            .with_connect_timeout_disabled();
         // No retries inside the S3 client: the tier retries throttling and server errors
         // itself, jittered and within its own deadline (`Tier::call_until`), for any store. The
         // client's own first pause is a fixed 100 ms (a fleet throttled at once would retry in
@@ -321,9 +324,10 @@ impl Tier {
 
     /// Sends one store request under `deadline` (the whole operation's: a get and every chunk
     /// of its body share one). An answer that asks this host to slow down or is a server error
-    /// (`503 SlowDown`, `429`, `5xx`) is sent again, at most [`RETRIES`] times, each after a
-    /// jittered pause that must end before the deadline: a throttled store costs a few short
-    /// pauses, never a wait past [`L2::timeout`]. A late or failed request marks the tier down.
+    /// (`503 SlowDown`, `429`, `5xx`), or a connection that failed before an answer, is sent
+    /// again, at most [`RETRIES`] times, each after a jittered pause that must end before the
+    /// deadline: a throttled or crowded store costs a few short pauses, never a wait past
+    /// [`L2::timeout`]. A late or failed request marks the tier down.
     async fn call_until<T, F>(
         &self,
         op: &'static str,
@@ -344,7 +348,7 @@ impl Tier {
             {
                 retries += 1;
                 counters.bump(Counter::L2Retries);
-                tracing::debug!(op, %key, error = %e, ?pause, retry = retries, "the shared tier (l2) asked this host to slow down; trying again");
+                tracing::debug!(op, %key, error = %e, ?pause, retry = retries, "the shared tier (l2) was busy or dropped the request; trying again");
                 tokio::time::sleep(pause).await;
                 continue;
             }
@@ -394,12 +398,23 @@ impl Tier {
 }
 
 /// Whether `error` is the store asking this host to slow down or failing on its side (HTTP
-/// `429`, `5xx` — S3's `SlowDown` is a `503`): worth one more try after a pause. The status is
+/// `429`, `5xx` — S3's `SlowDown` is a `503`), or a connection that failed or was dropped
+/// before an answer (a busy store's full accept queue, a reset): worth one more try after a
+/// pause. Every request the tier sends may be sent twice: gets and deletes are idempotent, and
+/// a put is a conditional create, so a second one finds the first's object. The status is
 /// read from the S3 client's message for a non-2xx answer, the one place `object_store`
-/// exposes it; a store that says nothing of a status (in memory, local files) is never retried.
+/// exposes it; a store that says nothing of either (in memory, local files) is never retried.
 fn transient(error: &object_store::Error) -> bool {
+    use object_store::client::{HttpError, HttpErrorKind};
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = cause {
+        if let Some(http) = e.downcast_ref::<HttpError>() {
+            // A request that timed out is not sent again: the operation's deadline rules.
+            return matches!(
+                http.kind(),
+                HttpErrorKind::Connect | HttpErrorKind::Request | HttpErrorKind::Interrupted
+            );
+        }
         let text = e.to_string();
         if let Some(rest) = text.strip_prefix("Server returned non-2xx status code: ") {
             let status = rest.get(..3).and_then(|code| code.parse::<u16>().ok());
