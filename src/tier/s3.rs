@@ -21,7 +21,8 @@ use crate::verify::VerifiedBytes;
 /// How long a tier that missed a deadline or failed is left alone before it is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 
-/// How many times one request is sent again after a throttling or server-error answer.
+/// How many times one request is sent again after a throttling or server-error answer, or a
+/// connection that failed before an answer.
 const RETRIES: u32 = 3;
 /// The ceiling of the first pause before a retry; it doubles for each retry after it.
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
@@ -401,7 +402,9 @@ impl Tier {
 /// `429`, `5xx` — S3's `SlowDown` is a `503`), or a connection that failed or was dropped
 /// before an answer (a busy store's full accept queue, a reset): worth one more try after a
 /// pause. Every request the tier sends may be sent twice: gets and deletes are idempotent, and
-/// a put is a conditional create, so a second one finds the first's object. The status is
+/// a put is a conditional create, so a second one finds the first's object (a claim sent twice
+/// may then look taken: it costs this host one `claim_wait`, as a claim left by a host that
+/// died does, and the server serves). The status is
 /// read from the S3 client's message for a non-2xx answer, the one place `object_store`
 /// exposes it; a store that says nothing of either (in memory, local files) is never retried.
 fn transient(error: &object_store::Error) -> bool {
