@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The fleet simulation of issue 14: HOSTS (default 6) cold host processes load every skill of the
-# corpus at once from one counting MCP server, without and then with a shared L2 on a real
-# S3-compatible server (moto, from the pinned virtualenv target/venv-moto). Prints the table the
-# README shows. Usage: scripts/fleet-sim.sh [CORPUS_DIR]
+# The fleet simulation (issue 14; issue 30's G2 at a hundred hosts): N cold host processes start at
+# once against one long-lived counting MCP server and one shared L2 on a real S3-compatible server
+# (moto, from the pinned virtualenv target/venv-moto), load every skill of a public and a private
+# origin, and then a new host's cold start is measured from L2 and from the server alone.
+# Prints the tables docs/fleet.md and docs/performance.md show.
+#
+# Usage: scripts/fleet-sim.sh [fleet options]     (see examples/fleet.rs)
+#   scripts/fleet-sim.sh --hosts 100                         # a synthetic corpus, 20 skills x 6 files
+#   scripts/fleet-sim.sh --hosts 6 --corpus tests/data/corpus/skills --baseline
 set -euo pipefail
 cd "$(dirname "$0")/.."
-corpus=${1:-tests/data/corpus/skills}
-hosts=${HOSTS:-6}
 venv=target/venv-moto
 if [ ! -x "$venv/bin/moto_server" ]; then
   python3 -m venv "$venv"
@@ -25,4 +28,4 @@ done
 curl -sf -X PUT "http://127.0.0.1:$port/fleet" >/dev/null
 export AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ALLOW_HTTP=true AWS_REGION=us-east-1 \
   AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing
-target/debug/examples/fleet "$corpus" s3://fleet/sim "$hosts"
+target/debug/examples/fleet "$@" s3://fleet/sim

@@ -3,12 +3,18 @@
 //! black-hole ports for an unreachable tier, and a real S3-compatible server (moto, started on
 //! loopback from a pinned virtualenv) for the S3 client, conditional creates and the CLI.
 //!
+//! The store failing (G3) is a fault-injecting proxy in front of moto (`common/fault_proxy.rs`):
+//! throttling, an outage, a silent store, truncated, cut-off and altered bodies, and an object
+//! that vanishes after it was listed.
+//!
 //! The moto tests run when `SKILLCACHE_INTEROP=1` (as `.ci/run` sets it); otherwise they say why
 //! they skip.
 
 mod common;
+#[path = "common/fault_proxy.rs"]
+mod fault_proxy;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -1247,4 +1253,519 @@ fn l2_cli_hosts_share_blobs_through_real_s3_with_the_l2_option() {
     let second = run(b.path());
     assert_eq!(second["source"], "l2");
     assert_eq!(second["counters"]["l2_hits"], 1);
+}
+
+// ---- 6. the store failing (G3): a fault-injecting proxy in front of moto -------------------
+
+use fault_proxy::{Fault, FaultProxy, Rule};
+
+/// moto with bucket `fleet`, a fault proxy in front of it (passing everything until a test
+/// scripts it), a runtime, and skills published to the tier under `skills/` by one host that
+/// talked to moto directly. `None` when the moto tests skip.
+struct Faulty {
+    _moto: moto::Moto,
+    proxy: FaultProxy,
+    rt: tokio::runtime::Runtime,
+    double: Arc<Double>,
+    skills: Vec<(SkillEntry, common::Files)>,
+    /// Server reads spent publishing: a test's own reads are counted from here.
+    published_reads: usize,
+}
+
+fn faulty(count: usize) -> Option<Faulty> {
+    let moto = moto::with_bucket("fleet")?;
+    let proxy = FaultProxy::start(&moto.endpoint);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let double = Arc::new(Double::new());
+    let mut skills = vec![notes()];
+    for i in 1..count {
+        // Bytes of their own: one digest per file, so no file is a local hit for another.
+        let (a, c) = (format!("alpha {i}"), format!("charlie {i}"));
+        skills.push(common::skill(
+            &format!("skill-{i}"),
+            &[("a.md", a.as_bytes()), ("b/c.txt", c.as_bytes())],
+        ));
+    }
+    for (entry, files) in &skills {
+        double.publish(entry, files);
+    }
+    let publisher = host(s3(
+        &moto.endpoint,
+        "s3://fleet/skills",
+        Duration::from_secs(5),
+    ));
+    rt.block_on(async {
+        for (entry, _) in &skills {
+            load_all(&publisher.cache, &origin("docs"), &double, entry)
+                .await
+                .expect("published");
+        }
+    });
+    assert_eq!(
+        publisher.cache.stats()[Counter::L2Unavailable],
+        0,
+        "moto took every put"
+    );
+    Some(Faulty {
+        _moto: moto,
+        proxy,
+        rt,
+        published_reads: double.reads(),
+        double,
+        skills,
+    })
+}
+
+impl Faulty {
+    /// A cold host whose tier is the proxy, with `timeout` as its deadline.
+    fn host(&self, timeout: Duration) -> Host {
+        host(s3(&self.proxy.endpoint, "s3://fleet/skills", timeout))
+    }
+
+    /// Every skill loaded and read whole by `h`, on a thread of its own: a fault that made a
+    /// load wait without end fails the test (the bound is minutes: a hang detector, not a
+    /// measure of time).
+    fn load_every_skill(&self, h: &Host) -> Vec<skillcache::SkillFile> {
+        let (cache, double, skills) = (
+            h.cache.clone(),
+            Arc::clone(&self.double),
+            self.skills.clone(),
+        );
+        common::within(Duration::from_secs(120), move || {
+            tokio::runtime::Runtime::new()
+                .expect("runtime")
+                .block_on(async move {
+                    let mut all = Vec::new();
+                    for (entry, _) in &skills {
+                        all.extend(load_all(&cache, &origin("docs"), &double, entry).await?);
+                    }
+                    Ok::<_, Error>(all)
+                })
+        })
+        .expect("no fault makes a load wait past its deadlines")
+        .expect("no fault fails a load")
+    }
+
+    /// Server reads since the skills were published.
+    fn server_reads(&self) -> usize {
+        self.double.reads() - self.published_reads
+    }
+
+    /// Every file of every skill: (URI, bytes).
+    fn files(&self) -> Vec<(String, Vec<u8>)> {
+        self.skills.iter().flat_map(|(_, f)| f.clone()).collect()
+    }
+
+    /// The key of `bytes` as the proxy sees it in a request's path.
+    fn key_of(bytes: &[u8]) -> String {
+        key("skills", "docs", bytes)
+    }
+}
+
+/// Every loaded file holds exactly the bytes its URI was published with: no wrong byte.
+fn assert_every_byte_right(got: &[skillcache::SkillFile], files: &[(String, Vec<u8>)]) {
+    assert_eq!(got.len(), files.len());
+    for f in got {
+        let (_, want) = files
+            .iter()
+            .find(|(u, _)| u == f.uri().as_str())
+            .unwrap_or_else(|| panic!("{} was published", f.uri()));
+        assert_eq!(f.bytes(), want.as_slice(), "{}", f.uri());
+    }
+}
+
+fn counters(h: &Host) -> [u64; 6] {
+    let s = h.cache.stats();
+    [
+        s[Counter::L2Hits],
+        s[Counter::L2Misses],
+        s[Counter::L2Puts],
+        s[Counter::L2Rejected],
+        s[Counter::L2Unavailable],
+        s[Counter::L2Retries],
+    ]
+}
+
+#[test]
+fn g3_a_503_slow_down_is_retried_after_a_jittered_pause_and_the_object_comes_from_l2() {
+    let Some(f) = faulty(1) else { return };
+    // The store asks the first two gets to slow down.
+    f.proxy
+        .script(vec![Rule::all(Fault::SlowDown).method("GET").times(2)]);
+    let h = f.host(Duration::from_secs(2));
+
+    let got = f.load_every_skill(&h);
+
+    assert_every_byte_right(&got, &f.files());
+    assert!(got.iter().all(|g| g.provenance() == Provenance::L2));
+    assert_eq!(f.server_reads(), 0, "the server was not asked");
+    // hits, misses, puts, rejected, unavailable, retries
+    assert_eq!(counters(&h), [3, 0, 0, 0, 0, 2]);
+    assert_eq!(f.proxy.count(Fault::SlowDown), 2);
+}
+
+#[test]
+fn g3_throttling_past_the_retry_budget_falls_through_to_the_server_within_the_deadline() {
+    let Some(f) = faulty(1) else { return };
+    // Every get is throttled, for good.
+    f.proxy
+        .script(vec![Rule::all(Fault::TooManyRequests).method("GET")]);
+    let h = f.host(Duration::from_secs(2));
+
+    let got = f.load_every_skill(&h);
+
+    assert_every_byte_right(&got, &f.files());
+    assert!(got.iter().all(|g| g.provenance() == Provenance::Server));
+    assert_eq!(f.server_reads(), 3, "one server read per file");
+    // The first get is sent 1 + 3 times (the pauses fit well inside 2 s), then the tier is
+    // left alone: the two other gets and the three puts are skipped, not sent.
+    assert_eq!(counters(&h), [0, 0, 0, 0, 6, 3]);
+    assert_eq!(f.proxy.count(Fault::TooManyRequests), 4);
+    assert_eq!(f.proxy.seen().len(), 4, "{:?}", f.proxy.seen());
+}
+
+#[test]
+fn g3_a_retry_never_pauses_past_the_deadline() {
+    let Some(f) = faulty(1) else { return };
+    f.proxy
+        .script(vec![Rule::all(Fault::SlowDown).method("GET")]);
+    // A deadline shorter than the first pause can be: no retry fits, so none is made.
+    let h = f.host(Duration::from_millis(20));
+
+    let got = f.load_every_skill(&h);
+
+    assert_every_byte_right(&got, &f.files());
+    assert_eq!(h.cache.stats()[Counter::L2Retries], 0);
+    assert!(f.proxy.count(Fault::SlowDown) <= 1);
+    assert_eq!(f.server_reads(), 3);
+}
+
+#[test]
+fn g3_an_outage_mid_sweep_fails_no_load_and_the_rest_comes_from_the_server() {
+    let Some(f) = faulty(4) else { return };
+    // Five gets are answered, then the store goes away: that connection hangs up, the port
+    // refuses every later one.
+    f.proxy.script(vec![Rule::all(Fault::Outage).after(5)]);
+    let h = f.host(Duration::from_secs(2));
+
+    let got = f.load_every_skill(&h);
+
+    assert_every_byte_right(&got, &f.files());
+    assert!(f.proxy.is_down());
+    let from_l2 = got
+        .iter()
+        .filter(|g| g.provenance() == Provenance::L2)
+        .count();
+    assert_eq!(from_l2, 5, "the five answered gets were used");
+    assert_eq!(f.server_reads(), f.files().len() - 5);
+    let [hits, misses, puts, rejected, unavailable, retries] = counters(&h);
+    assert_eq!((hits, misses, puts, rejected), (5, 0, 0, 0));
+    assert!(unavailable >= 1, "the outage is counted: {unavailable}");
+    // A dropped or refused connection is tried again a few times, within the deadline, before
+    // the tier is left alone: at most 3 retries for each request in flight when it went.
+    assert!(retries <= 3 * 2, "{retries} retries");
+}
+
+#[test]
+fn g3_a_store_that_stops_answering_costs_one_deadline_then_is_skipped() {
+    let Some(f) = faulty(1) else { return };
+    f.proxy.script(vec![Rule::all(Fault::Silent).method("GET")]);
+    let h = f.host(Duration::from_millis(500));
+
+    let got = f.load_every_skill(&h);
+
+    assert_every_byte_right(&got, &f.files());
+    assert!(got.iter().all(|g| g.provenance() == Provenance::Server));
+    assert_eq!(f.server_reads(), 3);
+    assert_eq!(counters(&h), [0, 0, 0, 0, 6, 0]);
+    assert_eq!(
+        f.proxy.seen().len(),
+        1,
+        "one request waited out its deadline; the rest were skipped"
+    );
+}
+
+#[test]
+fn g3_a_truncated_object_is_refused_by_its_size_and_the_server_serves_that_file() {
+    let Some(f) = faulty(1) else { return };
+    let (a_uri, a) = file(&f.skills[0].1, "a.md").clone();
+    f.proxy.script(vec![
+        Rule::all(Fault::Truncate)
+            .method("GET")
+            .path(Faulty::key_of(&a)),
+    ]);
+    let h = f.host(Duration::from_secs(2));
+
+    let got = f.load_every_skill(&h);
+
+    assert_every_byte_right(&got, &f.files());
+    for g in &got {
+        let want = if g.uri().as_str() == a_uri {
+            Provenance::Server
+        } else {
+            Provenance::L2
+        };
+        assert_eq!(g.provenance(), want, "{}", g.uri());
+    }
+    assert_eq!(f.server_reads(), 1);
+    // The put of the server's bytes finds the object there: never replaced, not counted.
+    assert_eq!(counters(&h), [2, 0, 0, 1, 0, 0]);
+}
+
+#[test]
+fn g3_a_body_cut_off_in_transit_is_never_used_and_the_server_serves_that_file() {
+    let Some(f) = faulty(1) else { return };
+    let (a_uri, a) = file(&f.skills[0].1, "a.md").clone();
+    f.proxy.script(vec![
+        Rule::all(Fault::CutBody)
+            .method("GET")
+            .path(Faulty::key_of(&a)),
+    ]);
+    let h = f.host(Duration::from_secs(2));
+
+    let got = f.load_every_skill(&h);
+
+    assert_every_byte_right(&got, &f.files());
+    let a_file = got_file(&got, "a.md");
+    assert_eq!(
+        (a_file.uri().as_str(), a_file.provenance()),
+        (a_uri.as_str(), Provenance::Server)
+    );
+    assert_eq!(f.proxy.count(Fault::CutBody), 1);
+    // The cut body fails the get: the tier is left alone for a while, so the file read with
+    // a.md may come from either side; each file came from exactly one.
+    let [hits, _, _, rejected, unavailable, _] = counters(&h);
+    assert!(hits >= 1, "SKILL.md came from L2 before the cut");
+    assert_eq!(rejected, 0);
+    assert!(unavailable >= 1);
+    assert_eq!(usize::try_from(hits).expect("small") + f.server_reads(), 3);
+}
+
+#[test]
+fn g3_an_altered_object_is_refused_by_its_digest_and_the_server_serves_that_file_once() {
+    let Some(f) = faulty(1) else { return };
+    let (a_uri, a) = file(&f.skills[0].1, "a.md").clone();
+    f.proxy.script(vec![
+        Rule::all(Fault::Alter)
+            .method("GET")
+            .path(Faulty::key_of(&a)),
+    ]);
+    let h = f.host(Duration::from_secs(2));
+
+    let got = f.load_every_skill(&h);
+
+    assert_every_byte_right(&got, &f.files());
+    assert_eq!(
+        got_file(&got, "a.md").provenance(),
+        Provenance::Server,
+        "{a_uri}"
+    );
+    assert_eq!(f.server_reads(), 1);
+    assert_eq!(counters(&h), [2, 0, 0, 1, 0, 0]);
+}
+
+#[test]
+fn g3_an_object_listed_a_moment_before_then_not_found_is_a_miss_the_server_answers() {
+    let Some(f) = faulty(1) else { return };
+    let (_, a) = file(&f.skills[0].1, "a.md").clone();
+    // Listed through the proxy: the object is there.
+    let client = moto_client_at(&f.proxy.endpoint);
+    let listed: Vec<String> = f.rt.block_on(async {
+        client
+            .list(Some(&Path::from("skills")))
+            .map(|m| m.expect("list").location.to_string())
+            .collect()
+            .await
+    });
+    assert!(listed.contains(&Faulty::key_of(&a)), "{listed:?}");
+    // And gone when it is asked for.
+    f.proxy.script(vec![
+        Rule::all(Fault::NotFound)
+            .method("GET")
+            .path(Faulty::key_of(&a)),
+    ]);
+    let h = f.host(Duration::from_secs(2));
+
+    let got = f.load_every_skill(&h);
+
+    assert_every_byte_right(&got, &f.files());
+    assert_eq!(got_file(&got, "a.md").provenance(), Provenance::Server);
+    assert_eq!(f.server_reads(), 1);
+    // A miss; this host claims the file, looks once more (still not found), reads the server;
+    // its put meets the object moto still holds (not replaced, not counted), and its claim is
+    // cleared.
+    assert_eq!(counters(&h), [2, 1, 0, 0, 0, 0]);
+    let left: Vec<String> = f.rt.block_on(async {
+        client
+            .list(Some(&Path::from("skills")))
+            .map(|m| m.expect("list").location.to_string())
+            .collect()
+            .await
+    });
+    assert!(left.iter().all(|k| !k.contains("/claims/")), "{left:?}");
+}
+
+/// An S3 client of bucket `fleet` at `endpoint` (moto, or the proxy in front of it).
+fn moto_client_at(endpoint: &str) -> object_store::aws::AmazonS3 {
+    object_store::aws::AmazonS3Builder::new()
+        .with_bucket_name("fleet")
+        .with_endpoint(endpoint)
+        .with_allow_http(true)
+        .with_region("us-east-1")
+        .with_access_key_id("testing")
+        .with_secret_access_key("testing")
+        .build()
+        .expect("client")
+}
+
+// ---- 7. a fleet starting cold at once (G2; the small version of examples/fleet.rs) ----------
+
+/// `count` skills named `<stem>-N` of `files` files each besides `SKILL.md`, every file with
+/// bytes of its own (one blob per file).
+fn many_skills(stem: &str, count: usize, files: usize) -> Vec<(SkillEntry, common::Files)> {
+    (0..count)
+        .map(|i| {
+            let bodies: Vec<(String, Vec<u8>)> = (0..files)
+                .map(|f| {
+                    (
+                        format!("ref/part-{f}.md"),
+                        format!("{stem} {i} part {f}\n").into_bytes(),
+                    )
+                })
+                .collect();
+            let named: Vec<(&str, &[u8])> = bodies
+                .iter()
+                .map(|(p, b)| (p.as_str(), b.as_slice()))
+                .collect();
+            common::skill(&format!("{stem}-{i}"), &named)
+        })
+        .collect()
+}
+
+/// Every object under `prefix` in `store`: its key and the digest of its bytes.
+async fn digests_under(store: &dyn ObjectStore, prefix: &str) -> BTreeMap<String, String> {
+    let metas: Vec<ObjectMeta> = store
+        .list(Some(&Path::from(prefix)))
+        .map(|m| m.expect("list"))
+        .collect()
+        .await;
+    let mut out = BTreeMap::new();
+    for m in metas {
+        let bytes = store
+            .get(&m.location)
+            .await
+            .expect("get")
+            .bytes()
+            .await
+            .expect("bytes");
+        out.insert(m.location.to_string(), Digest::of(&bytes).to_string());
+    }
+    out
+}
+
+#[test]
+fn g2_eight_cold_hosts_at_once_read_each_public_blob_once_and_put_no_private_file_in_l2() {
+    const HOSTS: usize = 8;
+    let Some(moto) = moto::with_bucket("fleet") else {
+        return;
+    };
+    let (public, private) = (Arc::new(Double::new()), Arc::new(Double::new()));
+    private.set_hints(json!({"ttlMs": 0, "cacheScope": "private"}));
+    let public_skills = many_skills("open", 6, 5);
+    let private_skills = many_skills("secret", 2, 3);
+    for (entry, files) in &public_skills {
+        public.publish(entry, files);
+    }
+    for (entry, files) in &private_skills {
+        private.publish(entry, files);
+    }
+    let blobs = |skills: &[(SkillEntry, common::Files)]| -> BTreeMap<String, Vec<u8>> {
+        skills
+            .iter()
+            .flat_map(|(_, f)| f.iter())
+            .map(|(_, b)| (Digest::of(b).to_string(), b.clone()))
+            .collect()
+    };
+    let (public_blobs, private_blobs) = (blobs(&public_skills), blobs(&private_skills));
+    // Deadlines and claim waits long enough that only a lost request, never a slow machine,
+    // could end one: this test counts server reads, it does not time anything.
+    let hosts: Vec<Host> = (0..HOSTS)
+        .map(|_| {
+            host(
+                s3(&moto.endpoint, "s3://fleet/g2", Duration::from_secs(30))
+                    .claim_wait(Duration::from_secs(120)),
+            )
+        })
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("runtime");
+
+    // Every host cold, all at once: each lists and loads every skill of both origins.
+    let loaded = rt.block_on(futures_util::future::join_all(hosts.iter().map(|h| {
+        let (public, private) = (Arc::clone(&public), Arc::clone(&private));
+        let (public_skills, private_skills) = (&public_skills, &private_skills);
+        async move {
+            let mut got = Vec::new();
+            for (o, double, skills) in [
+                (origin("docs"), &public, public_skills),
+                (origin("private"), &private, private_skills),
+            ] {
+                h.cache
+                    .connect(o.clone(), Arc::clone(double) as Arc<Double>);
+                for (entry, _) in skills {
+                    let held = h.cache.entry(&o, entry.uri()).await?.entry;
+                    let skill = h.cache.load(&o, &held).await?;
+                    got.extend(skill.read_all().await?);
+                }
+            }
+            Ok::<_, Error>(got)
+        }
+    })));
+
+    for got in loaded {
+        let got = got.expect("no host failed a load");
+        assert_eq!(got.len(), public_blobs.len() + private_blobs.len());
+        for f in &got {
+            let digest = Digest::of(f.bytes()).to_string();
+            assert!(
+                public_blobs.contains_key(&digest) || private_blobs.contains_key(&digest),
+                "{} holds bytes nobody published",
+                f.uri()
+            );
+        }
+    }
+    // The server read each public blob once for the whole fleet (≤ 1.05 × on average is the
+    // target; claims and the look after a won claim make it exactly once here), and each
+    // private file once per host: private files are never shared.
+    assert!(
+        public.reads() * 100 <= public_blobs.len() * 105,
+        "{} server reads for {} public blobs",
+        public.reads(),
+        public_blobs.len()
+    );
+    assert_eq!(private.reads(), HOSTS * private_blobs.len());
+    let hits: u64 = hosts.iter().map(|h| h.cache.stats()[Counter::L2Hits]).sum();
+    assert_eq!(
+        usize::try_from(hits).expect("small") + public.reads(),
+        HOSTS * public_blobs.len(),
+        "every public file came from L2 or the server, once"
+    );
+    // The bucket holds the public blobs and nothing else: no key of the private origin, no
+    // object with a private file's bytes, no claim left behind.
+    let objects = rt.block_on(digests_under(&moto.raw_client("fleet"), "g2"));
+    assert!(
+        objects
+            .iter()
+            .all(|(k, d)| !k.contains("/origins/private/") && !private_blobs.contains_key(d)),
+        "a private file reached L2: {objects:?}"
+    );
+    assert_eq!(
+        objects.values().cloned().collect::<BTreeSet<_>>(),
+        public_blobs.keys().cloned().collect::<BTreeSet<_>>(),
+        "exactly the public blobs, no claim left: {objects:?}"
+    );
+    assert_eq!(objects.len(), public_blobs.len());
 }

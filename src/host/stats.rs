@@ -65,10 +65,15 @@ pub enum Counter {
     /// Shared-tier operations that failed or were skipped because the tier did not answer in
     /// time or at all; each read fell through to the server.
     L2Unavailable,
+    /// Shared-tier requests sent again after the store asked this host to slow down (`503
+    /// SlowDown`, `429`), failed with a server error, or dropped the connection before an
+    /// answer: a few at most per operation, after a randomised pause, and never past the
+    /// operation's deadline (`L2::timeout`).
+    L2Retries,
 }
 
 /// How many counters there are: the length of [`Counter::ALL`].
-const COUNT: usize = 15;
+const COUNT: usize = 16;
 
 impl Counter {
     /// Every counter, in the order of the enum (and of a snapshot's iteration).
@@ -88,6 +93,7 @@ impl Counter {
         Counter::L2Puts,
         Counter::L2Rejected,
         Counter::L2Unavailable,
+        Counter::L2Retries,
     ];
 
     fn name(self) -> &'static str {
@@ -107,6 +113,7 @@ impl Counter {
             Counter::L2Puts => "l2_puts",
             Counter::L2Rejected => "l2_rejected",
             Counter::L2Unavailable => "l2_unavailable",
+            Counter::L2Retries => "l2_retries",
         }
     }
 }

@@ -21,6 +21,12 @@ use crate::verify::VerifiedBytes;
 /// How long a tier that missed a deadline or failed is left alone before it is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
 
+/// How many times one request is sent again after a throttling or server-error answer, or a
+/// connection that failed before an answer.
+const RETRIES: u32 = 3;
+/// The ceiling of the first pause before a retry; it doubles for each retry after it.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
 /// A shared tier for a fleet of hosts: an object store and a key prefix (feature `l2`).
 ///
 /// Give it to [`SkillCacheBuilder::l2`](crate::SkillCacheBuilder::l2). Only files of
@@ -122,12 +128,18 @@ impl L2 {
                 None,
             ));
         }
+        // No timeouts of the client's own: every request is bounded by the tier's deadline for
+        // its operation (`L2::timeout`, which a host may set after this), and a fixed one here
+        // would undercut a longer deadline (a crowded store that accepts connections slowly).
         let client = object_store::ClientOptions::new()
-            .with_timeout(L2::DEFAULT_TIMEOUT)
-            .with_connect_timeout(L2::DEFAULT_TIMEOUT);
-        // One quick retry at most: the tier is an optimisation, the server is the fallback.
+            .with_timeout_disabled()
+            .with_connect_timeout_disabled();
+        // No retries inside the S3 client: the tier retries throttling and server errors
+        // itself, jittered and within its own deadline (`Tier::call_until`), for any store. The
+        // client's own first pause is a fixed 100 ms (a fleet throttled at once would retry in
+        // step) and its budget knows nothing of `L2::timeout`.
         let retry = object_store::RetryConfig {
-            max_retries: 1,
+            max_retries: 0,
             retry_timeout: L2::DEFAULT_TIMEOUT,
             ..object_store::RetryConfig::default()
         };
@@ -296,27 +308,63 @@ impl Tier {
         *down = Some(Instant::now() + RETRY_AFTER);
     }
 
-    /// Runs one store call under the deadline; a late or failed call marks the tier down.
-    async fn call<T>(
+    /// Runs one store request under the deadline of one operation (see [`Tier::call_until`]).
+    async fn call<T, F>(
         &self,
         op: &'static str,
         key: &Path,
-        call: impl Future<Output = object_store::Result<T>>,
-    ) -> Result<T, Failure> {
+        counters: &Counters,
+        send: impl FnMut() -> F,
+    ) -> Result<T, Failure>
+    where
+        F: Future<Output = object_store::Result<T>>,
+    {
         let deadline = tokio::time::Instant::now() + self.config.timeout;
-        self.call_until(op, key, deadline, call).await
+        self.call_until(op, key, deadline, counters, send).await
     }
 
-    /// [`Tier::call`] with the deadline of the whole operation it is part of (a get and
-    /// every chunk of its body share one).
-    async fn call_until<T>(
+    /// Sends one store request under `deadline` (the whole operation's: a get and every chunk
+    /// of its body share one). An answer that asks this host to slow down or is a server error
+    /// (`503 SlowDown`, `429`, `5xx`), or a connection that failed before an answer, is sent
+    /// again, at most [`RETRIES`] times, each after a jittered pause that must end before the
+    /// deadline: a throttled or crowded store costs a few short pauses, never a wait past
+    /// [`L2::timeout`]. A late or failed request marks the tier down.
+    async fn call_until<T, F>(
         &self,
         op: &'static str,
         key: &Path,
         deadline: tokio::time::Instant,
-        call: impl Future<Output = object_store::Result<T>>,
+        counters: &Counters,
+        mut send: impl FnMut() -> F,
+    ) -> Result<T, Failure>
+    where
+        F: Future<Output = object_store::Result<T>>,
+    {
+        let mut retries = 0;
+        loop {
+            let answer = tokio::time::timeout_at(deadline, send()).await;
+            if let Ok(Err(e)) = &answer
+                && transient(e)
+                && let Some(pause) = pause_before_retry(retries, deadline)
+            {
+                retries += 1;
+                counters.bump(Counter::L2Retries);
+                tracing::debug!(op, %key, error = %e, ?pause, retry = retries, "the shared tier (l2) was busy or dropped the request; trying again");
+                tokio::time::sleep(pause).await;
+                continue;
+            }
+            return self.settle(op, key, answer);
+        }
+    }
+
+    /// What one answer, or its absence at the deadline, means for the operation and the tier.
+    fn settle<T>(
+        &self,
+        op: &'static str,
+        key: &Path,
+        answer: Result<object_store::Result<T>, tokio::time::error::Elapsed>,
     ) -> Result<T, Failure> {
-        match tokio::time::timeout_at(deadline, call).await {
+        match answer {
             Err(_) => {
                 self.mark_down(
                     op,
@@ -334,6 +382,10 @@ impl Tier {
             Ok(Err(e)) => {
                 if op == "get" {
                     self.mark_down(op, key, &e);
+                } else if transient(&e) {
+                    // A write the store throttled past its retries: this write is skipped,
+                    // and nothing is said about the host's rights.
+                    tracing::debug!(op, %key, error = %e, "the shared tier (l2) was too busy for a write");
                 } else if !self.put_warned.swap(true, Ordering::Relaxed) {
                     // A refused write (put, claim, release) says nothing about reads
                     // (read-only credentials are a normal fleet setup): said once, and the
@@ -344,6 +396,60 @@ impl Tier {
             }
         }
     }
+}
+
+/// Whether `error` is the store asking this host to slow down or failing on its side (HTTP
+/// `429`, `5xx` — S3's `SlowDown` is a `503`), or a connection that failed or was dropped
+/// before an answer (a busy store's full accept queue, a reset): worth one more try after a
+/// pause. Every request the tier sends may be sent twice: gets and deletes are idempotent, and
+/// a put is a conditional create, so a second one finds the first's object (a claim sent twice
+/// may then look taken: it costs this host one `claim_wait`, as a claim left by a host that
+/// died does, and the server serves). The status is
+/// read from the S3 client's message for a non-2xx answer, the one place `object_store`
+/// exposes it; a store that says nothing of either (in memory, local files) is never retried.
+fn transient(error: &object_store::Error) -> bool {
+    use object_store::client::{HttpError, HttpErrorKind};
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = cause {
+        if let Some(http) = e.downcast_ref::<HttpError>() {
+            // A request that timed out is not sent again: the operation's deadline rules.
+            return matches!(
+                http.kind(),
+                HttpErrorKind::Connect | HttpErrorKind::Request | HttpErrorKind::Interrupted
+            );
+        }
+        let text = e.to_string();
+        if let Some(rest) = text.strip_prefix("Server returned non-2xx status code: ") {
+            let status = rest.get(..3).and_then(|code| code.parse::<u16>().ok());
+            return matches!(status, Some(429 | 500..=599));
+        }
+        cause = e.source();
+    }
+    false
+}
+
+/// The pause before retry number `done + 1`, or `None` when the budget ([`RETRIES`]) is spent
+/// or the pause would not end before `deadline`. Half of the pause is fixed and half random
+/// ("equal jitter"), its ceiling doubling from [`RETRY_PAUSE`]: hosts of a fleet throttled at
+/// the same moment do not all come back at the same moment.
+fn pause_before_retry(done: u32, deadline: tokio::time::Instant) -> Option<Duration> {
+    if done >= RETRIES {
+        return None;
+    }
+    let half = RETRY_PAUSE * 2u32.pow(done) / 2;
+    let pause = half + half.mul_f64(jitter());
+    (tokio::time::Instant::now() + pause < deadline).then_some(pause)
+}
+
+/// A number in `[0, 1)` that differs from call to call and from process to process: std's
+/// `RandomState` is seeded from the operating system, which is all a pause needs.
+fn jitter() -> f64 {
+    use std::hash::BuildHasher as _;
+    let bits = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
+    // 53 random bits: exactly representable, so the cast loses nothing.
+    #[allow(clippy::cast_precision_loss)]
+    let unit = (bits >> 11) as f64 / (1u64 << 53) as f64;
+    unit
 }
 
 impl Tier {
@@ -384,7 +490,7 @@ impl Tier {
     }
 
     /// Claims `file` for this host with a conditional create of its marker.
-    async fn claim(&self, origin: &Origin, file: &ManifestFile) -> Claim {
+    async fn claim(&self, origin: &Origin, file: &ManifestFile, counters: &Counters) -> Claim {
         let tier = self;
         if tier.config.claim_wait.is_zero() || tier.is_down() || tier.claims_off() {
             return Claim::Unavailable;
@@ -396,11 +502,11 @@ impl Tier {
         };
         let marker = PutPayload::from_static(b"claimed\n");
         match tier
-            .call(
-                "claim",
-                &key,
-                tier.config.store.put_opts(&key, marker, opts),
-            )
+            .call("claim", &key, counters, || {
+                tier.config
+                    .store
+                    .put_opts(&key, marker.clone(), opts.clone())
+            })
             .await
         {
             Ok(_) => Claim::Won,
@@ -410,14 +516,14 @@ impl Tier {
     }
 
     /// Removes the claim marker of `file`, if any (best effort).
-    async fn release(&self, origin: &Origin, file: &ManifestFile) {
+    async fn release(&self, origin: &Origin, file: &ManifestFile, counters: &Counters) {
         let tier = self;
         if tier.config.claim_wait.is_zero() || tier.is_down() {
             return;
         }
         let key = self.claim_key(origin, file);
         let _ = tier
-            .call("release", &key, tier.config.store.delete(&key))
+            .call("release", &key, counters, || tier.config.store.delete(&key))
             .await;
     }
 
@@ -425,7 +531,12 @@ impl Tier {
     /// bytes are read. The whole get — the answer and every chunk of its body — is one
     /// operation under one deadline: a tier that drips its body, each chunk just inside a
     /// per-chunk deadline, cannot stretch a load past [`L2::timeout`] (F4).
-    async fn get_object(&self, origin: &Origin, file: &ManifestFile) -> Fetched {
+    async fn get_object(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        counters: &Counters,
+    ) -> Fetched {
         let tier = self;
         if tier.is_down() {
             return Fetched::Unavailable;
@@ -434,12 +545,9 @@ impl Tier {
         let size = file.size();
         let deadline = tokio::time::Instant::now() + tier.config.timeout;
         let found = match tier
-            .call_until(
-                "get",
-                &key,
-                deadline,
-                tier.config.store.get_opts(&key, GetOptions::default()),
-            )
+            .call_until("get", &key, deadline, counters, || {
+                tier.config.store.get_opts(&key, GetOptions::default())
+            })
             .await
         {
             Ok(found) => found,
@@ -457,12 +565,11 @@ impl Tier {
         let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         let mut body = found.into_stream();
         loop {
-            match tier
-                .call_until("get", &key, deadline, async {
-                    body.next().await.transpose()
-                })
+            // A chunk is never asked for twice: only the request that opens the get is retried.
+            let chunk = tokio::time::timeout_at(deadline, body.next())
                 .await
-            {
+                .map(Option::transpose);
+            match tier.settle("get", &key, chunk) {
                 Ok(None) => break,
                 Ok(Some(chunk)) => {
                     let have = bytes.len() as u64 + chunk.len() as u64;
@@ -484,7 +591,13 @@ impl Tier {
     }
 
     /// Publishes verified bytes with a conditional create: never replaces an object.
-    async fn put_object(&self, origin: &Origin, file: &ManifestFile, bytes: &VerifiedBytes) -> Put {
+    async fn put_object(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        bytes: &VerifiedBytes,
+        counters: &Counters,
+    ) -> Put {
         let tier = self;
         if tier.is_down() {
             return Put::Unavailable;
@@ -496,7 +609,11 @@ impl Tier {
             ..PutOptions::default()
         };
         match tier
-            .call("put", &key, tier.config.store.put_opts(&key, payload, opts))
+            .call("put", &key, counters, || {
+                tier.config
+                    .store
+                    .put_opts(&key, payload.clone(), opts.clone())
+            })
             .await
         {
             Ok(_) => {
@@ -526,14 +643,15 @@ impl Tier {
         let mut pause = Duration::from_millis(20);
         let mut waiting = false;
         loop {
-            match self.get_object(origin, file).await {
+            match self.get_object(origin, file, counters).await {
                 Fetched::Bytes(bytes) => return Some(bytes),
                 Fetched::Missing if !waiting => {
                     tracing::debug!(origin = origin.as_str(), uri, "l2 miss");
                     counters.bump(Counter::L2Misses);
-                    match self.claim(origin, file).await {
+                    match self.claim(origin, file, counters).await {
                         Claim::Taken => waiting = true,
-                        Claim::Won | Claim::Unavailable => return None,
+                        Claim::Won => return self.look_again(origin, file, counters).await,
+                        Claim::Unavailable => return None,
                     }
                 }
                 Fetched::Missing => {
@@ -559,6 +677,35 @@ impl Tier {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             tokio::time::sleep(pause.min(left)).await;
             pause = (pause * 2).min(Duration::from_millis(250));
+        }
+    }
+
+    /// This host won the claim on `file`: the object is asked for once more before the server
+    /// is. A host that published it between this host's miss and its claim has removed its own
+    /// claim already, so the claim alone cannot tell; without this look that host's server read
+    /// is done twice. One get per blob the fleet misses, against one server read saved each
+    /// time the race is lost — with a hundred hosts starting at once, it is lost often.
+    async fn look_again(
+        &self,
+        origin: &Origin,
+        file: &ManifestFile,
+        counters: &Counters,
+    ) -> Option<Vec<u8>> {
+        match self.get_object(origin, file, counters).await {
+            Fetched::Bytes(bytes) => {
+                // The object came after all: this host's claim has no work left to guard.
+                self.release(origin, file, counters).await;
+                Some(bytes)
+            }
+            Fetched::Missing => None,
+            Fetched::Unavailable => {
+                counters.bump(Counter::L2Unavailable);
+                None
+            }
+            Fetched::Rejected(mismatch) => {
+                self.reject(origin, file, &mismatch, counters);
+                None
+            }
         }
     }
 
@@ -604,7 +751,7 @@ impl BlobTier for Tier {
         counters: &'a Counters,
     ) -> TierFuture<'a, ()> {
         Box::pin(async move {
-            match self.put_object(origin, file, bytes).await {
+            match self.put_object(origin, file, bytes, counters).await {
                 Put::Created => counters.bump(Counter::L2Puts),
                 Put::Exists => {}
                 Put::Unavailable => {
@@ -614,7 +761,7 @@ impl BlobTier for Tier {
             }
             // The object is there now: a claim on it (this host's, or a stale one it waited out)
             // has served its purpose.
-            self.release(origin, file).await;
+            self.release(origin, file, counters).await;
         })
     }
 }
