@@ -16,6 +16,7 @@ use skillcache::{
 };
 
 use crate::catalog::Catalog;
+use crate::client::{BASELINE_TOTAL_BYTES, ClientSource, Requester, message_bound};
 use crate::errors::throwable;
 use crate::lockfile::LockFile;
 use crate::run::start;
@@ -272,6 +273,20 @@ impl SkillCache {
             .source()
             .map_err(|e| throwable(&env, &e))?;
         self.bind(&env, &origin, source)
+    }
+
+    /// Binds `origin` to the host's own connected `Client` of `@modelcontextprotocol/client`:
+    /// skillcache's requests (`skills/list`, `skills/get`, `resources/read`) go through it, and
+    /// one the cache abandons is aborted on it. The host forwards the client's change
+    /// notifications with `notify`.
+    // `index.js` wraps this method: it hands over `client`'s requester (`client.js`), not the
+    // client itself.
+    #[napi(ts_args_type = "origin: string, client: import('./client').RequestClient")]
+    pub fn connect_client(&self, env: Env, origin: String, requester: Requester<'_>) -> Result<()> {
+        let origin = self::origin(&env, &origin)?;
+        let source = ClientSource::new(&requester, message_bound(BASELINE_TOTAL_BYTES))?;
+        self.inner.connect(origin, Arc::new(source));
+        Ok(())
     }
 
     /// Unbinds `origin`; its cached content stays.

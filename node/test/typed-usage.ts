@@ -9,11 +9,13 @@ import {
   type EntryInfo,
   type SkillFile,
 } from 'skillcache';
+import { Client } from '@modelcontextprotocol/client';
 
 export async function host(root: string): Promise<number> {
   const cache = new SkillCache({ root, keyFile: `${root}/host.key`, isolation: 'rehash', memoryTier: 1 << 20 });
   cache.connectStdio('docs', ['skillcache', 'serve', 'samples/skills'], { stderr: 'ignore', env: { A: 'b' } });
   cache.connectHttp('web', 'http://127.0.0.1:1/mcp', { headers: { authorization: 'Bearer x' } });
+  cache.connectClient('own', new Client({ name: 'host', version: '1.0.0' }));
   let bytes = 0;
   for (const item of await cache.list('docs')) {
     if (item instanceof SkillcacheError) {
