@@ -14,6 +14,48 @@ native.SkillCache.prototype.connectClient = function connectClient(origin, clien
   return connectRequester.call(this, origin, requester(client));
 };
 
+// `{ signal }` (an AbortSignal) on load, loadAll, read and readAll: the addon's method takes an
+// Aborter, aborted when the signal is (at once if it already is), which drops the call's work
+// where it stands; the AbortError it rejects with gets the signal's reason as its `cause`. The
+// listener goes when the call settles, so one signal may serve any number of calls.
+function withSignal(options, call) {
+  const signal = options?.signal;
+  if (signal == null) return call(undefined);
+  const aborter = new native.Aborter();
+  const abort = () => aborter.abort();
+  if (signal.aborted) abort();
+  else signal.addEventListener('abort', abort, { once: true });
+  const done = () => signal.removeEventListener('abort', abort);
+  return call(aborter).then(
+    (value) => {
+      done();
+      return value;
+    },
+    (error) => {
+      done();
+      if (error instanceof errors.AbortError) error.cause = signal.reason;
+      throw error;
+    },
+  );
+}
+
+const cacheProto = native.SkillCache.prototype;
+const skillProto = native.LoadedSkill.prototype;
+const { load, loadAll } = cacheProto;
+const { read, readAll } = skillProto;
+cacheProto.load = function (origin, entry, options) {
+  return withSignal(options, (a) => load.call(this, origin, entry, a));
+};
+cacheProto.loadAll = function (origin, entry, options) {
+  return withSignal(options, (a) => loadAll.call(this, origin, entry, a));
+};
+skillProto.read = function (reference, options) {
+  return withSignal(options, (a) => read.call(this, reference, a));
+};
+skillProto.readAll = function (options) {
+  return withSignal(options, (a) => readAll.call(this, a));
+};
+
 const { registerErrors: _registerErrors, ...api } = native;
 const { make: _make, ...classes } = errors;
 module.exports = { ...api, ...classes };

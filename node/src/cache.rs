@@ -19,7 +19,7 @@ use crate::catalog::Catalog;
 use crate::client::{BASELINE_TOTAL_BYTES, ClientSource, Requester, message_bound};
 use crate::errors::throwable;
 use crate::lockfile::LockFile;
-use crate::run::start;
+use crate::run::{Aborter, start, start_abortable};
 use crate::types::{EntryInfo, GcReport, ManifestFile, SkillEntry, SkillFile, VerifyReport};
 
 /// `new SkillCache(options)`: every option has the Rust builder's default.
@@ -404,40 +404,51 @@ impl SkillCache {
     }
 
     /// Loads a skill: the limits, the dynamic policy, the lock and the approval are checked
-    /// before any request (`DeclinedError`); then its `SKILL.md` is read and verified.
-    #[napi(ts_return_type = "Promise<LoadedSkill>")]
+    /// before any request (`DeclinedError`); then its `SKILL.md` is read and verified. With
+    /// `signal`, an abort drops the load where it stands and rejects with an `AbortError`.
+    #[napi(
+        ts_args_type = "origin: string, entry: SkillEntry, options?: { signal?: AbortSignal }",
+        ts_return_type = "Promise<LoadedSkill>"
+    )]
     pub fn load<'env>(
         &self,
         env: &'env Env,
         origin: String,
         entry: &SkillEntry,
+        aborter: Option<&Aborter>,
     ) -> Result<PromiseRaw<'env, LoadedSkill>> {
         let (cache, origin, entry) = (
             self.inner.clone(),
             self::origin(env, &origin)?,
             entry.inner.clone(),
         );
-        start(
+        start_abortable(
             env,
             async move { cache.load(&origin, &entry).await },
             |_, l| Ok(LoadedSkill::from(l)),
+            aborter,
         )
     }
 
     /// `load`, then every file, as one batch: `[LoadedSkill, SkillFile[]]` in manifest order.
-    #[napi(ts_return_type = "Promise<[LoadedSkill, SkillFile[]]>")]
+    /// With `signal`, as `load`.
+    #[napi(
+        ts_args_type = "origin: string, entry: SkillEntry, options?: { signal?: AbortSignal }",
+        ts_return_type = "Promise<[LoadedSkill, SkillFile[]]>"
+    )]
     pub fn load_all<'env>(
         &self,
         env: &'env Env,
         origin: String,
         entry: &SkillEntry,
+        aborter: Option<&Aborter>,
     ) -> Result<PromiseRaw<'env, (LoadedSkill, Vec<SkillFile>)>> {
         let (cache, origin, entry) = (
             self.inner.clone(),
             self::origin(env, &origin)?,
             entry.inner.clone(),
         );
-        start(
+        start_abortable(
             env,
             async move { cache.load_all(&origin, &entry).await },
             |_, (l, files)| {
@@ -446,6 +457,7 @@ impl SkillCache {
                     files.into_iter().map(SkillFile::from).collect(),
                 ))
             },
+            aborter,
         )
     }
 
@@ -606,24 +618,42 @@ impl LoadedSkill {
         crate::types::manifest_files(self.inner.entry())
     }
     /// Reads a file: `reference` is resolved against the skill root and must be listed in the
-    /// held entry (otherwise a `VerifyError` and no request).
-    #[napi(ts_return_type = "Promise<SkillFile>")]
+    /// held entry (otherwise a `VerifyError` and no request). With `signal`, as `load`.
+    #[napi(
+        ts_args_type = "reference: string, options?: { signal?: AbortSignal }",
+        ts_return_type = "Promise<SkillFile>"
+    )]
     pub fn read<'env>(
         &self,
         env: &'env Env,
         reference: String,
+        aborter: Option<&Aborter>,
     ) -> Result<PromiseRaw<'env, SkillFile>> {
         let loaded = Arc::clone(&self.inner);
-        start(env, async move { loaded.read(&reference).await }, |_, f| {
-            Ok(SkillFile::from(f))
-        })
+        start_abortable(
+            env,
+            async move { loaded.read(&reference).await },
+            |_, f| Ok(SkillFile::from(f)),
+            aborter,
+        )
     }
     /// Every file of the held entry, in manifest order, verified (one batch on a cold cache).
-    #[napi(ts_return_type = "Promise<SkillFile[]>")]
-    pub fn read_all<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<SkillFile>>> {
+    /// With `signal`, as `load`.
+    #[napi(
+        ts_args_type = "options?: { signal?: AbortSignal }",
+        ts_return_type = "Promise<SkillFile[]>"
+    )]
+    pub fn read_all<'env>(
+        &self,
+        env: &'env Env,
+        aborter: Option<&Aborter>,
+    ) -> Result<PromiseRaw<'env, Vec<SkillFile>>> {
         let loaded = Arc::clone(&self.inner);
-        start(env, async move { loaded.read_all().await }, |_, files| {
-            Ok(files.into_iter().map(SkillFile::from).collect())
-        })
+        start_abortable(
+            env,
+            async move { loaded.read_all().await },
+            |_, files| Ok(files.into_iter().map(SkillFile::from).collect()),
+            aborter,
+        )
     }
 }

@@ -5,6 +5,7 @@ import {
   SkillcacheError,
   DeclinedError,
   VerifyError,
+  AbortError,
   LockFile,
   type EntryInfo,
   type SkillFile,
@@ -26,14 +27,15 @@ export async function host(root: string): Promise<number> {
     const info: EntryInfo = item;
     await cache.approve('docs', info.entry, info.entry.requestedTools);
     try {
-      const [skill, files] = await cache.loadAll('docs', info.entry);
+      const [skill, files] = await cache.loadAll('docs', info.entry, { signal: AbortSignal.timeout(5000) });
       const file: SkillFile = await skill.read(skill.files[0]?.uri ?? skill.entry.uri);
       const b: Buffer = file.bytes;
       bytes += b.length + files.length + skill.skillMd.text.length;
       const digest: string | null = file.digest;
       console.log(digest, file.framed(), file.provenance === 'cache');
     } catch (e) {
-      if (e instanceof DeclinedError) console.log(e.reason, e.changes?.added);
+      if (e instanceof AbortError) console.log(e.code, e.cause);
+      else if (e instanceof DeclinedError) console.log(e.reason, e.changes?.added);
       else if (e instanceof VerifyError) console.log(e.uri, e.mismatch);
       else throw e;
     }
