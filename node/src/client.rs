@@ -22,18 +22,15 @@ use napi::{Env, JsString, Status};
 use serde_json::{Value, json};
 use skillcache::Error;
 use skillcache::error::SourceError;
-use skillcache::source::{SkillSource, SourceFuture};
+use skillcache::source::{Change, OnChange, SkillSource, SourceFuture};
 use tokio::sync::oneshot;
 
-/// The baseline of R-W7's total size (16 MiB), the default of `maxTotalBytes`. The Rust API does
-/// not expose the message bound (`skillcache::source::message_bound` is internal), and this
-/// source needs it: the binding computes it as the Rust sources do.
-pub(crate) const BASELINE_TOTAL_BYTES: u64 = 16 * 1024 * 1024;
 /// R-B2's room for the envelope of an answer, as `skillcache::source::MESSAGE_OVERHEAD`.
 const MESSAGE_OVERHEAD: u64 = 64 * 1024;
 
 /// R-B2's bound for an answer through the host's client: twice the largest skill (a file as
-/// escaped text) plus the envelope, as the Rust sources compute it.
+/// escaped text) plus the envelope, as the Rust sources compute it (the Rust API does not
+/// expose `skillcache::source::message_bound`, which is internal).
 pub(crate) fn message_bound(max_total_bytes: u64) -> u64 {
     max_total_bytes
         .saturating_mul(2)
@@ -165,6 +162,8 @@ pub(crate) struct ClientSource {
     next: AtomicU32,
     /// The largest answer accepted, in bytes of JSON text (R-B2).
     max_message: u64,
+    /// Where the host's forwarded change notifications go (R-B5).
+    on_change: Mutex<Option<OnChange>>,
 }
 
 impl ClientSource {
@@ -184,7 +183,20 @@ impl ClientSource {
             tsfn,
             next: AtomicU32::new(0),
             max_message,
+            on_change: Mutex::new(None),
         })
+    }
+
+    /// Reports a change notification the host received on its client (R-B5).
+    pub(crate) fn notify(&self, change: Change) {
+        let sink = self
+            .on_change
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(sink) = sink {
+            sink(change);
+        }
     }
 
     async fn request(&self, method: &'static str, params: Value) -> Result<Value, Error> {
@@ -262,5 +274,12 @@ impl SkillSource for ClientSource {
 
     fn read_resource<'a>(&'a self, uri: &'a str) -> SourceFuture<'a> {
         Box::pin(self.request("resources/read", json!({"uri": uri})))
+    }
+
+    fn watch(&self, on_change: OnChange) {
+        *self
+            .on_change
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(on_change);
     }
 }

@@ -335,3 +335,69 @@ impl From<&skillcache::GcReport> for GcReport {
         }
     }
 }
+
+/// What the cache root holds, counted (`inventory`).
+#[napi(object)]
+pub struct Inventory {
+    /// Origins with entries or blobs.
+    pub origins: f64,
+    /// Stored entries, over every origin and principal.
+    pub entries: f64,
+    /// Recorded blobs.
+    pub blobs: f64,
+    /// Their total size.
+    pub blob_bytes: f64,
+    /// Files in quarantine (copies that failed verification, kept for inspection).
+    pub quarantined: f64,
+    /// The index's schema version.
+    pub schema_version: u32,
+    /// Whether the index could only be opened read-only.
+    pub index_read_only: bool,
+}
+
+#[allow(clippy::cast_precision_loss)]
+impl From<skillcache::Inventory> for Inventory {
+    fn from(i: skillcache::Inventory) -> Inventory {
+        Inventory {
+            origins: i.origins as f64,
+            entries: i.entries as f64,
+            blobs: i.blobs as f64,
+            blob_bytes: i.blob_bytes as f64,
+            quarantined: i.quarantined as f64,
+            schema_version: i.schema_version,
+            index_read_only: i.index_read_only,
+        }
+    }
+}
+
+/// One entry the cache holds (`cachedEntries`).
+#[napi(object)]
+pub struct CachedEntry {
+    pub origin: String,
+    pub uri: String,
+    #[napi(ts_type = "'public' | 'private'")]
+    pub scope: String,
+    /// The principal of a private entry (empty for a public one).
+    pub principal: String,
+    /// How many files its manifest lists; 0 for a dynamic skill.
+    pub files: f64,
+    /// The sum of their declared sizes.
+    pub bytes: f64,
+    /// Whether its `ttlMs` has not run out yet.
+    pub fresh: bool,
+}
+
+#[allow(clippy::cast_precision_loss)]
+impl From<skillcache::CachedEntry> for CachedEntry {
+    fn from(e: skillcache::CachedEntry) -> CachedEntry {
+        CachedEntry {
+            origin: e.origin.as_str().to_owned(),
+            uri: e.uri.as_str().to_owned(),
+            scope: e.scope.to_string(),
+            principal: e.principal,
+            files: e.files as f64,
+            bytes: e.bytes as f64,
+            fresh: e.fresh,
+        }
+    }
+}

@@ -1,13 +1,24 @@
 // `connectClient`: skillcache's requests through the host's own connected `Client` of the official
 // TS SDK (the whole corpus through it is in peers.test.mjs). Here: what the client is asked, a
 // server's refusal and a broken client keeping their kinds, the message bound applied before the
-// answer is parsed, and a request the cache abandons aborted on the client.
+// answer is parsed, a request the cache abandons aborted on the client; the host's forwarded
+// notifications, the limits (and the message bound with them), `strict`, and what the root holds.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { SkillCache, SkillcacheError, ServerError, TransportError, TimeoutError, MessageTooLargeError } from 'skillcache';
+import {
+  SkillCache,
+  SkillcacheError,
+  ServerError,
+  TransportError,
+  TimeoutError,
+  MessageTooLargeError,
+  NotConnectedError,
+  ConfigError,
+  EntryError,
+} from 'skillcache';
 import { corpus, ownClient, scratch, tsStdioArgv } from './peers.mjs';
 
 const NOTES = 'skill://notes/SKILL.md';
@@ -126,4 +137,76 @@ test('a request past the deadline is a TimeoutError and is aborted on the client
 test('connectClient refuses what is not a client', (t) => {
   const cache = open(scratch(t));
   assert.throws(() => cache.connectClient('x', {}), TypeError);
+});
+
+test('a change the host client was told of, forwarded with notify, makes the next entry ask the server again', { timeout: 120_000 }, async (t) => {
+  const dir = scratch(t);
+  // The TS server's answers, fresh for a minute (it sends `ttlMs: 0`, which makes every entry
+  // ask again anyway).
+  const real = await tsClient(t);
+  const client = watched({
+    request: async (request, schema, options) => ({ ...(await real.request(request, schema, options)), ttlMs: 60_000 }),
+  });
+  const cache = open(dir);
+  cache.connectClient('own', client);
+  const { entry } = (await cache.list('own')).find((i) => !(i instanceof SkillcacheError));
+  const gets = () => client.seen.asked.filter((r) => r.method === 'skills/get').length;
+  await cache.entry('own', entry.uri);
+  const quiet = gets();
+  await cache.entry('own', entry.uri);
+  assert.equal(gets(), quiet, 'a fresh entry is not asked for again');
+  cache.notify('own', entry.files[0].uri);
+  await cache.entry('own', entry.uri);
+  assert.equal(gets(), quiet + 1);
+  cache.notify('own');
+  await cache.entry('own', entry.uri);
+  assert.equal(gets(), quiet + 2);
+  // Only an origin bound to a client takes notifications from the host.
+  cache.connectStdio('served', ['true']);
+  assert.throws(() => cache.notify('served'), NotConnectedError);
+  assert.throws(() => cache.notify('nowhere'), NotConnectedError);
+});
+
+test('raised limits raise the message bound of a client with them; limits below the baseline are refused', { timeout: 120_000 }, async (t) => {
+  const dir = scratch(t);
+  const bound = 2 * (16 << 20) + (64 << 10);
+  const huge = () => ({ skills: [], padding: 'x'.repeat(bound + 1) });
+  const raised = open(dir, { maxTotalBytes: 32 << 20, maxFiles: 1024 });
+  raised.connectClient('big', answering(huge));
+  assert.deepEqual(await raised.list('big'), []);
+  assert.throws(() => open(join(dir, 'low'), { maxFiles: 10 }), ConfigError);
+  assert.throws(() => open(join(dir, 'neg'), { maxTotalBytes: -1 }), ConfigError);
+});
+
+test('strict refuses an entry with a field the specification does not define; inventory and cachedEntries count what is held', { timeout: 120_000 }, async (t) => {
+  const dir = scratch(t);
+  const cache = open(dir);
+  cache.connectClient('own', await tsClient(t));
+  const listing = (await cache.list('own')).filter((i) => !(i instanceof SkillcacheError));
+  const held = await cache.cachedEntries('own');
+  assert.equal(held.length, listing.length);
+  assert.deepEqual(held.map((e) => e.uri).sort(), listing.map((i) => i.entry.uri).sort());
+  assert.ok(held.every((e) => e.origin === 'own' && e.files > 0 && e.bytes > 0 && ['public', 'private'].includes(e.scope)));
+  assert.deepEqual(await cache.cachedEntries('elsewhere'), []);
+  const inventory = await cache.inventory();
+  assert.equal(inventory.origins, 1);
+  assert.equal(inventory.entries, listing.length);
+  assert.equal(inventory.blobs, 0);
+  assert.equal(inventory.indexReadOnly, false);
+  assert.equal(cache.healedIndex, null);
+
+  // The listed entry as it came, with a list where the Agent Skills specification says a
+  // string: accepted by default (real skills do this), refused under `strict`.
+  const sent = listing[0].entry.toJSON();
+  const listed = { ...sent, frontmatter: { ...sent.frontmatter, 'allowed-tools': ['Read', 'Grep'] } };
+  const odd = (strict) => {
+    const c = open(join(dir, strict ? 'strict' : 'lax'), { strict });
+    c.connectClient('odd', answering(() => ({ skills: [listed] })));
+    return c.list('odd');
+  };
+  const [lax] = await odd(false);
+  assert.ok(!(lax instanceof SkillcacheError), String(lax?.message));
+  const [strictItem] = await odd(true);
+  assert.ok(strictItem instanceof EntryError, String(strictItem));
+  assert.equal(strictItem.field, 'frontmatter.allowed-tools');
 });

@@ -13,10 +13,24 @@ import {
 import { Client } from '@modelcontextprotocol/client';
 
 export async function host(root: string): Promise<number> {
-  const cache = new SkillCache({ root, keyFile: `${root}/host.key`, isolation: 'rehash', memoryTier: 1 << 20 });
+  const cache = new SkillCache({
+    root,
+    keyFile: `${root}/host.key`,
+    isolation: 'rehash',
+    memoryTier: 1 << 20,
+    maxFiles: 1024,
+    maxTotalBytes: 32 << 20,
+    strict: true,
+    discoveryPaths: [`${root}/own-skills`],
+  });
   cache.connectStdio('docs', ['skillcache', 'serve', 'samples/skills'], { stderr: 'ignore', env: { A: 'b' } });
   cache.connectHttp('web', 'http://127.0.0.1:1/mcp', { headers: { authorization: 'Bearer x' } });
   cache.connectClient('own', new Client({ name: 'host', version: '1.0.0' }));
+  cache.notify('own', 'skill://a/SKILL.md');
+  cache.notify('own');
+  const held = await cache.cachedEntries('own');
+  const inventory = await cache.inventory();
+  console.log(held[0]?.scope === 'private', held[0]?.fresh, inventory.blobBytes, inventory.indexReadOnly, cache.healedIndex ?? 'none');
   let bytes = 0;
   for (const item of await cache.list('docs')) {
     if (item instanceof SkillcacheError) {
