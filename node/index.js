@@ -20,7 +20,6 @@ native.SkillCache.prototype.connectClient = function connectClient(origin, clien
 // listener goes when the call settles, so one signal may serve any number of calls.
 function withSignal(options, call) {
   const signal = options?.signal;
-  if (signal == null) return call(undefined);
   const aborter = new native.Aborter();
   const abort = () => aborter.abort();
   if (signal.aborted) abort();
@@ -43,16 +42,21 @@ const cacheProto = native.SkillCache.prototype;
 const skillProto = native.LoadedSkill.prototype;
 const { load, loadAll } = cacheProto;
 const { read, readAll } = skillProto;
+// Without a signal, straight to the addon: a hit is a few microseconds, a closure is not free.
 cacheProto.load = function (origin, entry, options) {
+  if (options?.signal == null) return load.call(this, origin, entry);
   return withSignal(options, (a) => load.call(this, origin, entry, a));
 };
 cacheProto.loadAll = function (origin, entry, options) {
+  if (options?.signal == null) return loadAll.call(this, origin, entry);
   return withSignal(options, (a) => loadAll.call(this, origin, entry, a));
 };
 skillProto.read = function (reference, options) {
+  if (options?.signal == null) return read.call(this, reference);
   return withSignal(options, (a) => read.call(this, reference, a));
 };
 skillProto.readAll = function (options) {
+  if (options?.signal == null) return readAll.call(this);
   return withSignal(options, (a) => readAll.call(this, a));
 };
 

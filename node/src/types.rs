@@ -1,7 +1,8 @@
 //! The host API's values as JS classes and plain objects: thin wrappers that hold the Rust value
 //! and hand out its fields. Nothing here decides anything; every check stays in the Rust library.
 
-use napi::bindgen_prelude::{Buffer, Result};
+use napi::Env;
+use napi::bindgen_prelude::{BufferSlice, Result};
 use napi_derive::napi;
 use serde_json::{Value, json};
 use skillcache::entry::EntryDiff as Diff;
@@ -196,8 +197,10 @@ impl From<skillcache::SkillFile> for SkillFile {
 impl SkillFile {
     /// The bytes, as a new `Buffer` on each access: changing it cannot change the cache.
     #[napi(getter)]
-    pub fn bytes(&self) -> Buffer {
-        Buffer::from(self.file.bytes().to_vec())
+    pub fn bytes<'env>(&self, env: &'env Env) -> Result<BufferSlice<'env>> {
+        // Copied into memory the engine owns (one copy, no finalizer to run), rather than a
+        // Rust allocation lent to it: a hit's cost is mostly what `.bytes` allocates.
+        BufferSlice::copy_from(env, self.file.bytes())
     }
     /// The bytes decoded as UTF-8 (a `TypeError` for a file that is not text).
     #[napi(getter)]
