@@ -1,5 +1,6 @@
 // The error classes of errors.js: every error the package throws or rejects with is a
-// `SkillcacheError`, one subclass per kind of the Rust `skillcache::Error`.
+// `SkillcacheError`, one subclass per kind of the Rust `skillcache::Error`, except `AbortError`
+// (a call the host aborted through its `AbortSignal`).
 
 /** The base of every error of the package. `message` is the Rust message. */
 export declare class SkillcacheError extends Error {
@@ -66,4 +67,10 @@ export declare class OfflineError extends SkillcacheError {
   readonly origin: string;
   readonly uri: string | null;
   readonly missing: 'entry' | 'stale' | 'file' | 'server' | 'other';
+}
+/** A call given `{ signal }` whose signal aborted: its work was dropped where it stood. */
+export declare class AbortError extends Error {
+  readonly code: 'ABORT_ERR';
+  /** The signal's `reason`. */
+  readonly cause: unknown;
 }

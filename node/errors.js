@@ -31,6 +31,17 @@ class L2ConfigError extends ConfigError {}
 class DeclinedError extends SkillcacheError {}
 class OfflineError extends SkillcacheError {}
 
+// A call given `{ signal }` whose signal aborted: its work was dropped where it stood, and the
+// cache is as if it had never started. Not a SkillcacheError (nothing was refused); named, and
+// coded `ABORT_ERR`, as Node's own aborts are; `cause` is the signal's reason.
+class AbortError extends Error {
+  constructor(message, fields) {
+    super(message);
+    this.name = 'AbortError';
+    Object.assign(this, fields);
+  }
+}
+
 const classes = {
   SkillcacheError,
   UriError,
@@ -49,6 +60,7 @@ const classes = {
   L2ConfigError,
   DeclinedError,
   OfflineError,
+  AbortError,
 };
 
 /** Called by the addon: `className` is always one of `classes` (src/errors.rs names them). */

@@ -1,2 +1,3 @@
 export * from './native';
 export * from './errors';
+export * from './client';

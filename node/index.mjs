@@ -27,5 +27,7 @@ export const {
   L2ConfigError,
   DeclinedError,
   OfflineError,
+  AbortError,
+  Aborter,
 } = pkg;
 export default pkg;

@@ -1,25 +1,30 @@
 //! `SkillCache` and `LoadedSkill`: the host API as Promises. Every async method is the Rust
 //! method's future, started by [`crate::run::start`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use napi::bindgen_prelude::{Either, Env, PromiseRaw, Reference, Result, ToNapiValue, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
-use skillcache::source::McpSource;
+use skillcache::entry::{Limits, Validation};
+use skillcache::error::SourceError;
+use skillcache::source::{Change, McpSource, SkillSource};
 use skillcache::{
     ApprovalPolicy, DynamicPolicy, Error, Isolation, Origin, ServerConfig, SkillCacheBuilder,
     SkillUri,
 };
 
 use crate::catalog::Catalog;
+use crate::client::{ClientSource, Requester, message_bound};
 use crate::errors::throwable;
 use crate::lockfile::LockFile;
-use crate::run::start;
-use crate::types::{EntryInfo, GcReport, ManifestFile, SkillEntry, SkillFile, VerifyReport};
+use crate::run::{Aborter, start, start_abortable};
+use crate::types::{
+    CachedEntry, EntryInfo, GcReport, Inventory, ManifestFile, SkillEntry, SkillFile, VerifyReport,
+};
 
 /// `new SkillCache(options)`: every option has the Rust builder's default.
 #[napi(object, object_to_js = false)]
@@ -52,6 +57,16 @@ pub struct CacheOptions {
     /// A lock file put in force: a skill it does not pin, or pins otherwise, is declined.
     #[napi(ts_type = "LockFile")]
     pub locked: Option<Reference<LockFile>>,
+    /// The most files a skill may list (default 512; may be raised, never lowered).
+    pub max_files: Option<f64>,
+    /// The most bytes a skill's files may total (default 16 MiB; may be raised, never lowered).
+    /// The message bound of every source follows it.
+    pub max_total_bytes: Option<f64>,
+    /// The strict Agent Skills rules (default off): `metadata` must map strings to strings and
+    /// `allowed-tools` must be a string; real published skills break both.
+    pub strict: Option<bool>,
+    /// Where the host's own skills are, for the catalog's collisions.
+    pub discovery_paths: Option<Vec<String>>,
 }
 
 /// `connectStdio`'s options.
@@ -129,7 +144,50 @@ fn stderr_target(target: Either<String, u32>) -> std::result::Result<Stdio, Erro
     }
 }
 
-fn builder(o: CacheOptions) -> std::result::Result<SkillCacheBuilder, Error> {
+/// A whole number of `what` from a JS number: non-negative, saturating at the largest a u64
+/// holds.
+fn count(what: &str, n: f64) -> std::result::Result<u64, Error> {
+    if n.is_nan() || n < 0.0 {
+        return Err(config_error(format!(
+            "{what} must be a non-negative number"
+        )));
+    }
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    Ok(n as u64)
+}
+
+/// The baseline of the limits, the defaults of `maxFiles` and `maxTotalBytes`. The Rust API does
+/// not expose a `Limits`'s values (internal), and a client's source needs the total for its
+/// message bound: the binding keeps the values it was given, as the Python package does.
+const BASELINE_FILES: u64 = 512;
+const BASELINE_TOTAL_BYTES: u64 = 16 * 1024 * 1024;
+
+/// `maxFiles` and `maxTotalBytes`: `None` when neither is given (the library's baseline), and the
+/// total in force.
+fn limits(o: &CacheOptions) -> std::result::Result<(Option<Limits>, u64), Error> {
+    let files = o.max_files.map(|n| count("maxFiles", n)).transpose()?;
+    let bytes = o
+        .max_total_bytes
+        .map(|n| count("maxTotalBytes", n))
+        .transpose()?;
+    let total = bytes.unwrap_or(BASELINE_TOTAL_BYTES);
+    if files.is_none() && bytes.is_none() {
+        return Ok((None, total));
+    }
+    // `Limits::new` refuses less than the baseline.
+    let limits = Limits::new(files.unwrap_or(BASELINE_FILES), total).map_err(Error::Config)?;
+    Ok((Some(limits), total))
+}
+
+/// What `new SkillCache` opens with.
+struct Opened {
+    builder: SkillCacheBuilder,
+    limits: Option<Limits>,
+    max_total_bytes: u64,
+}
+
+fn builder(o: CacheOptions) -> std::result::Result<Opened, Error> {
+    let (limits, max_total_bytes) = limits(&o)?;
     let mut b = skillcache::SkillCache::builder()
         .offline(o.offline.unwrap_or(false))
         .allow_stale(o.allow_stale.unwrap_or(false));
@@ -161,15 +219,7 @@ fn builder(o: CacheOptions) -> std::result::Result<SkillCacheBuilder, Error> {
         b = b.key_file(key);
     }
     if let Some(bytes) = o.memory_tier {
-        if bytes.is_nan() || bytes < 0.0 {
-            return Err(config_error(
-                "memoryTier must be a non-negative number of bytes".into(),
-            ));
-        }
-        // A JS number: whole bytes, saturating at the largest a u64 holds.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let bytes = bytes as u64;
-        b = b.memory_tier(bytes);
+        b = b.memory_tier(count("memoryTier", bytes)?);
     }
     if let Some(lock) = o.locked {
         b = b.locked(lock.snapshot());
@@ -186,13 +236,31 @@ fn builder(o: CacheOptions) -> std::result::Result<SkillCacheBuilder, Error> {
     if let Some(s) = o.lock_timeout {
         b = b.lock_timeout(seconds("lockTimeout", s)?);
     }
-    Ok(b)
+    for path in o.discovery_paths.unwrap_or_default() {
+        b = b.discovery_path(path);
+    }
+    let mut validation = Validation::default().strict(o.strict.unwrap_or(false));
+    if let Some(limits) = limits {
+        validation = validation.limits(limits);
+    }
+    Ok(Opened {
+        builder: b.validation(validation),
+        limits,
+        max_total_bytes,
+    })
 }
 
 /// The verified skill cache.
 #[napi]
 pub struct SkillCache {
     inner: skillcache::SkillCache,
+    /// The limits given (`None`: the baseline), for the message bound of every source.
+    limits: Option<Limits>,
+    /// `maxTotalBytes` in force: a client's source's message bound.
+    max_total_bytes: u64,
+    /// The origins bound with `connectClient`, for `notify`; shared with `forPrincipal`'s
+    /// handles, which bind on the same cache.
+    clients: Arc<Mutex<HashMap<String, Arc<ClientSource>>>>,
 }
 
 #[napi]
@@ -200,10 +268,20 @@ impl SkillCache {
     /// Opens (or creates) the cache.
     #[napi(constructor)]
     pub fn new(env: Env, options: Option<CacheOptions>) -> Result<Self> {
-        let inner = builder(options.unwrap_or_default())
-            .and_then(SkillCacheBuilder::open)
-            .map_err(|e| throwable(&env, &e))?;
-        Ok(SkillCache { inner })
+        let opened = builder(options.unwrap_or_default()).map_err(|e| throwable(&env, &e))?;
+        let inner = opened.builder.open().map_err(|e| throwable(&env, &e))?;
+        Ok(SkillCache {
+            inner,
+            limits: opened.limits,
+            max_total_bytes: opened.max_total_bytes,
+            clients: Arc::default(),
+        })
+    }
+
+    /// Where a damaged index was moved when the cache was opened, if it was.
+    #[napi(getter)]
+    pub fn healed_index(&self) -> Option<String> {
+        self.inner.healed_index().map(|p| p.display().to_string())
     }
 
     /// The cache root.
@@ -219,13 +297,34 @@ impl SkillCache {
             .inner
             .for_principal(principal)
             .map_err(|e| throwable(&env, &Error::from(e)))?;
-        Ok(SkillCache { inner })
+        Ok(SkillCache {
+            inner,
+            limits: self.limits,
+            max_total_bytes: self.max_total_bytes,
+            clients: Arc::clone(&self.clients),
+        })
     }
 
-    fn bind(&self, env: &Env, label: &str, source: McpSource) -> Result<()> {
+    fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<ClientSource>>> {
+        self.clients
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Binds `label` to `source`, replacing an earlier binding (a client's included).
+    fn bind(&self, env: &Env, label: &str, source: Arc<dyn SkillSource>) -> Result<()> {
         let origin = origin(env, label)?;
-        self.inner.connect(origin, Arc::new(source));
+        self.clients().remove(label);
+        self.inner.connect(origin, source);
         Ok(())
+    }
+
+    /// `source` with the limits' message bound (the baseline's without limits).
+    fn with_limits(&self, source: McpSource) -> Arc<dyn SkillSource> {
+        Arc::new(match &self.limits {
+            Some(limits) => source.limits(limits),
+            None => source,
+        })
     }
 
     /// Binds `origin` to a server spawned from `argv` over stdio. Nothing starts until a request
@@ -255,7 +354,7 @@ impl SkillCache {
         if let Some(target) = stderr {
             command.stderr(stderr_target(target).map_err(|e| throwable(&env, &e))?);
         }
-        self.bind(&env, &origin, McpSource::stdio(command))
+        self.bind(&env, &origin, self.with_limits(McpSource::stdio(command)))
     }
 
     /// Binds `origin` to a Streamable HTTP endpoint.
@@ -271,13 +370,48 @@ impl SkillCache {
         let source = ServerConfig::Http { url, headers }
             .source()
             .map_err(|e| throwable(&env, &e))?;
-        self.bind(&env, &origin, source)
+        self.bind(&env, &origin, self.with_limits(source))
+    }
+
+    /// Binds `origin` to the host's own connected `Client` of `@modelcontextprotocol/client`:
+    /// skillcache's requests (`skills/list`, `skills/get`, `resources/read`) go through it, and
+    /// one the cache abandons is aborted on it. The host forwards the client's change
+    /// notifications with `notify`.
+    // `index.js` wraps this method: it hands over `client`'s requester (`client.js`), not the
+    // client itself.
+    #[napi(ts_args_type = "origin: string, client: import('./client').RequestClient")]
+    pub fn connect_client(&self, env: Env, origin: String, requester: Requester<'_>) -> Result<()> {
+        let bound = message_bound(self.max_total_bytes);
+        let source = Arc::new(ClientSource::new(&requester, bound)?);
+        self.bind(&env, &origin, Arc::clone(&source) as _)?;
+        self.clients().insert(origin, source);
+        Ok(())
+    }
+
+    /// Forwards a change notification the host's client received: `uri` for
+    /// `notifications/resources/updated`, none for `notifications/resources/list_changed`. Only
+    /// for origins bound with `connectClient` (the others receive their notifications
+    /// themselves); another origin is a `NotConnectedError`.
+    #[napi]
+    pub fn notify(&self, env: Env, origin: String, uri: Option<String>) -> Result<()> {
+        let source = self.clients().get(&origin).cloned();
+        let Some(source) = source else {
+            return Err(throwable(
+                &env,
+                &Error::Source(SourceError::NotConnected {
+                    origin: self::origin(&env, &origin)?,
+                }),
+            ));
+        };
+        source.notify(uri.map_or(Change::ListChanged, |uri| Change::Updated { uri }));
+        Ok(())
     }
 
     /// Unbinds `origin`; its cached content stays.
     #[napi]
     pub fn disconnect(&self, env: Env, origin: String) -> Result<()> {
         self.inner.disconnect(&self::origin(&env, &origin)?);
+        self.clients().remove(&origin);
         Ok(())
     }
 
@@ -389,40 +523,51 @@ impl SkillCache {
     }
 
     /// Loads a skill: the limits, the dynamic policy, the lock and the approval are checked
-    /// before any request (`DeclinedError`); then its `SKILL.md` is read and verified.
-    #[napi(ts_return_type = "Promise<LoadedSkill>")]
+    /// before any request (`DeclinedError`); then its `SKILL.md` is read and verified. With
+    /// `signal`, an abort drops the load where it stands and rejects with an `AbortError`.
+    #[napi(
+        ts_args_type = "origin: string, entry: SkillEntry, options?: { signal?: AbortSignal }",
+        ts_return_type = "Promise<LoadedSkill>"
+    )]
     pub fn load<'env>(
         &self,
         env: &'env Env,
         origin: String,
         entry: &SkillEntry,
+        aborter: Option<&Aborter>,
     ) -> Result<PromiseRaw<'env, LoadedSkill>> {
         let (cache, origin, entry) = (
             self.inner.clone(),
             self::origin(env, &origin)?,
             entry.inner.clone(),
         );
-        start(
+        start_abortable(
             env,
             async move { cache.load(&origin, &entry).await },
             |_, l| Ok(LoadedSkill::from(l)),
+            aborter,
         )
     }
 
     /// `load`, then every file, as one batch: `[LoadedSkill, SkillFile[]]` in manifest order.
-    #[napi(ts_return_type = "Promise<[LoadedSkill, SkillFile[]]>")]
+    /// With `signal`, as `load`.
+    #[napi(
+        ts_args_type = "origin: string, entry: SkillEntry, options?: { signal?: AbortSignal }",
+        ts_return_type = "Promise<[LoadedSkill, SkillFile[]]>"
+    )]
     pub fn load_all<'env>(
         &self,
         env: &'env Env,
         origin: String,
         entry: &SkillEntry,
+        aborter: Option<&Aborter>,
     ) -> Result<PromiseRaw<'env, (LoadedSkill, Vec<SkillFile>)>> {
         let (cache, origin, entry) = (
             self.inner.clone(),
             self::origin(env, &origin)?,
             entry.inner.clone(),
         );
-        start(
+        start_abortable(
             env,
             async move { cache.load_all(&origin, &entry).await },
             |_, (l, files)| {
@@ -431,6 +576,7 @@ impl SkillCache {
                     files.into_iter().map(SkillFile::from).collect(),
                 ))
             },
+            aborter,
         )
     }
 
@@ -530,6 +676,31 @@ impl SkillCache {
         )
     }
 
+    /// Counts what the cache root holds.
+    #[napi(ts_return_type = "Promise<Inventory>")]
+    pub fn inventory<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Inventory>> {
+        let cache = self.inner.clone();
+        start(env, async move { cache.inventory().await }, |_, i| {
+            Ok(Inventory::from(i))
+        })
+    }
+
+    /// Every entry the cache holds (of `origin`, or all), for every principal.
+    #[napi(ts_return_type = "Promise<CachedEntry[]>")]
+    pub fn cached_entries<'env>(
+        &self,
+        env: &'env Env,
+        origin: Option<String>,
+    ) -> Result<PromiseRaw<'env, Vec<CachedEntry>>> {
+        let cache = self.inner.clone();
+        let origin = origin.map(|o| self::origin(env, &o)).transpose()?;
+        start(
+            env,
+            async move { cache.cached_entries(origin.as_ref()).await },
+            |_, entries| Ok(entries.into_iter().map(CachedEntry::from).collect()),
+        )
+    }
+
     /// What this cache did since it was opened: each counter by name.
     #[napi(ts_return_type = "Record<string, number>")]
     pub fn stats(&self) -> BTreeMap<String, f64> {
@@ -591,24 +762,42 @@ impl LoadedSkill {
         crate::types::manifest_files(self.inner.entry())
     }
     /// Reads a file: `reference` is resolved against the skill root and must be listed in the
-    /// held entry (otherwise a `VerifyError` and no request).
-    #[napi(ts_return_type = "Promise<SkillFile>")]
+    /// held entry (otherwise a `VerifyError` and no request). With `signal`, as `load`.
+    #[napi(
+        ts_args_type = "reference: string, options?: { signal?: AbortSignal }",
+        ts_return_type = "Promise<SkillFile>"
+    )]
     pub fn read<'env>(
         &self,
         env: &'env Env,
         reference: String,
+        aborter: Option<&Aborter>,
     ) -> Result<PromiseRaw<'env, SkillFile>> {
         let loaded = Arc::clone(&self.inner);
-        start(env, async move { loaded.read(&reference).await }, |_, f| {
-            Ok(SkillFile::from(f))
-        })
+        start_abortable(
+            env,
+            async move { loaded.read(&reference).await },
+            |_, f| Ok(SkillFile::from(f)),
+            aborter,
+        )
     }
     /// Every file of the held entry, in manifest order, verified (one batch on a cold cache).
-    #[napi(ts_return_type = "Promise<SkillFile[]>")]
-    pub fn read_all<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<SkillFile>>> {
+    /// With `signal`, as `load`.
+    #[napi(
+        ts_args_type = "options?: { signal?: AbortSignal }",
+        ts_return_type = "Promise<SkillFile[]>"
+    )]
+    pub fn read_all<'env>(
+        &self,
+        env: &'env Env,
+        aborter: Option<&Aborter>,
+    ) -> Result<PromiseRaw<'env, Vec<SkillFile>>> {
         let loaded = Arc::clone(&self.inner);
-        start(env, async move { loaded.read_all().await }, |_, files| {
-            Ok(files.into_iter().map(SkillFile::from).collect())
-        })
+        start_abortable(
+            env,
+            async move { loaded.read_all().await },
+            |_, files| Ok(files.into_iter().map(SkillFile::from).collect()),
+            aborter,
+        )
     }
 }

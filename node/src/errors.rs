@@ -45,6 +45,29 @@ pub(crate) fn object<'env>(env: &'env Env, e: &Error) -> Result<Unknown<'env>> {
         next = cause.source();
     }
     fields.insert("causes".into(), Value::Array(causes));
+    make(env, class, e.to_string(), fields)
+}
+
+/// The `AbortError` a call aborted through its `AbortSignal` rejects with: not a
+/// `SkillcacheError` (nothing was refused), named as Node names its own aborts.
+pub(crate) fn aborted(env: &Env) -> Result<Unknown<'_>> {
+    let fields = json!({"code": "ABORT_ERR", "causes": []});
+    let fields = fields.as_object().cloned().unwrap_or_default();
+    make(
+        env,
+        "AbortError",
+        "the operation was aborted".to_owned(),
+        fields,
+    )
+}
+
+/// An instance of `class` made by `errors.js`'s factory.
+fn make<'env>(
+    env: &'env Env,
+    class: &str,
+    message: String,
+    fields: Map<String, Value>,
+) -> Result<Unknown<'env>> {
     FACTORY.with(|f| {
         let factory = f.borrow();
         let factory = factory.as_ref().ok_or_else(|| {
@@ -54,7 +77,7 @@ pub(crate) fn object<'env>(env: &'env Env, e: &Error) -> Result<Unknown<'env>> {
         // call); the value lives in `env`'s current scope, which `Unknown`'s covariance gives it.
         let made: Unknown<'env> = factory
             .borrow_back(env)?
-            .call((class.to_owned(), e.to_string(), Value::Object(fields)).into())?;
+            .call((class.to_owned(), message, Value::Object(fields)).into())?;
         Ok(made)
     })
 }

@@ -2,7 +2,7 @@
 //! (issue 29). `index.js` loads it, gives it the error classes (`errors.js`) and re-exports it.
 //!
 //! The layers: `run` (every Promise is made there: a hit answered on the calling thread, the
-//! rest on the tokio runtime), `cache` (`SkillCache`, `LoadedSkill`), `catalog`, `lockfile`, `types` (the
+//! rest on the tokio runtime), `cache` (`SkillCache`, `LoadedSkill`), `catalog`, `client` (`connectClient`'s source over the host's own TS SDK client), `lockfile`, `types` (the
 //! values they hand out) and `errors` (every `skillcache::Error` as an instance of its JS class).
 
 // napi-rs's glue converts each argument into an owned Rust value before the method runs, and a
@@ -12,6 +12,7 @@
 
 mod cache;
 mod catalog;
+mod client;
 mod errors;
 mod lockfile;
 mod run;

@@ -1,4 +1,5 @@
-//! Every Promise of the addon is made by [`start`]: a hit never leaves the calling thread.
+//! Every Promise of the addon is made by [`start`] (or [`start_abortable`]): a hit never leaves
+//! the calling thread.
 //!
 //! A memory-tier or disk hit finishes on its first poll, and handing it to the runtime's
 //! threads and back (a thread-safe call into the event loop) costs more than the hit itself.
@@ -6,15 +7,80 @@
 //! it is ready, the Promise is made already settled. Otherwise the same, already-started future
 //! goes to the runtime and settles the Promise when it ends. Polling with a waker that does
 //! nothing is sound: a future registers the waker of each poll, and the runtime polls it again.
+//!
+//! An aborted call ([`Aborter`], which `index.js` links to the host's `AbortSignal`) drops its
+//! future where it stands, as a deadline does: the cache's futures leave nothing half-written
+//! when dropped.
 
-use std::future::Future;
+use std::future::{Future, poll_fn};
 use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use napi::bindgen_prelude::{PromiseRaw, ToNapiValue, within_runtime_if_available};
 use napi::{Env, Result};
+use napi_derive::napi;
+use tokio::sync::watch;
 
 use crate::errors;
+
+/// How a call ended without its value.
+enum Stop {
+    Failed(skillcache::Error),
+    Aborted,
+}
+
+/// Calls whose Promise was not settled on the calling thread: each went to the runtime and
+/// came back through a thread-safe call (a hop). `hops()` reads it; a hit adds nothing.
+static HOPS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many calls of this process went to the runtime's threads and back (the Python package's
+/// `_hops()`): a memory-tier or disk hit settles on the calling thread and adds none.
+// Not in the package's types: a measure for its tests and benchmark, as `_hops` in Python.
+#[napi(js_name = "_hops", skip_typescript)]
+pub fn hops() -> u32 {
+    u32::try_from(HOPS.load(Ordering::Relaxed)).unwrap_or(u32::MAX)
+}
+
+/// The abort of one call: `index.js` makes one for a call given `{ signal }` and calls `abort()`
+/// when the signal aborts.
+#[napi]
+pub struct Aborter {
+    aborted: watch::Sender<bool>,
+}
+
+impl Default for Aborter {
+    fn default() -> Self {
+        Aborter {
+            aborted: watch::Sender::new(false),
+        }
+    }
+}
+
+#[napi]
+impl Aborter {
+    #[napi(constructor)]
+    #[must_use]
+    pub fn new() -> Self {
+        Aborter::default()
+    }
+
+    /// Drops the call's future where it stands; its Promise rejects with an `AbortError`.
+    #[napi]
+    pub fn abort(&self) {
+        self.aborted.send_replace(true);
+    }
+
+    /// Ready once aborted; never ready otherwise (the `Aborter` dropped included).
+    fn until_aborted(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut aborted = self.aborted.subscribe();
+        async move {
+            if aborted.wait_for(|a| *a).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
 
 /// `fut` as a Promise of `convert(its value)`; its error rejects as the matching error class.
 pub(crate) fn start<'env, T, V, F, C>(
@@ -28,6 +94,45 @@ where
     F: Future<Output = std::result::Result<T, skillcache::Error>> + Send + 'static,
     C: FnOnce(&'env Env, T) -> Result<V> + 'static,
 {
+    begin(env, async move { fut.await.map_err(Stop::Failed) }, convert)
+}
+
+/// [`start`], and with an `aborter`, the future is dropped when it aborts (checked before the
+/// first poll too: a call made with an aborted signal starts nothing) and the Promise rejects
+/// with an `AbortError`.
+pub(crate) fn start_abortable<'env, T, V, F, C>(
+    env: &'env Env,
+    fut: F,
+    convert: C,
+    aborter: Option<&Aborter>,
+) -> Result<PromiseRaw<'env, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue + 'env,
+    F: Future<Output = std::result::Result<T, skillcache::Error>> + Send + 'static,
+    C: FnOnce(&'env Env, T) -> Result<V> + 'static,
+{
+    let Some(aborter) = aborter else {
+        return start(env, fut, convert);
+    };
+    let mut abort = Box::pin(aborter.until_aborted());
+    let mut fut = Box::pin(fut);
+    let either = poll_fn(move |cx| {
+        if abort.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(Stop::Aborted));
+        }
+        fut.as_mut().poll(cx).map(|r| r.map_err(Stop::Failed))
+    });
+    begin(env, either, convert)
+}
+
+fn begin<'env, T, V, F, C>(env: &'env Env, fut: F, convert: C) -> Result<PromiseRaw<'env, V>>
+where
+    T: Send + 'static,
+    V: ToNapiValue + 'env,
+    F: Future<Output = std::result::Result<T, Stop>> + Send + 'static,
+    C: FnOnce(&'env Env, T) -> Result<V> + 'static,
+{
     let mut fut = Box::pin(fut);
     let first = within_runtime_if_available(|| {
         let mut cx = Context::from_waker(Waker::noop());
@@ -35,12 +140,25 @@ where
     });
     match first {
         Poll::Ready(Ok(value)) => PromiseRaw::resolve(env, convert(env, value)?),
-        Poll::Ready(Err(e)) => PromiseRaw::reject(env, errors::object(env, &e)?),
-        Poll::Pending => env.spawn_future_with_callback(async move { Ok(fut.await) }, {
-            move |env, out| match out {
-                Ok(value) => convert(env, value),
-                Err(e) => Err(errors::throwable(env, &e)),
-            }
-        }),
+        Poll::Ready(Err(stop)) => PromiseRaw::reject(env, rejection(env, &stop)?),
+        Poll::Pending => {
+            HOPS.fetch_add(1, Ordering::Relaxed);
+            env.spawn_future_with_callback(async move { Ok(fut.await) }, {
+                move |env, out| match out {
+                    Ok(value) => convert(env, value),
+                    Err(stop) => Err(match rejection(env, &stop) {
+                        Ok(obj) => napi::Error::from(obj),
+                        Err(failed) => failed,
+                    }),
+                }
+            })
+        }
+    }
+}
+
+fn rejection<'env>(env: &'env Env, stop: &Stop) -> Result<napi::bindgen_prelude::Unknown<'env>> {
+    match stop {
+        Stop::Failed(e) => errors::object(env, e),
+        Stop::Aborted => errors::aborted(env),
     }
 }

@@ -1,7 +1,8 @@
 //! The host API's values as JS classes and plain objects: thin wrappers that hold the Rust value
 //! and hand out its fields. Nothing here decides anything; every check stays in the Rust library.
 
-use napi::bindgen_prelude::{Buffer, Result};
+use napi::Env;
+use napi::bindgen_prelude::{BufferSlice, Result};
 use napi_derive::napi;
 use serde_json::{Value, json};
 use skillcache::entry::EntryDiff as Diff;
@@ -196,8 +197,10 @@ impl From<skillcache::SkillFile> for SkillFile {
 impl SkillFile {
     /// The bytes, as a new `Buffer` on each access: changing it cannot change the cache.
     #[napi(getter)]
-    pub fn bytes(&self) -> Buffer {
-        Buffer::from(self.file.bytes().to_vec())
+    pub fn bytes<'env>(&self, env: &'env Env) -> Result<BufferSlice<'env>> {
+        // Copied into memory the engine owns (one copy, no finalizer to run), rather than a
+        // Rust allocation lent to it: a hit's cost is mostly what `.bytes` allocates.
+        BufferSlice::copy_from(env, self.file.bytes())
     }
     /// The bytes decoded as UTF-8 (a `TypeError` for a file that is not text).
     #[napi(getter)]
@@ -332,6 +335,72 @@ impl From<&skillcache::GcReport> for GcReport {
             bytes_before: r.bytes_before as f64,
             bytes_after: r.bytes_after as f64,
             over_budget: r.over_budget,
+        }
+    }
+}
+
+/// What the cache root holds, counted (`inventory`).
+#[napi(object)]
+pub struct Inventory {
+    /// Origins with entries or blobs.
+    pub origins: f64,
+    /// Stored entries, over every origin and principal.
+    pub entries: f64,
+    /// Recorded blobs.
+    pub blobs: f64,
+    /// Their total size.
+    pub blob_bytes: f64,
+    /// Files in quarantine (copies that failed verification, kept for inspection).
+    pub quarantined: f64,
+    /// The index's schema version.
+    pub schema_version: u32,
+    /// Whether the index could only be opened read-only.
+    pub index_read_only: bool,
+}
+
+#[allow(clippy::cast_precision_loss)]
+impl From<skillcache::Inventory> for Inventory {
+    fn from(i: skillcache::Inventory) -> Inventory {
+        Inventory {
+            origins: i.origins as f64,
+            entries: i.entries as f64,
+            blobs: i.blobs as f64,
+            blob_bytes: i.blob_bytes as f64,
+            quarantined: i.quarantined as f64,
+            schema_version: i.schema_version,
+            index_read_only: i.index_read_only,
+        }
+    }
+}
+
+/// One entry the cache holds (`cachedEntries`).
+#[napi(object)]
+pub struct CachedEntry {
+    pub origin: String,
+    pub uri: String,
+    #[napi(ts_type = "'public' | 'private'")]
+    pub scope: String,
+    /// The principal of a private entry (empty for a public one).
+    pub principal: String,
+    /// How many files its manifest lists; 0 for a dynamic skill.
+    pub files: f64,
+    /// The sum of their declared sizes.
+    pub bytes: f64,
+    /// Whether its `ttlMs` has not run out yet.
+    pub fresh: bool,
+}
+
+#[allow(clippy::cast_precision_loss)]
+impl From<skillcache::CachedEntry> for CachedEntry {
+    fn from(e: skillcache::CachedEntry) -> CachedEntry {
+        CachedEntry {
+            origin: e.origin.as_str().to_owned(),
+            uri: e.uri.as_str().to_owned(),
+            scope: e.scope.to_string(),
+            principal: e.principal,
+            files: e.files as f64,
+            bytes: e.bytes as f64,
+            fresh: e.fresh,
         }
     }
 }

@@ -2,14 +2,18 @@
 // proxy (test/proxy.mjs): a tampered cached blob is healed by exactly one refetch, an unlisted
 // file and an unapproved load are refused before any request, an abandoned load leaves the
 // cache clean, 2,000 concurrent loads all verify, and a Buffer handed out cannot change what the
-// cache holds.
+// cache holds. And a load aborted through its AbortSignal: rejected at once, its requests aborted
+// on the host's client, the cache left clean.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
+import { getEventListeners } from 'node:events';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 
-import { SkillCache, DeclinedError, VerifyError, SkillcacheError } from 'skillcache';
-import { corpus, counted, requests, scratch, serveArgv, sha256 } from './peers.mjs';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { SkillCache, DeclinedError, VerifyError, SkillcacheError, AbortError } from 'skillcache';
+import { corpus, counted, ownClient, requests, scratch, serveArgv, sha256, tsStdioArgv } from './peers.mjs';
 
 /** A cache on `dir` bound to `skillcache serve` of the corpus through the counting proxy. */
 function open(dir, options = {}) {
@@ -26,6 +30,11 @@ async function someSkill(cache, n = 2) {
   const info = listing.find((i) => !(i instanceof SkillcacheError) && i.entry.files.length > n);
   assert.ok(info, 'the corpus has a skill with several files');
   return info.entry;
+}
+
+/** Resolves once `done()` holds (checked every few milliseconds). */
+async function waitFor(done) {
+  while (!done()) await sleep(5);
 }
 
 /** Every regular file under `dir`. */
@@ -152,4 +161,118 @@ test('a Buffer handed out cannot change what the cache holds', { timeout: 120_00
   const again = await skill.read(entry.files[0].uri);
   assert.equal(sha256(again.bytes), entry.files[0].digest);
   assert.ok(!again.bytes.equals(bytes));
+});
+
+/** `client` with `resources/read` held until `open()`, or until skillcache aborts it. */
+function holding(client) {
+  const state = { held: true, reads: 0, aborted: 0, waiting: [] };
+  let seen;
+  state.firstRead = new Promise((resolve) => (seen = resolve));
+  state.open = () => {
+    state.held = false;
+    state.waiting.splice(0).forEach((go) => go());
+  };
+  return {
+    state,
+    request(request, schema, options) {
+      if (request.method !== 'resources/read' || !state.held) return client.request(request, schema, options);
+      state.reads += 1;
+      seen();
+      return new Promise((resolve, reject) => {
+        options.signal.addEventListener('abort', () => {
+          state.aborted += 1;
+          reject(options.signal.reason);
+        });
+        state.waiting.push(() => {
+          if (!options.signal.aborted) resolve(client.request(request, schema, options));
+        });
+      });
+    },
+  };
+}
+
+test('an aborted load rejects at once with an AbortError, aborts its request, and leaves the cache clean', { timeout: 120_000 }, async (t) => {
+  const dir = scratch(t);
+  const [command, ...args] = tsStdioArgv(corpus);
+  const client = holding(await ownClient(t, new StdioClientTransport({ command, args, stderr: 'ignore' })));
+  const cache = new SkillCache({ root: join(dir, 'cache'), keyFile: join(dir, 'host.key') });
+  cache.connectClient('docs', client);
+  const entry = await someSkill(cache);
+  await cache.approve('docs', entry);
+
+  const controller = new AbortController();
+  const load = cache.loadAll('docs', entry, { signal: controller.signal });
+  await client.state.firstRead;
+  const reason = new Error('the user closed the panel');
+  controller.abort(reason);
+  await assert.rejects(load, (e) => {
+    assert.ok(e instanceof AbortError);
+    assert.ok(!(e instanceof SkillcacheError));
+    assert.equal(e.name, 'AbortError');
+    assert.equal(e.code, 'ABORT_ERR');
+    assert.equal(e.cause, reason);
+    return true;
+  });
+  // The requests in flight were aborted on the client, not left to run.
+  assert.ok(client.state.reads > 0);
+  await waitFor(() => client.state.aborted === client.state.reads);
+
+  // Nothing half-written: the root verifies clean and holds nothing staged.
+  assert.ok((await cache.verify()).isClean);
+  const root = join(dir, 'cache');
+  assert.deepEqual(walk(root).filter((p) => relative(root, p).split(sep).includes('tmp')), []);
+  // A signal aborted before the call starts nothing.
+  const before = client.state.reads;
+  await assert.rejects(cache.load('docs', entry, { signal: AbortSignal.abort() }), AbortError);
+  assert.equal(client.state.reads, before);
+  // A later load works, every file verified.
+  client.state.open();
+  const [skill, files] = await cache.loadAll('docs', entry, { signal: new AbortController().signal });
+  assert.ok(skill.skillMd.verified);
+  assert.deepEqual(files.map((f) => f.uri), entry.files.map((f) => f.uri));
+  for (const f of files) assert.equal(sha256(f.bytes), f.digest);
+});
+
+test('loads aborted at random points of the whole corpus leave a root that verifies and loads', { timeout: 300_000 }, async (t) => {
+  const dir = scratch(t);
+  const { cache } = open(dir);
+  const entries = (await cache.list('docs')).filter((i) => !(i instanceof SkillcacheError)).map((i) => i.entry);
+  for (const e of entries) await cache.approve('docs', e);
+  let aborted = 0;
+  await Promise.all(
+    entries.map(async (e, i) => {
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), i % 7);
+      try {
+        await cache.loadAll('docs', e, { signal: controller.signal });
+      } catch (error) {
+        assert.ok(error instanceof AbortError, `${error.name}: ${error.message}`);
+        aborted += 1;
+      }
+    }),
+  );
+  assert.ok(aborted > 0, 'some loads were aborted');
+  assert.ok((await cache.verify()).isClean);
+  for (const e of entries) {
+    const [, files] = await cache.loadAll('docs', e);
+    for (const f of files) assert.equal(sha256(f.bytes), f.digest);
+  }
+  // A publish already under way on the blocking pool when its load was aborted finishes (a file
+  // lands whole or not at all): its staged temporaries go with it, and none stays behind.
+  const root = join(dir, 'cache');
+  await waitFor(() => walk(root).every((p) => !relative(root, p).split(sep).includes('tmp')));
+  assert.ok((await cache.verify()).isClean);
+});
+
+test('one signal serves any number of calls and keeps no listener once they settle', { timeout: 120_000 }, async (t) => {
+  const dir = scratch(t);
+  const { cache } = open(dir, { memoryTier: 64 << 20 });
+  const entry = await someSkill(cache);
+  await cache.approve('docs', entry);
+  const { signal } = new AbortController();
+  const loads = await Promise.all(Array.from({ length: 50 }, () => cache.loadAll('docs', entry, { signal })));
+  const skill = loads[0][0];
+  await Promise.all(entry.files.map((f) => skill.read(f.uri, { signal })));
+  await skill.readAll({ signal });
+  assert.equal(getEventListeners(signal, 'abort').length, 0);
 });

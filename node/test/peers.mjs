@@ -7,6 +7,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 export const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const corpus = join(repo, 'tests', 'data', 'corpus', 'skills');
@@ -66,14 +68,34 @@ export async function startHttp(t, argv, pattern) {
   });
 }
 
+/** A `Client` of the official TS SDK connected over `transport`, closed when the test ends: a
+ * host's own client, for `connectClient`. */
+export async function ownClient(t, transport) {
+  const client = new Client({ name: 'node-host', version: '1.0.0' });
+  await client.connect(transport);
+  t.after(() => client.close());
+  return client;
+}
+
+/** The official TS server of `skills` over Streamable HTTP: its URL. */
+export function tsHttp(t, skills) {
+  return startHttp(t, ['node', join(interop, 'ts-http-server.mjs'), skills, '0'], /listening (http:\/\/\S+)\r?\n/);
+}
+
 /** The peers every load test runs against: name → a function binding `origin` in `cache`. */
 export const peers = {
   'serve-stdio': async (t, cache, origin, skills, dir) => cache.connectStdio(origin, serveArgv(skills, dir)),
   'serve-http': async (t, cache, origin, skills, dir) =>
     cache.connectHttp(origin, await startHttp(t, [...serveArgv(skills, dir), '--http', '127.0.0.1:0'], /listening on (http:\/\/\S+)\r?\n/)),
   'ts-stdio': async (t, cache, origin, skills) => cache.connectStdio(origin, tsStdioArgv(skills), { stderr: 'ignore' }),
-  'ts-http': async (t, cache, origin, skills) =>
-    cache.connectHttp(origin, await startHttp(t, ['node', join(interop, 'ts-http-server.mjs'), skills, '0'], /listening (http:\/\/\S+)\r?\n/)),
+  'ts-http': async (t, cache, origin, skills) => cache.connectHttp(origin, await tsHttp(t, skills)),
+  // The host's own client, connected by the host: skillcache's requests go through it.
+  'client-ts-stdio': async (t, cache, origin, skills) => {
+    const [command, ...args] = tsStdioArgv(skills);
+    cache.connectClient(origin, await ownClient(t, new StdioClientTransport({ command, args, stderr: 'ignore' })));
+  },
+  'client-ts-http': async (t, cache, origin, skills) =>
+    cache.connectClient(origin, await ownClient(t, new StreamableHTTPClientTransport(new URL(await tsHttp(t, skills))))),
 };
 
 /** The bytes on disk of each file of `entry`, by URI (the skill's folder is its root). */

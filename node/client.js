@@ -1,0 +1,50 @@
+'use strict';
+// The JS half of `SkillCache.connectClient` (src/client.rs): skillcache's requests sent through
+// the host's own connected `Client` of the official TypeScript SDK (@modelcontextprotocol/client).
+// Nothing here looks into an answer: the `result` object goes back as JSON text, which the addon
+// size-checks before it parses it, so every field reaches skillcache's own validation as the
+// server sent it.
+
+// A result schema (Standard Schema v1) that takes any result as it is: `Client.request` with a
+// schema sends a method the SDK does not type (skills/list, skills/get) and checks nothing.
+const asSent = Object.freeze({
+  '~standard': Object.freeze({ version: 1, vendor: 'skillcache', validate: (value) => ({ value }) }),
+});
+
+// The SDK's own per-request timeout, at its largest (a timer's limit): the cache's request
+// deadline governs, and a request the cache abandons is aborted through its signal.
+const LONGEST = 2 ** 31 - 1;
+
+/** `client`'s requester, for the addon: `(id, method, params)` sends one request and settles
+ * with the result as JSON text, or `{ code, message }` (a JSON-RPC error) or `{ failed }`; it
+ * never rejects. `(id, null, null)` aborts request `id`. */
+function requester(client) {
+  if (typeof client?.request !== 'function') {
+    throw new TypeError('connectClient needs a connected Client of @modelcontextprotocol/client');
+  }
+  const pending = new Map();
+  return function call(id, method, params) {
+    if (method === null) {
+      pending.get(id)?.abort();
+      pending.delete(id);
+      return undefined;
+    }
+    const controller = new AbortController();
+    pending.set(id, controller);
+    return ask(client, method, params, controller.signal).finally(() => pending.delete(id));
+  };
+}
+
+async function ask(client, method, params, signal) {
+  try {
+    const result = await client.request({ method, params: JSON.parse(params) }, asSent, { signal, timeout: LONGEST });
+    return JSON.stringify(result);
+  } catch (error) {
+    // The SDK's ProtocolError (an error response from the server) has a numeric JSON-RPC code;
+    // its own errors (SdkError: a closed connection, a timeout) and an abort do not.
+    if (Number.isInteger(error?.code)) return { code: error.code, message: String(error.message) };
+    return { failed: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+  }
+}
+
+module.exports = { requester };
