@@ -11,14 +11,14 @@ use napi_derive::napi;
 use serde_json::Value;
 use skillcache::entry::{Limits, Validation};
 use skillcache::error::SourceError;
-use skillcache::source::{Change, McpSource, SkillSource};
+use skillcache::source::{Change, McpSource, SkillSource, message_bound};
 use skillcache::{
     ApprovalPolicy, DynamicPolicy, Error, Isolation, Origin, ServerConfig, SkillCacheBuilder,
     SkillUri,
 };
 
 use crate::catalog::Catalog;
-use crate::client::{ClientSource, Requester, message_bound};
+use crate::client::{ClientSource, Requester};
 use crate::errors::throwable;
 use crate::lockfile::LockFile;
 use crate::run::{Aborter, start, start_abortable};
@@ -156,38 +156,38 @@ fn count(what: &str, n: f64) -> std::result::Result<u64, Error> {
     Ok(n as u64)
 }
 
-/// The baseline of the limits, the defaults of `maxFiles` and `maxTotalBytes`. The Rust API does
-/// not expose a `Limits`'s values (internal), and a client's source needs the total for its
-/// message bound: the binding keeps the values it was given, as the Python package does.
+/// The baseline of the limits, the defaults of `maxFiles` and `maxTotalBytes` when only the other
+/// is given (the Rust API does not expose a `Limits`'s values).
 const BASELINE_FILES: u64 = 512;
 const BASELINE_TOTAL_BYTES: u64 = 16 * 1024 * 1024;
 
-/// `maxFiles` and `maxTotalBytes`: `None` when neither is given (the library's baseline), and the
-/// total in force.
-fn limits(o: &CacheOptions) -> std::result::Result<(Option<Limits>, u64), Error> {
+/// `maxFiles` and `maxTotalBytes`: `None` when neither is given (the library's baseline).
+fn limits(o: &CacheOptions) -> std::result::Result<Option<Limits>, Error> {
     let files = o.max_files.map(|n| count("maxFiles", n)).transpose()?;
     let bytes = o
         .max_total_bytes
         .map(|n| count("maxTotalBytes", n))
         .transpose()?;
-    let total = bytes.unwrap_or(BASELINE_TOTAL_BYTES);
     if files.is_none() && bytes.is_none() {
-        return Ok((None, total));
+        return Ok(None);
     }
     // `Limits::new` refuses less than the baseline.
-    let limits = Limits::new(files.unwrap_or(BASELINE_FILES), total).map_err(Error::Config)?;
-    Ok((Some(limits), total))
+    let limits = Limits::new(
+        files.unwrap_or(BASELINE_FILES),
+        bytes.unwrap_or(BASELINE_TOTAL_BYTES),
+    )
+    .map_err(Error::Config)?;
+    Ok(Some(limits))
 }
 
 /// What `new SkillCache` opens with.
 struct Opened {
     builder: SkillCacheBuilder,
     limits: Option<Limits>,
-    max_total_bytes: u64,
 }
 
 fn builder(o: CacheOptions) -> std::result::Result<Opened, Error> {
-    let (limits, max_total_bytes) = limits(&o)?;
+    let limits = limits(&o)?;
     let mut b = skillcache::SkillCache::builder()
         .offline(o.offline.unwrap_or(false))
         .allow_stale(o.allow_stale.unwrap_or(false));
@@ -246,7 +246,6 @@ fn builder(o: CacheOptions) -> std::result::Result<Opened, Error> {
     Ok(Opened {
         builder: b.validation(validation),
         limits,
-        max_total_bytes,
     })
 }
 
@@ -256,8 +255,8 @@ pub struct SkillCache {
     inner: skillcache::SkillCache,
     /// The limits given (`None`: the baseline), for the message bound of every source.
     limits: Option<Limits>,
-    /// `maxTotalBytes` in force: a client's source's message bound.
-    max_total_bytes: u64,
+    /// A client's source's message bound, for the limits in force (R-B2).
+    message_bound: u64,
     /// The origins bound with `connectClient`, for `notify`; shared with `forPrincipal`'s
     /// handles, which bind on the same cache.
     clients: Arc<Mutex<HashMap<String, Arc<ClientSource>>>>,
@@ -273,7 +272,7 @@ impl SkillCache {
         Ok(SkillCache {
             inner,
             limits: opened.limits,
-            max_total_bytes: opened.max_total_bytes,
+            message_bound: message_bound(&opened.limits.unwrap_or_default()),
             clients: Arc::default(),
         })
     }
@@ -300,7 +299,7 @@ impl SkillCache {
         Ok(SkillCache {
             inner,
             limits: self.limits,
-            max_total_bytes: self.max_total_bytes,
+            message_bound: self.message_bound,
             clients: Arc::clone(&self.clients),
         })
     }
@@ -381,8 +380,7 @@ impl SkillCache {
     // client itself.
     #[napi(ts_args_type = "origin: string, client: import('./client').RequestClient")]
     pub fn connect_client(&self, env: Env, origin: String, requester: Requester<'_>) -> Result<()> {
-        let bound = message_bound(self.max_total_bytes);
-        let source = Arc::new(ClientSource::new(&requester, bound)?);
+        let source = Arc::new(ClientSource::new(&requester, self.message_bound)?);
         self.bind(&env, &origin, Arc::clone(&source) as _)?;
         self.clients().insert(origin, source);
         Ok(())

@@ -25,18 +25,6 @@ use skillcache::error::SourceError;
 use skillcache::source::{Change, OnChange, SkillSource, SourceFuture};
 use tokio::sync::oneshot;
 
-/// R-B2's room for the envelope of an answer, as `skillcache::source::MESSAGE_OVERHEAD`.
-const MESSAGE_OVERHEAD: u64 = 64 * 1024;
-
-/// R-B2's bound for an answer through the host's client: twice the largest skill (a file as
-/// escaped text) plus the envelope, as the Rust sources compute it (the Rust API does not
-/// expose `skillcache::source::message_bound`, which is internal).
-pub(crate) fn message_bound(max_total_bytes: u64) -> u64 {
-    max_total_bytes
-        .saturating_mul(2)
-        .saturating_add(MESSAGE_OVERHEAD)
-}
-
 /// The requester's arguments: the request's id, then its method and params (JSON text), or two
 /// `null`s to abort it.
 type CallArgs = FnArgs<(u32, Option<String>, Option<String>)>;
