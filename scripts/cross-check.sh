@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Portability (issue 31): `cargo check` of the library, the CLI and the Python extension for
-# macOS (x86_64, aarch64) and Windows (x86_64, GNU) with warnings denied. Check only, nothing is
-# linked; its own target folder (target/cross) leaves the main build's artifacts alone.
+# Portability (issue 31): `cargo check` of the library, the CLI, the Python extension and the
+# Node addon for macOS (x86_64, aarch64) and Windows (x86_64, GNU) with warnings denied. Check
+# only, nothing is linked; its own target folder (target/cross) leaves the main build's artifacts alone.
 #
 # Installs what it needs: the Rust targets (rustup), zig and cargo-zigbuild pinned in
 # scripts/cross-requirements.txt (PyPI, into the git-ignored target/venv-cross) for macOS' C
@@ -44,5 +44,9 @@ for t in "${TARGETS[@]}"; do
   # The Python extension: PyO3's abi3 needs no interpreter of the target to check.
   echo "-- $t: the Python extension"
   "${check[@]}" -q --target "$t" --target-dir target/cross -p skillcache-python
+  # The Node addon: napi-rs takes Node's symbols from the process that loads it, so a check
+  # needs no Node of the target either.
+  echo "-- $t: the Node addon"
+  "${check[@]}" -q --target "$t" --target-dir target/cross -p skillcache-node
 done
 echo "cross-check: $(( $(date +%s) - started )) s (tools $tools s)"
