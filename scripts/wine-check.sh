@@ -3,7 +3,8 @@
 # runs them with Debian's wine64 as the runner, in target/win: the Windows platform layer's own
 # tests (the walk over held folders against `..`, roots, drives, streams and device names; a held
 # folder someone tries to move or remove; the calls the store makes under a held folder) and the
-# rest of the unit suite that opens real caches, serves folders and reads the index through it.
+# rest of the unit suite that opens real caches, serves folders and reads the index through it;
+# and tests/platform.rs, the host API on this platform (a root opens, Guaranteed is refused).
 # Installs wine64 and mingw when missing. Cold, the build takes about 25 minutes on two cores (the
 # test dependencies for Windows); the run about 20 seconds.
 #
@@ -52,6 +53,7 @@ SKIP=(
 )
 # Time-bounded: a Wine that hangs fails the step instead of the whole run.
 # shellcheck disable=SC2046 # one word per --skip and name
-timeout 2400 cargo test -q --target x86_64-pc-windows-gnu --target-dir target/win --lib -- \
+timeout 2400 cargo test -q --target x86_64-pc-windows-gnu --target-dir target/win --lib \
+  --test platform -- \
   $(printf -- '--skip %s ' "${SKIP[@]}")
 echo "wine-check: $(( $(date +%s) - started )) s (tools $(( built - started )) s)"
