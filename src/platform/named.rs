@@ -66,6 +66,8 @@ pub(crate) fn let_owner_in(path: &Path, meta: &std::fs::Metadata) -> io::Result<
 /// # Errors
 /// The system call's error.
 #[cfg(windows)]
+// Windows: `set_readonly(false)` clears the one attribute; no bits for others exist to widen.
+#[allow(clippy::permissions_set_readonly_false)]
 pub(crate) fn let_owner_in(path: &Path, meta: &std::fs::Metadata) -> io::Result<()> {
     let mut permissions = meta.permissions();
     if !permissions.readonly() {

@@ -661,6 +661,8 @@ pub(crate) fn unlink_at(dir: BorrowedFd<'_>, name: &str, folder: bool) -> io::Re
 /// (a link is changed, never what it points to), so that it can be removed: `unlink` removes a
 /// file whatever its mode, and Windows versions before 10 1809 (and Wine) refuse to delete a
 /// read-only file.
+// Windows: `set_readonly(false)` clears the one attribute; no bits for others exist to widen.
+#[allow(clippy::permissions_set_readonly_false)]
 fn clear_readonly(path: &Path) -> io::Result<()> {
     /// `FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES`.
     const ATTRIBUTES: u32 = 0x80 | 0x100;
