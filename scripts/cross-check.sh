@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Portability (issue 31): `cargo check` of the library, the CLI and the Python extension for
-# macOS (x86_64, aarch64) and Windows (x86_64, GNU) with warnings denied. Check only, nothing is
-# linked; its own target folder (target/cross) leaves the main build's artifacts alone.
+# Portability (issue 31): `cargo check` of the library, the CLI, the Python extension and the
+# Node addon for macOS (x86_64, aarch64) and Windows (x86_64, GNU) with warnings denied. Check
+# only, nothing is linked; its own target folder (target/cross) leaves the main build's artifacts alone.
 #
 # Installs what it needs: the Rust targets (rustup), zig and cargo-zigbuild pinned in
 # scripts/cross-requirements.txt (PyPI, into the git-ignored target/venv-cross) for macOS' C
@@ -28,6 +28,8 @@ if ! "$venv/bin/cargo-zigbuild" --version >/dev/null 2>&1 \
 fi
 export PATH="$PWD/$venv/bin:$PATH"
 export RUSTFLAGS="-D warnings"
+libnode=$PWD/target/cross/libnode-standin
+mkdir -p "$libnode" && : >"$libnode/libnode.dll"
 tools=$(( $(date +%s) - started ))
 
 for t in "${TARGETS[@]}"; do
@@ -44,5 +46,11 @@ for t in "${TARGETS[@]}"; do
   # The Python extension: PyO3's abi3 needs no interpreter of the target to check.
   echo "-- $t: the Python extension"
   "${check[@]}" -q --target "$t" --target-dir target/cross -p skillcache-python
+  # The Node addon. napi-build looks for Node's libnode.dll to link a windows-gnu addon against
+  # and stops when there is none; a check links nothing, so an empty stand-in answers it (a
+  # build that links needs Node's real libnode.dll).
+  echo "-- $t: the Node addon"
+  LIBNODE_PATH="$libnode" "${check[@]}" -q --target "$t" --target-dir target/cross \
+    -p skillcache-node
 done
 echo "cross-check: $(( $(date +%s) - started )) s (tools $tools s)"

@@ -17,8 +17,9 @@
 //! How each platform does it is the platform layer's business ([`crate::platform`]): Linux
 //! asks the kernel with one `openat2` (the component walk where `openat2` is missing), macOS
 //! walks one component at a time (`openat` with `O_NOFOLLOW | O_DIRECTORY` for each folder, `..`
-//! refused), and Windows refuses with a clear error. The rules above hold on every platform that
-//! opens at all.
+//! refused), and Windows walks held folders, each opened as itself (`FILE_FLAG_OPEN_REPARSE_POINT`)
+//! and kept from being renamed or replaced while held. The rules above hold on every platform.
+//! Their tests are each platform's, beside its opener.
 
 use std::fs::File;
 use std::io;
@@ -79,63 +80,4 @@ pub(crate) fn open_regular(
         return Err(Refused::TooLong { len, max });
     }
     Ok((file, len))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::platform::{AsFd as _, OwnedFd};
-    use rustix::fs::{FileType, Mode};
-
-    fn root(path: &Path) -> OwnedFd {
-        platform::open_folder(path, false).expect("open the folder")
-    }
-
-    #[test]
-    fn e1_a_link_anywhere_on_the_way_is_refused_and_a_plain_file_opens() {
-        let tmp = crate::scratch::scratch();
-        std::fs::create_dir_all(tmp.path().join("a/b")).expect("mkdir");
-        std::fs::write(tmp.path().join("a/b/f"), b"inside").expect("write");
-        std::fs::write(tmp.path().join("outside"), b"outside").expect("write");
-        std::os::unix::fs::symlink(tmp.path().join("a"), tmp.path().join("l")).expect("link");
-        std::os::unix::fs::symlink(tmp.path().join("outside"), tmp.path().join("a/lf"))
-            .expect("link");
-        let fd = root(tmp.path());
-        assert!(open_file(fd.as_fd(), Path::new("a/b/f")).is_ok());
-        for rel in ["l/b/f", "a/lf", "../outside", "/etc/passwd"] {
-            let e = open_file(fd.as_fd(), Path::new(rel)).expect_err(rel);
-            assert!(
-                matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EXDEV)),
-                "{rel}: {e}"
-            );
-        }
-        assert!(open_dir_beneath(fd.as_fd(), Path::new("a/b")).is_ok());
-        assert!(open_dir_beneath(fd.as_fd(), Path::new("l/b")).is_err());
-    }
-
-    #[test]
-    fn e1_open_regular_refuses_a_fifo_without_blocking_and_a_file_over_the_bound() {
-        let tmp = crate::scratch::scratch();
-        let fifo = tmp.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            FileType::Fifo,
-            Mode::from_raw_mode(0o600),
-            0,
-        )
-        .expect("mkfifo");
-        std::fs::write(tmp.path().join("ten"), [7u8; 10]).expect("write");
-        let fd = root(tmp.path());
-        assert!(matches!(
-            open_regular(fd.as_fd(), Path::new("fifo"), 100),
-            Err(Refused::NotRegular)
-        ));
-        assert!(matches!(
-            open_regular(fd.as_fd(), Path::new("ten"), 9),
-            Err(Refused::TooLong { len: 10, max: 9 })
-        ));
-        let (_, len) = open_regular(fd.as_fd(), Path::new("ten"), 10).expect("inside the bound");
-        assert_eq!(len, 10);
-    }
 }

@@ -1,39 +1,53 @@
 //! Issue 31: what each platform keeps, through the host API, the way a host on that platform meets
 //! it. The same tests run on every platform and say what they expect there (the platform is read
-//! at run time, so no test is compiled out): on Linux and macOS a cache root opens and a folder
-//! is inspected; on Windows both are refused at open with an error that says why, and nothing is
-//! made. `.ci/run` runs this file under Wine for `x86_64-pc-windows-gnu`.
+//! at run time, so no test is compiled out): a cache root opens with `Rehash` and a folder is
+//! inspected everywhere; `Guaranteed` isolation opens on Linux and macOS and is refused at open
+//! on Windows, where a root outside the user's profile is refused too, with an error that says
+//! why and nothing made. `scripts/wine-check.sh` runs this file under Wine for
+//! `x86_64-pc-windows-gnu`.
 
 use std::path::Path;
 
 use skillcache::entry::Validation;
-use skillcache::{Digest, McpConfig, SkillCache, SkillEntry};
+use skillcache::{Digest, Isolation, McpConfig, SkillCache, SkillEntry};
 
-/// Whether this platform keeps a cache root (docs/guarantees.md, "Platforms").
-fn keeps_a_root() -> bool {
+/// Whether this platform reads the evidence `Guaranteed` trusts (docs/guarantees.md,
+/// "Platforms").
+fn keeps_guaranteed() -> bool {
     std::env::consts::OS != "windows"
 }
 
 #[test]
-fn x3_a_cache_root_opens_only_where_the_platform_keeps_its_guarantees() {
+fn x3_a_cache_root_opens_with_rehash_on_every_platform() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let root = dir.path().join("root");
+    let cache = SkillCache::builder()
+        .root(&root)
+        .key_file(dir.path().join("host.key"))
+        .open()
+        .expect("the cache opens");
+    drop(cache);
+    assert!(root.join("CACHEDIR.TAG").is_file(), "the root is marked");
+    assert!(dir.path().join("host.key").is_file(), "the key is made");
+}
+
+#[test]
+fn x3_guaranteed_isolation_opens_only_where_its_evidence_can_be_read() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let root = dir.path().join("root");
     let opened = SkillCache::builder()
         .root(&root)
         .key_file(dir.path().join("host.key"))
+        .isolation(Isolation::Guaranteed)
         .open();
-    if keeps_a_root() {
-        let cache = opened.expect("the cache opens");
-        drop(cache);
-        assert!(root.join("CACHEDIR.TAG").is_file(), "the root is marked");
-        // The read-only shard folders need the store's own purge to go away; a fresh root has
-        // none, so the temporary folder removes it.
+    if keeps_guaranteed() {
+        drop(opened.expect("the cache opens"));
     } else {
-        let e = opened.expect_err("refused at open");
-        let text = e.to_string();
+        let text = opened.expect_err("refused at open").to_string();
         assert!(
-            text.contains("not available on Windows") && text.contains("root"),
-            "the refusal says why: {text}"
+            text.contains("Guaranteed isolation is not available on Windows")
+                && text.contains("Rehash"),
+            "the refusal says why and what to use: {text}"
         );
         assert!(!root.exists(), "nothing was made before the refusal");
         assert!(
@@ -44,26 +58,45 @@ fn x3_a_cache_root_opens_only_where_the_platform_keeps_its_guarantees() {
 }
 
 #[test]
-fn x3_a_folder_is_inspected_only_where_it_can_be_opened_without_following_links() {
+fn x3_a_root_outside_the_user_profile_is_refused_on_windows_only() {
+    if keeps_guaranteed() {
+        // Linux and macOS check the opened root's owner and mode instead (tests/hostile_root.rs).
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let cache = SkillCache::builder()
+            .root(dir.path().join("root"))
+            .key_file(dir.path().join("host.key"))
+            .open();
+        drop(cache.expect("a root anywhere the user owns opens"));
+        return;
+    }
+    let profile = std::env::var_os("USERPROFILE").expect("a Windows profile");
+    let drive = Path::new(&profile)
+        .ancestors()
+        .last()
+        .expect("a drive")
+        .join(format!("skillcache-outside-{}", std::process::id()));
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let text = SkillCache::builder()
+        .root(&drive)
+        .key_file(dir.path().join("host.key"))
+        .open()
+        .expect_err("refused at open")
+        .to_string();
+    assert!(text.contains("inside your user profile"), "{text}");
+    assert!(!drive.exists(), "nothing was made before the refusal");
+}
+
+#[test]
+fn x3_a_folder_is_inspected_on_every_platform() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     std::fs::write(
         dir.path().join("SKILL.md"),
         "---\nname: notes\ndescription: Take notes.\n---\n# Notes\n",
     )
     .expect("write");
-    let inspected = skillcache::local::inspect(dir.path(), "skill://notes", &Validation::default());
-    if keeps_a_root() {
-        let entry = inspected.expect("a valid skill folder");
-        assert_eq!(entry.uri().as_str(), "skill://notes/SKILL.md");
-    } else {
-        let errors = inspected.expect_err("refused");
-        let text = errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ");
-        assert!(text.contains("not available on Windows"), "{text}");
-    }
+    let entry = skillcache::local::inspect(dir.path(), "skill://notes", &Validation::default())
+        .expect("a valid skill folder");
+    assert_eq!(entry.uri().as_str(), "skill://notes/SKILL.md");
 }
 
 /// What needs no root works on every platform: entries from a server are validated, digests

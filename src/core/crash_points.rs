@@ -185,7 +185,6 @@ fn tamper(c: &Cache, w: &World) {
 /// Rewrites alpha's cached file whose URI ends in `suffix` in place with other bytes of the same
 /// length, as its owner can after a chmod (the folder's mode does not matter for a write in place).
 fn tamper_file(c: &Cache, w: &World, suffix: &str) {
-    use std::os::unix::fs::PermissionsExt as _;
     let f =
         w.a.0
             .manifest()
@@ -195,7 +194,7 @@ fn tamper_file(c: &Cache, w: &World, suffix: &str) {
             .find(|f| f.uri().as_str().ends_with(suffix))
             .expect("a listed file");
     let p = c.store().layout().blob_path(&w.origin, &f.digest());
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    crate::platform::set_mode(&p, 0o644).expect("chmod");
     let mut b = std::fs::read(&p).expect("read blob");
     b[0] ^= 1;
     std::fs::write(&p, b).expect("tamper");

@@ -23,15 +23,7 @@ pub fn default_key_file() -> PathBuf {
     if let Some(k) = std::env::var_os("SKILLCACHE_KEY_FILE").filter(|v| !v.is_empty()) {
         return PathBuf::from(k);
     }
-    if let Some(x) = std::env::var_os("XDG_CONFIG_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(x).join("skillcache").join("host.key");
-    }
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| PathBuf::from("/"), PathBuf::from)
-        .join(".config")
-        .join("skillcache")
-        .join("host.key")
+    platform::config_home().join("skillcache").join("host.key")
 }
 
 /// Reads the key at `path`, creating it on first use, after refusing a path inside `root`
@@ -80,7 +72,7 @@ fn read(path: &Path) -> Result<SealKey, Error> {
     if !meta.is_file() {
         return Err(refused(KeyProblem::NotARegularFile));
     }
-    let (owner, mode) = platform::owner_and_mode(&meta);
+    let (owner, mode) = platform::owner_and_mode(path, &meta);
     if owner != platform::user_id() {
         return Err(refused(KeyProblem::NotOwned { owner }));
     }
@@ -108,9 +100,7 @@ fn create(path: &Path) -> Result<(), Error> {
         Err(e) => return Err(io_err("create the host key folder", parent)(e)),
     }
     let mut key = [0u8; KEY_LEN];
-    File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut key))
-        .map_err(io_err("read", Path::new("/dev/urandom")))?;
+    platform::random(&mut key).map_err(io_err("read random bytes for", path))?;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());

@@ -188,15 +188,24 @@ impl CacheBuilder {
     ///
     /// # Errors
     /// [`StoreError::RootRefused`](crate::error::StoreError::RootRefused) for a root inside or around a discovery path, or one that is not
-    /// ours to fill; [`IndexError::HostKey`](crate::error::IndexError::HostKey) for a key file that is refused; I/O and index errors.
+    /// ours to fill, or for `Guaranteed` isolation where the platform cannot hold it (Windows);
+    /// [`IndexError::HostKey`](crate::error::IndexError::HostKey) for a key file that is refused; I/O and index errors.
     pub fn open(self) -> Result<Cache, Error> {
         let mut discovery = default_discovery_paths();
         discovery.extend(self.discovery_paths);
-        let dir = root::prepare(
-            &self.root.unwrap_or_else(default_root),
-            &discovery,
-            self.disk.as_ref(),
-        )?;
+        let root = self.root.unwrap_or_else(default_root);
+        // A platform that cannot read the evidence `Guaranteed` trusts refuses it here, before
+        // anything is made, rather than trust less than it says.
+        if self.isolation == Isolation::Guaranteed
+            && let Err(why) = crate::platform::GUARANTEED
+        {
+            return Err(Error::Store(crate::error::StoreError::RootRefused {
+                root: root.clone(),
+                why,
+                path: root,
+            }));
+        }
+        let dir = root::prepare(&root, &discovery, self.disk.as_ref())?;
         let root = dir.path().to_owned();
         let key = key::load_or_create(&self.key_file.unwrap_or_else(default_key_file), &root)?;
         let store = BlobStore::open(dir, self.disk, self.lock_timeout)?;

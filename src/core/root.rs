@@ -27,26 +27,19 @@ pub const PROJECT_DISCOVERY_PATHS: &[&str] =
     &[".claude/skills", ".agents/skills", ".github/skills"];
 
 /// The default root: `$SKILLCACHE_ROOT`, else `$XDG_CACHE_HOME/skillcache`, else
-/// `~/.cache/skillcache`.
+/// `~/.cache/skillcache` (on Windows `%LOCALAPPDATA%\skillcache`).
 #[must_use]
 pub fn default_root() -> PathBuf {
     if let Some(r) = std::env::var_os("SKILLCACHE_ROOT").filter(|v| !v.is_empty()) {
         return PathBuf::from(r);
     }
-    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(x).join("skillcache");
-    }
-    home().join(".cache").join("skillcache")
-}
-
-fn home() -> PathBuf {
-    std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from)
+    platform::cache_home().join("skillcache")
 }
 
 /// The well-known discovery paths: the home ones and the project ones.
 #[must_use]
 pub fn default_discovery_paths() -> Vec<PathBuf> {
-    let home = home();
+    let home = platform::home();
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     HOME_DISCOVERY_PATHS
         .iter()
@@ -104,8 +97,8 @@ fn normalise(path: &Path) -> PathBuf {
 /// An existing folder is adopted when it is owned by this user, writable by nobody else, and
 /// either empty, or marked by our `CACHEDIR.TAG`, or laid out as a root of the first layout
 /// (nothing but the names skillcache makes). A folder we did not create is never chmodded. A
-/// platform that cannot keep these guarantees (Windows in this version: `platform::DISK_CACHE`)
-/// refuses every root before anything is made.
+/// platform that cannot keep these guarantees everywhere (Windows: `platform::disk_cache`, a root
+/// outside the user's profile) refuses the root before anything is made.
 pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Result<Dir, Error> {
     let resolved = resolve(root);
     outside_discovery(root, &resolved, discovery)?;
@@ -120,7 +113,7 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
         source,
     });
     // A platform that cannot keep the root's guarantees refuses here, before anything is made.
-    platform::DISK_CACHE.map_err(refuse)?;
+    platform::disk_cache(&resolved).map_err(refuse)?;
     let created = match fs::symlink_metadata(&resolved) {
         Ok(_) => false,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {

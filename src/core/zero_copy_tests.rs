@@ -97,19 +97,18 @@ fn c2_below_the_crossover_a_guaranteed_hit_is_a_private_copy() {
 
 #[test]
 fn h4_a_large_blob_changed_after_publish_is_hashed_and_fails_never_mapped() {
-    use std::os::unix::fs::PermissionsExt as _;
     let f = fixture(Isolation::Guaranteed, MAP_ABOVE + 4096);
     let path = f
         .cache
         .store()
         .layout()
         .blob_path(&f.origin, &f.file.digest());
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    crate::platform::set_mode(&path, 0o644).expect("chmod");
     let mut b = std::fs::read(&path).expect("read");
     let at = usize::try_from(MAP_ABOVE).expect("fits");
     b[at] ^= 1;
     std::fs::write(&path, b).expect("tamper");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).expect("chmod");
+    crate::platform::set_mode(&path, 0o444).expect("chmod");
     match f.cache.read_file(&f.origin, &f.file).expect("read") {
         CachedRead::Failed(crate::error::Mismatch::Digest { .. }) => {}
         other => panic!("a changed blob must be hashed and fail, got {other:?}"),

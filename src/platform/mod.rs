@@ -15,15 +15,20 @@
 //!   `O_NOFOLLOW | O_DIRECTORY` for each folder, no `..`, the descriptor's own type checked at
 //!   each step); durability is `fcntl(F_FULLFSYNC)` for data and folders, because a plain `fsync`
 //!   there leaves the bytes in the drive's cache.
-//! - **Windows** (`windows.rs`): the library builds and everything that needs no cache root or
-//!   served folder works; opening a cache root, serving or inspecting a folder is refused at open
-//!   with a clear error, because the guarantees rest on folder-relative opens and owner-only
-//!   ACLs that need system calls outside the standard library (and `unsafe`, which the crate
-//!   keeps to its one memory-map module).
+//! - **Windows** (`windows.rs`): `Rehash` isolation only, with the standard library's means and
+//!   no `unsafe`. Opening beneath a folder is a walk over held folders: each name checked before
+//!   any call (`windows_names.rs`: no `..`, root, drive, stream, device or rewritten name), each
+//!   folder opened as itself (`FILE_FLAG_OPEN_REPARSE_POINT`), checked by its attributes and held
+//!   without `FILE_SHARE_DELETE` with every folder above it, so nothing on the path can be
+//!   renamed or replaced while it is used; a name under a held folder is then reached by path.
+//!   Durability is `FlushFileBuffers` per file. A root must lie inside the user's profile (its
+//!   inherited ACL is the user's: no ACL can be set without raw calls), and `Guaranteed`
+//!   isolation is refused at open (no file identity, link count or owner on stable std).
 //!
-//! The handle types are the platform's own: descriptors on Unix, handles on Windows, under one
-//! set of names ([`OwnedFd`], [`BorrowedFd`], [`AsFd`]) so signatures above this layer do not
-//! change from one platform to another.
+//! The handle types are the platform's own: descriptors on Unix; on Windows a held folder (its
+//! handle, its path and the folders above it) or an open file. They go under one set of names
+//! ([`OwnedFd`], [`BorrowedFd`], [`AsFd`]) so signatures above this layer do not change from
+//! one platform to another.
 
 use std::io;
 
@@ -44,13 +49,17 @@ mod os;
 #[path = "windows.rs"]
 mod os;
 
+// The Windows walk's checks on names: plain string logic, compiled and tested everywhere.
+#[cfg(any(windows, test))]
+mod windows_names;
+
 #[cfg(not(any(target_os = "linux", target_vendor = "apple", windows)))]
 compile_error!(
     "skillcache's platform layer covers Linux, macOS and Windows; add a module in src/platform/"
 );
 
 pub(crate) use os::{
-    AsFd, BorrowedFd, DISK_CACHE, OwnedFd, block_size, chmod, create_at, errno,
+    AsFd, BorrowedFd, GUARANTEED, OwnedFd, block_size, chmod, create_at, disk_cache, errno,
     filesystem_sync_is_durable, fstat, link_at, list, mkdir_at, open_dir, open_dir_beneath,
     open_file_beneath, open_file_here, open_folder, open_lock, open_parent, rename_at, stat_at,
     sync, sync_filesystem, unlink_at, user_id,
@@ -60,6 +69,8 @@ pub(crate) use os::{
 pub(crate) use os::{
     file_identity, owner_and_mode, private_dir_builder, private_file, read_no_follow, special_kind,
 };
+// Where the user's folders are, and the random bytes of a new host key.
+pub(crate) use os::{cache_home, config_home, home, random};
 
 // The part the CLI needs too: one file, compiled into the library here and into the binary by
 // `#[path]` (the binary cannot reach the library's private modules).
@@ -77,6 +88,7 @@ pub(crate) enum Kind {
     /// A symbolic link (or, on Windows, any reparse point).
     Link,
     /// A FIFO, socket or device.
+    #[cfg_attr(windows, allow(dead_code))]
     Other,
     /// The listing did not say (some filesystems do not type their entries; Windows always does).
     #[cfg_attr(windows, allow(dead_code))]

@@ -45,3 +45,34 @@ pub(crate) fn set_mode(path: &Path, bits: u32) -> io::Result<()> {
     permissions.set_readonly(bits & 0o222 == 0);
     std::fs::set_permissions(path, permissions)
 }
+
+/// Gives a folder's owner back full access to it (a test's scratch folder, sealed read-only by
+/// the store, before it is removed): read, write and search bits for the owner.
+///
+/// # Errors
+/// The system call's error.
+#[cfg(unix)]
+pub(crate) fn let_owner_in(path: &Path, meta: &std::fs::Metadata) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = meta.permissions().mode();
+    if mode & 0o700 == 0o700 {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode | 0o700))
+}
+
+/// Clears a folder's read-only attribute (Windows' only part of a mode on a folder).
+///
+/// # Errors
+/// The system call's error.
+#[cfg(windows)]
+// Windows: `set_readonly(false)` clears the one attribute; no bits for others exist to widen.
+#[allow(clippy::permissions_set_readonly_false)]
+pub(crate) fn let_owner_in(path: &Path, meta: &std::fs::Metadata) -> io::Result<()> {
+    let mut permissions = meta.permissions();
+    if !permissions.readonly() {
+        return Ok(());
+    }
+    permissions.set_readonly(false);
+    std::fs::set_permissions(path, permissions)
+}

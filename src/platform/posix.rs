@@ -25,15 +25,57 @@ use super::{Kind, Stat};
 /// The raw OS error codes the layers above tell apart.
 pub(crate) mod errno {
     pub(crate) use libc::{
-        EACCES, EAGAIN, EISDIR, ELOOP, ENODEV, ENOENT, ENOTDIR, ENXIO, EPERM, EROFS, EXDEV,
+        EACCES, EAGAIN, EEXIST, EISDIR, ELOOP, ENODEV, ENOENT, ENOTDIR, ENOTEMPTY, ENXIO, EPERM,
+        EROFS, EXDEV,
     };
     // What the fault-injecting disk answers.
     #[cfg(any(test, feature = "fault-injection"))]
     pub(crate) use libc::{EIO, ENOSPC};
+    /// A folder another process holds open against removal: no such condition on POSIX, so it
+    /// matches nothing.
+    pub(crate) const EHELD: i32 = i32::MIN;
 }
 
-/// Every POSIX platform keeps a cache root.
-pub(crate) const DISK_CACHE: Result<(), &str> = Ok(());
+/// Every POSIX platform keeps a cache root anywhere: who may write it is checked on the opened
+/// root itself (its owner and mode).
+#[allow(clippy::unnecessary_wraps)] // Windows refuses some
+pub(crate) fn disk_cache(root: &std::path::Path) -> Result<(), &'static str> {
+    let _ = root;
+    Ok(())
+}
+
+/// The user's home folder: `$HOME`, else `/`.
+pub(crate) fn home() -> std::path::PathBuf {
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| std::path::PathBuf::from("/"), std::path::PathBuf::from)
+}
+
+/// Where caches live: `$XDG_CACHE_HOME`, else `~/.cache`.
+pub(crate) fn cache_home() -> std::path::PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| home().join(".cache"), std::path::PathBuf::from)
+}
+
+/// Where configuration lives: `$XDG_CONFIG_HOME`, else `~/.config`.
+pub(crate) fn config_home() -> std::path::PathBuf {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| home().join(".config"), std::path::PathBuf::from)
+}
+
+/// Fills `buf` from the system's random generator (`/dev/urandom`).
+///
+/// # Errors
+/// The read's error.
+pub(crate) fn random(buf: &mut [u8]) -> io::Result<()> {
+    use std::io::Read as _;
+    File::open("/dev/urandom")?.read_exact(buf)
+}
+
+/// Every POSIX platform reads the evidence `Guaranteed` isolation trusts.
+pub(crate) const GUARANTEED: Result<(), &str> = Ok(());
 
 /// How a folder is opened: read-only, a folder or nothing, never through a link.
 const DIR_FLAGS: OFlags = OFlags::RDONLY
@@ -399,8 +441,9 @@ pub(crate) fn private_dir_builder() -> std::fs::DirBuilder {
     b
 }
 
-/// The owner and the permission bits of a file's metadata.
-pub(crate) fn owner_and_mode(meta: &std::fs::Metadata) -> (u32, u32) {
+/// The owner and the permission bits of a file's metadata (`path` is where it was opened).
+pub(crate) fn owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> (u32, u32) {
+    let _ = path;
     (meta.uid(), meta.mode() & 0o7777)
 }
 
@@ -575,5 +618,69 @@ mod tests {
         // From the top: the link is refused.
         let e = open_file_walking(fd.as_fd(), Path::new("a/secret")).expect_err("the link");
         assert!(is_link_refusal(&e), "{e}");
+    }
+}
+
+/// The crate's opener ([`crate::beneath`]) on a POSIX platform: whichever means the platform
+/// uses (`openat2`, the walk), a link, `..`, an absolute path and a FIFO are refused.
+#[cfg(test)]
+mod opener_tests {
+    use std::path::Path;
+
+    use super::{AsFd as _, OwnedFd};
+    use crate::beneath::{Refused, open_dir_beneath, open_file, open_regular};
+    use crate::platform;
+    use rustix::fs::{FileType, Mode};
+
+    fn root(path: &Path) -> OwnedFd {
+        platform::open_folder(path, false).expect("open the folder")
+    }
+
+    #[test]
+    fn e1_a_link_anywhere_on_the_way_is_refused_and_a_plain_file_opens() {
+        let tmp = crate::scratch::scratch();
+        std::fs::create_dir_all(tmp.path().join("a/b")).expect("mkdir");
+        std::fs::write(tmp.path().join("a/b/f"), b"inside").expect("write");
+        std::fs::write(tmp.path().join("outside"), b"outside").expect("write");
+        std::os::unix::fs::symlink(tmp.path().join("a"), tmp.path().join("l")).expect("link");
+        std::os::unix::fs::symlink(tmp.path().join("outside"), tmp.path().join("a/lf"))
+            .expect("link");
+        let fd = root(tmp.path());
+        assert!(open_file(fd.as_fd(), Path::new("a/b/f")).is_ok());
+        for rel in ["l/b/f", "a/lf", "../outside", "/etc/passwd"] {
+            let e = open_file(fd.as_fd(), Path::new(rel)).expect_err(rel);
+            assert!(
+                matches!(e.raw_os_error(), Some(libc::ELOOP | libc::EXDEV)),
+                "{rel}: {e}"
+            );
+        }
+        assert!(open_dir_beneath(fd.as_fd(), Path::new("a/b")).is_ok());
+        assert!(open_dir_beneath(fd.as_fd(), Path::new("l/b")).is_err());
+    }
+
+    #[test]
+    fn e1_open_regular_refuses_a_fifo_without_blocking_and_a_file_over_the_bound() {
+        let tmp = crate::scratch::scratch();
+        let fifo = tmp.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        std::fs::write(tmp.path().join("ten"), [7u8; 10]).expect("write");
+        let fd = root(tmp.path());
+        assert!(matches!(
+            open_regular(fd.as_fd(), Path::new("fifo"), 100),
+            Err(Refused::NotRegular)
+        ));
+        assert!(matches!(
+            open_regular(fd.as_fd(), Path::new("ten"), 9),
+            Err(Refused::TooLong { len: 10, max: 9 })
+        ));
+        let (_, len) = open_regular(fd.as_fd(), Path::new("ten"), 10).expect("inside the bound");
+        assert_eq!(len, 10);
     }
 }

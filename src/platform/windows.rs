@@ -1,42 +1,34 @@
-//! Windows: a documented subset, never a silent weakening.
+//! Windows: a real on-disk cache root, `Rehash` isolation only, with the standard library's
+//! means and no `unsafe`.
 //!
-//! The cache's guarantees rest on two things Windows offers only through system calls outside
-//! the standard library: opening a name *relative to a folder handle* (`NtCreateFile` with a
-//! root directory, or a walk that holds each component open with `FILE_FLAG_OPEN_REPARSE_POINT`
-//! and checks it), and an *owner-only ACL* on the root (`SetSecurityInfo`). Both need raw FFI,
-//! and the crate allows `unsafe` in its one memory-map module only. So this version:
+//! - **Opening beneath a folder** is a component walk over held folders. A folder handle
+//!   ([`OwnedFd`]) carries the folder opened as itself (`FILE_FLAG_OPEN_REPARSE_POINT`, so a
+//!   link or junction is opened, never followed), checked by its own attributes (a folder, not
+//!   a reparse point), and held without `FILE_SHARE_DELETE` — so it cannot be renamed, removed
+//!   or replaced by a link while held — together with its absolute path and every folder above
+//!   it, held the same way. Each name is checked before any call (no `..`, no root or prefix,
+//!   no `:` stream or drive, no device name, no name Win32 rewrites: `windows_names.rs`). A name
+//!   below a held folder is then reached by its path, which nothing can redirect.
+//! - **Durability**: `FlushFileBuffers` for a file's data; a folder's names are flushed through
+//!   a second handle where NTFS allows it, and NTFS journals them in any case. There is no
+//!   filesystem-wide sync, so every file is flushed on its own.
+//! - **Who may write**: a root must lie inside the user's profile ([`disk_cache`]), whose
+//!   inherited ACL admits only the user, `SYSTEM` and the Administrators; the standard library
+//!   can neither read nor set an ACL, so a root elsewhere is refused.
+//! - **Refused**: `Guaranteed` isolation ([`GUARANTEED`]): it trusts a blob's owner, link count,
+//!   identity and change time, none of which the standard library reads on stable Rust.
 //!
-//! - refuses to open a cache root ([`DISK_CACHE`]), with a clear error at open;
-//! - refuses every folder-relative open (serving or inspecting a folder), with a clear error;
-//! - keeps what needs none of that: parsing, validation, configs, lock files, MCP sources, the
-//!   CLI's argument handling, and the calls on a file already open (metadata, `FlushFileBuffers`,
-//!   the read-only attribute).
-//!
-//! Metadata a check relies on and Windows' standard library cannot give (owner, link count,
-//! file identity) is reported so that the check fails closed: link count 0, no identity, and a
-//! mode that is never owner-only.
+//! Metadata Windows' standard library cannot give is reported as [`of`] says.
 
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::windows::fs::{MetadataExt as _, OpenOptionsExt as _};
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
-pub(crate) use std::os::windows::io::{BorrowedHandle as BorrowedFd, OwnedHandle as OwnedFd};
-
+use super::windows_names::{Refused, check_name, components};
 use super::{Kind, Stat};
-
-/// `.as_fd()` on Windows: the handle, under the name the layers above use.
-pub(crate) trait AsFd {
-    /// The borrowed handle.
-    fn as_fd(&self) -> BorrowedFd<'_>;
-}
-
-impl<T: std::os::windows::io::AsHandle + ?Sized> AsFd for T {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.as_handle()
-    }
-}
 
 /// Win32 error codes for the conditions the layers above tell apart. Where Windows has no such
 /// condition the constant is one no Windows call returns, so it matches nothing.
@@ -48,8 +40,15 @@ pub(crate) mod errno {
     /// `ERROR_IO_DEVICE` (what the fault-injecting disk answers).
     #[cfg(any(test, feature = "fault-injection"))]
     pub(crate) const EIO: i32 = 1117;
-    /// No Windows equivalent.
-    pub(crate) const EISDIR: i32 = NONE - 1;
+    /// `ERROR_DIRECTORY_NOT_SUPPORTED`: a folder where a file was meant.
+    pub(crate) const EISDIR: i32 = 336;
+    /// `ERROR_ALREADY_EXISTS`.
+    pub(crate) const EEXIST: i32 = 183;
+    /// `ERROR_SHARING_VIOLATION`: a folder another process holds open (held folders refuse
+    /// delete sharing).
+    pub(crate) const EHELD: i32 = 32;
+    /// `ERROR_DIR_NOT_EMPTY`.
+    pub(crate) const ENOTEMPTY: i32 = 145;
     /// `ERROR_CANT_RESOLVE_FILENAME`: too many links on the way.
     pub(crate) const ELOOP: i32 = 1921;
     /// No Windows equivalent.
@@ -72,80 +71,351 @@ pub(crate) mod errno {
     const NONE: i32 = i32::MIN + 16;
 }
 
-/// Why a cache root is refused on Windows (the sentence ends with the root's path).
-pub(crate) const DISK_CACHE: Result<(), &str> = Err(
-    "the on-disk cache is not available on Windows in this version (it needs folder-relative opens and an owner-only ACL, see docs/guarantees.md):",
+/// Every cache root on Windows lies in the user's profile (`%USERPROFILE%`, which holds the
+/// default `%LOCALAPPDATA%`): the ACL that folder passes down admits only the user, `SYSTEM` and
+/// the Administrators, and this layer can neither read nor set an ACL without raw system calls.
+/// A root elsewhere takes whatever its parent passes down (a folder made at the top of `C:\`
+/// lets every authenticated user change what is inside), so it is refused, never weakened.
+///
+/// # Errors
+/// Why `root` (resolved) is refused, a sentence that ends before the root's path.
+pub(crate) fn disk_cache(root: &Path) -> Result<(), &'static str> {
+    let profile = std::env::var_os("USERPROFILE")
+        .filter(|p| !p.is_empty())
+        .and_then(|p| std::fs::canonicalize(p).ok());
+    match profile {
+        Some(profile) if root.starts_with(&profile) && root != profile => Ok(()),
+        Some(_) => Err(
+            "on Windows a cache root must lie inside your user profile (%USERPROFILE%), whose folders only you, SYSTEM and the Administrators may change (skillcache cannot set an ACL itself, see docs/guarantees.md):",
+        ),
+        None => Err(
+            "on Windows a cache root must lie inside your user profile, and %USERPROFILE% does not name one:",
+        ),
+    }
+}
+
+/// The user's profile folder: `%USERPROFILE%`, else the current folder's drive root.
+pub(crate) fn home() -> PathBuf {
+    std::env::var_os("USERPROFILE")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("\\"), PathBuf::from)
+}
+
+/// Where caches live: `%LOCALAPPDATA%` (inside the profile, never roamed), else the profile's
+/// `AppData\Local`.
+pub(crate) fn cache_home() -> PathBuf {
+    std::env::var_os("LOCALAPPDATA")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| home().join("AppData").join("Local"), PathBuf::from)
+}
+
+/// Where configuration lives: `%APPDATA%`, else the profile's `AppData\Roaming`.
+pub(crate) fn config_home() -> PathBuf {
+    std::env::var_os("APPDATA")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| home().join("AppData").join("Roaming"), PathBuf::from)
+}
+
+/// Fills `buf` from the system's random generator (`ProcessPrng`).
+///
+/// # Errors
+/// The generator's error.
+pub(crate) fn random(buf: &mut [u8]) -> io::Result<()> {
+    getrandom::fill(buf).map_err(io::Error::other)
+}
+
+/// `Guaranteed` isolation trusts a blob's evidence (owner, link count, file identity, change
+/// time) instead of hashing it; Windows' standard library reads none of them on stable Rust.
+pub(crate) const GUARANTEED: Result<(), &str> = Err(
+    "Guaranteed isolation is not available on Windows (the standard library reads no file owner, link count or identity to hold it by); use Rehash, see docs/guarantees.md:",
 );
 
-/// The error of every folder-relative call.
-fn unsupported() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        "opening beneath a folder without following links is not available on Windows in this version",
-    )
+/// `FILE_ATTRIBUTE_DIRECTORY`.
+const DIRECTORY: u32 = 0x10;
+/// `FILE_FLAG_BACKUP_SEMANTICS`: needed to open a folder at all.
+const BACKUP_SEMANTICS: u32 = 0x0200_0000;
+/// `FILE_SHARE_READ | FILE_SHARE_WRITE`, without `FILE_SHARE_DELETE`: while a folder is held,
+/// nobody can rename it, remove it, or put a link in its place.
+const SHARE_HELD: u32 = 0x1 | 0x2;
+/// `ERROR_INVALID_NAME`: a name Windows would read as something other than an entry.
+const INVALID_NAME: i32 = 123;
+
+/// A folder held open, with its absolute path and the folder it was opened in (held too).
+#[derive(Debug)]
+struct Folder {
+    handle: File,
+    path: PathBuf,
+    up: Option<Arc<Folder>>,
 }
 
-/// Refused: see the module's documentation.
+/// A held folder: its handle, its path, and every folder above it, each opened as itself
+/// (never through a link), checked to be a folder, and held without delete sharing so that no
+/// folder on the path can be renamed, removed or replaced while this one is used. A name below
+/// it is then reached by its path, which nothing can redirect.
+// `pub` (in a private module): the `Disk` seam, public with `internals`, names these types.
+#[derive(Debug, Clone)]
+pub struct OwnedFd(Arc<Folder>);
+
+/// A borrowed handle: a held folder, or a file (for the calls on an open file).
+#[derive(Debug, Clone, Copy)]
+pub struct BorrowedFd<'a>(Held<'a>);
+
+#[derive(Debug, Clone, Copy)]
+enum Held<'a> {
+    Folder(&'a Arc<Folder>),
+    File(&'a File),
+}
+
+/// `.as_fd()` on Windows: the handle, under the name the layers above use.
+pub trait AsFd {
+    /// The borrowed handle.
+    fn as_fd(&self) -> BorrowedFd<'_>;
+}
+
+impl AsFd for OwnedFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        BorrowedFd(Held::Folder(&self.0))
+    }
+}
+
+impl AsFd for File {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        BorrowedFd(Held::File(self))
+    }
+}
+
+impl AsFd for BorrowedFd<'_> {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        *self
+    }
+}
+
+impl BorrowedFd<'_> {
+    /// The open file or folder, for the standard library's calls on it.
+    fn file(&self) -> &File {
+        match self.0 {
+            Held::Folder(f) => &f.handle,
+            Held::File(f) => f,
+        }
+    }
+
+    /// The held folder; a file is not one.
+    fn folder(&self) -> io::Result<&Arc<Folder>> {
+        match self.0 {
+            Held::Folder(f) => Ok(f),
+            Held::File(_) => Err(io::Error::from_raw_os_error(errno::ENOTDIR)),
+        }
+    }
+}
+
+/// The error for a refused name or path.
+fn refused(why: Refused) -> io::Error {
+    io::Error::from_raw_os_error(match why {
+        Refused::Escapes => errno::EXDEV,
+        Refused::NotAName => INVALID_NAME,
+    })
+}
+
+/// `name` as one checked entry name.
+fn entry(name: &Path) -> io::Result<&str> {
+    let name = name.to_str().ok_or_else(|| refused(Refused::NotAName))?;
+    check_name(name).map_err(refused)?;
+    Ok(name)
+}
+
+/// The path of `name` (checked) in the held folder `dir`.
+fn at(dir: BorrowedFd<'_>, name: &Path) -> io::Result<PathBuf> {
+    let folder = dir.folder()?;
+    Ok(folder.path.join(entry(name)?))
+}
+
+/// Opens `path` as itself (a link or junction is opened, never followed, unless `follow`) and
+/// holds it without delete sharing; it must be a real folder.
 ///
 /// # Errors
-/// Always `Unsupported`.
+/// `ELOOP` for a reparse point, `ENOTDIR` for anything but a folder, or the system's error.
+fn hold(path: &Path, follow: bool) -> io::Result<File> {
+    let flags = if follow {
+        BACKUP_SEMANTICS
+    } else {
+        BACKUP_SEMANTICS | OPEN_REPARSE_POINT
+    };
+    let handle = OpenOptions::new()
+        .read(true)
+        .share_mode(SHARE_HELD)
+        .custom_flags(flags)
+        .open(path)?;
+    let attributes = handle.metadata()?.file_attributes();
+    if attributes & REPARSE_POINT != 0 {
+        return Err(io::Error::from_raw_os_error(errno::ELOOP));
+    }
+    if attributes & DIRECTORY == 0 {
+        return Err(io::Error::from_raw_os_error(errno::ENOTDIR));
+    }
+    Ok(handle)
+}
+
+/// The folder `name` (checked) in `parent`, held.
+fn hold_child(parent: &Arc<Folder>, name: &str) -> io::Result<Arc<Folder>> {
+    check_name(name).map_err(refused)?;
+    let path = parent.path.join(name);
+    Ok(Arc::new(Folder {
+        handle: hold(&path, false)?,
+        path,
+        up: Some(Arc::clone(parent)),
+    }))
+}
+
+/// Opens the folder at `path` and holds every folder from its drive down. Its last component
+/// must be a real folder unless `follow` (a folder the caller names, such as `~/skills`, may be
+/// a link: then what it points to is held, under its real path).
+///
+/// # Errors
+/// `ELOOP`/`ENOTDIR` for something other than a folder; other system errors.
 pub(crate) fn open_folder(path: &Path, follow: bool) -> io::Result<OwnedFd> {
-    let _ = (path, follow);
-    Err(unsupported())
+    // The real path, links above the last component resolved (and the last one too if
+    // `follow`): from here on every folder is opened as itself.
+    let real = match (follow, path.parent(), path.file_name()) {
+        (false, Some(parent), Some(name)) => {
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            std::fs::canonicalize(parent)?.join(name)
+        }
+        _ => std::fs::canonicalize(path)?,
+    };
+    let mut here: Option<Arc<Folder>> = None;
+    let mut prefix = PathBuf::new();
+    for part in real.components() {
+        match part {
+            Component::Prefix(p) => prefix.push(p.as_os_str()),
+            Component::RootDir => {
+                prefix.push(part.as_os_str());
+                here = Some(Arc::new(Folder {
+                    handle: hold(&prefix, false)?,
+                    path: prefix.clone(),
+                    up: None,
+                }));
+            }
+            Component::Normal(name) => {
+                let parent = here.as_ref().ok_or_else(|| refused(Refused::Escapes))?;
+                let name = name.to_str().ok_or_else(|| refused(Refused::NotAName))?;
+                here = Some(hold_child(parent, name)?);
+            }
+            Component::CurDir | Component::ParentDir => return Err(refused(Refused::Escapes)),
+        }
+    }
+    here.map(OwnedFd)
+        .ok_or_else(|| io::Error::from_raw_os_error(errno::ENOENT))
 }
 
-/// Refused: see the module's documentation.
+/// Walks `names` down from `dir`, holding each folder; `dir` itself for no names.
+fn walk(dir: BorrowedFd<'_>, names: &[&str]) -> io::Result<Arc<Folder>> {
+    let mut here = Arc::clone(dir.folder()?);
+    for name in names {
+        here = hold_child(&here, name)?;
+    }
+    Ok(here)
+}
+
+/// Opens folder `name` directly in `dir` without following a link. `Ok(None)` if there is no
+/// such name.
 ///
 /// # Errors
-/// Always `Unsupported`.
+/// `ELOOP` for a link or junction, `ENOTDIR` for a file; other system errors.
 pub(crate) fn open_dir(dir: BorrowedFd<'_>, name: &Path) -> io::Result<Option<OwnedFd>> {
-    let _ = (dir, name);
-    Err(unsupported())
+    let parent = dir.folder()?;
+    match hold_child(parent, entry(name)?) {
+        Ok(folder) => Ok(Some(OwnedFd(folder))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
-/// Refused: see the module's documentation.
+/// `rel` as checked components.
+fn split(rel: &Path) -> io::Result<Vec<&str>> {
+    let rel = rel.to_str().ok_or_else(|| refused(Refused::NotAName))?;
+    components(rel).map_err(refused)
+}
+
+/// Opens the folder at `rel` below `dir` (empty or `.` for `dir` itself), one component at a
+/// time, each opened as itself, checked and held until the walk ends.
 ///
 /// # Errors
-/// Always `Unsupported`.
+/// `ELOOP` for a link or junction on the way, `ENOTDIR` for a file, `EXDEV` for `..` or an
+/// absolute path, `ERROR_INVALID_NAME` for a stream, device or rewritten name, `ENOENT`, or
+/// another system error.
 pub(crate) fn open_dir_beneath(dir: BorrowedFd<'_>, rel: &Path) -> io::Result<OwnedFd> {
-    let _ = (dir, rel);
-    Err(unsupported())
+    Ok(OwnedFd(walk(dir, &split(rel)?)?))
 }
 
-/// Refused: see the module's documentation.
+/// Opens `name` in the held folder `parent` for reading, as itself (a link or junction is
+/// refused), sharing it for delete so a reader never stands in the way of a removal.
+fn open_here(parent: &Folder, name: &str) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(BACKUP_SEMANTICS | OPEN_REPARSE_POINT)
+        .open(parent.path.join(name))?;
+    if file.metadata()?.file_attributes() & REPARSE_POINT != 0 {
+        return Err(io::Error::from_raw_os_error(errno::ELOOP));
+    }
+    Ok(file)
+}
+
+/// Opens the file at `rel` below `dir` for reading, following no link or junction on the way.
+/// A folder opens too: the caller judges the handle by its own metadata.
 ///
 /// # Errors
-/// Always `Unsupported`.
+/// As [`open_dir_beneath`]; `ENOENT` for an empty path.
 pub(crate) fn open_file_beneath(dir: BorrowedFd<'_>, rel: &Path) -> io::Result<File> {
-    let _ = (dir, rel);
-    Err(unsupported())
+    let mut names = split(rel)?;
+    let Some(last) = names.pop() else {
+        return Err(io::Error::from_raw_os_error(errno::ENOENT));
+    };
+    let parent = walk(dir, &names)?;
+    open_here(&parent, last)
 }
 
-/// Refused: see the module's documentation.
+/// Opens file `name` directly in `dir` for reading, without following a link.
 ///
 /// # Errors
-/// Always `Unsupported`.
+/// The system call's error; `ELOOP` for a link.
 pub(crate) fn open_file_here(dir: BorrowedFd<'_>, name: &Path) -> io::Result<File> {
-    let _ = (dir, name);
-    Err(unsupported())
+    open_here(dir.folder()?, entry(name)?)
 }
 
-/// Refused: see the module's documentation.
+/// The folder `dir` was opened in: held since, so it is the very folder the walk came down
+/// from.
 ///
 /// # Errors
-/// Always `Unsupported`.
+/// `ENOENT` for a drive's root.
 pub(crate) fn open_parent(dir: BorrowedFd<'_>) -> io::Result<OwnedFd> {
-    let _ = dir;
-    Err(unsupported())
+    dir.folder()?
+        .up
+        .as_ref()
+        .map(|up| OwnedFd(Arc::clone(up)))
+        .ok_or_else(|| io::Error::from_raw_os_error(errno::ENOENT))
 }
 
-/// Refused: see the module's documentation.
+/// Opens the lock file `name` in `dir` without following a link: read-write and created if
+/// `writable`, else read-only.
 ///
 /// # Errors
-/// Always `Unsupported`.
+/// The system call's error; `ELOOP` for a link.
 pub(crate) fn open_lock(dir: BorrowedFd<'_>, name: &str, writable: bool) -> io::Result<File> {
-    let _ = (dir, name, writable);
-    Err(unsupported())
+    let path = at(dir, Path::new(name))?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(writable)
+        .create(writable)
+        .custom_flags(OPEN_REPARSE_POINT)
+        .open(path)?;
+    if file.metadata()?.file_attributes() & REPARSE_POINT != 0 {
+        return Err(io::Error::from_raw_os_error(errno::ELOOP));
+    }
+    Ok(file)
 }
 
 /// `FILE_ATTRIBUTE_READONLY`.
@@ -155,18 +425,22 @@ const REPARSE_POINT: u32 = 0x400;
 /// `FILE_FLAG_OPEN_REPARSE_POINT`: open a link itself, never what it points to.
 const OPEN_REPARSE_POINT: u32 = 0x0020_0000;
 
-/// The layer's [`Stat`] of an open file's metadata; what Windows' standard library cannot say
-/// is reported so that every check on it fails closed.
+/// The layer's [`Stat`] of a file's or folder's metadata. What Windows' standard library
+/// cannot say on stable Rust (owner, link count, identity, change time) is reported as fixed
+/// values, and the checks that would rest on it are made otherwise or refused (see
+/// `docs/guarantees.md`): the owner is the user whose profile holds the root ([`disk_cache`]),
+/// the link count one, the identity the held handles (no folder on the way can be replaced),
+/// and `Guaranteed` isolation, which needs identity and change time, is refused ([`GUARANTEED`]).
 fn of(meta: &std::fs::Metadata) -> Stat {
     let attributes = meta.file_attributes();
     let kind = if attributes & REPARSE_POINT != 0 {
         Kind::Link
-    } else if meta.is_dir() {
+    } else if attributes & DIRECTORY != 0 {
         Kind::Dir
-    } else if meta.is_file() {
-        Kind::File
     } else {
-        Kind::Other
+        // Windows keeps no FIFO, socket or device in a folder, and device names are refused
+        // before any call ([`check_name`]).
+        Kind::File
     };
     let ns = |t: io::Result<std::time::SystemTime>| {
         t.ok()
@@ -175,20 +449,20 @@ fn of(meta: &std::fs::Metadata) -> Stat {
     };
     Stat {
         kind,
-        // Never owner-only: who may write is an ACL's business, which this layer cannot read.
-        mode: if attributes & READONLY != 0 {
-            0o444
-        } else {
-            0o666
+        // The owner's bits from the read-only attribute (folders ignore it on Windows); the
+        // others' are the ACL's, which `disk_cache` vouches for: none may write.
+        mode: match (kind, attributes & READONLY != 0) {
+            (Kind::Dir, _) => 0o755,
+            (_, true) => 0o444,
+            (_, false) => 0o644,
         },
         size: meta.len(),
         // The standard library does not say what NTFS allocated: the length in 4 KiB clusters,
-        // NTFS's default (the quota needs a root, which this version refuses here anyway).
+        // NTFS's default.
         allocated: meta.len().div_ceil(4096).saturating_mul(4096),
         uid: 0,
-        // Unknown: 0, so "exactly one name" never holds.
-        nlink: 0,
-        // Unknown: no identity, so no evidence is ever taken on it.
+        nlink: 1,
+        // No identity: `Guaranteed` evidence, the one reader of it, is refused on Windows.
         dev: 0,
         ino: 0,
         mtime_ns: ns(meta.modified()),
@@ -197,67 +471,104 @@ fn of(meta: &std::fs::Metadata) -> Stat {
     }
 }
 
-/// A `File` for a borrowed handle, for the standard library's calls on it.
-fn file_of(fd: BorrowedFd<'_>) -> io::Result<File> {
-    Ok(File::from(fd.try_clone_to_owned()?))
-}
-
 /// The metadata of an open file or folder.
 ///
 /// # Errors
 /// The system call's error.
 pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<Stat> {
-    Ok(of(&file_of(fd)?.metadata()?))
+    Ok(of(&fd.file().metadata()?))
 }
 
-/// Refused: see the module's documentation.
+/// The metadata of `name` in `dir` itself (a link or junction is described, never followed).
 ///
 /// # Errors
-/// Always `Unsupported`.
+/// The system call's error (`ENOENT` for no such name), or a refused name.
 pub(crate) fn stat_at(dir: BorrowedFd<'_>, name: impl AsRef<Path>) -> io::Result<Stat> {
-    let _ = (dir, name.as_ref());
-    Err(unsupported())
+    Ok(of(&std::fs::symlink_metadata(at(dir, name.as_ref())?)?))
 }
 
-/// Not known without a root (which this version refuses): the caller's default.
+/// Not known through the standard library: the caller's default.
 pub(crate) fn block_size(dir: BorrowedFd<'_>) -> Option<u64> {
     let _ = dir;
     None
 }
 
-/// Refused: see the module's documentation.
-///
-/// # Errors
-/// Always `Unsupported`.
-pub(crate) fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<(OsString, Kind)>> {
-    let _ = dir;
-    Err(unsupported())
-}
-
-/// Refused: see the module's documentation.
-///
-/// # Errors
-/// Always `Unsupported`.
-pub(crate) fn mkdir_at(dir: BorrowedFd<'_>, name: &str, bits: u32) -> io::Result<()> {
-    let _ = (dir, name, bits);
-    Err(unsupported())
-}
-
-/// Refused: see the module's documentation.
-///
-/// # Errors
-/// Always `Unsupported`.
-pub(crate) fn create_at(dir: BorrowedFd<'_>, name: &str, bits: u32) -> io::Result<File> {
-    let _ = (dir, name, bits);
-    Err(unsupported())
-}
-
-/// `FlushFileBuffers`: the file's data and metadata written through to the disk.
+/// The names in the held folder `dir` and their kinds from their own attributes (a reparse
+/// point, link or junction, is [`Kind::Link`]).
 ///
 /// # Errors
 /// The system call's error.
+pub(crate) fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<(OsString, Kind)>> {
+    let folder = dir.folder()?;
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(&folder.path)? {
+        let entry = entry?;
+        // From the listing itself on Windows: no further call, no link followed.
+        let attributes = entry.metadata()?.file_attributes();
+        let kind = if attributes & REPARSE_POINT != 0 {
+            Kind::Link
+        } else if attributes & DIRECTORY != 0 {
+            Kind::Dir
+        } else {
+            Kind::File
+        };
+        out.push((entry.file_name(), kind));
+    }
+    Ok(out)
+}
+
+/// Makes folder `name` in `dir`; a folder's mode has no meaning on Windows (its ACL is
+/// inherited from the root's).
+///
+/// # Errors
+/// The system call's error (`AlreadyExists` included).
+pub(crate) fn mkdir_at(dir: BorrowedFd<'_>, name: &str, bits: u32) -> io::Result<()> {
+    let _ = bits;
+    std::fs::create_dir(at(dir, Path::new(name))?)
+}
+
+/// Creates file `name` in `dir` for writing (and reading, for its metadata): it must not
+/// exist, and a link there is never followed. Read-only from the start when `bits` allow no
+/// write; the handle returned still writes.
+///
+/// # Errors
+/// The system call's error.
+pub(crate) fn create_at(dir: BorrowedFd<'_>, name: &str, bits: u32) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .custom_flags(OPEN_REPARSE_POINT);
+    if bits & 0o222 == 0 {
+        options.attributes(READONLY);
+    }
+    options.open(at(dir, Path::new(name))?)
+}
+
+/// `FlushFileBuffers` for a file: its data and metadata written through to the disk. For a
+/// held folder, the same call on a second handle opened for writing (NTFS flushes the folder's
+/// index and its journal); where the filesystem or the ACL does not allow it, nothing more can
+/// be done from the standard library, and NTFS's journal still keeps the names consistent.
+///
+/// # Errors
+/// The system call's error for a file.
 pub(crate) fn sync(fd: BorrowedFd<'_>) -> io::Result<()> {
-    file_of(fd)?.sync_all()
+    match fd.0 {
+        Held::File(file) => file.sync_all(),
+        Held::Folder(folder) => {
+            // The path cannot lead elsewhere: the folder is held without delete sharing.
+            let flushed = OpenOptions::new()
+                .write(true)
+                .custom_flags(BACKUP_SEMANTICS | OPEN_REPARSE_POINT)
+                .open(&folder.path)
+                .and_then(|f| f.sync_all());
+            if let Err(e) = flushed {
+                tracing::debug!(path = %folder.path.display(), error = %e, "a folder's names could not be flushed on their own");
+            }
+            Ok(())
+        }
+    }
 }
 
 /// Windows has no filesystem-wide sync the store could trust.
@@ -269,58 +580,99 @@ pub(crate) fn sync_filesystem(fd: BorrowedFd<'_>) -> io::Result<()> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
-/// Never.
+/// Never: every file is flushed on its own.
 pub(crate) fn filesystem_sync_is_durable(fd: BorrowedFd<'_>) -> bool {
     let _ = fd;
     false
 }
 
-/// The read-only attribute: set when `bits` allow no write, cleared otherwise.
+/// A file's read-only attribute: set when `bits` allow no write, cleared otherwise. A folder's
+/// is left alone: Windows does not enforce it on folders (who may add or remove a name is the
+/// ACL's business) and Explorer reads it as "customised".
 ///
 /// # Errors
 /// The system call's error.
 pub(crate) fn chmod(fd: BorrowedFd<'_>, bits: u32) -> io::Result<()> {
-    let file = file_of(fd)?;
-    let mut permissions = file.metadata()?.permissions();
-    permissions.set_readonly(bits & 0o222 == 0);
-    file.set_permissions(permissions)
+    match fd.0 {
+        Held::Folder(_) => Ok(()),
+        Held::File(file) => {
+            let mut permissions = file.metadata()?.permissions();
+            permissions.set_readonly(bits & 0o222 == 0);
+            file.set_permissions(permissions)
+        }
+    }
 }
 
-/// Refused: see the module's documentation.
+/// Links `from` in `from_dir` as `to` in `to_dir` (a hard link: `CreateHardLink`); an existing
+/// `to` is never replaced.
 ///
 /// # Errors
-/// Always `Unsupported`.
+/// The system call's error (`AlreadyExists` included).
 pub(crate) fn link_at(
     from_dir: BorrowedFd<'_>,
     from: &str,
     to_dir: BorrowedFd<'_>,
     to: &str,
 ) -> io::Result<()> {
-    let _ = (from_dir, from, to_dir, to);
-    Err(unsupported())
+    std::fs::hard_link(at(from_dir, Path::new(from))?, at(to_dir, Path::new(to))?)
 }
 
-/// Refused: see the module's documentation.
+/// Renames `from` in `from_dir` to `to` in `to_dir`, replacing a file there.
 ///
 /// # Errors
-/// Always `Unsupported`.
+/// The system call's error.
 pub(crate) fn rename_at(
     from_dir: BorrowedFd<'_>,
     from: &str,
     to_dir: BorrowedFd<'_>,
     to: &str,
 ) -> io::Result<()> {
-    let _ = (from_dir, from, to_dir, to);
-    Err(unsupported())
+    std::fs::rename(at(from_dir, Path::new(from))?, at(to_dir, Path::new(to))?)
 }
 
-/// Refused: see the module's documentation.
+/// Removes `name` from `dir`: an empty folder if `folder`, else any other kind of name. A link
+/// or junction is removed itself, never its target; a read-only file is removed too (as
+/// `unlink` removes a file whatever its mode).
 ///
 /// # Errors
-/// Always `Unsupported`.
+/// The system call's error; `EISDIR` for a folder when `folder` is not set.
 pub(crate) fn unlink_at(dir: BorrowedFd<'_>, name: &str, folder: bool) -> io::Result<()> {
-    let _ = (dir, name, folder);
-    Err(unsupported())
+    let path = at(dir, Path::new(name))?;
+    if folder {
+        return std::fs::remove_dir(path);
+    }
+    let attributes = std::fs::symlink_metadata(&path)?.file_attributes();
+    match (attributes & REPARSE_POINT != 0, attributes & DIRECTORY != 0) {
+        // A link to a folder, or a junction: `RemoveDirectory` removes the link itself.
+        (true, true) => std::fs::remove_dir(path),
+        (false, true) => Err(io::Error::from_raw_os_error(errno::EISDIR)),
+        // `DeleteFile` removes a link itself.
+        (_, false) => match std::fs::remove_file(&path) {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && attributes & READONLY != 0 => {
+                clear_readonly(&path)?;
+                std::fs::remove_file(path)
+            }
+            other => other,
+        },
+    }
+}
+
+/// Clears the read-only attribute of the file at `path` through a handle to the name itself
+/// (a link is changed, never what it points to), so that it can be removed: `unlink` removes a
+/// file whatever its mode, and Windows versions before 10 1809 (and Wine) refuse to delete a
+/// read-only file.
+// Windows: `set_readonly(false)` clears the one attribute; no bits for others exist to widen.
+#[allow(clippy::permissions_set_readonly_false)]
+fn clear_readonly(path: &Path) -> io::Result<()> {
+    /// `FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES`.
+    const ATTRIBUTES: u32 = 0x80 | 0x100;
+    let file = OpenOptions::new()
+        .access_mode(ATTRIBUTES)
+        .custom_flags(OPEN_REPARSE_POINT)
+        .open(path)?;
+    let mut permissions = file.metadata()?.permissions();
+    permissions.set_readonly(false);
+    file.set_permissions(permissions)
 }
 
 /// No user id: ownership on Windows is an ACL's business. 0, which [`Stat::uid`] also reports.
@@ -334,9 +686,8 @@ pub(crate) fn read_no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
     options.custom_flags(OPEN_REPARSE_POINT)
 }
 
-/// A private file is created without following a link; it takes its folder's ACL (on a user's
-/// profile, the user's own), which this layer cannot check — so reading it back refuses it
-/// ([`owner_and_mode`]).
+/// A private file is created without following a link; it takes its folder's ACL (inside the
+/// user's profile, the user's own), which [`owner_and_mode`] checks by where it lies.
 pub(crate) fn private_file(options: &mut OpenOptions) -> &mut OpenOptions {
     options.custom_flags(OPEN_REPARSE_POINT)
 }
@@ -348,17 +699,18 @@ pub(crate) fn private_dir_builder() -> std::fs::DirBuilder {
     b
 }
 
-/// The owner and permission bits as [`Stat`] reports them: never owner-only, so a check that
-/// needs an owner-only file fails closed.
-pub(crate) fn owner_and_mode(meta: &std::fs::Metadata) -> (u32, u32) {
-    (
-        0,
-        if meta.permissions().readonly() {
-            0o444
-        } else {
-            0o666
-        },
-    )
+/// The owner and permission bits of a private file (the host key) opened at `path`. Who may
+/// read it is its ACL's business, which this layer cannot read: inside the user's profile
+/// ([`disk_cache`]'s rule) it takes the profile's, the user's own, and reads as owner-only;
+/// anywhere else as open to others, so the check refuses it.
+pub(crate) fn owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> (u32, u32) {
+    let private = std::fs::canonicalize(path).is_ok_and(|p| disk_cache(&p).is_ok());
+    let owner = if meta.permissions().readonly() {
+        0o400
+    } else {
+        0o600
+    };
+    (0, if private { owner } else { owner | 0o066 })
 }
 
 /// What a name that is neither a regular file nor a folder is, for a message.
@@ -374,4 +726,236 @@ pub(crate) fn special_kind(kind: std::fs::FileType) -> &'static str {
 pub(crate) fn file_identity(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
     let _ = meta;
     None
+}
+
+/// The Windows walk against what a hostile folder plants: links to folders and files (inside
+/// and outside), `..`, roots, drives, streams and device names, a file where a folder belongs;
+/// a held folder that someone tries to move or replace; and the calls the store makes under a
+/// held folder. Run under Wine by `scripts/wine-check.sh`.
+#[cfg(test)]
+mod tests {
+    use std::io::Read as _;
+    use std::os::windows::fs::MetadataExt as _;
+    use std::path::Path;
+
+    use super::{
+        AsFd as _, GUARANTEED, INVALID_NAME, OwnedFd, create_at, disk_cache, errno, fstat, link_at,
+        list, mkdir_at, open_dir_beneath, open_file_beneath, open_folder, open_parent, rename_at,
+        stat_at, unlink_at,
+    };
+    use crate::platform::Kind;
+
+    /// A folder with `a\b\f` inside and `outside` beside it; returns the scratch folder and a
+    /// handle of `inside`.
+    fn planted() -> (crate::scratch::Scratch, OwnedFd) {
+        let tmp = crate::scratch::scratch();
+        let inside = tmp.path().join("inside");
+        std::fs::create_dir_all(inside.join("a").join("b")).expect("mkdir");
+        std::fs::write(inside.join("a").join("b").join("f"), b"inside").expect("write");
+        std::fs::write(
+            inside.join("a").join("file"),
+            b"a file where a folder belongs",
+        )
+        .expect("write");
+        std::fs::create_dir(tmp.path().join("outside")).expect("mkdir");
+        std::fs::write(tmp.path().join("outside").join("secret"), b"outside").expect("write");
+        let fd = open_folder(&inside, false).expect("open inside");
+        (tmp, fd)
+    }
+
+    fn code(e: &std::io::Error) -> i32 {
+        e.raw_os_error().expect("an OS error")
+    }
+
+    #[test]
+    fn x3_the_walk_opens_plain_files_and_folders_beneath() {
+        let (_tmp, fd) = planted();
+        let mut text = String::new();
+        open_file_beneath(fd.as_fd(), Path::new("a\\b\\f"))
+            .expect("a plain file")
+            .read_to_string(&mut text)
+            .expect("read");
+        assert_eq!(text, "inside");
+        let b = open_dir_beneath(fd.as_fd(), Path::new("./a/b")).expect("a plain folder");
+        assert_eq!(fstat(b.as_fd()).expect("stat").kind, Kind::Dir);
+        // The folder it came down from is the one held.
+        let a = open_parent(b.as_fd()).expect("parent");
+        assert!(a.0.path.ends_with("a"));
+        let itself = open_dir_beneath(fd.as_fd(), Path::new("")).expect("the folder itself");
+        assert_eq!(itself.0.path, fd.0.path);
+    }
+
+    /// Plants links inside pointing inside and outside. Creating one needs Developer Mode or
+    /// the symbolic-link privilege on Windows; Wine 8 reports success and makes none, so this
+    /// checks they are really there (reparse points) before anything is judged by them.
+    fn plant_links(tmp: &Path) {
+        let inside = tmp.join("inside");
+        let planted = [
+            (tmp.join("inside").join("a"), inside.join("to-a"), true),
+            (tmp.join("outside"), inside.join("to-outside"), true),
+            (
+                tmp.join("outside").join("secret"),
+                inside.join("a").join("b").join("to-secret"),
+                false,
+            ),
+        ];
+        for (to, at, folder) in planted {
+            if folder {
+                std::os::windows::fs::symlink_dir(&to, &at).expect("plant a link to a folder");
+            } else {
+                std::os::windows::fs::symlink_file(&to, &at).expect("plant a link to a file");
+            }
+            let there = std::fs::symlink_metadata(&at).map(|m| m.file_attributes());
+            assert!(
+                there.as_ref().is_ok_and(|a| a & super::REPARSE_POINT != 0),
+                "{} was not planted as a link ({there:?}): this system cannot make links",
+                at.display()
+            );
+        }
+    }
+
+    #[test]
+    fn x3_the_walk_refuses_a_link_anywhere_on_the_way() {
+        let (tmp, fd) = planted();
+        plant_links(tmp.path());
+        for rel in [
+            "to-a\\b\\f",
+            "to-outside\\secret",
+            "a\\b\\to-secret",
+            "to-a/b/f",
+        ] {
+            let e = open_file_beneath(fd.as_fd(), Path::new(rel)).expect_err(rel);
+            assert_eq!(code(&e), errno::ELOOP, "{rel}: {e}");
+        }
+        for rel in ["to-a", "to-a\\b", "to-outside"] {
+            let e = open_dir_beneath(fd.as_fd(), Path::new(rel)).expect_err(rel);
+            assert_eq!(code(&e), errno::ELOOP, "{rel}: {e}");
+        }
+        // Described as links, never followed.
+        assert_eq!(stat_at(fd.as_fd(), "to-a").expect("stat").kind, Kind::Link);
+        let listed = list(fd.as_fd()).expect("list");
+        let kind = |n: &str| listed.iter().find(|(m, _)| m == n).map(|(_, k)| *k);
+        assert_eq!(kind("to-a"), Some(Kind::Link));
+        assert_eq!(kind("to-outside"), Some(Kind::Link));
+        assert_eq!(kind("a"), Some(Kind::Dir));
+        // A file where a folder belongs.
+        let e = open_file_beneath(fd.as_fd(), Path::new("a\\file\\f")).expect_err("file");
+        assert_eq!(code(&e), errno::ENOTDIR, "{e}");
+        // Removing a link to a folder removes the link, never what it points to.
+        unlink_at(fd.as_fd(), "to-outside", false).expect("remove the link");
+        assert!(
+            fd.0.path
+                .parent()
+                .expect("parent")
+                .join("outside")
+                .join("secret")
+                .exists()
+        );
+    }
+
+    #[test]
+    fn x3_the_walk_refuses_dotdot_roots_drives_streams_and_devices() {
+        let (_tmp, fd) = planted();
+        for rel in [
+            "..",
+            "..\\outside\\secret",
+            "a\\..\\..\\outside",
+            "\\Windows",
+            "\\\\?\\C:\\",
+        ] {
+            let e = open_file_beneath(fd.as_fd(), Path::new(rel)).expect_err(rel);
+            assert_eq!(code(&e), errno::EXDEV, "{rel}: {e}");
+            let e = open_dir_beneath(fd.as_fd(), Path::new(rel)).expect_err(rel);
+            assert_eq!(code(&e), errno::EXDEV, "{rel}: {e}");
+        }
+        for rel in [
+            "C:\\Windows",
+            "C:",
+            "a\\b\\f:stream",
+            "a\\b\\f::$DATA",
+            "nul",
+            "a\\con.txt",
+            "a.",
+        ] {
+            let e = open_file_beneath(fd.as_fd(), Path::new(rel)).expect_err(rel);
+            assert_eq!(code(&e), INVALID_NAME, "{rel}: {e}");
+        }
+        let e = stat_at(fd.as_fd(), "..").expect_err("..");
+        assert_eq!(code(&e), errno::EXDEV, "{e}");
+        let e = create_at(fd.as_fd(), "a\\b\\new", 0o600).expect_err("a path as a name");
+        assert_eq!(code(&e), INVALID_NAME, "{e}");
+    }
+
+    #[test]
+    fn x3_a_held_folder_cannot_be_moved_removed_or_replaced() {
+        let (tmp, fd) = planted();
+        let inside = tmp.path().join("inside");
+        let b = open_dir_beneath(fd.as_fd(), Path::new("a\\b")).expect("b");
+        // Held without delete sharing: neither it nor a folder above it can be renamed.
+        std::fs::rename(inside.join("a").join("b"), tmp.path().join("moved-b"))
+            .expect_err("b is held");
+        std::fs::rename(inside.join("a"), tmp.path().join("moved-a")).expect_err("a is held");
+        std::fs::create_dir(inside.join("empty")).expect("mkdir");
+        let empty = open_dir_beneath(fd.as_fd(), Path::new("empty")).expect("empty");
+        let e = std::fs::remove_dir(inside.join("empty")).expect_err("empty is held");
+        assert_eq!(code(&e), errno::EHELD, "{e}");
+        drop(empty);
+        std::fs::remove_dir(inside.join("empty")).expect("let go, it goes");
+        let mut text = String::new();
+        open_file_beneath(b.as_fd(), Path::new("f"))
+            .expect("still there")
+            .read_to_string(&mut text)
+            .expect("read");
+        assert_eq!(text, "inside");
+        // Let go, it moves.
+        drop(b);
+        std::fs::rename(inside.join("a").join("b"), tmp.path().join("moved-b")).expect("free");
+    }
+
+    #[test]
+    fn x3_the_store_calls_make_link_rename_and_remove_names_under_a_held_folder() {
+        let (_tmp, fd) = planted();
+        mkdir_at(fd.as_fd(), "made", 0o700).expect("mkdir");
+        let made = open_dir_beneath(fd.as_fd(), Path::new("made")).expect("made");
+        {
+            use std::io::Write as _;
+            let mut f = create_at(made.as_fd(), "blob", 0o444).expect("create read-only");
+            f.write_all(b"bytes").expect("write through the handle");
+            super::sync(f.as_fd()).expect("flush");
+            assert_eq!(fstat(f.as_fd()).expect("stat").mode, 0o444);
+        }
+        let e = create_at(made.as_fd(), "blob", 0o600).expect_err("exists");
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists, "{e}");
+        link_at(made.as_fd(), "blob", fd.as_fd(), "linked").expect("hard link");
+        let e = link_at(made.as_fd(), "blob", fd.as_fd(), "linked").expect_err("exists");
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists, "{e}");
+        rename_at(fd.as_fd(), "linked", made.as_fd(), "moved").expect("rename");
+        assert_eq!(stat_at(made.as_fd(), "moved").expect("stat").size, 5);
+        super::sync(made.as_fd()).expect("sync a folder");
+        // A read-only file goes as `unlink` removes one; a folder only as a folder.
+        unlink_at(made.as_fd(), "moved", false).expect("unlink read-only");
+        unlink_at(made.as_fd(), "blob", false).expect("unlink read-only");
+        let e = unlink_at(fd.as_fd(), "made", false).expect_err("a folder");
+        assert_eq!(code(&e), errno::EISDIR, "{e}");
+        drop(made);
+        unlink_at(fd.as_fd(), "made", true).expect("rmdir");
+        assert!(stat_at(fd.as_fd(), "made").is_err());
+    }
+
+    #[test]
+    fn x3_a_root_outside_the_profile_and_guaranteed_isolation_are_refused() {
+        let tmp = crate::scratch::scratch();
+        let inside = std::fs::canonicalize(tmp.path()).expect("canonical");
+        assert_eq!(disk_cache(&inside.join("cache")), Ok(()));
+        let profile = std::fs::canonicalize(std::env::var_os("USERPROFILE").expect("profile"))
+            .expect("canonical");
+        assert!(disk_cache(&profile).is_err());
+        let drive = profile
+            .ancestors()
+            .last()
+            .expect("a root")
+            .join("skillcache");
+        assert!(disk_cache(&drive).is_err(), "{}", drive.display());
+        assert!(GUARANTEED.is_err());
+    }
 }

@@ -414,14 +414,14 @@ impl Disk for FaultyDisk {
 #[cfg(test)]
 mod tests {
     use std::fs::File;
-    use std::os::fd::AsFd as _;
 
     use super::{Disk, FaultyDisk};
+    use crate::platform::{AsFd as _, OwnedFd};
 
     /// A folder with a file written in it, and the disk that watched.
-    fn written() -> (crate::scratch::Scratch, File, FaultyDisk, File) {
+    fn written() -> (crate::scratch::Scratch, OwnedFd, FaultyDisk, File) {
         let dir = crate::scratch::scratch();
-        let folder = File::open(dir.path()).expect("open folder");
+        let folder = crate::platform::open_folder(dir.path(), false).expect("open folder");
         let disk = FaultyDisk::counting();
         let mut f = disk.create(folder.as_fd(), "t", 0o600).expect("create");
         disk.write(&mut f, b"bytes").expect("write");

@@ -246,6 +246,9 @@ pub(super) fn remove_tree(disk: &dyn Disk, parent: &Dir, name: &str) -> io::Resu
         }
         // `here` is empty: remove it from its parent, and climb.
         let Some((up_name, up_id)) = trail.pop() else {
+            // Its own handle goes first: a platform that holds a folder against removal while
+            // it is open (Windows) would refuse to remove it otherwise.
+            drop(here);
             return ignore_missing(disk.unlink(parent.fd(), name, true));
         };
         let up = Dir {
@@ -261,8 +264,9 @@ pub(super) fn remove_tree(disk: &dyn Disk, parent: &Dir, name: &str) -> io::Resu
                 here.path.display()
             )));
         }
-        ignore_missing(disk.unlink(up.fd(), &here_name, true))?;
+        // As above: the emptied folder's handle goes before its name.
         here = up;
+        ignore_missing(disk.unlink(here.fd(), &here_name, true))?;
         here_name = up_name;
     }
 }

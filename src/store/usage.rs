@@ -11,6 +11,7 @@ use super::layout::{ORIGINS, QUARANTINE, SHA256, TMP};
 use super::walk::{Fan, Found, StoredBlob, allocated_at, dir_bytes, walk_origin};
 use super::{BlobStore, io_err};
 use crate::origin::Origin;
+use crate::platform::errno;
 
 /// What one origin's folder holds and what each part costs on disk.
 #[derive(Debug, Default)]
@@ -158,10 +159,11 @@ impl BlobStore {
     }
 }
 
-/// A folder that is not empty, or not there: left as it is.
+/// A folder that is not empty, not there, or held open by another process (Windows): left as
+/// it is.
 fn is_busy_or_gone(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::NotFound
-        || matches!(e.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST))
+        || crate::platform::is(e, &[errno::ENOTEMPTY, errno::EEXIST, errno::EHELD])
 }
 
 /// The items of a quarantine folder, oldest first, each with its allocated bytes.

@@ -240,6 +240,8 @@ impl BlobStore {
                     removed += 1;
                 }
             }
+            // Its handle goes first (Windows refuses to remove a folder held open).
+            drop(dir);
             let _ = disk.unlink(self.root.fd(), legacy, true);
         }
         Ok(removed)
@@ -315,7 +317,9 @@ impl BlobStore {
             removed += 1;
         }
         if dir_bytes(&tmp) > self.block() {
-            // Best effort: a folder that will not go is only charged as it is.
+            // Best effort: a folder that will not go is only charged as it is. Its handle goes
+            // first (Windows refuses to remove a folder held open).
+            drop(tmp);
             let _ = with_writable(disk, &odir, || disk.unlink(odir.fd(), TMP, true));
         }
         Ok(removed)
