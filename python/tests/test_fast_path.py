@@ -138,6 +138,9 @@ BIG_SKILL = {
 }
 
 
+READS = 10
+
+
 async def test_t4_a_file_over_the_inline_bound_is_hashed_off_the_event_loop(tmp_path: Path) -> None:
     skills = write_skills(tmp_path / "big-skills", BIG_SKILL)
     log = tmp_path / "requests.log"
@@ -149,11 +152,18 @@ async def test_t4_a_file_over_the_inline_bound_is_hashed_off_the_event_loop(tmp_
         await within(skill.read(BIG))  # the miss
         await within(skill.read(BIG))  # read back from the store (and kept in memory, if on)
         hops = native._hops()
-        f = await within(skill.read(BIG))
-        assert f.bytes == BIG_SKILL["big-data"][BIG] and f.provenance == "cache"
+        for _ in range(READS):
+            f = await within(skill.read(BIG))
+            assert f.bytes == BIG_SKILL["big-data"][BIG] and f.provenance == "cache"
         # Re-hashed from disk: on the runtime's blocking threads. From the memory tier (bytes
-        # this process verified, nothing to hash): on the calling thread.
-        assert native._hops() == hops + hop, tier
+        # this process verified, nothing to hash): on the calling thread, never a hop. A read
+        # handed to the blocking threads hops unless those threads finish it before the call's
+        # first poll looks (a preempted calling thread on a loaded machine): so of READS reads,
+        # at least one hops, and none hops twice.
+        if hop:
+            assert 1 <= native._hops() - hops <= READS, tier
+        else:
+            assert native._hops() == hops, tier
 
 
 async def test_t4_a_cancelled_read_leaves_nothing_behind(tmp_path: Path, skills_dir: Path) -> None:

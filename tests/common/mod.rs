@@ -194,7 +194,12 @@ impl Drop for Tmpfs {
 /// of running the interop tests a second time to print them.
 pub fn report(name: &str, text: &str) {
     println!("{text}");
+    // Best effort: a run that cannot write there (CI's pass as a normal user over a root-owned
+    // target folder) still tests; CI counts the reports of its own run and fails if one is missing.
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("interop-report");
-    std::fs::create_dir_all(&dir).expect("create the report folder");
-    std::fs::write(dir.join(format!("{name}.md")), text).expect("write the report");
+    if let Err(e) = std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(dir.join(format!("{name}.md")), text))
+    {
+        eprintln!("the report {name} was not kept: {e}");
+    }
 }
