@@ -450,6 +450,8 @@ fn cli_demo_completes_and_shows_every_step() {
     assert!(out.status.success(), "{text}\n{}", stderr(&out));
     for needle in [
         "1. connect",
+        // The label as a person reads it, not the type's `Debug` text (`Origin("…")`).
+        "origin label \"demo-server\"",
         "2. list",
         "3. approve",
         "4. load",

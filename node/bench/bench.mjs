@@ -7,7 +7,7 @@
 //    re-hashed from disk under `Rehash` (`memoryTier: 0`, ≤ 1.5×); beside them, for reference,
 //    the same under `Guaranteed` and a warm `await cache.load(…)`. A row where more than one
 //    call in a thousand went to the runtime (`_hops()`) is refused: it measured hops, not hits.
-// 2. A cold sweep of the corpus (../shared/corpus/skills, or SKILLCACHE_CORPUS) from the official
+// 2. A cold sweep of the corpus (tests/data/corpus/skills, or SKILLCACHE_CORPUS) from the official
 //    TS server over Streamable HTTP, as whole processes timed by the wall clock: this package
 //    (`list`, then `loadAll` of every skill on a fresh root) beside the official TS SDK's
 //    `SkillsClient` (interop/ts-sweep.mjs), interleaved runs, medians.
@@ -32,7 +32,8 @@ const { SkillCache, SkillcacheError, _hops } = skillcache;
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, '..', '..');
 const interop = join(repo, 'interop');
-const corpus = process.env.SKILLCACHE_CORPUS ?? join(repo, '..', 'shared', 'corpus', 'skills');
+// The clone's own copy of the corpus, as scripts/ts-compare.sh uses: a clone has nothing beside it.
+const corpus = process.env.SKILLCACHE_CORPUS ?? join(repo, 'tests', 'data', 'corpus', 'skills');
 const READ = 'data/4k.bin';
 const SKILL_MD = '---\nname: bench-notes\ndescription: A skill with one 4 KiB file to read warm.\n---\nRead data/4k.bin.\n';
 // Each row's ratio to the floor; the rows without one are shown for reference.

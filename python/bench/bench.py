@@ -10,10 +10,10 @@
    on a current-thread runtime) and the bare cost of awaiting one of the extension's futures that
    does no work (`_skillcache._ready()`: the hop to skillcache's runtime and back, which a hit no
    longer takes).
-2. A cold sweep of the corpus (../shared/corpus/skills) from the official TS server over
-   Streamable HTTP, as whole processes timed by the wall clock: this package (`list`, then
-   `load_all` of every skill on a fresh root) beside the official TS SDK's `SkillsClient`
-   (`interop/ts-sweep.mjs`), as `scripts/ts-compare.sh` does for the Rust client.
+2. A cold sweep of the corpus (tests/data/corpus/skills, or SKILLCACHE_CORPUS) from the official
+   TS server over Streamable HTTP, as whole processes timed by the wall clock: this package
+   (`list`, then `load_all` of every skill on a fresh root) beside the official TS SDK's
+   `SkillsClient` (`interop/ts-sweep.mjs`), as `scripts/ts-compare.sh` does for the Rust client.
 
     python python/bench/bench.py [--runs N] [--reads N] [--sweeps N] [--warm-only]
 
@@ -43,7 +43,8 @@ import skillcache
 from skillcache import _skillcache
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("SKILLCACHE_SHARED", REPO.parent / "shared"))
+# The clone's own copy of the corpus, as scripts/ts-compare.sh uses: a clone has nothing beside it.
+CORPUS = Path(os.environ.get("SKILLCACHE_CORPUS", REPO / "tests" / "data" / "corpus" / "skills"))
 SKILL_MD = b"---\nname: bench-notes\ndescription: A skill with one 4 KiB file to read warm.\n---\nRead data/4k.bin.\n"
 
 
@@ -223,7 +224,7 @@ def sweep(runs: int) -> None:
     if not (interop / "node_modules" / "@modelcontextprotocol" / "client").is_dir():
         subprocess.run(["npm", "ci", "--silent"], cwd=interop, check=True)
     server = subprocess.Popen(
-        ["node", str(interop / "ts-http-server.mjs"), str(SHARED / "corpus" / "skills"), "0"],
+        ["node", str(interop / "ts-http-server.mjs"), str(CORPUS), "0"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     try:

@@ -135,7 +135,7 @@ async fn tour(
     let origin = Origin::new("demo-server")?;
     cache.connect(origin.clone(), Arc::new(McpSource::stdio(command)));
     say(format!(
-        "origin label {origin:?} (the host's name for the server, never the server's own)"
+        "origin label \"{origin}\" (the host's name for the server, never the server's own)"
     ));
     step.done();
     let mut t = Tour {
