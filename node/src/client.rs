@@ -1,4 +1,4 @@
-//! A [`SkillSource`] over a `Client` of the official TypeScript SDK the host already connected:
+//! A [`SkillSource`](skillcache::source::SkillSource) over a `Client` of the official TypeScript SDK the host already connected:
 //! `SkillCache.connectClient` (the Node twin of the Python package's `connect_session`).
 //!
 //! `client.js` turns the host's `Client` into a requester, `(id, method, params)`, which sends
@@ -19,10 +19,10 @@ use napi::bindgen_prelude::{
 };
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, JsString, Status};
-use serde_json::{Value, json};
+use serde_json::Value;
 use skillcache::Error;
 use skillcache::error::SourceError;
-use skillcache::source::{Change, OnChange, SkillSource, SourceFuture};
+use skillcache::source::{Change, OnChange, Requests, SourceFuture};
 use tokio::sync::oneshot;
 
 /// The requester's arguments: the request's id, then its method and params (JSON text), or two
@@ -187,7 +187,7 @@ impl ClientSource {
         }
     }
 
-    async fn request(&self, method: &'static str, params: Value) -> Result<Value, Error> {
+    async fn ask(&self, method: &'static str, params: Value) -> Result<Value, Error> {
         let transport = |why: String| {
             Error::Source(SourceError::Transport {
                 origin: None,
@@ -250,21 +250,12 @@ impl ClientSource {
     }
 }
 
-impl SkillSource for ClientSource {
-    fn list_skills<'a>(&'a self, cursor: Option<&'a str>) -> SourceFuture<'a> {
-        let params = cursor.map_or_else(|| json!({}), |c| json!({"cursor": c}));
-        Box::pin(self.request("skills/list", params))
+impl Requests for ClientSource {
+    fn request(&self, method: &'static str, params: Value) -> SourceFuture<'_> {
+        Box::pin(self.ask(method, params))
     }
 
-    fn get_skill<'a>(&'a self, uri: &'a str) -> SourceFuture<'a> {
-        Box::pin(self.request("skills/get", json!({"uri": uri})))
-    }
-
-    fn read_resource<'a>(&'a self, uri: &'a str) -> SourceFuture<'a> {
-        Box::pin(self.request("resources/read", json!({"uri": uri})))
-    }
-
-    fn watch(&self, on_change: OnChange) {
+    fn watch_changes(&self, on_change: OnChange) {
         *self
             .on_change
             .lock()

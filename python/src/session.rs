@@ -1,4 +1,4 @@
-//! A [`SkillSource`] over an MCP session the Python host already holds (the official SDK's
+//! A [`SkillSource`](skillcache::source::SkillSource) over an MCP session the Python host already holds (the official SDK's
 //! `mcp.ClientSession`, or anything with its `send_request`): `SkillCache.connect_session`.
 //!
 //! Each request runs as a coroutine on the host's own event loop (`skillcache._session.ask`,
@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyString;
-use serde_json::{Value, json};
+use serde_json::Value;
 use skillcache::Error;
 use skillcache::error::SourceError;
-use skillcache::source::{Change, OnChange, SkillSource, SourceFuture};
+use skillcache::source::{Change, OnChange, Requests, SourceFuture};
 use tokio::sync::oneshot;
 
 /// How a request on the host's loop ended.
@@ -172,7 +172,7 @@ impl SessionSource {
         })
     }
 
-    async fn request(&self, method: &'static str, params: Value) -> Result<Value, Error> {
+    async fn ask(&self, method: &'static str, params: Value) -> Result<Value, Error> {
         let transport = |source: Box<dyn std::error::Error + Send + Sync>| {
             Error::Source(SourceError::Transport {
                 origin: None,
@@ -226,21 +226,12 @@ impl SessionSource {
     }
 }
 
-impl SkillSource for SessionSource {
-    fn list_skills<'a>(&'a self, cursor: Option<&'a str>) -> SourceFuture<'a> {
-        let params = cursor.map_or_else(|| json!({}), |c| json!({"cursor": c}));
-        Box::pin(self.request("skills/list", params))
+impl Requests for SessionSource {
+    fn request(&self, method: &'static str, params: Value) -> SourceFuture<'_> {
+        Box::pin(self.ask(method, params))
     }
 
-    fn get_skill<'a>(&'a self, uri: &'a str) -> SourceFuture<'a> {
-        Box::pin(self.request("skills/get", json!({"uri": uri})))
-    }
-
-    fn read_resource<'a>(&'a self, uri: &'a str) -> SourceFuture<'a> {
-        Box::pin(self.request("resources/read", json!({"uri": uri})))
-    }
-
-    fn watch(&self, on_change: OnChange) {
+    fn watch_changes(&self, on_change: OnChange) {
         *self
             .on_change
             .lock()

@@ -109,3 +109,41 @@ pub trait SkillSource: Send + Sync {
         let _ = on_change;
     }
 }
+
+/// A source over a connection the host already holds (the Python package's `connect_session`,
+/// the Node package's `connectClient`): it sends one raw request and returns the `result` object
+/// verbatim, checked against [`message_bound`] before it is parsed. Every such type is a
+/// [`SkillSource`]: the three calls are mapped to their methods and params here, once, so no
+/// binding writes the protocol's shapes again.
+pub trait Requests: Send + Sync {
+    /// Sends `method` with `params` and returns the answer's `result`, with the errors a
+    /// [`SkillSource`] call has.
+    fn request(&self, method: &'static str, params: Value) -> SourceFuture<'_>;
+
+    /// As [`SkillSource::watch`]; the default ignores it.
+    fn watch_changes(&self, on_change: OnChange) {
+        let _ = on_change;
+    }
+}
+
+impl<T: Requests> SkillSource for T {
+    fn list_skills<'a>(&'a self, cursor: Option<&'a str>) -> SourceFuture<'a> {
+        let params = cursor.map_or_else(
+            || serde_json::json!({}),
+            |c| serde_json::json!({ "cursor": c }),
+        );
+        self.request("skills/list", params)
+    }
+
+    fn get_skill<'a>(&'a self, uri: &'a str) -> SourceFuture<'a> {
+        self.request("skills/get", serde_json::json!({ "uri": uri }))
+    }
+
+    fn read_resource<'a>(&'a self, uri: &'a str) -> SourceFuture<'a> {
+        self.request("resources/read", serde_json::json!({ "uri": uri }))
+    }
+
+    fn watch(&self, on_change: OnChange) {
+        self.watch_changes(on_change);
+    }
+}
