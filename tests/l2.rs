@@ -1486,6 +1486,60 @@ fn g3_a_store_that_stops_answering_costs_one_deadline_then_is_skipped() {
 }
 
 #[test]
+fn g3_one_late_answer_from_a_store_that_answers_others_costs_only_its_own_file() {
+    let Some(f) = faulty(4) else { return };
+    // A crowded store: one get is never answered while the gets around it are.
+    let (late_uri, late) = file(&f.skills[1].1, "a.md").clone();
+    f.proxy.script(vec![
+        Rule::all(Fault::Silent)
+            .method("GET")
+            .path(Faulty::key_of(&late)),
+    ]);
+    let h = f.host(Duration::from_millis(500));
+
+    let got = f.load_every_skill(&h);
+
+    assert_every_byte_right(&got, &f.files());
+    for g in &got {
+        let want = if g.uri().as_str() == late_uri {
+            Provenance::Server
+        } else {
+            Provenance::L2
+        };
+        assert_eq!(g.provenance(), want, "{}", g.uri());
+    }
+    assert_eq!(f.server_reads(), 1, "only the late file was asked of the server");
+    // hits, misses, puts, rejected, unavailable, retries: the tier stayed in use.
+    assert_eq!(counters(&h), [11, 0, 0, 0, 1, 0]);
+    assert_eq!(f.proxy.count(Fault::Silent), 1);
+}
+
+#[test]
+fn g3_a_store_that_stops_answering_mid_sweep_costs_at_most_two_deadlines_then_is_skipped() {
+    let Some(f) = faulty(4) else { return };
+    // The first skill's three gets are answered; then no request is, ever.
+    f.proxy.script(vec![Rule::all(Fault::Silent).after(3)]);
+    let h = f.host(Duration::from_millis(500));
+
+    let got = f.load_every_skill(&h);
+
+    assert_every_byte_right(&got, &f.files());
+    let from_l2 = got
+        .iter()
+        .filter(|g| g.provenance() == Provenance::L2)
+        .count();
+    assert_eq!(from_l2, 3, "the answered gets were used");
+    assert_eq!(f.server_reads(), f.files().len() - 3);
+    // The second skill's `SKILL.md`: its get waits out one deadline (the store had just
+    // answered: it may only be crowded), and the put of the server's bytes a second (the last
+    // answer is now two deadlines old): the tier is left alone, and nothing else is sent.
+    assert_eq!(f.proxy.count(Fault::Silent), 2, "{:?}", f.proxy.seen());
+    assert_eq!(f.proxy.seen().len(), 3 + 2);
+    // A get and a put for each file not from the tier.
+    assert_eq!(counters(&h)[4], 2 * (f.files().len() - 3) as u64);
+}
+
+#[test]
 fn g3_a_truncated_object_is_refused_by_its_size_and_the_server_serves_that_file() {
     let Some(f) = faulty(1) else { return };
     let (a_uri, a) = file(&f.skills[0].1, "a.md").clone();

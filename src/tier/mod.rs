@@ -18,9 +18,11 @@
 //! - **It is written only with verified bytes**, after the server's bytes passed every check,
 //!   with a conditional create (`PutMode::Create`): an existing object is never replaced, and
 //!   losing that race to another host is not an error.
-//! - **It never blocks a load.** Every operation has a deadline (default 2 s); a tier that
-//!   misses it or fails is skipped, with one warning, for 30 s, and the file comes from
-//!   the server.
+//! - **It never blocks a load.** Every operation has a deadline (default 2 s), and a file
+//!   whose operation misses it or fails comes from the server. A tier that fails, answers
+//!   nothing within a deadline, or misses three in a row is skipped, with one warning, for
+//!   30 s; one late answer while the tier answers this host's other requests (a crowded store
+//!   in a fleet's cold start) costs only its own file.
 //!
 //! Keys mirror the local store: `<prefix>/origins/<encoded origin>/sha256/<2 hex>/<62 hex>`, so
 //! hosts that share one MCP configuration (the same origin labels) share blobs, and nothing

@@ -3,7 +3,7 @@
 //! never do is in the parent module; this is the store behind it: keys, deadlines, conditional
 //! creates, claims.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,9 @@ use crate::verify::VerifiedBytes;
 
 /// How long a tier that missed a deadline or failed is left alone before it is tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// How many late answers in a row leave the tier alone even while it answers other requests.
+const LATE_IN_A_ROW: u32 = 3;
 
 /// How many times one request is sent again after a throttling or server-error answer, or a
 /// connection that failed before an answer.
@@ -169,8 +172,10 @@ impl L2 {
     }
 
     /// The deadline of one operation on the tier (a whole get, its body included; a claim;
-    /// a put). A tier that misses it is skipped for 30 s, with one warning, and
-    /// the server serves. Default: [`L2::DEFAULT_TIMEOUT`] (2 s).
+    /// a put). The file whose operation misses it comes from the server. A tier that answers
+    /// nothing within it, or misses it three times in a row, is then skipped for 30 s, with one
+    /// warning; one that answers this host's other requests meanwhile (a crowded store) stays
+    /// in use. Default: [`L2::DEFAULT_TIMEOUT`] (2 s).
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> L2 {
         self.timeout = timeout;
@@ -209,6 +214,12 @@ pub(crate) struct Tier {
     /// every claim suspect (a crashed host, or a writer who planted markers for every blob),
     /// so a cold load pays at most one `claim_wait` per [`RETRY_AFTER`], not one per blob.
     claims_off_until: Mutex<Option<Instant>>,
+    /// When the store last answered one of this host's requests (any answer, "not found"
+    /// included): a late answer while the store answers others is a crowded store, not a
+    /// dead one (see [`Tier::late`]).
+    answered_at: Mutex<Option<Instant>>,
+    /// Late answers since the store last answered.
+    late_in_a_row: AtomicU32,
 }
 
 /// Whether the window in `until` is still open; a passed window is cleared.
@@ -270,6 +281,44 @@ impl Tier {
             down_until: Mutex::new(None),
             put_warned: AtomicBool::new(false),
             claims_off_until: Mutex::new(None),
+            answered_at: Mutex::new(None),
+            late_in_a_row: AtomicU32::new(0),
+        }
+    }
+
+    /// The store answered a request: it is up, whatever the answer said.
+    fn answered(&self) {
+        *self
+            .answered_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+        self.late_in_a_row.store(0, Ordering::Relaxed);
+    }
+
+    /// A request missed its deadline. A store that finished another of this host's requests
+    /// while this one waited, or within one deadline before it was sent, is up but crowded —
+    /// a fleet starting cold at once is exactly when its store is busiest — so this one file
+    /// is asked of the server and the tier stays in use; leaving it alone for [`RETRY_AFTER`]
+    /// would send every other file of that window to the server too. A store that finished
+    /// nothing in that time, or missed [`LATE_IN_A_ROW`] deadlines in a row, is left alone as
+    /// one that fails is: a store that never answers costs a load one deadline, and one that
+    /// stops answering mid-sweep at most two (the second finds the last answer two deadlines
+    /// old), never one per file.
+    fn late(&self, op: &'static str, key: &Path) {
+        let in_a_row = self.late_in_a_row.fetch_add(1, Ordering::Relaxed) + 1;
+        let answering = self
+            .answered_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some_and(|at| at.elapsed() < self.config.timeout * 2);
+        if answering && in_a_row < LATE_IN_A_ROW {
+            tracing::debug!(op, %key, timeout = ?self.config.timeout, in_a_row, "the shared tier (l2) answered others but not this request in time; this file comes from the server");
+        } else {
+            self.mark_down(
+                op,
+                key,
+                &format_args!("no answer within {:?}", self.config.timeout),
+            );
         }
     }
 
@@ -353,7 +402,19 @@ impl Tier {
                 tokio::time::sleep(pause).await;
                 continue;
             }
-            return self.settle(op, key, answer);
+            let settled = self.settle(op, key, answer);
+            // Only a finished operation shows the store is answering: a get's answer opens
+            // its body, which may still drip past the deadline (`get_object` says when the
+            // body is whole), so only its "not found" finishes it here.
+            let finished = match &settled {
+                Ok(_) | Err(Failure::AlreadyExists) => op != "get",
+                Err(Failure::NotFound) => true,
+                Err(Failure::Down) => false,
+            };
+            if finished {
+                self.answered();
+            }
+            return settled;
         }
     }
 
@@ -366,11 +427,7 @@ impl Tier {
     ) -> Result<T, Failure> {
         match answer {
             Err(_) => {
-                self.mark_down(
-                    op,
-                    key,
-                    &format_args!("no answer within {:?}", self.config.timeout),
-                );
+                self.late(op, key);
                 Err(Failure::Down)
             }
             Ok(Ok(v)) => Ok(v),
@@ -555,6 +612,7 @@ impl Tier {
             Err(Failure::AlreadyExists | Failure::Down) => return Fetched::Unavailable,
         };
         if found.meta.size != size {
+            tier.answered();
             // R-V3: size first; the body is not read.
             return Fetched::Rejected(Mismatch::Size {
                 expected: size,
@@ -570,7 +628,10 @@ impl Tier {
                 .await
                 .map(Option::transpose);
             match tier.settle("get", &key, chunk) {
-                Ok(None) => break,
+                Ok(None) => {
+                    tier.answered();
+                    break;
+                }
                 Ok(Some(chunk)) => {
                     let have = bytes.len() as u64 + chunk.len() as u64;
                     if have > size {
