@@ -32,25 +32,32 @@ libnode=$PWD/target/cross/libnode-standin
 mkdir -p "$libnode" && : >"$libnode/libnode.dll"
 tools=$(( $(date +%s) - started ))
 
+# Two feature sets a target, each checked once (a check of every dependency for a new target
+# and feature set is most of this step's cost): the library and CLI with their default features
+# together with the Python extension (whose CLI crate asks for the same features), and the Node
+# addon, which asks for the library alone (`default-features = false, features = ["mcp"]`),
+# the set a Rust host that wants no CLI builds. aarch64 macOS takes the platform layer's same
+# modules as x86_64 macOS (only the C parts differ by architecture), so one check of all four
+# crates, their features unified, covers it.
 for t in "${TARGETS[@]}"; do
   case "$t" in
     # zig's C compiler for the C parts (SQLite); nothing is linked by a check.
     *-apple-darwin) check=(cargo-zigbuild check) ;;
     *) check=(cargo check) ;;
   esac
-  for features in "" "--no-default-features --features mcp"; do
-    echo "-- $t: library and CLI ${features:-(default features)}"
-    # shellcheck disable=SC2086 # the feature flags are words
-    "${check[@]}" -q --target "$t" --target-dir target/cross --lib --bins $features
-  done
-  # The Python extension: PyO3's abi3 needs no interpreter of the target to check.
-  echo "-- $t: the Python extension"
-  "${check[@]}" -q --target "$t" --target-dir target/cross -p skillcache-python
-  # The Node addon. napi-build looks for Node's libnode.dll to link a windows-gnu addon against
-  # and stops when there is none; a check links nothing, so an empty stand-in answers it (a
-  # build that links needs Node's real libnode.dll).
-  echo "-- $t: the Node addon"
-  LIBNODE_PATH="$libnode" "${check[@]}" -q --target "$t" --target-dir target/cross \
-    -p skillcache-node
+  on=(-q --target "$t" --target-dir target/cross)
+  # napi-build looks for Node's libnode.dll to link a windows-gnu addon against and stops when
+  # there is none; a check links nothing, so an empty stand-in answers it (a build that links
+  # needs Node's real libnode.dll). PyO3's abi3 needs no interpreter of the target to check.
+  if [ "$t" = aarch64-apple-darwin ]; then
+    echo "-- $t: library, CLI, Python extension and Node addon (features unified)"
+    LIBNODE_PATH="$libnode" "${check[@]}" "${on[@]}" -p skillcache -p skillcache-python \
+      -p skillcache-node --lib --bins
+    continue
+  fi
+  echo "-- $t: library, CLI and Python extension (default features)"
+  "${check[@]}" "${on[@]}" -p skillcache -p skillcache-python --lib --bins
+  echo "-- $t: the Node addon, and the library alone (features: mcp)"
+  LIBNODE_PATH="$libnode" "${check[@]}" "${on[@]}" -p skillcache-node
 done
 echo "cross-check: $(( $(date +%s) - started )) s (tools $tools s)"
