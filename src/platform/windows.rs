@@ -1097,7 +1097,7 @@ mod tests {
             OsString::from("."),
             OsString::from("bob"),
             OsString::from("\\"),
-            drive.clone().into_os_string(),
+            drive.into_os_string(),
         ] {
             assert_eq!(
                 inside_profile(&bob.join("cache"), Some(profile.clone())),
