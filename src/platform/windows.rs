@@ -325,6 +325,8 @@ fn hold_child(parent: &Arc<Folder>, name: &str) -> io::Result<Arc<Folder>> {
 /// case-insensitive, and a root may be named in another case than it was made); any other
 /// difference refuses, and so does a `Debug` without a path (a filesystem that cannot say, or
 /// a standard library that stopped saying): the check fails closed.
+// The `Debug` text is the point: it is compared with `File`'s own, never shown to anyone.
+#[allow(clippy::unnecessary_debug_formatting)]
 fn opened_at(file: &File, path: &Path) -> bool {
     use std::os::windows::io::AsRawHandle as _;
     let shown = format!("{file:?}");
