@@ -1080,14 +1080,24 @@ mod tests {
             bob.join("AppData").join("Local").join("skillcache"),
             bob.join("..hidden").join("PROGRA~1"),
         ] {
-            assert_eq!(inside_profile(&root, given(&bob)), Ok(()), "{}", root.display());
+            assert_eq!(
+                inside_profile(&root, given(&bob)),
+                Ok(()),
+                "{}",
+                root.display()
+            );
         }
         // Beside the profile (a name that merely starts with the profile's), the profile itself,
         // above it: outside.
         let outside = inside_profile(&base.join("bob2").join("cache"), given(&bob))
             .expect_err("a sibling that starts with the profile's name");
         for root in [bob.clone(), base.join("cache"), base.join("bob2")] {
-            assert_eq!(inside_profile(&root, given(&bob)), Err(outside), "{}", root.display());
+            assert_eq!(
+                inside_profile(&root, given(&bob)),
+                Err(outside),
+                "{}",
+                root.display()
+            );
         }
         // A profile that names no folder of the user's: unset, empty, relative (the current
         // folder's business), rooted without a drive, a drive's root.
@@ -1118,7 +1128,12 @@ mod tests {
             bob.join("skill:cache"),
             bob.join("what?"),
         ] {
-            assert_eq!(inside_profile(&root, given(&bob)), Err(kept), "{}", root.display());
+            assert_eq!(
+                inside_profile(&root, given(&bob)),
+                Err(kept),
+                "{}",
+                root.display()
+            );
         }
     }
 }
