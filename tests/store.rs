@@ -151,6 +151,38 @@ fn c1_root_inside_or_around_a_discovery_path_is_refused_also_through_a_symlink()
     assert_eq!(fs::metadata(ok.root()).expect("stat").mode() & 0o777, 0o700);
 }
 
+/// C1 where names fold case (macOS, Windows, a casefolded mount): a root spelled in another
+/// case than a discovery path that does not exist yet is inside it, or around it, all the same.
+#[test]
+fn c1_a_root_differing_from_a_discovery_path_only_in_case_is_refused() {
+    let d = common::scratch();
+    let skills = d.path().join("home/.claude/skills");
+    for root in [
+        d.path().join("home/.CLAUDE/skills/cache"),
+        d.path().join("home/.Claude/Skills"),
+        d.path().join("home/.CLAUDE"),
+    ] {
+        let refused = Cache::builder()
+            .root(&root)
+            .discovery_path(&skills)
+            .open()
+            .expect_err("a root that is a discovery path but for case");
+        assert!(
+            matches!(
+                refused,
+                Error::Store(skillcache::error::StoreError::RootRefused { .. })
+            ),
+            "{root:?}: {refused}"
+        );
+        assert!(!root.exists(), "nothing is created for a refused root");
+    }
+    Cache::builder()
+        .root(d.path().join("home/.claude-cache"))
+        .discovery_path(&skills)
+        .open()
+        .expect("a name that only starts like one is another folder");
+}
+
 /// N5: a newcomer who picks a folder around a discovery path that does not exist yet (a home
 /// folder before any skill was installed) is told why, and that the path need not exist.
 #[test]

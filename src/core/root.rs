@@ -169,9 +169,9 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
 fn outside_discovery(root: &Path, resolved: &Path, discovery: &[PathBuf]) -> Result<(), Error> {
     for d in discovery {
         let dr = resolve(d);
-        let why = if resolved.starts_with(&dr) {
+        let why = if within(resolved, &dr) {
             "it lies inside the skill discovery path"
-        } else if dr.starts_with(resolved) {
+        } else if within(&dr, resolved) {
             "it would contain a skill discovery path (even if that path does not exist yet):"
         } else {
             continue;
@@ -183,6 +183,23 @@ fn outside_discovery(root: &Path, resolved: &Path, discovery: &[PathBuf]) -> Res
         }));
     }
     Ok(())
+}
+
+/// Whether `path` is `base` or lies below it, names compared without ASCII case. macOS and
+/// Windows fold case by default (and Linux may, on a casefolded or foreign mount), so there
+/// `~/.Claude/skills` is the discovery path `~/.claude/skills`; `resolve` cannot say so when
+/// neither exists yet (it spells a missing name as given), and a root made as `~/.CLAUDE/x`
+/// would then be found by the agent that scans `~/.claude`. Refusing such a root where the
+/// filesystem keeps case too costs nothing.
+fn within(path: &Path, base: &Path) -> bool {
+    let mut names = path.components();
+    base.components().all(|b| {
+        names.next().is_some_and(|p| {
+            p.as_os_str()
+                .as_encoded_bytes()
+                .eq_ignore_ascii_case(b.as_os_str().as_encoded_bytes())
+        })
+    })
 }
 
 /// What an existing folder is to us.

@@ -20,7 +20,9 @@
 //!   any call (`windows_names.rs`: no `..`, root, drive, stream, device or rewritten name), each
 //!   folder opened as itself (`FILE_FLAG_OPEN_REPARSE_POINT`), checked by its attributes and held
 //!   without `FILE_SHARE_DELETE` with every folder above it, so nothing on the path can be
-//!   renamed or replaced while it is used; a name under a held folder is then reached by path.
+//!   renamed or removed while it is used; a name under a held folder is then reached by path,
+//!   and each folder held and file opened must be, by its handle's own final path, the entry
+//!   meant (a folder emptied and made a junction in place is refused, never followed).
 //!   Durability is `FlushFileBuffers` per file. A root must lie inside the user's profile (its
 //!   inherited ACL is the user's: no ACL can be set without raw calls), and `Guaranteed`
 //!   isolation is refused at open (no file identity, link count or owner on stable std).

@@ -8,7 +8,10 @@
 //!   or replaced by a link while held — together with its absolute path and every folder above
 //!   it, held the same way. Each name is checked before any call (no `..`, no root or prefix,
 //!   no `:` stream or drive, no device name, no name Win32 rewrites: `windows_names.rs`). A name
-//!   below a held folder is then reached by its path, which nothing can redirect.
+//!   below a held folder is then reached by its path, and what that opened — each folder held,
+//!   each file — must be, by its handle's own final path, the entry meant ([`opened_at`]): a
+//!   held folder cannot be renamed, but an emptied one can be made a junction in place, and an
+//!   open through it is refused, never followed.
 //! - **Durability**: `FlushFileBuffers` for a file's data; a folder's names are flushed through
 //!   a second handle where NTFS allows it, and NTFS journals them in any case. There is no
 //!   filesystem-wide sync, so every file is flushed on its own.
@@ -80,18 +83,46 @@ pub(crate) mod errno {
 /// # Errors
 /// Why `root` (resolved) is refused, a sentence that ends before the root's path.
 pub(crate) fn disk_cache(root: &Path) -> Result<(), &'static str> {
-    let profile = std::env::var_os("USERPROFILE")
-        .filter(|p| !p.is_empty())
-        .and_then(|p| std::fs::canonicalize(p).ok());
-    match profile {
-        Some(profile) if root.starts_with(&profile) && root != profile => Ok(()),
-        Some(_) => Err(
+    inside_profile(root, std::env::var_os("USERPROFILE"))
+}
+
+/// [`disk_cache`] against the profile `profile` (`%USERPROFILE%`'s value, if set).
+///
+/// The profile must name a folder by an absolute path, and not a drive's or share's root: a
+/// relative value would be resolved against whatever the current folder is, and a root would
+/// make "inside the profile" mean "anywhere on the drive" — in either case the ACL the rule
+/// relies on is nobody's in particular. The root must lie strictly below it (compared by
+/// whole components, so `C:\Users\bob2` is not inside `C:\Users\bob`), and every folder name
+/// between them must be one Windows keeps as written ([`check_name`]): the root's missing
+/// folders are made from its resolved, verbatim (`\\?\`) path, where `cache.` or `NUL` would
+/// become folders of those very names that no other program can open, and that the walk
+/// refuses afterwards anyway.
+fn inside_profile(root: &Path, profile: Option<OsString>) -> Result<(), &'static str> {
+    const NO_PROFILE: &str = "on Windows a cache root must lie inside your user profile, and %USERPROFILE% does not name one (an absolute path to a folder that is not a drive's root):";
+    let profile = profile
+        .filter(|p| !p.is_empty() && Path::new(p).is_absolute())
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .filter(|p| p.components().any(|c| matches!(c, Component::Normal(_))))
+        .ok_or(NO_PROFILE)?;
+    let below = root
+        .strip_prefix(&profile)
+        .ok()
+        .filter(|below| !below.as_os_str().is_empty())
+        .ok_or(
             "on Windows a cache root must lie inside your user profile (%USERPROFILE%), whose folders only you, SYSTEM and the Administrators may change (skillcache cannot set an ACL itself, see docs/guarantees.md):",
-        ),
-        None => Err(
-            "on Windows a cache root must lie inside your user profile, and %USERPROFILE% does not name one:",
-        ),
+        )?;
+    for part in below.components() {
+        let kept = match part {
+            Component::Normal(name) => name.to_str().is_some_and(|n| check_name(n).is_ok()),
+            _ => false,
+        };
+        if !kept {
+            return Err(
+                "on Windows every folder name of a cache root must be one Windows keeps as written (no device name such as NUL or COM1, no trailing dot or space, no ':' or wildcard):",
+            );
+        }
     }
+    Ok(())
 }
 
 /// The user's profile folder: `%USERPROFILE%`, else the current folder's drive root.
@@ -151,7 +182,11 @@ struct Folder {
 /// A held folder: its handle, its path, and every folder above it, each opened as itself
 /// (never through a link), checked to be a folder, and held without delete sharing so that no
 /// folder on the path can be renamed, removed or replaced while this one is used. A name below
-/// it is then reached by its path, which nothing can redirect.
+/// it is then reached by its path. Only this folder, the deepest held, can change what that
+/// path leads to (emptied and made a junction in place: a folder with a held child is never
+/// empty), so what is opened under it is judged by its own final path (`opened_at`), and the
+/// calls that only name a path under it (list, stat, make, link, rename, remove) rest on who
+/// may write it: for a cache root, the user alone (`disk_cache`).
 // `pub` (in a private module): the `Disk` seam, public with `internals`, names these types.
 #[derive(Debug, Clone)]
 pub struct OwnedFd(Arc<Folder>);
@@ -255,15 +290,51 @@ fn hold(path: &Path, follow: bool) -> io::Result<File> {
     Ok(handle)
 }
 
-/// The folder `name` (checked) in `parent`, held.
+/// The folder `name` (checked) in `parent`, held, and proven by its own final path to be the
+/// entry of `parent` it was opened by ([`opened_at`]).
 fn hold_child(parent: &Arc<Folder>, name: &str) -> io::Result<Arc<Folder>> {
     check_name(name).map_err(refused)?;
     let path = parent.path.join(name);
+    let handle = hold(&path, false)?;
+    if !opened_at(&handle, &path) {
+        return Err(io::Error::from_raw_os_error(errno::ELOOP));
+    }
     Ok(Arc::new(Folder {
-        handle: hold(&path, false)?,
+        handle,
         path,
         up: Some(Arc::clone(parent)),
     }))
+}
+
+/// Whether the open `file` is the entry at `path`, as its handle says now.
+///
+/// Why: holding a folder without delete sharing keeps it from being renamed or removed, but not
+/// from being made a junction *in place*. `FSCTL_SET_REPARSE_POINT` needs only
+/// `FILE_WRITE_ATTRIBUTES`, which no share mode withholds, and an empty folder (one with a held
+/// child is never empty, so only the deepest held folder qualifies). A writer of a served
+/// folder can empty the folder the walk holds last and turn it into a junction to anywhere
+/// before the next name under it is opened by path: the open would then follow it out. What
+/// the handle itself names afterwards cannot be redirected: `GetFinalPathNameByHandleW` gives
+/// the real path of what was opened, every junction and link on the way resolved. If that is
+/// the path the walk meant, nothing on the way redirected the open, and the folders above it,
+/// held, keep it there.
+///
+/// The standard library reads that path for one purpose only, `File`'s `Debug`
+/// (`File { handle: …, path: "…" }`), and this layer keeps `unsafe` out, so the check compares
+/// that text with the one `path` would give. ASCII case is ignored (NTFS's names are
+/// case-insensitive, and a root may be named in another case than it was made); any other
+/// difference refuses, and so does a `Debug` without a path (a filesystem that cannot say, or
+/// a standard library that stopped saying): the check fails closed.
+// The `Debug` text is the point: it is compared with `File`'s own, never shown to anyone.
+#[allow(clippy::unnecessary_debug_formatting)]
+fn opened_at(file: &File, path: &Path) -> bool {
+    use std::os::windows::io::AsRawHandle as _;
+    let shown = format!("{file:?}");
+    let meant = format!(
+        "File {{ handle: {:?}, path: {path:?} }}",
+        file.as_raw_handle()
+    );
+    shown.eq_ignore_ascii_case(&meant)
 }
 
 /// Opens the folder at `path` and holds every folder from its drive down. Its last component
@@ -352,13 +423,16 @@ pub(crate) fn open_dir_beneath(dir: BorrowedFd<'_>, rel: &Path) -> io::Result<Ow
 }
 
 /// Opens `name` in the held folder `parent` for reading, as itself (a link or junction is
-/// refused), sharing it for delete so a reader never stands in the way of a removal.
+/// refused), sharing it for delete so a reader never stands in the way of a removal. What was
+/// opened must be the entry of `parent` by its own final path ([`opened_at`]): `parent` made a
+/// junction in place since it was held is refused, never followed.
 fn open_here(parent: &Folder, name: &str) -> io::Result<File> {
+    let path = parent.path.join(name);
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(BACKUP_SEMANTICS | OPEN_REPARSE_POINT)
-        .open(parent.path.join(name))?;
-    if file.metadata()?.file_attributes() & REPARSE_POINT != 0 {
+        .open(&path)?;
+    if file.metadata()?.file_attributes() & REPARSE_POINT != 0 || !opened_at(&file, &path) {
         return Err(io::Error::from_raw_os_error(errno::ELOOP));
     }
     Ok(file)
@@ -411,8 +485,8 @@ pub(crate) fn open_lock(dir: BorrowedFd<'_>, name: &str, writable: bool) -> io::
         .write(writable)
         .create(writable)
         .custom_flags(OPEN_REPARSE_POINT)
-        .open(path)?;
-    if file.metadata()?.file_attributes() & REPARSE_POINT != 0 {
+        .open(&path)?;
+    if file.metadata()?.file_attributes() & REPARSE_POINT != 0 || !opened_at(&file, &path) {
         return Err(io::Error::from_raw_os_error(errno::ELOOP));
     }
     Ok(file)
@@ -557,7 +631,8 @@ pub(crate) fn sync(fd: BorrowedFd<'_>) -> io::Result<()> {
     match fd.0 {
         Held::File(file) => file.sync_all(),
         Held::Folder(folder) => {
-            // The path cannot lead elsewhere: the folder is held without delete sharing.
+            // The folder is held without delete sharing: its path leads to it unless a writer
+            // emptied it and made it a junction, and then only another folder is flushed.
             let flushed = OpenOptions::new()
                 .write(true)
                 .custom_flags(BACKUP_SEMANTICS | OPEN_REPARSE_POINT)
@@ -738,10 +813,13 @@ mod tests {
     use std::os::windows::fs::MetadataExt as _;
     use std::path::Path;
 
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+
     use super::{
-        AsFd as _, GUARANTEED, INVALID_NAME, OwnedFd, create_at, disk_cache, errno, fstat, link_at,
-        list, mkdir_at, open_dir_beneath, open_file_beneath, open_folder, open_parent, rename_at,
-        stat_at, unlink_at,
+        AsFd as _, GUARANTEED, INVALID_NAME, OwnedFd, create_at, disk_cache, errno, fstat,
+        inside_profile, link_at, list, mkdir_at, open_dir_beneath, open_file_beneath, open_folder,
+        open_parent, opened_at, rename_at, stat_at, unlink_at,
     };
     use crate::platform::Kind;
 
@@ -957,5 +1035,105 @@ mod tests {
             .join("skillcache");
         assert!(disk_cache(&drive).is_err(), "{}", drive.display());
         assert!(GUARANTEED.is_err());
+    }
+
+    /// The in-place junction (a held, emptied folder made a junction before the next name under
+    /// it is opened) cannot be planted here: Wine makes no junction. What refuses it is that
+    /// every folder held and every file opened must be, by its handle's own final path, the
+    /// entry the walk meant; this pins that judgement down: the entry itself (in any ASCII
+    /// case) passes, anything above, beside or below it does not.
+    #[test]
+    fn x3_a_handle_passes_only_as_the_entry_it_was_opened_by() {
+        let (tmp, fd) = planted();
+        let inside = std::fs::canonicalize(tmp.path().join("inside")).expect("canonical");
+        let at = inside.join("a").join("b").join("f");
+        let f = open_file_beneath(fd.as_fd(), Path::new("a\\b\\f")).expect("f");
+        assert!(opened_at(&f, &at), "{f:?} is not at {}", at.display());
+        let upper = PathBuf::from(at.to_str().expect("utf-8").to_ascii_uppercase());
+        assert!(opened_at(&f, &upper), "{}", upper.display());
+        for other in [
+            inside.join("a").join("b"),
+            inside.join("a").join("file"),
+            inside.join("a").join("c").join("f"),
+            tmp.path().join("outside").join("f"),
+            at.join("f"),
+        ] {
+            assert!(!opened_at(&f, &other), "{}", other.display());
+        }
+        // Every folder the walk holds passed the same judgement, under the path it keeps.
+        let b = open_dir_beneath(fd.as_fd(), Path::new("a\\b")).expect("b");
+        assert!(opened_at(&b.0.handle, &b.0.path));
+        assert!(opened_at(&fd.0.handle, &fd.0.path));
+        let a = open_parent(b.as_fd()).expect("a");
+        assert!(!opened_at(&a.0.handle, &b.0.path));
+    }
+
+    #[test]
+    fn x3_the_profile_is_an_absolute_folder_and_a_root_lies_strictly_inside_with_kept_names() {
+        let tmp = crate::scratch::scratch();
+        let base = std::fs::canonicalize(tmp.path()).expect("canonical");
+        let bob = base.join("bob");
+        std::fs::create_dir(&bob).expect("mkdir");
+        let given = |p: &Path| Some(p.as_os_str().to_owned());
+        for root in [
+            bob.join("cache"),
+            bob.join("AppData").join("Local").join("skillcache"),
+            bob.join("..hidden").join("PROGRA~1"),
+        ] {
+            assert_eq!(
+                inside_profile(&root, given(&bob)),
+                Ok(()),
+                "{}",
+                root.display()
+            );
+        }
+        // Beside the profile (a name that merely starts with the profile's), the profile itself,
+        // above it: outside.
+        let outside = inside_profile(&base.join("bob2").join("cache"), given(&bob))
+            .expect_err("a sibling that starts with the profile's name");
+        for root in [bob.clone(), base.join("cache"), base.join("bob2")] {
+            assert_eq!(
+                inside_profile(&root, given(&bob)),
+                Err(outside),
+                "{}",
+                root.display()
+            );
+        }
+        // A profile that names no folder of the user's: unset, empty, relative (the current
+        // folder's business), rooted without a drive, a drive's root.
+        let none = inside_profile(&bob.join("cache"), None).expect_err("unset");
+        assert_ne!(none, outside);
+        let drive = base.ancestors().last().expect("a root").to_path_buf();
+        for profile in [
+            OsString::new(),
+            OsString::from("."),
+            OsString::from("bob"),
+            OsString::from("\\"),
+            drive.into_os_string(),
+        ] {
+            assert_eq!(
+                inside_profile(&bob.join("cache"), Some(profile.clone())),
+                Err(none),
+                "{profile:?}"
+            );
+        }
+        // Names Windows would not keep as written, on the way to the root or as its last name.
+        let kept = inside_profile(&bob.join("cache."), given(&bob)).expect_err("trailing dot");
+        assert_ne!(kept, outside);
+        for root in [
+            bob.join("cache "),
+            bob.join("NUL").join("cache"),
+            bob.join("com1.d"),
+            bob.join("CONIN$"),
+            bob.join("skill:cache"),
+            bob.join("what?"),
+        ] {
+            assert_eq!(
+                inside_profile(&root, given(&bob)),
+                Err(kept),
+                "{}",
+                root.display()
+            );
+        }
     }
 }

@@ -161,4 +161,60 @@ mod tests {
         assert_eq!(check_name("."), Err(Refused::NotAName));
         assert_eq!(check_name(""), Err(Refused::NotAName));
     }
+
+    /// What a hostile server's names or a planted folder could try beyond the obvious: the
+    /// devices under every spelling Win32 still resolves (an extension after them, spaces before
+    /// the extension, any case, the superscript digits Win32 reads as 1 to 3, the console's and
+    /// the clock's names), names Win32 shortens (a trailing dot or space anywhere at the end),
+    /// and a stream named by its type. Refused, each as a name that is not one entry.
+    #[test]
+    fn x3_every_spelling_win32_reads_as_a_device_or_rewrites_is_refused() {
+        for name in [
+            "nul.tar.gz",
+            "NuL.Md",
+            "aux .md",
+            "con..txt",
+            "COM¹.txt",
+            "lpt³.log",
+            "conout$",
+            "CONIN$.txt",
+            "clock$",
+            "Clock$.x",
+            "prn",
+            "a .",
+            "a. ",
+            "SKILL.md.",
+            "SKILL.md ",
+            "f::$DATA",
+            "dir:$I30:$INDEX_ALLOCATION",
+            "a\u{7f}",
+        ] {
+            assert_eq!(check_name(name), Err(Refused::NotAName), "{name:?}");
+        }
+        // Names that only look like one: a device's name inside a longer stem, a digit Win32
+        // does not read as one, a leading dot or space, a tilde (an 8.3 alias is refused by
+        // what the handle opened, not by its spelling: `windows.rs`), NTFS's own `$` names
+        // (they live in a volume's root only, never listed, and NTFS refuses to open them).
+        for name in [
+            "nul-skill.md",
+            "connect",
+            "com10.txt",
+            "COM⁴",
+            "lpt",
+            ".nul",
+            " con",
+            "PROGRA~1",
+            "SKILL~1.MD",
+            "$MFT",
+            "$Extend",
+        ] {
+            assert_eq!(check_name(name), Ok(()), "{name:?}");
+        }
+        // A prefix inside a path is no prefix: `\\?\` fails on its `?`, and `\\.\` is empty
+        // and `.` components under the held folder, never the device namespace.
+        for rel in ["a/\\\\?\\C:", "a/./../b", "a/b/.. "] {
+            assert!(components(rel).is_err(), "{rel:?}");
+        }
+        assert_eq!(components("a\\\\.\\pipe\\x"), Ok(vec!["a", "pipe", "x"]));
+    }
 }
