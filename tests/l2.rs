@@ -1508,7 +1508,11 @@ fn g3_one_late_answer_from_a_store_that_answers_others_costs_only_its_own_file()
         };
         assert_eq!(g.provenance(), want, "{}", g.uri());
     }
-    assert_eq!(f.server_reads(), 1, "only the late file was asked of the server");
+    assert_eq!(
+        f.server_reads(),
+        1,
+        "only the late file was asked of the server"
+    );
     // hits, misses, puts, rejected, unavailable, retries: the tier stayed in use.
     assert_eq!(counters(&h), [11, 0, 0, 0, 1, 0]);
     assert_eq!(f.proxy.count(Fault::Silent), 1);
