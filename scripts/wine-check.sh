@@ -33,6 +33,8 @@ rustup target list --installed | grep -qx x86_64-pc-windows-gnu \
   || rustup target add x86_64-pc-windows-gnu
 # A prefix of its own, made once and kept in the git-ignored target folder.
 export WINEPREFIX="$PWD/target/win/wineprefix" WINEDEBUG=-all
+# wineboot makes the prefix but not the folders above it (a fresh clone has no target/).
+mkdir -p "$(dirname "$WINEPREFIX")"
 if [ ! -d "$WINEPREFIX/drive_c/windows/system32" ]; then
   timeout 300 /usr/lib/wine/wine64 wineboot -i >/dev/null 2>&1 || true
 fi
