@@ -1374,6 +1374,18 @@ fn assert_every_byte_right(got: &[skillcache::SkillFile], files: &[(String, Vec<
     }
 }
 
+/// Every file came from the shared tier except `uri`, which the server served.
+fn assert_only_this_file_came_from_the_server(got: &[skillcache::SkillFile], uri: &str) {
+    for g in got {
+        let want = if g.uri().as_str() == uri {
+            Provenance::Server
+        } else {
+            Provenance::L2
+        };
+        assert_eq!(g.provenance(), want, "{}", g.uri());
+    }
+}
+
 fn counters(h: &Host) -> [u64; 6] {
     let s = h.cache.stats();
     [
@@ -1500,14 +1512,7 @@ fn g3_one_late_answer_from_a_store_that_answers_others_costs_only_its_own_file()
     let got = f.load_every_skill(&h);
 
     assert_every_byte_right(&got, &f.files());
-    for g in &got {
-        let want = if g.uri().as_str() == late_uri {
-            Provenance::Server
-        } else {
-            Provenance::L2
-        };
-        assert_eq!(g.provenance(), want, "{}", g.uri());
-    }
+    assert_only_this_file_came_from_the_server(&got, &late_uri);
     assert_eq!(
         f.server_reads(),
         1,
@@ -1557,14 +1562,7 @@ fn g3_a_truncated_object_is_refused_by_its_size_and_the_server_serves_that_file(
     let got = f.load_every_skill(&h);
 
     assert_every_byte_right(&got, &f.files());
-    for g in &got {
-        let want = if g.uri().as_str() == a_uri {
-            Provenance::Server
-        } else {
-            Provenance::L2
-        };
-        assert_eq!(g.provenance(), want, "{}", g.uri());
-    }
+    assert_only_this_file_came_from_the_server(&got, &a_uri);
     assert_eq!(f.server_reads(), 1);
     // The put of the server's bytes finds the object there: never replaced, not counted.
     assert_eq!(counters(&h), [2, 0, 0, 1, 0, 0]);

@@ -22,7 +22,7 @@ use napi::{Env, JsString, Status};
 use serde_json::Value;
 use skillcache::Error;
 use skillcache::error::SourceError;
-use skillcache::source::{Change, OnChange, Requests, SourceFuture};
+use skillcache::source::{Change, ChangeSink, OnChange, Requests, SourceFuture};
 use tokio::sync::oneshot;
 
 /// The requester's arguments: the request's id, then its method and params (JSON text), or two
@@ -151,7 +151,7 @@ pub(crate) struct ClientSource {
     /// The largest answer accepted, in bytes of JSON text (R-B2).
     max_message: u64,
     /// Where the host's forwarded change notifications go (R-B5).
-    on_change: Mutex<Option<OnChange>>,
+    on_change: ChangeSink,
 }
 
 impl ClientSource {
@@ -171,20 +171,13 @@ impl ClientSource {
             tsfn,
             next: AtomicU32::new(0),
             max_message,
-            on_change: Mutex::new(None),
+            on_change: ChangeSink::default(),
         })
     }
 
     /// Reports a change notification the host received on its client (R-B5).
     pub(crate) fn notify(&self, change: Change) {
-        let sink = self
-            .on_change
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        if let Some(sink) = sink {
-            sink(change);
-        }
+        self.on_change.notify(change);
     }
 
     async fn ask(&self, method: &'static str, params: Value) -> Result<Value, Error> {
@@ -256,9 +249,6 @@ impl Requests for ClientSource {
     }
 
     fn watch_changes(&self, on_change: OnChange) {
-        *self
-            .on_change
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(on_change);
+        self.on_change.set(on_change);
     }
 }

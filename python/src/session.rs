@@ -16,7 +16,7 @@ use pyo3::types::PyString;
 use serde_json::Value;
 use skillcache::Error;
 use skillcache::error::SourceError;
-use skillcache::source::{Change, OnChange, Requests, SourceFuture};
+use skillcache::source::{Change, ChangeSink, OnChange, Requests, SourceFuture};
 use tokio::sync::oneshot;
 
 /// How a request on the host's loop ended.
@@ -101,7 +101,7 @@ pub(crate) struct SessionSource {
     /// The largest answer accepted, in bytes of JSON text (R-B2).
     max_message: u64,
     /// Where the host's forwarded change notifications go (R-B5).
-    on_change: Mutex<Option<OnChange>>,
+    on_change: ChangeSink,
 }
 
 impl SessionSource {
@@ -125,20 +125,13 @@ impl SessionSource {
             session,
             event_loop,
             max_message,
-            on_change: Mutex::new(None),
+            on_change: ChangeSink::default(),
         })
     }
 
     /// Reports a change notification the host received on its session (R-B5).
     pub(crate) fn notify(&self, change: Change) {
-        let sink = self
-            .on_change
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        if let Some(sink) = sink {
-            sink(change);
-        }
+        self.on_change.notify(change);
     }
 
     /// Schedules `ask(session, method, params)` on the host's loop.
@@ -232,10 +225,7 @@ impl Requests for SessionSource {
     }
 
     fn watch_changes(&self, on_change: OnChange) {
-        *self
-            .on_change
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(on_change);
+        self.on_change.set(on_change);
     }
 }
 

@@ -21,7 +21,7 @@ internal_pub! {
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
@@ -78,6 +78,32 @@ pub enum Change {
 
 /// Where a source reports [`Change`]s: set by the cache when it binds the source to an origin.
 pub type OnChange = Arc<dyn Fn(Change) + Send + Sync>;
+
+/// Where a [`Requests`] source keeps the [`OnChange`] the cache gave it, for the changes the host
+/// forwards from its own connection (R-B5). Empty until the cache binds the source; a change
+/// reported before that is dropped (nothing is cached from the source yet).
+#[derive(Default)]
+pub struct ChangeSink(Mutex<Option<OnChange>>);
+
+impl ChangeSink {
+    /// Keeps `on_change`, replacing any earlier one: what [`Requests::watch_changes`] does.
+    pub fn set(&self, on_change: OnChange) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(on_change);
+    }
+
+    /// Reports `change` to the cache, if it is watching. The callback runs outside the lock, so
+    /// it may report again.
+    pub fn notify(&self, change: Change) {
+        let sink = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(sink) = sink {
+            sink(change);
+        }
+    }
+}
 
 /// One server connection, as the cache sees it. The host binds each origin to exactly one
 /// source (R-O6); the cache never talks to a transport directly.
