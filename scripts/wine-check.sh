@@ -5,7 +5,7 @@
 # folder someone tries to move or remove; the calls the store makes under a held folder) and the
 # rest of the unit suite that opens real caches, serves folders and reads the index through it;
 # and tests/platform.rs, the host API on this platform (a root opens, Guaranteed is refused).
-# Installs wine64 and mingw when missing. Cold, the build takes about 25 minutes on two cores (the
+# Installs wine64 and mingw when missing. Cold, the build takes 10–25 minutes on two cores (the
 # test dependencies for Windows); the run about 20 seconds.
 #
 # Skipped, each for a reason of its own:
