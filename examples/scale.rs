@@ -15,9 +15,9 @@
 //! Measured at each size, one line of CSV per size (and a table on stdout):
 //! `fill_us_per_file` (the cold load that filled the root), `open_ms` (the median of 9),
 //! `catalog_ms` (every origin) and `catalog_source_ms` (the source's share: the same listings
-//! asked of the source directly), `hit_us` (the median of 2,000 warm 4 KiB reads), `cold_load_us_per_file` (one more
-//! skill, the median of 5: one load of 100 files is a few tens of milliseconds, where one
-//! journal commit of the disk's makes a bend; `pending_mb` is what the system had still to write
+//! asked of the source directly), `hit_us` (the median of 2,000 warm 4 KiB reads), `cold_load_us_per_file` (five more
+//! skills loaded one at a time, their median: one load of 100 files is a few tens of
+//! milliseconds, where one journal commit of the disk's makes a bend; `pending_mb` is what the system had still to write
 //! to its disks before the first — Linux's `Dirty` + `Writeback`, which a batch's `syncfs`
 //! writes too), `verify_us_per_file`, `gc_us_per_file`, `purge_ms` (one origin, and the index
 //! rewrite that leaves nothing of it readable), and bytes on disk per file held: `blob_bytes`
