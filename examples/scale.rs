@@ -3,10 +3,13 @@
 //! (`scripts/scale.sh`), a small size in CI:
 //!
 //! ```text
-//! scale [--files 1000,10000,100000] [--file-size 4096] [--dir FOLDER] [--csv FILE]
+//! scale [--files 1000,10000,100000] [--file-size 4096] [--dir FOLDER] [--csv FILE] [--keep]
 //! ```
 //!
-//! Each size is a fresh root in FOLDER (default: a temporary folder, removed after each size).
+//! Each size is a fresh root in FOLDER (default: a temporary folder), removed after its size
+//! unless `--keep` leaves it there (`FOLDER/root-N`, key `FOLDER/root-N.key`) for a second look
+//! with the command-line tool: `skillcache --root FOLDER/root-N verify`, under `perf`, with the
+//! page cache dropped.
 //! Skills have 100 files each (`SKILL.md` and 99 others, every file's bytes distinct); there are
 //! `files / 100` of them across 10 to 1,000 origins (one origin per 10 skills), served by an
 //! in-process source that makes each file's bytes when asked, so the server's side costs
@@ -384,6 +387,7 @@ fn main() {
     let mut file_size = 4096;
     let mut dir: Option<PathBuf> = None;
     let mut csv: Option<PathBuf> = None;
+    let mut keep = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
@@ -397,9 +401,14 @@ fn main() {
             "--file-size" => file_size = value().parse().expect("a number"),
             "--dir" => dir = Some(value().into()),
             "--csv" => csv = Some(value().into()),
+            "--keep" => keep = true,
             other => panic!("unknown argument {other}"),
         }
     }
+    assert!(
+        !keep || dir.is_some(),
+        "--keep needs --dir: a temporary folder goes at the end"
+    );
     let scratch = tempfile::tempdir().expect("temporary folder");
     let dir = dir.unwrap_or_else(|| scratch.path().to_owned());
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -416,7 +425,9 @@ fn main() {
         let root = dir.join(format!("root-{files}"));
         remove_root(&root);
         let r = runtime.block_on(measure(&root, files, file_size));
-        remove_root(&root);
+        if !keep {
+            remove_root(&root);
+        }
         println!(
             "| {} | {} | {:.0} | {:.1} | {:.1} ({:.1}) | {:.2} | {:.0} ({:.0}) | {:.1} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} |",
             r.files,
