@@ -49,7 +49,8 @@ const OPENS: usize = 9;
 /// Skills loaded cold after the fill, one at a time: the cold load is their median.
 const COLD_LOADS: usize = 5;
 
-/// The bytes of file `file` of skill `skill`: distinct for every (skill, file), `size` long.
+/// The bytes of file `file` of skill `skill`: distinct for every (skill, file), `size` long (or
+/// as long as their first line, if that is longer).
 fn content(skill: usize, file: usize, size: usize) -> Vec<u8> {
     let mut b = if file == 0 {
         format!(
@@ -382,6 +383,15 @@ fn remove_root(root: &Path) {
     let _ = std::fs::remove_file(root.with_extension("key"));
 }
 
+const USAGE: &str =
+    "scale [--files 1000,10000,100000] [--file-size 4096] [--dir FOLDER] [--csv FILE] [--keep]";
+
+/// A wrong command line: what is wrong and the usage, then exit status 2.
+fn usage(problem: &str) -> ! {
+    eprintln!("scale: {problem}\nusage: {USAGE}");
+    std::process::exit(2)
+}
+
 fn main() {
     let mut sizes = vec![1_000, 10_000, 100_000];
     let mut file_size = 4096;
@@ -390,25 +400,30 @@ fn main() {
     let mut keep = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        let mut value = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
+        let mut value = || {
+            args.next()
+                .unwrap_or_else(|| usage(&format!("{a} needs a value")))
+        };
+        let number = |v: &str| {
+            v.parse::<usize>()
+                .unwrap_or_else(|_| usage(&format!("{a}: {v:?} is not a whole number")))
+        };
         match a.as_str() {
-            "--files" => {
-                sizes = value()
-                    .split(',')
-                    .map(|n| n.parse().expect("a number"))
-                    .collect();
-            }
-            "--file-size" => file_size = value().parse().expect("a number"),
+            "--files" => sizes = value().split(',').map(number).collect(),
+            "--file-size" => file_size = number(&value()),
             "--dir" => dir = Some(value().into()),
             "--csv" => csv = Some(value().into()),
             "--keep" => keep = true,
-            other => panic!("unknown argument {other}"),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return;
+            }
+            other => usage(&format!("unknown argument {other}")),
         }
     }
-    assert!(
-        !keep || dir.is_some(),
-        "--keep needs --dir: a temporary folder goes at the end"
-    );
+    if keep && dir.is_none() {
+        usage("--keep needs --dir: a temporary folder goes at the end");
+    }
     let scratch = tempfile::tempdir().expect("temporary folder");
     let dir = dir.unwrap_or_else(|| scratch.path().to_owned());
     let runtime = tokio::runtime::Builder::new_multi_thread()
