@@ -1,3 +1,4 @@
 export * from './native';
+export * from './skillfile';
 export * from './errors';
 export * from './client';

@@ -455,3 +455,67 @@ fn q2_cli_load_and_read_framed_print_the_frame_through_serve() {
         "alpha\n"
     );
 }
+
+/// R-Q2 with R-V2: bytes a host (or a binding) kept from a read are framed only after they are
+/// checked again against the held entry — the frame is the read's own frame, and bytes changed
+/// since, cut short, or of a file the entry does not list get no frame at all.
+#[tokio::test]
+async fn q2_frame_kept_checks_the_kept_bytes_again_and_frames_them_as_the_read_did() {
+    use skillcache::Error;
+    use skillcache::error::Mismatch;
+    let dir = common::scratch();
+    write_skill(
+        &dir.path().join("skills"),
+        "notes",
+        "Read ref/a.md.\n",
+        &[("ref/a.md", b"alpha\n".as_slice())],
+    );
+    let skill = load(&dir, "docs", "notes").await;
+    let file = skill.read("ref/a.md").await.expect("reads");
+    let uri = file.uri().as_str();
+    assert_eq!(
+        skill.frame_kept(uri, file.bytes()).expect("frames"),
+        file.framed()
+    );
+    assert_eq!(
+        skill
+            .frame_kept("ref/a.md", file.bytes())
+            .expect("a reference resolves as a read's does"),
+        file.framed()
+    );
+    let md = skill.skill_md();
+    assert_eq!(
+        skill
+            .frame_kept(md.uri().as_str(), md.bytes())
+            .expect("frames"),
+        md.framed()
+    );
+    let mismatch = |r: Result<String, Error>| match r {
+        Err(Error::Verify(e)) => {
+            assert_eq!(e.origin.as_str(), "docs");
+            e.mismatch
+        }
+        other => panic!("a verify error, not {other:?}"),
+    };
+    let mut changed = file.bytes().to_vec();
+    changed[0] ^= 1;
+    assert!(matches!(
+        mismatch(skill.frame_kept(uri, &changed)),
+        Mismatch::Digest { .. }
+    ));
+    assert!(matches!(
+        mismatch(skill.frame_kept(uri, &file.bytes()[1..])),
+        Mismatch::Size {
+            expected: 6,
+            actual: 5
+        }
+    ));
+    assert!(matches!(
+        mismatch(skill.frame_kept("ref/unlisted.md", file.bytes())),
+        Mismatch::Unlisted
+    ));
+    assert!(matches!(
+        skill.frame_kept("../other/SKILL.md", file.bytes()),
+        Err(Error::Uri(_))
+    ));
+}

@@ -6,7 +6,9 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use napi::bindgen_prelude::{Either, Env, PromiseRaw, Reference, Result, ToNapiValue, Unknown};
+use napi::bindgen_prelude::{
+    BufferSlice, Either, Env, PromiseRaw, Reference, Result, ToNapiValue, Uint8ArraySlice, Unknown,
+};
 use napi_derive::napi;
 use serde_json::Value;
 use skillcache::entry::{Limits, Validation};
@@ -21,9 +23,10 @@ use crate::catalog::Catalog;
 use crate::client::{ClientSource, Requester};
 use crate::errors::throwable;
 use crate::lockfile::LockFile;
-use crate::run::{Aborter, start, start_abortable};
+use crate::run::{Aborter, now_or_later, start, start_abortable};
 use crate::types::{
-    CachedEntry, EntryInfo, GcReport, Inventory, ManifestFile, SkillEntry, SkillFile, VerifyReport,
+    CachedEntry, EntryInfo, FileParts, GcReport, Inventory, ManifestFile, SkillEntry, VerifyReport,
+    file_parts, flags,
 };
 
 /// `new SkillCache(options)`: every option has the Rust builder's default.
@@ -551,7 +554,7 @@ impl SkillCache {
     /// With `signal`, as `load`.
     #[napi(
         ts_args_type = "origin: string, entry: SkillEntry, options?: { signal?: AbortSignal }",
-        ts_return_type = "Promise<[LoadedSkill, SkillFile[]]>"
+        ts_return_type = "Promise<[LoadedSkill, import('./skillfile').SkillFile[]]>"
     )]
     pub fn load_all<'env>(
         &self,
@@ -559,7 +562,7 @@ impl SkillCache {
         origin: String,
         entry: &SkillEntry,
         aborter: Option<&Aborter>,
-    ) -> Result<PromiseRaw<'env, (LoadedSkill, Vec<SkillFile>)>> {
+    ) -> Result<PromiseRaw<'env, (LoadedSkill, Vec<FileParts<'env>>)>> {
         let (cache, origin, entry) = (
             self.inner.clone(),
             self::origin(env, &origin)?,
@@ -568,11 +571,12 @@ impl SkillCache {
         start_abortable(
             env,
             async move { cache.load_all(&origin, &entry).await },
-            |_, (l, files)| {
-                Ok((
-                    LoadedSkill::from(l),
-                    files.into_iter().map(SkillFile::from).collect(),
-                ))
+            |env, (l, files)| {
+                let files = files
+                    .iter()
+                    .map(|f| file_parts(env, f))
+                    .collect::<Result<_>>()?;
+                Ok((LoadedSkill::from(l), files))
             },
             aborter,
         )
@@ -745,9 +749,10 @@ impl LoadedSkill {
         }
     }
     /// The verified `SKILL.md`.
-    #[napi(getter)]
-    pub fn skill_md(&self) -> SkillFile {
-        SkillFile::from(self.inner.skill_md().clone())
+    // `index.js` makes the `SkillFile` of these parts, once.
+    #[napi(getter, ts_return_type = "import('./skillfile').SkillFile")]
+    pub fn skill_md<'env>(&self, env: &'env Env) -> Result<FileParts<'env>> {
+        file_parts(env, self.inner.skill_md())
     }
     /// What the approval that admitted this load granted; `null` without one.
     #[napi(getter, ts_return_type = "unknown")]
@@ -761,21 +766,43 @@ impl LoadedSkill {
     }
     /// Reads a file: `reference` is resolved against the skill root and must be listed in the
     /// held entry (otherwise a `VerifyError` and no request). With `signal`, as `load`.
+    //
+    // What `index.js` calls (it makes the `SkillFile` and the Promise): when the first poll
+    // answers — a hit — the value at once, else a Promise of it (an error is thrown at once, or
+    // rejects). When `known` (`index.js` holds this reference's origin, URI and digest from an
+    // earlier read) and the bytes fit in `room` from `at`, they are copied there and the value
+    // is their length plus the `flags` times 2³²; otherwise it is the file's `FileParts`.
     #[napi(
         ts_args_type = "reference: string, options?: { signal?: AbortSignal }",
-        ts_return_type = "Promise<SkillFile>"
+        ts_return_type = "Promise<import('./skillfile').SkillFile>"
     )]
     pub fn read<'env>(
         &self,
         env: &'env Env,
         reference: String,
+        mut room: BufferSlice<'_>,
+        at: u32,
+        known: bool,
         aborter: Option<&Aborter>,
-    ) -> Result<PromiseRaw<'env, SkillFile>> {
+    ) -> Result<Either<Either<f64, FileParts<'env>>, PromiseRaw<'env, FileParts<'env>>>> {
         let loaded = Arc::clone(&self.inner);
-        start_abortable(
+        now_or_later(
             env,
             async move { loaded.read(&reference).await },
-            |_, f| Ok(SkillFile::from(f)),
+            |env, f| {
+                let bytes = f.bytes();
+                let at = at as usize;
+                match room.get_mut(at..at.saturating_add(bytes.len())) {
+                    Some(slot) if known => {
+                        slot.copy_from_slice(bytes);
+                        #[allow(clippy::cast_precision_loss)]
+                        let len = bytes.len() as f64;
+                        Ok(Either::A(len + f64::from(flags(&f)) * 4_294_967_296.0))
+                    }
+                    _ => Ok(Either::B(file_parts(env, &f)?)),
+                }
+            },
+            |env, f| file_parts(env, &f),
             aborter,
         )
     }
@@ -783,19 +810,27 @@ impl LoadedSkill {
     /// With `signal`, as `load`.
     #[napi(
         ts_args_type = "options?: { signal?: AbortSignal }",
-        ts_return_type = "Promise<SkillFile[]>"
+        ts_return_type = "Promise<import('./skillfile').SkillFile[]>"
     )]
     pub fn read_all<'env>(
         &self,
         env: &'env Env,
         aborter: Option<&Aborter>,
-    ) -> Result<PromiseRaw<'env, Vec<SkillFile>>> {
+    ) -> Result<PromiseRaw<'env, Vec<FileParts<'env>>>> {
         let loaded = Arc::clone(&self.inner);
         start_abortable(
             env,
             async move { loaded.read_all().await },
-            |_, files| Ok(files.into_iter().map(SkillFile::from).collect()),
+            |env, files| files.iter().map(|f| file_parts(env, f)).collect(),
             aborter,
         )
+    }
+    /// `SkillFile.framed()` of `index.js`: the frame of bytes it kept from a read of `uri`,
+    /// checked again against the held entry first (`LoadedSkill::frame_kept`).
+    #[napi(js_name = "_frame", skip_typescript)]
+    pub fn frame(&self, env: &Env, uri: String, bytes: Uint8ArraySlice<'_>) -> Result<String> {
+        self.inner
+            .frame_kept(&uri, &bytes)
+            .map_err(|e| throwable(env, &e))
     }
 }

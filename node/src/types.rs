@@ -181,91 +181,42 @@ impl EntryInfo {
     }
 }
 
-/// One file's bytes with their origin, URI and what they were checked against.
-#[napi]
-pub struct SkillFile {
-    file: skillcache::SkillFile,
-}
+/// One file's bytes with their origin, URI and what they were checked against, as the parts
+/// `index.js` makes its `SkillFile` of: `[bytes, flags, origin, uri, digest]` (`digest` is
+/// `null` for a dynamic skill's file; the flags are [`flags`]'s). A `SkillFile` made in JS over
+/// plain values costs a hit a fraction of a wrapped Rust object (`docs/performance.md`, J3).
+pub(crate) type FileParts<'env> = (BufferSlice<'env>, u32, String, String, Option<String>);
 
-impl From<skillcache::SkillFile> for SkillFile {
-    fn from(file: skillcache::SkillFile) -> SkillFile {
-        SkillFile { file }
-    }
-}
-
-#[napi]
-impl SkillFile {
-    /// The bytes, as a new `Buffer` on each access: changing it cannot change the cache.
-    #[napi(getter)]
-    pub fn bytes<'env>(&self, env: &'env Env) -> Result<BufferSlice<'env>> {
-        // Copied into memory the engine owns (one copy, no finalizer to run), rather than a
-        // Rust allocation lent to it: a hit's cost is mostly what `.bytes` allocates.
-        BufferSlice::copy_from(env, self.file.bytes())
-    }
-    /// The bytes decoded as UTF-8 (a `TypeError` for a file that is not text).
-    #[napi(getter)]
-    pub fn text(&self) -> Result<String> {
-        std::str::from_utf8(self.file.bytes())
-            .map(str::to_owned)
-            .map_err(|e| {
-                napi::Error::new(
-                    napi::Status::StringExpected,
-                    format!("{} is not UTF-8 text: {e}", self.file.uri().as_str()),
-                )
-            })
-    }
-    /// The byte length.
-    #[napi(getter)]
-    pub fn size(&self) -> u32 {
-        u32::try_from(self.file.bytes().len()).unwrap_or(u32::MAX)
-    }
-    /// The origin the bytes came from: tag model context with it.
-    #[napi(getter)]
-    pub fn origin(&self) -> String {
-        self.file.origin().as_str().to_owned()
-    }
-    #[napi(getter)]
-    pub fn uri(&self) -> String {
-        self.file.uri().as_str().to_owned()
-    }
-    /// The digest the bytes matched on this access; `null` for a dynamic skill's file.
-    #[napi(getter)]
-    pub fn digest(&self) -> Option<String> {
-        match self.file.verification() {
+/// `file` as [`FileParts`]: its bytes copied into memory the engine owns.
+pub(crate) fn file_parts<'env>(
+    env: &'env Env,
+    file: &skillcache::SkillFile,
+) -> Result<FileParts<'env>> {
+    Ok((
+        BufferSlice::copy_from(env, file.bytes())?,
+        flags(file),
+        file.origin().as_str().to_owned(),
+        file.uri().as_str().to_owned(),
+        match file.verification() {
             Verification::Verified(d) => Some(d.to_string()),
             Verification::Unverified => None,
-        }
-    }
-    /// Whether the bytes matched the held entry on this access.
-    #[napi(getter)]
-    pub fn verified(&self) -> bool {
-        matches!(self.file.verification(), Verification::Verified(_))
-    }
-    /// `"cache"`, `"server"` or `"l2"`.
-    #[napi(getter, ts_return_type = "'cache' | 'server' | 'l2'")]
-    pub fn provenance(&self) -> &'static str {
-        match self.file.provenance() {
-            Provenance::Cache => "cache",
-            Provenance::Server => "server",
-            Provenance::L2 => "l2",
-        }
-    }
-    /// Whether a cached copy failed and the file was fetched once more.
-    #[napi(getter)]
-    pub fn retried(&self) -> bool {
-        self.file.retried()
-    }
-    /// Whether the bytes are kept in the cache.
-    #[napi(getter)]
-    pub fn stored(&self) -> bool {
-        self.file.stored()
-    }
-    /// The file framed for model context: origin, URI, size, digest and a boundary the
-    /// content does not contain.
-    #[napi]
-    pub fn framed(&self) -> String {
-        self.file.framed()
-    }
+        },
+    ))
+}
+
+/// What a read says of a file besides its bytes, as bits (`skillfile.js` reads them): 1
+/// verified, 2 and 4 the provenance (0 cache, 1 server, 2 the shared tier), 8 retried, 16
+/// stored.
+pub(crate) fn flags(file: &skillcache::SkillFile) -> u32 {
+    let provenance = match file.provenance() {
+        Provenance::Cache => 0,
+        Provenance::Server => 1,
+        Provenance::L2 => 2,
+    };
+    u32::from(matches!(file.verification(), Verification::Verified(_)))
+        | provenance << 1
+        | u32::from(file.retried()) << 3
+        | u32::from(file.stored()) << 4
 }
 
 /// A blob of an origin, by digest.

@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { SkillCache, DeclinedError, VerifyError, SkillcacheError, AbortError } from 'skillcache';
+import { SkillCache, SkillFile, DeclinedError, VerifyError, SkillcacheError, AbortError } from 'skillcache';
 import { corpus, counted, ownClient, requests, scratch, serveArgv, sha256, tsStdioArgv } from './peers.mjs';
 
 /** A cache on `dir` bound to `skillcache serve` of the corpus through the counting proxy. */
@@ -161,6 +161,73 @@ test('a Buffer handed out cannot change what the cache holds', { timeout: 120_00
   const again = await skill.read(entry.files[0].uri);
   assert.equal(sha256(again.bytes), entry.files[0].digest);
   assert.ok(!again.bytes.equals(bytes));
+});
+
+// Copies of small files are cut from shared pools (skillfile.js): a host that writes over a
+// copy's whole ArrayBuffer, not just its own bytes, reaches other copies handed out — never a
+// file's own bytes, its text, its frame, or the cache; nor does transferring one away. Every read path is covered: the first
+// read of a file (its parts), warm hits (into the pool), readAll, skillMd and loadAll.
+test('writing over, or transferring away, the ArrayBuffer of a copy handed out changes no file, frame or cached byte', { timeout: 120_000 }, async (t) => {
+  const dir = scratch(t);
+  const { cache } = open(dir, { memoryTier: 64 << 20 });
+  const entry = await someSkill(cache);
+  await cache.approve('docs', entry);
+  const [skill, loaded] = await cache.loadAll('docs', entry);
+  const files = [...loaded, skill.skillMd, ...(await skill.readAll())];
+  for (let round = 0; round < 3; round += 1) {
+    for (const f of entry.files) files.push(await skill.read(f.uri));
+  }
+  const text = (f) => {
+    try {
+      return f.text;
+    } catch (e) {
+      assert.ok(e instanceof TypeError);
+      return null;
+    }
+  };
+  const before = files.map((f) => [text(f), f.framed()]);
+  const lent = files.map((f) => f.bytes);
+  for (const copy of lent) new Uint8Array(copy.buffer).fill(0x41);
+  // Not vacuous: the writes did reach the copies handed out.
+  assert.ok(lent.every((copy) => copy.every((b) => b === 0x41)));
+  // Transferring a copy's ArrayBuffer away detaches it (and every copy cut from it).
+  const last = files.findLast((f) => f.size > 0 && f.size <= 8 << 10).bytes;
+  structuredClone(last.buffer, { transfer: [last.buffer] });
+  assert.equal(last.length, 0);
+  files.forEach((f, i) => {
+    assert.equal(sha256(f.bytes), f.digest, f.uri);
+    assert.equal(f.size, f.bytes.length);
+    assert.deepEqual([text(f), f.framed()], before[i]);
+  });
+  for (const f of entry.files) assert.equal(sha256((await skill.read(f.uri)).bytes), f.digest);
+});
+
+// A file's bytes go into the pool only when they fit the room left in it: files of every size —
+// under 8 KiB, between that and a pool, larger than a pool, text and binary — read cold, then
+// warm from the memory tier and from disk, hand out their own bytes each time.
+test('warm reads of files of every size hand out each file\'s own bytes', { timeout: 120_000 }, async (t) => {
+  for (const memoryTier of [64 << 20, 0]) {
+    const { cache } = open(join(scratch(t), String(memoryTier)), { memoryTier });
+    const listing = await cache.list('docs');
+    const { entry } = listing.find((i) => !(i instanceof SkillcacheError) && i.entry.files.some((f) => f.size > 64 << 10) && i.entry.files.some((f) => f.size < 8 << 10));
+    await cache.approve('docs', entry);
+    const skill = await cache.load('docs', entry);
+    for (let round = 0; round < 3; round += 1) {
+      for (const f of entry.files) {
+        const file = await skill.read(f.uri);
+        assert.equal(file.uri, f.uri);
+        assert.equal(file.digest, f.digest);
+        assert.equal(file.size, f.size);
+        assert.equal(sha256(file.bytes), f.digest, f.uri);
+        assert.equal(file.provenance, round === 0 && f.uri !== entry.uri ? 'server' : 'cache');
+      }
+    }
+  }
+});
+
+test('a SkillFile is made only by a read', async () => {
+  assert.throws(() => new SkillFile(), TypeError);
+  assert.throws(() => new SkillFile(Symbol('skillcache.SkillFile')), TypeError);
 });
 
 /** `client` with `resources/read` held until `open()`, or until skillcache aborts it. */

@@ -5,9 +5,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-use super::file::SkillFile;
+use super::file::{SkillFile, Verification};
 use super::pipeline::{Pipeline, check_frontmatter};
 use super::state::State;
+use crate::digest::Digest;
 use crate::entry::{ManifestFile, SkillEntry, select_content};
 use crate::error::{Error, Limit, Mismatch};
 use crate::origin::Origin;
@@ -157,6 +158,41 @@ impl LoadedSkill {
         self.through(true, std::slice::from_ref(file))
             .await
             .map(first)
+    }
+
+    /// The frame (R-Q2) of `bytes` that a host kept from an earlier read of this skill's file
+    /// `uri` — a host, or a binding, that keeps a file's bytes rather than its [`SkillFile`]. The
+    /// bytes are checked again against the held entry's size and digest before they are framed,
+    /// so a frame never calls bytes verified that changed since they were read (R-V2); a dynamic
+    /// skill's file has nothing to check against and is framed as unverified, as it was read.
+    /// Equal to [`SkillFile::framed`] of the read that gave the bytes.
+    ///
+    /// # Errors
+    /// [`UriError`](crate::error::UriError) for a URI outside the skill, [`VerifyError`](crate::error::VerifyError)
+    /// for a file the entry does not list or bytes that no longer match it.
+    pub fn frame_kept(&self, uri: &str, bytes: &[u8]) -> Result<String, Error> {
+        let uri = self.entry.uri().resolve(uri)?;
+        let verification = if self.entry.manifest().is_none() {
+            Verification::Unverified
+        } else {
+            let file = self.listed(&uri)?;
+            let len = bytes.len() as u64;
+            // Size first, then the hash (R-V3): a wrong length is known without hashing.
+            let actual = if len == file.size() {
+                Digest::of(bytes)
+            } else {
+                file.digest()
+            };
+            crate::verify::expect(file.size(), file.digest(), len, actual).map_err(|mismatch| {
+                Error::Verify(crate::error::VerifyError {
+                    origin: self.origin.clone(),
+                    uri: uri.clone(),
+                    mismatch,
+                })
+            })?;
+            Verification::Verified(file.digest())
+        };
+        Ok(crate::frame::frame(&self.origin, &uri, verification, bytes))
     }
 
     /// The held entry's listing of `uri` (R-V4): an unlisted file is refused, nothing is sent.
