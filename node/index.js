@@ -4,7 +4,7 @@
 const native = require('./native.js');
 const errors = require('./errors.js');
 const { requester } = require('./client.js');
-const { SkillFile, fromParts, fromRoom, kept, POOLED_MAX } = require('./skillfile.js');
+const { define } = require('./skillfile.js');
 
 native.registerErrors(errors.make);
 
@@ -20,13 +20,24 @@ native.SkillCache.prototype.connectClient = function connectClient(origin, clien
 // where it stands; the AbortError it rejects with gets the signal's reason as its `cause`. The
 // listener goes when the call settles, so one signal may serve any number of calls.
 function withSignal(options, call) {
-  const signal = options?.signal;
-  const aborter = new native.Aborter();
-  const abort = () => aborter.abort();
-  if (signal.aborted) abort();
-  else signal.addEventListener('abort', abort, { once: true });
-  const done = () => signal.removeEventListener('abort', abort);
-  return call(aborter).then(
+  const signal = options.signal;
+  let done = () => {};
+  let settled;
+  try {
+    const aborter = new native.Aborter();
+    const abort = () => aborter.abort();
+    if (signal.aborted) abort();
+    else {
+      signal.addEventListener('abort', abort, { once: true });
+      done = () => signal.removeEventListener('abort', abort);
+    }
+    settled = call(aborter);
+  } catch (error) {
+    // Not an AbortSignal, or the call refused its arguments: a rejection, as any other error.
+    done();
+    return Promise.reject(error);
+  }
+  return settled.then(
     (value) => {
       done();
       return value;
@@ -44,6 +55,8 @@ const skillProto = native.LoadedSkill.prototype;
 const { load, loadAll } = cacheProto;
 const { read, readAll } = skillProto;
 const skillMd = Object.getOwnPropertyDescriptor(skillProto, 'skillMd').get;
+// The addon's frame, taken now: a file calls this one, whatever the prototype says later.
+const { SkillFile, fromParts, fromRoom, kept } = define(skillProto._frame);
 // Without a signal, straight to the addon: a hit is a few microseconds, a closure is not free.
 cacheProto.load = function (origin, entry, options) {
   if (options?.signal == null) return load.call(this, origin, entry);
@@ -57,50 +70,59 @@ cacheProto.loadAll = function (origin, entry, options) {
 
 // A read's origin, URI and digest, by skill and reference, from its first read: they cannot
 // change for one loaded skill (its entry is fixed), and with them known a hit's answer is only
-// its bytes, copied into the `kept` pool, and its flags (see skillfile.js).
+// its bytes, copied into the `kept` pool, and its flags (see skillfile.js). Bounded: references
+// come from models and users, and any fragment resolves (`a.md#…` is `a.md`).
+const MEMO_REFERENCES = 4096;
+const MEMO_REFERENCE_LENGTH = 512;
 const described = new WeakMap();
-function descriptions(skill) {
-  let known = described.get(skill);
+const { apply } = Reflect;
+const isArray = Array.isArray;
+const weakGet = WeakMap.prototype.get;
+const weakSet = WeakMap.prototype.set;
+const mapGet = Map.prototype.get;
+const mapSet = Map.prototype.set;
+const mapSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get;
+const resolved = Promise.resolve.bind(Promise);
+const rejected = Promise.reject.bind(Promise);
+const then = Promise.prototype.then;
+function remember(skill, reference, parts) {
+  if (typeof reference !== 'string' || reference.length > MEMO_REFERENCE_LENGTH) return;
+  let known = apply(weakGet, described, [skill]);
   if (known === undefined) {
     known = new Map();
-    described.set(skill, known);
+    apply(weakSet, described, [skill, known]);
   }
-  return known;
+  if (apply(mapSize, known, []) < MEMO_REFERENCES) apply(mapSet, known, [reference, [parts[2], parts[3], parts[4]]]);
 }
-/** What a read answered (a number: bytes in the room; an array: the file's parts) as a file. */
+/** A read's answer, parts (an array) or bytes in the room (a number), as a file. */
 function answered(skill, reference, known, value) {
   if (typeof value === 'number') return fromRoom(skill, value, known);
-  const file = fromParts(skill, value);
-  if (known === undefined) descriptions(skill).set(reference, [file.origin, file.uri, file.digest]);
-  return file;
-}
-/** The addon's answer to a read (thrown, a value, or a Promise of one) as a Promise. */
-function promised(call) {
-  let value;
-  try {
-    value = call();
-  } catch (error) {
-    return Promise.reject(error);
-  }
-  return value instanceof Promise ? value : Promise.resolve(value);
+  if (known === undefined) remember(skill, reference, value);
+  return fromParts(skill, value);
 }
 skillProto.read = function (reference, options) {
-  const known = described.get(this)?.get(reference);
+  const memo = apply(weakGet, described, [this]);
+  const known = memo === undefined ? undefined : apply(mapGet, memo, [reference]);
   if (options?.signal != null) {
     // Not the hit's path: the file's parts, never the pool (an abort may come after the call).
-    const call = (a) => promised(() => read.call(this, reference, EMPTY, 0, false, a));
-    return withSignal(options, call).then((p) => answered(this, reference, known, p));
+    const call = (a) => {
+      const value = apply(read, this, [reference, EMPTY, 0, 0, a]);
+      return isArray(value) ? resolved(value) : value;
+    };
+    return apply(then, withSignal(options, call), [(p) => answered(this, reference, known, p)]);
   }
-  // The room is taken (fromRoom) right after the call, with no JS run in between: the addon
-  // calls JS only through thread-safe calls, which wait for the event loop.
+  // From the addon's copy into the room to `fromRoom`'s taking it, nothing runs that a host
+  // could have redefined, and the addon calls JS only through thread-safe calls, which wait for
+  // the event loop: no other read can take the same room.
   let value;
   try {
-    value = read.call(this, reference, kept.room(POOLED_MAX), kept.at, known !== undefined);
+    value = apply(read, this, [reference, kept.room(), kept.at, known === undefined ? 0 : kept.end]);
   } catch (error) {
-    return Promise.reject(error);
+    return rejected(error);
   }
-  if (value instanceof Promise) return value.then((p) => answered(this, reference, known, p));
-  return Promise.resolve(answered(this, reference, known, value));
+  if (typeof value === 'number') return resolved(fromRoom(this, value, known));
+  if (isArray(value)) return resolved(answered(this, reference, known, value));
+  return apply(then, value, [(p) => answered(this, reference, known, p)]);
 };
 const files = (skill) => (parts) => parts.map((p) => fromParts(skill, p));
 skillProto.readAll = function (options) {

@@ -769,9 +769,10 @@ impl LoadedSkill {
     //
     // What `index.js` calls (it makes the `SkillFile` and the Promise): when the first poll
     // answers — a hit — the value at once, else a Promise of it (an error is thrown at once, or
-    // rejects). When `known` (`index.js` holds this reference's origin, URI and digest from an
-    // earlier read) and the bytes fit in `room` from `at`, they are copied there and the value
-    // is their length plus the `flags` times 2³²; otherwise it is the file's `FileParts`.
+    // rejects). When `end` is not 0 (`index.js` holds this reference's origin, URI and digest
+    // from an earlier read) and the bytes fit in `room` between `at` and `end`, they are copied
+    // there and the value is their length plus the `flags` times 2³²; otherwise it is the file's
+    // `FileParts`.
     #[napi(
         ts_args_type = "reference: string, options?: { signal?: AbortSignal }",
         ts_return_type = "Promise<import('./skillfile').SkillFile>"
@@ -782,7 +783,7 @@ impl LoadedSkill {
         reference: String,
         mut room: BufferSlice<'_>,
         at: u32,
-        known: bool,
+        end: u32,
         aborter: Option<&Aborter>,
     ) -> Result<Either<Either<f64, FileParts<'env>>, PromiseRaw<'env, FileParts<'env>>>> {
         let loaded = Arc::clone(&self.inner);
@@ -791,9 +792,10 @@ impl LoadedSkill {
             async move { loaded.read(&reference).await },
             |env, f| {
                 let bytes = f.bytes();
-                let at = at as usize;
-                match room.get_mut(at..at.saturating_add(bytes.len())) {
-                    Some(slot) if known => {
+                let (at, end) = (at as usize, end as usize);
+                let to = at.saturating_add(bytes.len());
+                match room.get_mut(at..to) {
+                    Some(slot) if to <= end => {
                         slot.copy_from_slice(bytes);
                         #[allow(clippy::cast_precision_loss)]
                         let len = bytes.len() as f64;
@@ -829,6 +831,9 @@ impl LoadedSkill {
     /// checked again against the held entry first (`LoadedSkill::frame_kept`).
     #[napi(js_name = "_frame", skip_typescript)]
     pub fn frame(&self, env: &Env, uri: String, bytes: Uint8ArraySlice<'_>) -> Result<String> {
+        // One copy, hashed and framed: the view's memory may be shared with another thread (a
+        // `SharedArrayBuffer`), which could change it between the check and the frame.
+        let bytes = bytes.to_vec();
         self.inner
             .frame_kept(&uri, &bytes)
             .map_err(|e| throwable(env, &e))
