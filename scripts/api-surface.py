@@ -27,7 +27,7 @@ import subprocess
 import sys
 
 MAX_MODULES = 6
-# Public items the issues after issue 11 asked for, each by name (16 in round 3, 8 in round 4).
+# Public items the issues after issue 11 asked for, each by name (16 in round 3, 9 in round 4).
 GRANTED = [
     ("issue 18, E5", "display_safe"),
     ("issue 18, E8", "SkillServer::lenient"),
@@ -59,6 +59,9 @@ GRANTED = [
     ("issue 29, J1", "ChangeSink"),
     ("issue 29, J1", "ChangeSink::set"),
     ("issue 29, J1", "ChangeSink::notify"),
+    # A binding that keeps a file's bytes rather than its `SkillFile` (Node's SkillFile made in
+    # JS, J3) frames them through the library, which checks them against the entry again first.
+    ("issue 29, J3", "LoadedSkill::frame_kept"),
 ]
 MAX_ITEMS = 220 + len(GRANTED)
 COUNTED = {
