@@ -15,6 +15,19 @@ native.SkillCache.prototype.connectClient = function connectClient(origin, clien
   return connectRequester.call(this, origin, requester(client));
 };
 
+// Built-ins taken at load: what the package calls while it holds a file's bytes must not be
+// one a host redefined later (skillfile.js says why).
+const { apply } = Reflect;
+const isArray = Array.isArray;
+const weakGet = WeakMap.prototype.get;
+const weakSet = WeakMap.prototype.set;
+const mapGet = Map.prototype.get;
+const mapSet = Map.prototype.set;
+const mapSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get;
+const resolved = Promise.resolve.bind(Promise);
+const rejected = Promise.reject.bind(Promise);
+const then = Promise.prototype.then;
+
 // `{ signal }` (an AbortSignal) on load, loadAll, read and readAll: the addon's method takes an
 // Aborter, aborted when the signal is (at once if it already is), which drops the call's work
 // where it stands; the AbortError it rejects with gets the signal's reason as its `cause`. The
@@ -37,7 +50,7 @@ function withSignal(options, call) {
     done();
     return Promise.reject(error);
   }
-  return settled.then(
+  return apply(then, settled, [
     (value) => {
       done();
       return value;
@@ -47,7 +60,7 @@ function withSignal(options, call) {
       if (error instanceof errors.AbortError) error.cause = signal.reason;
       throw error;
     },
-  );
+  ]);
 }
 
 const cacheProto = native.SkillCache.prototype;
@@ -62,10 +75,18 @@ cacheProto.load = function (origin, entry, options) {
   if (options?.signal == null) return load.call(this, origin, entry);
   return withSignal(options, (a) => load.call(this, origin, entry, a));
 };
-const loaded = ([skill, files]) => [skill, files.map((f) => fromParts(skill, f))];
+/** Files of `skill` from the addon's list of parts, by index (no array method a host may
+ * have redefined). */
+function filesOf(skill, list) {
+  const n = list.length;
+  const out = new Array(n);
+  for (let i = 0; i < n; i += 1) out[i] = fromParts(skill, list[i]);
+  return out;
+}
+const loaded = (pair) => [pair[0], filesOf(pair[0], pair[1])];
 cacheProto.loadAll = function (origin, entry, options) {
-  if (options?.signal == null) return loadAll.call(this, origin, entry).then(loaded);
-  return withSignal(options, (a) => loadAll.call(this, origin, entry, a)).then(loaded);
+  if (options?.signal == null) return apply(then, apply(loadAll, this, [origin, entry]), [loaded]);
+  return apply(then, withSignal(options, (a) => apply(loadAll, this, [origin, entry, a])), [loaded]);
 };
 
 // A read's origin, URI and digest, by skill and reference, from its first read: they cannot
@@ -75,16 +96,6 @@ cacheProto.loadAll = function (origin, entry, options) {
 const MEMO_REFERENCES = 4096;
 const MEMO_REFERENCE_LENGTH = 512;
 const described = new WeakMap();
-const { apply } = Reflect;
-const isArray = Array.isArray;
-const weakGet = WeakMap.prototype.get;
-const weakSet = WeakMap.prototype.set;
-const mapGet = Map.prototype.get;
-const mapSet = Map.prototype.set;
-const mapSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get;
-const resolved = Promise.resolve.bind(Promise);
-const rejected = Promise.reject.bind(Promise);
-const then = Promise.prototype.then;
 function remember(skill, reference, parts) {
   if (typeof reference !== 'string' || reference.length > MEMO_REFERENCE_LENGTH) return;
   let known = apply(weakGet, described, [skill]);
@@ -94,11 +105,17 @@ function remember(skill, reference, parts) {
   }
   if (apply(mapSize, known, []) < MEMO_REFERENCES) apply(mapSet, known, [reference, [parts[2], parts[3], parts[4]]]);
 }
-/** A read's answer, parts (an array) or bytes in the room (a number), as a file. */
-function answered(skill, reference, known, value) {
-  if (typeof value === 'number') return fromRoom(skill, value, known);
-  if (known === undefined) remember(skill, reference, value);
-  return fromParts(skill, value);
+/** A read's parts the addon returned at once, as a file: remembered only from these. What a
+ * Promise settles with is not: a host that defines `then` on arrays is handed it first (a
+ * Promise adopts any thenable) and may answer anything, which must not outlive that one read. */
+function answeredNow(skill, reference, known, parts) {
+  if (known === undefined) remember(skill, reference, parts);
+  return fromParts(skill, parts);
+}
+/** What a read's Promise settled with: only ever parts. */
+function answeredLater(skill, parts) {
+  if (!isArray(parts)) throw new TypeError('skillcache: a read settled with something other than a file');
+  return fromParts(skill, parts);
 }
 skillProto.read = function (reference, options) {
   const memo = apply(weakGet, described, [this]);
@@ -107,9 +124,9 @@ skillProto.read = function (reference, options) {
     // Not the hit's path: the file's parts, never the pool (an abort may come after the call).
     const call = (a) => {
       const value = apply(read, this, [reference, EMPTY, 0, 0, a]);
-      return isArray(value) ? resolved(value) : value;
+      return isArray(value) ? resolved(answeredNow(this, reference, known, value)) : apply(then, value, [(p) => answeredLater(this, p)]);
     };
-    return apply(then, withSignal(options, call), [(p) => answered(this, reference, known, p)]);
+    return withSignal(options, call);
   }
   // From the addon's copy into the room to `fromRoom`'s taking it, nothing runs that a host
   // could have redefined, and the addon calls JS only through thread-safe calls, which wait for
@@ -121,22 +138,22 @@ skillProto.read = function (reference, options) {
     return rejected(error);
   }
   if (typeof value === 'number') return resolved(fromRoom(this, value, known));
-  if (isArray(value)) return resolved(answered(this, reference, known, value));
-  return apply(then, value, [(p) => answered(this, reference, known, p)]);
+  if (isArray(value)) return resolved(answeredNow(this, reference, known, value));
+  return apply(then, value, [(p) => answeredLater(this, p)]);
 };
-const files = (skill) => (parts) => parts.map((p) => fromParts(skill, p));
 skillProto.readAll = function (options) {
-  if (options?.signal == null) return readAll.call(this).then(files(this));
-  return withSignal(options, (a) => readAll.call(this, a)).then(files(this));
+  const files = (list) => filesOf(this, list);
+  if (options?.signal == null) return apply(then, apply(readAll, this, []), [files]);
+  return apply(then, withSignal(options, (a) => apply(readAll, this, [a])), [files]);
 };
 // The `SKILL.md` cannot change for one loaded skill: its file is made once.
 const skillMds = new WeakMap();
 Object.defineProperty(skillProto, 'skillMd', {
   get() {
-    let file = skillMds.get(this);
+    let file = apply(weakGet, skillMds, [this]);
     if (file === undefined) {
-      file = fromParts(this, skillMd.call(this));
-      skillMds.set(this, file);
+      file = fromParts(this, apply(skillMd, this, []));
+      apply(weakSet, skillMds, [this, file]);
     }
     return file;
   },

@@ -28,7 +28,7 @@ const typedArray = Object.getPrototypeOf(U8.prototype);
 const lengthOf = Object.getOwnPropertyDescriptor(typedArray, 'length').get;
 const setIn = typedArray.set;
 const bufferFrom = Buffer.from;
-const copyBytesFrom = Buffer.copyBytesFrom;
+const bufferAlloc = Buffer.alloc;
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const decode = TextDecoder.prototype.decode;
 const TypeErrorOf = TypeError;
@@ -79,6 +79,9 @@ function define(frame) {
     /** The next `size` bytes of the room, from now on this caller's alone: a `Buffer` to hand
      * out, or else a plain view (cheaper to make) to keep. */
     take(size, handedOut) {
+      // Only a length the addon returned at once comes here; checked all the same, before
+      // the room moves, so that no other number can move it.
+      if (!(size >= 0 && size <= POOLED_MAX && size === (size | 0))) throw new TypeErrorOf('skillcache: not a length of the pool');
       const at = this.#at;
       this.#at = (at + size + 7) & ~7;
       if (handedOut) return apply(bufferFrom, Buffer, [this.#array, at, size]);
@@ -115,7 +118,11 @@ function define(frame) {
     /** The bytes, as a new `Buffer` on each access: changing it cannot change the file or the cache. */
     get bytes() {
       const size = this.#size;
-      if (size > POOLED_MAX) return apply(copyBytesFrom, Buffer, [this.#bytes]);
+      if (size > POOLED_MAX) {
+        const copy = apply(bufferAlloc, Buffer, [size]);
+        apply(setIn, copy, [this.#bytes]);
+        return copy;
+      }
       lent.room(size);
       const copy = lent.take(size, true);
       apply(setIn, copy, [this.#bytes]);

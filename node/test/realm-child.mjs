@@ -104,6 +104,38 @@ for (const [, file] of files) file.framed();
 // The module, required by its path: a class and pools of its own, no maker of the package's files.
 const own = createRequire(import.meta.url)('../skillfile.js').define(() => 'x');
 const forged = own.fromParts(skill, [Buffer.from('forged'), 1, 'docs', entry.uri, entry.files[0].digest]);
-console.log(JSON.stringify({ files: files.length, wrong, reached, forgedIsPackageFile: forged instanceof SkillFile }));
+// A Promise adopts any thenable: a host that defines `then` on arrays is handed what a read's
+// Promise settles with and may answer anything (here: a number, as a hit's length would be, and
+// parts of another origin). That may spoil the reads of that moment, never what comes after:
+// the files read before, the pool, or what the package remembers of a reference.
+let adopted = 0;
+const forgedParts = [Buffer.from('forged\n'), 1, 'trusted', entry.uri, entry.files[0].digest];
+const answers = [-8, 7, forgedParts];
+Object.defineProperty(Array.prototype, 'then', {
+  configurable: true,
+  get() {
+    if (this === forgedParts || this.length !== 5 || !ArrayBuffer.isView(this[0])) return undefined;
+    adopted += 1;
+    const answer = answers[adopted % answers.length];
+    return (resolve) => resolve(answer);
+  },
+});
+const other = listing.find((i) => i.entry.uri !== entry.uri && i.entry.files.length > 2 && i.entry.files.every((f) => f.size < 64 << 10)).entry;
+const cold = await cache.load('docs', other);
+try {
+  for (const f of other.files) await cold.read(f.uri).catch(() => {});
+  for (const f of entry.files) await skill.read(f.uri, { signal: new AbortController().signal }).catch(() => {});
+} finally {
+  delete Array.prototype.then;
+}
+const spoiled = [];
+for (const [f, file] of files) if (sha256(file.bytes) !== f.digest) spoiled.push(f.uri);
+for (const [s, e] of [[cold, other], [skill, entry]]) {
+  for (const f of e.files) {
+    const file = await s.read(f.uri);
+    if (sha256(file.bytes) !== f.digest || file.uri !== f.uri || file.digest !== f.digest || file.origin !== 'docs') spoiled.push(f.uri);
+  }
+}
+console.log(JSON.stringify({ files: files.length, wrong, reached, forgedIsPackageFile: forged instanceof SkillFile, adopted, spoiled }));
 rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
 process.exit(0);
