@@ -79,8 +79,8 @@ function define(frame) {
     /** The next `size` bytes of the room, from now on this caller's alone: a `Buffer` to hand
      * out, or else a plain view (cheaper to make) to keep. */
     take(size, handedOut) {
-      // Only a length the addon returned at once comes here; checked all the same, before
-      // the room moves, so that no other number can move it.
+      // Only a file's own size, or a length the addon returned at once, comes here; checked
+      // all the same, before the room moves, so that no other number can move it.
       if (!(size >= 0 && size <= POOLED_MAX && size === (size | 0))) throw new TypeErrorOf('skillcache: not a length of the pool');
       const at = this.#at;
       this.#at = (at + size + 7) & ~7;

@@ -167,7 +167,7 @@ test('a Buffer handed out cannot change what the cache holds', { timeout: 120_00
 // copy's whole ArrayBuffer, not just its own bytes, reaches other copies handed out — never a
 // file's own bytes, its text, its frame, or the cache; nor does transferring one away. Every read path is covered: the first
 // read of a file (its parts), warm hits (into the pool), readAll, skillMd and loadAll.
-test('writing over, or transferring away, the ArrayBuffer of a copy handed out changes no file, frame or cached byte', { timeout: 120_000 }, async (t) => {
+test('J3: writing over, or transferring away, the ArrayBuffer of a copy handed out changes no file, frame or cached byte', { timeout: 120_000 }, async (t) => {
   const dir = scratch(t);
   const { cache } = open(dir, { memoryTier: 64 << 20 });
   const entry = await someSkill(cache);
@@ -214,7 +214,7 @@ test('writing over, or transferring away, the ArrayBuffer of a copy handed out c
 // A file's bytes go into the pool only when they fit the room left in it: files of every size —
 // under 8 KiB, between that and a pool, larger than a pool, text and binary — read cold, then
 // warm from the memory tier and from disk, hand out their own bytes each time.
-test('warm reads of files of every size hand out each file\'s own bytes', { timeout: 120_000 }, async (t) => {
+test('J3: warm reads of files of every size hand out each file\'s own bytes', { timeout: 120_000 }, async (t) => {
   for (const memoryTier of [64 << 20, 0]) {
     const { cache } = open(join(scratch(t), String(memoryTier)), { memoryTier });
     const listing = await cache.list('docs');
@@ -234,7 +234,7 @@ test('warm reads of files of every size hand out each file\'s own bytes', { time
   }
 });
 
-test('a SkillFile is made only by a read', async () => {
+test('J3: a SkillFile is made only by a read', async () => {
   assert.throws(() => new SkillFile(), TypeError);
   assert.throws(() => new SkillFile(Symbol('skillcache.SkillFile')), TypeError);
 });

@@ -37,7 +37,7 @@ for (const [name, options] of Object.entries({
   rehash: { memoryTier: 0, isolation: 'rehash' },
   guaranteed: { memoryTier: 0, isolation: 'guaranteed' },
 })) {
-  test(`a warm read and load settle with no hop and no request (${name})`, { timeout: 120_000 }, async (t) => {
+  test(`J3: a warm read and load settle with no hop and no request (${name})`, { timeout: 120_000 }, async (t) => {
     const { log, cache, entry, skill } = await warm(t, options);
     const asked = requests(log).length;
     const before = hits(cache.stats());
@@ -59,7 +59,7 @@ for (const [name, options] of Object.entries({
   });
 }
 
-test('a miss goes to the runtime and the server; the hit after it does not', { timeout: 120_000 }, async (t) => {
+test('J3: a miss goes to the runtime and the server; the hit after it does not', { timeout: 120_000 }, async (t) => {
   const dir = scratch(t);
   const log = join(dir, 'requests.log');
   const cache = new SkillCache({ root: join(dir, 'cache'), keyFile: join(dir, 'host.key') });
