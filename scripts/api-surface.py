@@ -62,6 +62,22 @@ GRANTED = [
     # A binding that keeps a file's bytes rather than its `SkillFile` (Node's SkillFile made in
     # JS, J3) frames them through the library, which checks them against the entry again first.
     ("issue 29, J3", "LoadedSkill::frame_kept"),
+    # A lock CI can gate on (L1): every pinned origin asked for its listing, every difference
+    # from the lock named with its data (origin, skill, file, pinned and listed digest and size).
+    ("issue 42, L1", "SkillCache::check_lock"),
+    ("issue 42, L1", "LockCheck"),
+    ("issue 42, L1", "LockCheck::is_clean"),
+    ("issue 42, L1", "LockCheck::pinned"),
+    ("issue 42, L1", "LockCheck::matched"),
+    ("issue 42, L1", "LockCheck::drift"),
+    ("issue 42, L1", "LockCheck::dynamic"),
+    ("issue 42, L1", "LockDrift"),
+    ("issue 42, L1", "LockDrift::origin"),
+    ("issue 42, L1", "LockDrift::skill"),
+    ("issue 42, L1", "FileDrift"),
+    ("issue 42, L1", "FileDrift::uri"),
+    ("issue 42, L1", "FileDrift::pinned"),
+    ("issue 42, L1", "FileDrift::now"),
 ]
 MAX_ITEMS = 220 + len(GRANTED)
 COUNTED = {

@@ -37,6 +37,7 @@ mod hostfile;
 mod json_weight;
 mod jsonc;
 pub mod local;
+mod lock_check;
 mod lockfile;
 mod mismatch;
 // The only place that names an operating system: the few filesystem operations whose means
@@ -97,6 +98,7 @@ pub use host::{
     VerifyReport,
 };
 pub use isolation::Isolation;
+pub use lock_check::{FileDrift, LockCheck, LockDrift};
 pub use lockfile::{LockFile, LockedSkill};
 pub use origin::Origin;
 /// `skillcache serve` for hosts and tools that embed it: a folder of skills on rmcp's server

@@ -6,7 +6,7 @@
 //! - `window`: `LoadedSkill`, the acting window; `file`: `SkillFile`, what every read returns.
 //! - `state`: what one cache shares; `ask`: one request under the deadlines; `marks`: stale
 //!   marks and remembered revocations; `flight`: one fetch per digest at a time.
-//! - `offline`: offline mode; `admin`: maintenance; `policy`, `stats`, `info`, `error`: leaves.
+//! - `offline`: offline mode; `admin`: maintenance; `lock`: a lock checked against its servers; `policy`, `stats`, `info`, `error`: leaves.
 
 mod admin;
 mod admit;
@@ -17,6 +17,7 @@ pub(crate) mod error;
 mod file;
 mod flight;
 mod info;
+mod lock;
 mod marks;
 mod offline;
 mod pipeline;

@@ -83,6 +83,11 @@ impl Double {
             .insert(uri.to_owned(), bytes.to_vec());
     }
 
+    /// Stops listing (and serving the entry of) the skill `uri`.
+    pub fn withdraw(&self, uri: &str) {
+        self.state.lock().expect("lock").entries.remove(uri);
+    }
+
     pub fn set_hints(&self, hints: Value) {
         self.state.lock().expect("lock").hints = hints;
     }
