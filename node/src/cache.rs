@@ -128,7 +128,7 @@ fn choose<T: Copy>(
 /// own; a regular file gets the output at its end.
 fn stderr_target(target: Either<String, u32>) -> std::result::Result<Stdio, Error> {
     match target {
-        Either::A(name) if name == "inherit" => Ok(Stdio::inherit()),
+        Either::A(name) if name == "inherit" => Ok(own_stderr()),
         Either::A(name) if name == "ignore" => Ok(Stdio::null()),
         Either::A(name) => Err(config_error(format!(
             "stderr must be \"inherit\", \"ignore\" or a file descriptor, not {name:?}"
@@ -143,6 +143,22 @@ fn stderr_target(target: Either<String, u32>) -> std::result::Result<Stdio, Erro
                 ))
             }),
     }
+}
+
+/// This process's stderr, for a server to inherit. Node marks its descriptor 2 close-on-exec, so
+/// a child that merely inherits it starts with no stderr at all (and its complaints vanish): the
+/// child is given a duplicate, which the spawn installs as its descriptor 2.
+fn own_stderr() -> Stdio {
+    #[cfg(unix)]
+    let duplicate = std::os::fd::AsFd::as_fd(&std::io::stderr())
+        .try_clone_to_owned()
+        .map(Stdio::from);
+    #[cfg(windows)]
+    let duplicate = std::os::windows::io::AsHandle::as_handle(&std::io::stderr())
+        .try_clone_to_owned()
+        .map(Stdio::from);
+    // No stderr to duplicate (a daemon's descriptor 2 closed): nothing to show it on anyway.
+    duplicate.unwrap_or_else(|_| Stdio::inherit())
 }
 
 /// A whole number of `what` from a JS number: non-negative, saturating at the largest a u64
@@ -351,9 +367,9 @@ impl SkillCache {
         if let Some(dir) = cwd {
             command.current_dir(dir);
         }
-        if let Some(target) = stderr {
-            command.stderr(stderr_target(target).map_err(|e| throwable(&env, &e))?);
-        }
+        // The default is "inherit", given a duplicate as `own_stderr` says why.
+        let target = stderr.unwrap_or_else(|| Either::A("inherit".to_owned()));
+        command.stderr(stderr_target(target).map_err(|e| throwable(&env, &e))?);
         self.bind(&env, &origin, self.with_limits(McpSource::stdio(command)))
     }
 
