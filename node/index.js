@@ -67,10 +67,10 @@ function withSignal(options, call) {
 // reads them as UTF-8, which turns each into U+FFFD, so two labels would become one origin and a
 // reference would name another file. Refused here, before the addon sees them.
 const wellFormed = (s) => typeof s !== 'string' || apply(isWellFormed, s, []);
-function malformedLabel() {
-  return errors.make('ConfigError', 'an origin label must be well-formed Unicode: this one holds a lone surrogate', {
+function malformedLabel(what = 'an origin label') {
+  return errors.make('ConfigError', `${what} must be well-formed Unicode: this one holds a lone surrogate`, {
     kind: 'invalid',
-    what: 'origin label',
+    what,
     causes: [],
   });
 }
@@ -95,6 +95,21 @@ const { SkillFile, make } = define(native);
 for (const name of ['connectStdio', 'connectHttp', 'connectClient', 'notify', 'disconnect', 'list', 'entry', 'refresh', 'approve', 'isApproved', 'load', 'loadAll', 'verify', 'purge', 'cachedEntries']) {
   const method = cacheProto[name];
   cacheProto[name] = {
+    [name](origin, ...rest) {
+      if (!wellFormed(origin)) throw malformedLabel();
+      return apply(method, this, [origin, ...rest]);
+    },
+  }[name];
+}
+// A principal names whose approvals apply: two that became one would share them.
+const { forPrincipal } = cacheProto;
+cacheProto.forPrincipal = function forPrincipal_(principal) {
+  if (!wellFormed(principal)) throw malformedLabel('a principal');
+  return apply(forPrincipal, this, [principal]);
+};
+for (const name of ['insert', 'check']) {
+  const method = native.LockFile.prototype[name];
+  native.LockFile.prototype[name] = {
     [name](origin, ...rest) {
       if (!wellFormed(origin)) throw malformedLabel();
       return apply(method, this, [origin, ...rest]);

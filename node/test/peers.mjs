@@ -13,6 +13,10 @@ import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as StdioClientTransportV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport as StreamableHTTPClientTransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
+// The servers the suite starts inherit its stderr (as a host's do): their warnings about the
+// corpus's invalid skills would fill the log, so they report errors only.
+process.env.RUST_LOG ??= 'error';
+
 export const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const corpus = join(repo, 'tests', 'data', 'corpus', 'skills');
 export const samples = join(repo, 'samples', 'skills');

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { types } from 'node:util';
 
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { SkillCache, SkillFile, SkillcacheError, AbortError, ConfigError, UriError } from 'skillcache';
+import { SkillCache, SkillFile, LockFile, SkillcacheError, AbortError, ConfigError, UriError } from 'skillcache';
 import { corpus, counted, ownClient, requests, scratch, serveArgv, sha256 } from './peers.mjs';
 
 const within = (promise, ms, what) =>
@@ -106,6 +106,8 @@ test('B3: a label or a reference that is not well-formed Unicode is refused', { 
     assert.throws(() => cache.load(label, listing[0].entry), ConfigError);
   }
   assert.throws(() => cache.connectStdio('team\uD800', serveArgv(corpus, dir)), /well-formed Unicode/);
+  assert.throws(() => cache.forPrincipal('alice\uD800'), ConfigError);
+  assert.throws(() => new LockFile().insert('team\uD800', listing[0].entry), ConfigError);
   const { entry } = listing.find((i) => i.entry.files.length > 1);
   const skill = await cache.load('docs', entry);
   const before = requests(log).length;
