@@ -201,6 +201,16 @@ Object.defineProperty(skillProto, 'skillMd', {
   configurable: true,
 });
 
+// `new SkillCache({ principal })`: the same for the principal it acts as.
+const NativeSkillCache = native.SkillCache;
+const SkillCacheChecked = new Proxy(NativeSkillCache, {
+  construct(target, args, newTarget) {
+    const principal = args[0]?.principal;
+    if (!wellFormed(principal)) throw malformedLabel('a principal');
+    return Reflect.construct(target, args, newTarget === SkillCacheChecked ? target : newTarget);
+  },
+});
+
 const { registerErrors: _registerErrors, _fileBytes, _fileText, _fileFramed, _fileOrigin, _fileUri, _fileDigest, _fileSize, _fileFlags, ...api } = native;
 const { make: _make, ...classes } = errors;
-module.exports = { ...api, SkillFile, ...classes };
+module.exports = { ...api, SkillCache: SkillCacheChecked, SkillFile, ...classes };

@@ -107,6 +107,8 @@ test('B3: a label or a reference that is not well-formed Unicode is refused', { 
   }
   assert.throws(() => cache.connectStdio('team\uD800', serveArgv(corpus, dir)), /well-formed Unicode/);
   assert.throws(() => cache.forPrincipal('alice\uD800'), ConfigError);
+  assert.throws(() => new SkillCache({ root: join(dir, 'p'), keyFile: join(dir, 'p.key'), principal: 'alice\uDBFF' }), ConfigError);
+  assert.ok(cache instanceof SkillCache);
   assert.throws(() => new LockFile().insert('team\uD800', listing[0].entry), ConfigError);
   const { entry } = listing.find((i) => i.entry.files.length > 1);
   const skill = await cache.load('docs', entry);
