@@ -1,15 +1,25 @@
 'use strict';
 // The JS half of `SkillCache.connectClient` (src/client.rs): skillcache's requests sent through
-// the host's own connected `Client` of the official TypeScript SDK (@modelcontextprotocol/client).
+// the host's own connected `Client` of the official TypeScript SDK: @modelcontextprotocol/client
+// (2.x) or @modelcontextprotocol/sdk (1.x).
 // Nothing here looks into an answer: the `result` object goes back as JSON text, which the addon
 // size-checks before it parses it, so every field reaches skillcache's own validation as the
 // server sent it.
 
-// A result schema (Standard Schema v1) that takes any result as it is: `Client.request` with a
-// schema sends a method the SDK does not type (skills/list, skills/get) and checks nothing.
+// A result schema that takes any result as it is: `Client.request` with a schema sends a method
+// the SDK does not type (skills/list, skills/get) and checks nothing. 2.x reads a Standard Schema
+// (v1, `~standard`); 1.x calls a Zod 3 schema's `safeParse` (it has no `_zod`, so 1.x takes it
+// for Zod 3).
 const asSent = Object.freeze({
   '~standard': Object.freeze({ version: 1, vendor: 'skillcache', validate: (value) => ({ value }) }),
+  safeParse: (data) => ({ success: true, data }),
+  safeParseAsync: async (data) => ({ success: true, data }),
 });
+
+// 1.x makes its own failures McpErrors with a JSON-RPC code, as it makes a server's error
+// response: a closed connection (-32000) and a timeout or an abort (-32001), by its ErrorCode. They
+// are failures of the client, not refusals of the server.
+const SDK1_LOCAL = new Set([-32000, -32001]);
 
 // The SDK's own per-request timeout, at its largest (a timer's limit): the cache's request
 // deadline governs, and a request the cache abandons is aborted through its signal.
@@ -20,7 +30,7 @@ const LONGEST = 2 ** 31 - 1;
  * never rejects. `(id, null, null)` aborts request `id`. */
 function requester(client) {
   if (typeof client?.request !== 'function') {
-    throw new TypeError('connectClient needs a connected Client of @modelcontextprotocol/client');
+    throw new TypeError('connectClient needs a connected Client of @modelcontextprotocol/client or @modelcontextprotocol/sdk');
   }
   const pending = new Map();
   return function call(id, method, params) {
@@ -42,7 +52,8 @@ async function ask(client, method, params, signal) {
   } catch (error) {
     // The SDK's ProtocolError (an error response from the server) has a numeric JSON-RPC code;
     // its own errors (SdkError: a closed connection, a timeout) and an abort do not.
-    if (Number.isInteger(error?.code)) return { code: error.code, message: String(error.message) };
+    const local = error?.name === 'McpError' && SDK1_LOCAL.has(error.code);
+    if (Number.isInteger(error?.code) && !local) return { code: error.code, message: String(error.message) };
     return { failed: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
   }
 }

@@ -6,27 +6,27 @@ const errors = require('./errors.js');
 const { requester } = require('./client.js');
 const { define } = require('./skillfile.js');
 
-native.registerErrors(errors.make);
-
-// `connectClient` hands the addon the requester of the host's client (client.js), which sends
-// each request through it; the addon's method takes that requester.
-const connectRequester = native.SkillCache.prototype.connectClient;
-native.SkillCache.prototype.connectClient = function connectClient(origin, client) {
-  return connectRequester.call(this, origin, requester(client));
-};
-
-// Built-ins taken at load: what the package calls while it holds a file's bytes must not be
-// one a host redefined later (skillfile.js says why).
-const { apply } = Reflect;
-const isArray = Array.isArray;
-const weakGet = WeakMap.prototype.get;
-const weakSet = WeakMap.prototype.set;
-const mapGet = Map.prototype.get;
-const mapSet = Map.prototype.set;
-const mapSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get;
+// Built-ins taken at load: what the package calls must not be one a host redefined later.
+const { apply, defineProperty } = Reflect;
+const { isExternal } = require('node:util').types;
+const isWellFormed = String.prototype.isWellFormed;
 const resolved = Promise.resolve.bind(Promise);
 const rejected = Promise.reject.bind(Promise);
+const PromiseOf = Promise;
 const then = Promise.prototype.then;
+const immediately = setImmediate;
+const TypeErrorOf = TypeError;
+
+// An error the addon makes is made by `errors.js` in JS, where a host's setter (on
+// `Object.prototype`, say) may throw: what it throws is then the rejection, so a call's Promise
+// always settles.
+native.registerErrors((className, message, fields) => {
+  try {
+    return errors.make(className, message, fields);
+  } catch (thrown) {
+    return thrown;
+  }
+});
 
 // `{ signal }` (an AbortSignal) on load, loadAll, read and readAll: the addon's method takes an
 // Aborter, aborted when the signal is (at once if it already is), which drops the call's work
@@ -48,7 +48,7 @@ function withSignal(options, call) {
   } catch (error) {
     // Not an AbortSignal, or the call refused its arguments: a rejection, as any other error.
     done();
-    return Promise.reject(error);
+    return rejected(error);
   }
   return apply(then, settled, [
     (value) => {
@@ -63,105 +63,154 @@ function withSignal(options, call) {
   ]);
 }
 
+// Origin labels and file references are JS strings, which may hold a lone surrogate; the addon
+// reads them as UTF-8, which turns each into U+FFFD, so two labels would become one origin and a
+// reference would name another file. Refused here, before the addon sees them.
+const wellFormed = (s) => typeof s !== 'string' || apply(isWellFormed, s, []);
+function malformedLabel(what = 'an origin label') {
+  return errors.make('ConfigError', `${what} must be well-formed Unicode: this one holds a lone surrogate`, {
+    kind: 'invalid',
+    what,
+    causes: [],
+  });
+}
+function malformedReference() {
+  return errors.make('UriError', 'a file reference must be well-formed Unicode: this one holds a lone surrogate', {
+    kind: 'uri',
+    uri: null,
+    rule: 'well-formed Unicode',
+    causes: [],
+  });
+}
+
 const cacheProto = native.SkillCache.prototype;
 const skillProto = native.LoadedSkill.prototype;
-const { load, loadAll } = cacheProto;
+const { loadAll } = cacheProto;
 const { read, readAll } = skillProto;
 const skillMd = Object.getOwnPropertyDescriptor(skillProto, 'skillMd').get;
-// The addon's frame, taken now: a file calls this one, whatever the prototype says later.
-const { SkillFile, fromParts, fromRoom, kept } = define(skillProto._frame);
+const { SkillFile, make } = define(native);
+
+// Every method that takes an origin label first: a malformed one throws, as the addon throws for
+// any other label it refuses.
+for (const name of ['connectStdio', 'connectHttp', 'connectClient', 'notify', 'disconnect', 'list', 'entry', 'refresh', 'approve', 'isApproved', 'load', 'loadAll', 'verify', 'purge', 'cachedEntries']) {
+  const method = cacheProto[name];
+  cacheProto[name] = {
+    [name](origin, ...rest) {
+      if (!wellFormed(origin)) throw malformedLabel();
+      return apply(method, this, [origin, ...rest]);
+    },
+  }[name];
+}
+// A principal names whose approvals apply: two that became one would share them.
+const { forPrincipal } = cacheProto;
+cacheProto.forPrincipal = function forPrincipal_(principal) {
+  if (!wellFormed(principal)) throw malformedLabel('a principal');
+  return apply(forPrincipal, this, [principal]);
+};
+for (const name of ['insert', 'check']) {
+  const method = native.LockFile.prototype[name];
+  native.LockFile.prototype[name] = {
+    [name](origin, ...rest) {
+      if (!wellFormed(origin)) throw malformedLabel();
+      return apply(method, this, [origin, ...rest]);
+    },
+  }[name];
+}
+const { purgeAbsent } = cacheProto;
+cacheProto.purgeAbsent = function purgeAbsent_(keep) {
+  for (const label of keep) if (!wellFormed(label)) throw malformedLabel();
+  return apply(purgeAbsent, this, [keep]);
+};
+const { load } = cacheProto;
+// `connectClient` hands the addon the requester of the host's client (client.js), which sends
+// each request through it; the addon's method takes that requester.
+const connectRequester = cacheProto.connectClient;
+cacheProto.connectClient = function connectClient(origin, client) {
+  return apply(connectRequester, this, [origin, requester(client)]);
+};
 // Without a signal, straight to the addon: a hit is a few microseconds, a closure is not free.
 cacheProto.load = function (origin, entry, options) {
-  if (options?.signal == null) return load.call(this, origin, entry);
-  return withSignal(options, (a) => load.call(this, origin, entry, a));
+  if (options?.signal == null) return apply(load, this, [origin, entry]);
+  return withSignal(options, (a) => apply(load, this, [origin, entry, a]));
 };
-/** Files of `skill` from the addon's list of parts, by index (no array method a host may
- * have redefined). */
-function filesOf(skill, list) {
+
+/** A file the addon handed over: only ever an `External` it made. What a Promise settles with
+ * passes a host's `then` (a Promise adopts any thenable), which may answer anything. */
+function file(held) {
+  if (!isExternal(held)) throw new TypeErrorOf('skillcache: a read settled with something other than a file');
+  return make(held);
+}
+/** Files, from the addon's array (built with define semantics), by index, each defined on a
+ * new array: an assignment would hand it to a setter on `Array.prototype` first. */
+function filesOf(list) {
   const n = list.length;
-  const out = new Array(n);
-  for (let i = 0; i < n; i += 1) out[i] = fromParts(skill, list[i]);
+  const out = [];
+  for (let i = 0; i < n; i += 1) {
+    defineProperty(out, i, { __proto__: null, value: file(list[i]), writable: true, enumerable: true, configurable: true });
+  }
   return out;
 }
-const loaded = (pair) => [pair[0], filesOf(pair[0], pair[1])];
+const loaded = (pair) => [pair[0], filesOf(pair[1])];
 cacheProto.loadAll = function (origin, entry, options) {
   if (options?.signal == null) return apply(then, apply(loadAll, this, [origin, entry]), [loaded]);
   return apply(then, withSignal(options, (a) => apply(loadAll, this, [origin, entry, a])), [loaded]);
 };
 
-// A read's origin, URI and digest, by skill and reference, from its first read: they cannot
-// change for one loaded skill (its entry is fixed), and with them known a hit's answer is only
-// its bytes, copied into the `kept` pool, and its flags (see skillfile.js). Bounded: references
-// come from models and users, and any fragment resolves (`a.md#…` is `a.md`).
-const MEMO_REFERENCES = 4096;
-const MEMO_REFERENCE_LENGTH = 512;
-const described = new WeakMap();
-function remember(skill, reference, parts) {
-  if (typeof reference !== 'string' || reference.length > MEMO_REFERENCE_LENGTH) return;
-  let known = apply(weakGet, described, [skill]);
-  if (known === undefined) {
-    known = new Map();
-    apply(weakSet, described, [skill, known]);
+// A hit settles inside its call: a loop of awaited hits runs on microtasks alone and would never
+// let the event loop turn (no timer, no I/O, no abort). So after YIELD_EVERY hits settled at once
+// with no turn in between, the next one settles on the next turn (`setImmediate`).
+const YIELD_EVERY = 256;
+let atOnce = 0;
+let turning = false;
+const turned = () => {
+  atOnce = 0;
+  turning = false;
+};
+function settledNow(value) {
+  if (!turning) {
+    turning = true;
+    immediately(turned);
   }
-  if (apply(mapSize, known, []) < MEMO_REFERENCES) apply(mapSet, known, [reference, [parts[2], parts[3], parts[4]]]);
+  atOnce += 1;
+  if (atOnce < YIELD_EVERY) return resolved(value);
+  return new PromiseOf((resolve) => immediately(resolve, value));
 }
-/** A read's parts the addon returned at once, as a file: remembered only from these. What a
- * Promise settles with is not: a host that defines `then` on arrays is handed it first (a
- * Promise adopts any thenable) and may answer anything, which must not outlive that one read. */
-function answeredNow(skill, reference, known, parts) {
-  if (known === undefined) remember(skill, reference, parts);
-  return fromParts(skill, parts);
-}
-/** What a read's Promise settled with: only ever parts. */
-function answeredLater(skill, parts) {
-  if (!isArray(parts)) throw new TypeError('skillcache: a read settled with something other than a file');
-  return fromParts(skill, parts);
-}
+
 skillProto.read = function (reference, options) {
-  const memo = apply(weakGet, described, [this]);
-  const known = memo === undefined ? undefined : apply(mapGet, memo, [reference]);
-  if (options?.signal != null) {
-    // Not the hit's path: the file's parts, never the pool (an abort may come after the call).
-    const call = (a) => {
-      const value = apply(read, this, [reference, EMPTY, 0, 0, a]);
-      return isArray(value) ? resolved(answeredNow(this, reference, known, value)) : apply(then, value, [(p) => answeredLater(this, p)]);
-    };
-    return withSignal(options, call);
-  }
-  // From the addon's copy into the room to `fromRoom`'s taking it, nothing runs that a host
-  // could have redefined, and the addon calls JS only through thread-safe calls, which wait for
-  // the event loop: no other read can take the same room.
-  let value;
+  if (!wellFormed(reference)) return rejected(malformedReference());
+  const call = (a) => {
+    const value = apply(read, this, [reference, a]);
+    return isExternal(value) ? settledNow(make(value)) : apply(then, value, [file]);
+  };
+  if (options?.signal != null) return withSignal(options, call);
   try {
-    value = apply(read, this, [reference, kept.room(), kept.at, known === undefined ? 0 : kept.end]);
+    return call(undefined);
   } catch (error) {
     return rejected(error);
   }
-  if (typeof value === 'number') return resolved(fromRoom(this, value, known));
-  if (isArray(value)) return resolved(answeredNow(this, reference, known, value));
-  return apply(then, value, [(p) => answeredLater(this, p)]);
 };
 skillProto.readAll = function (options) {
-  const files = (list) => filesOf(this, list);
-  if (options?.signal == null) return apply(then, apply(readAll, this, []), [files]);
-  return apply(then, withSignal(options, (a) => apply(readAll, this, [a])), [files]);
+  if (options?.signal == null) return apply(then, apply(readAll, this, []), [filesOf]);
+  return apply(then, withSignal(options, (a) => apply(readAll, this, [a])), [filesOf]);
 };
-// The `SKILL.md` cannot change for one loaded skill: its file is made once.
-const skillMds = new WeakMap();
 Object.defineProperty(skillProto, 'skillMd', {
   get() {
-    let file = apply(weakGet, skillMds, [this]);
-    if (file === undefined) {
-      file = fromParts(this, apply(skillMd, this, []));
-      apply(weakSet, skillMds, [this, file]);
-    }
-    return file;
+    return make(apply(skillMd, this, []));
   },
   enumerable: false,
   configurable: true,
 });
-const EMPTY = Buffer.alloc(0);
 
-const { registerErrors: _registerErrors, ...api } = native;
+// `new SkillCache({ principal })`: the same for the principal it acts as.
+const NativeSkillCache = native.SkillCache;
+const SkillCacheChecked = new Proxy(NativeSkillCache, {
+  construct(target, args, newTarget) {
+    const principal = args[0]?.principal;
+    if (!wellFormed(principal)) throw malformedLabel('a principal');
+    return Reflect.construct(target, args, newTarget === SkillCacheChecked ? target : newTarget);
+  },
+});
+
+const { registerErrors: _registerErrors, _fileBytes, _fileText, _fileFramed, _fileOrigin, _fileUri, _fileDigest, _fileSize, _fileFlags, ...api } = native;
 const { make: _make, ...classes } = errors;
-module.exports = { ...api, SkillFile, ...classes };
+module.exports = { ...api, SkillCache: SkillCacheChecked, SkillFile, ...classes };

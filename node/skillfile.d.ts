@@ -1,12 +1,12 @@
-// `SkillFile`, made by skillfile.js of the parts the addon hands over.
+// `SkillFile` (skillfile.js): a read's file, its verified bytes held by the addon.
 
 /** One file's bytes with their origin, URI and what they were checked against. Made by a read
  * (`LoadedSkill.read`, `readAll`, `skillMd`, `SkillCache.loadAll`), never with `new`. */
 export declare class SkillFile {
   private constructor();
-  /** The bytes, as a new `Buffer` on each access: changing it cannot change the file or the
-   * cache. A small file's copy may share its `ArrayBuffer` with other copies handed out (as
-   * Node's own pooled buffers do): use `byteOffset` and `length`. */
+  /** The bytes, as a new `Buffer` on each access, in an `ArrayBuffer` of its own: changing,
+   * transferring or detaching it changes neither the file, the cache nor any other copy. The
+   * verified bytes themselves stay in the addon. */
   get bytes(): Buffer;
   /** The bytes decoded as UTF-8 (a `TypeError` for a file that is not text). */
   get text(): string;

@@ -6,9 +6,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use napi::bindgen_prelude::{
-    BufferSlice, Either, Env, PromiseRaw, Reference, Result, ToNapiValue, Uint8ArraySlice, Unknown,
-};
+use napi::bindgen_prelude::{Either, Env, PromiseRaw, Reference, Result, ToNapiValue, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
 use skillcache::entry::{Limits, Validation};
@@ -21,12 +19,12 @@ use skillcache::{
 
 use crate::catalog::Catalog;
 use crate::client::{ClientSource, Requester};
+use crate::defined;
 use crate::errors::throwable;
 use crate::lockfile::LockFile;
 use crate::run::{Aborter, now_or_later, start, start_abortable};
 use crate::types::{
-    CachedEntry, EntryInfo, FileParts, GcReport, Inventory, ManifestFile, SkillEntry, VerifyReport,
-    file_parts, flags,
+    CachedEntry, EntryInfo, GcReport, Held, Inventory, SkillEntry, VerifyReport, held,
 };
 
 /// `new SkillCache(options)`: every option has the Rust builder's default.
@@ -130,7 +128,7 @@ fn choose<T: Copy>(
 /// own; a regular file gets the output at its end.
 fn stderr_target(target: Either<String, u32>) -> std::result::Result<Stdio, Error> {
     match target {
-        Either::A(name) if name == "inherit" => Ok(Stdio::inherit()),
+        Either::A(name) if name == "inherit" => Ok(own_stderr()),
         Either::A(name) if name == "ignore" => Ok(Stdio::null()),
         Either::A(name) => Err(config_error(format!(
             "stderr must be \"inherit\", \"ignore\" or a file descriptor, not {name:?}"
@@ -145,6 +143,22 @@ fn stderr_target(target: Either<String, u32>) -> std::result::Result<Stdio, Erro
                 ))
             }),
     }
+}
+
+/// This process's stderr, for a server to inherit. Node marks its descriptor 2 close-on-exec, so
+/// a child that merely inherits it starts with no stderr at all (and its complaints vanish): the
+/// child is given a duplicate, which the spawn installs as its descriptor 2.
+fn own_stderr() -> Stdio {
+    #[cfg(unix)]
+    let duplicate = std::os::fd::AsFd::as_fd(&std::io::stderr())
+        .try_clone_to_owned()
+        .map(Stdio::from);
+    #[cfg(windows)]
+    let duplicate = std::os::windows::io::AsHandle::as_handle(&std::io::stderr())
+        .try_clone_to_owned()
+        .map(Stdio::from);
+    // No stderr to duplicate (a daemon's descriptor 2 closed): nothing to show it on anyway.
+    duplicate.unwrap_or_else(|_| Stdio::inherit())
 }
 
 /// A whole number of `what` from a JS number: non-negative, saturating at the largest a u64
@@ -353,9 +367,9 @@ impl SkillCache {
         if let Some(dir) = cwd {
             command.current_dir(dir);
         }
-        if let Some(target) = stderr {
-            command.stderr(stderr_target(target).map_err(|e| throwable(&env, &e))?);
-        }
+        // The default is "inherit", given a duplicate as `own_stderr` says why.
+        let target = stderr.unwrap_or_else(|| Either::A("inherit".to_owned()));
+        command.stderr(stderr_target(target).map_err(|e| throwable(&env, &e))?);
         self.bind(&env, &origin, self.with_limits(McpSource::stdio(command)))
     }
 
@@ -423,19 +437,16 @@ impl SkillCache {
         &self,
         env: &'env Env,
         origin: String,
-    ) -> Result<PromiseRaw<'env, Vec<Unknown<'env>>>> {
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let (cache, origin) = (self.inner.clone(), self::origin(env, &origin)?);
         start(
             env,
             async move { cache.list(&origin).await },
             |env, items| {
-                items
-                    .into_iter()
-                    .map(|item| match item {
-                        Ok(info) => EntryInfo::from(info).into_unknown(env),
-                        Err(e) => crate::errors::object(env, &e),
-                    })
-                    .collect()
+                defined::array_of(env, items, |env, item| match item {
+                    Ok(info) => EntryInfo::from(info).into_unknown(env),
+                    Err(e) => crate::errors::object(env, &e),
+                })
             },
         )
     }
@@ -552,6 +563,7 @@ impl SkillCache {
 
     /// `load`, then every file, as one batch: `[LoadedSkill, SkillFile[]]` in manifest order.
     /// With `signal`, as `load`.
+    // `index.js` makes the `SkillFile`s of the files the addon holds.
     #[napi(
         ts_args_type = "origin: string, entry: SkillEntry, options?: { signal?: AbortSignal }",
         ts_return_type = "Promise<[LoadedSkill, import('./skillfile').SkillFile[]]>"
@@ -562,7 +574,7 @@ impl SkillCache {
         origin: String,
         entry: &SkillEntry,
         aborter: Option<&Aborter>,
-    ) -> Result<PromiseRaw<'env, (LoadedSkill, Vec<FileParts<'env>>)>> {
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let (cache, origin, entry) = (
             self.inner.clone(),
             self::origin(env, &origin)?,
@@ -572,11 +584,9 @@ impl SkillCache {
             env,
             async move { cache.load_all(&origin, &entry).await },
             |env, (l, files)| {
-                let files = files
-                    .iter()
-                    .map(|f| file_parts(env, f))
-                    .collect::<Result<_>>()?;
-                Ok((LoadedSkill::from(l), files))
+                let skill = LoadedSkill::from(l).into_unknown(env)?;
+                let files = held_files(env, files)?;
+                defined::array(env, vec![skill, files])
             },
             aborter,
         )
@@ -588,13 +598,13 @@ impl SkillCache {
         &self,
         env: &'env Env,
         origin: Option<String>,
-    ) -> Result<PromiseRaw<'env, VerifyReport>> {
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let cache = self.inner.clone();
         let origin = origin.map(|o| self::origin(env, &o)).transpose()?;
         start(
             env,
             async move { cache.verify(origin.as_ref(), |_, _| {}).await },
-            |_, r| Ok(VerifyReport::from(&r)),
+            |env, r| defined::serialized(env, &VerifyReport::from(&r)),
         )
     }
 
@@ -604,7 +614,7 @@ impl SkillCache {
         &self,
         env: &'env Env,
         max_bytes: Option<i64>,
-    ) -> Result<PromiseRaw<'env, GcReport>> {
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let cache = self.inner.clone();
         let max = max_bytes
             .map(|m| {
@@ -613,8 +623,8 @@ impl SkillCache {
                 })
             })
             .transpose()?;
-        start(env, async move { cache.gc(max).await }, |_, r| {
-            Ok(GcReport::from(&r))
+        start(env, async move { cache.gc(max).await }, |env, r| {
+            defined::serialized(env, &GcReport::from(&r))
         })
     }
 
@@ -629,11 +639,9 @@ impl SkillCache {
 
     /// Every origin the root holds anything of, sorted by label; bound or not.
     #[napi(ts_return_type = "Promise<string[]>")]
-    pub fn origins<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Vec<String>>> {
+    pub fn origins<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let cache = self.inner.clone();
-        start(env, async move { cache.origins().await }, |_, o| {
-            Ok(labels(o))
-        })
+        start(env, async move { cache.origins().await }, labels)
     }
 
     /// Removes everything of every origin the root holds that `keep` does not name, and
@@ -643,17 +651,13 @@ impl SkillCache {
         &self,
         env: &'env Env,
         keep: Vec<String>,
-    ) -> Result<PromiseRaw<'env, Vec<String>>> {
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let keep = keep
             .iter()
             .map(|label| self::origin(env, label))
             .collect::<Result<Vec<Origin>>>()?;
         let cache = self.inner.clone();
-        start(
-            env,
-            async move { cache.purge_absent(&keep).await },
-            |_, o| Ok(labels(o)),
-        )
+        start(env, async move { cache.purge_absent(&keep).await }, labels)
     }
 
     /// Lists every bound origin, concurrently, into one `Catalog`: every skill under a handle
@@ -680,10 +684,10 @@ impl SkillCache {
 
     /// Counts what the cache root holds.
     #[napi(ts_return_type = "Promise<Inventory>")]
-    pub fn inventory<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Inventory>> {
+    pub fn inventory<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let cache = self.inner.clone();
-        start(env, async move { cache.inventory().await }, |_, i| {
-            Ok(Inventory::from(i))
+        start(env, async move { cache.inventory().await }, |env, i| {
+            defined::serialized(env, &Inventory::from(i))
         })
     }
 
@@ -693,31 +697,37 @@ impl SkillCache {
         &self,
         env: &'env Env,
         origin: Option<String>,
-    ) -> Result<PromiseRaw<'env, Vec<CachedEntry>>> {
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let cache = self.inner.clone();
         let origin = origin.map(|o| self::origin(env, &o)).transpose()?;
         start(
             env,
             async move { cache.cached_entries(origin.as_ref()).await },
-            |_, entries| Ok(entries.into_iter().map(CachedEntry::from).collect()),
+            |env, entries| {
+                let entries: Vec<CachedEntry> =
+                    entries.into_iter().map(CachedEntry::from).collect();
+                defined::serialized(env, &entries)
+            },
         )
     }
 
     /// What this cache did since it was opened: each counter by name.
     #[napi(ts_return_type = "Record<string, number>")]
-    pub fn stats(&self) -> BTreeMap<String, f64> {
+    pub fn stats<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
         #[allow(clippy::cast_precision_loss)]
-        self.inner
+        let stats: BTreeMap<String, f64> = self
+            .inner
             .stats()
             .into_iter()
             .map(|(counter, value)| (counter.to_string(), value as f64))
-            .collect()
+            .collect();
+        defined::serialized(env, &stats)
     }
 }
 
-/// Origins as their labels.
-fn labels(origins: Vec<Origin>) -> Vec<String> {
-    origins.into_iter().map(|o| o.as_str().to_owned()).collect()
+/// Origins as an array of their labels.
+fn labels(env: &Env, origins: Vec<Origin>) -> Result<Unknown<'_>> {
+    defined::strings(env, origins.into_iter().map(|o| o.as_str().to_owned()))
 }
 
 /// A loaded skill: the acting window. Reads stay inside the held entry's files and go to its
@@ -749,30 +759,27 @@ impl LoadedSkill {
         }
     }
     /// The verified `SKILL.md`.
-    // `index.js` makes the `SkillFile` of these parts, once.
+    // `index.js` makes the `SkillFile` of the file the addon holds.
     #[napi(getter, ts_return_type = "import('./skillfile').SkillFile")]
-    pub fn skill_md<'env>(&self, env: &'env Env) -> Result<FileParts<'env>> {
-        file_parts(env, self.inner.skill_md())
+    pub fn skill_md(&self) -> Held {
+        held(self.inner.skill_md().clone())
     }
     /// What the approval that admitted this load granted; `null` without one.
     #[napi(getter, ts_return_type = "unknown")]
-    pub fn granted_tools(&self) -> Option<Value> {
-        self.inner.granted_tools().cloned()
+    pub fn granted_tools<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
+        defined::json(env, self.inner.granted_tools().unwrap_or(&Value::Null))
     }
     /// The files this window may read (the held entry's manifest).
-    #[napi(getter)]
-    pub fn files(&self) -> Vec<ManifestFile> {
-        crate::types::manifest_files(self.inner.entry())
+    #[napi(getter, ts_return_type = "ManifestFile[]")]
+    pub fn files<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
+        defined::serialized(env, &crate::types::manifest_files(self.inner.entry()))
     }
     /// Reads a file: `reference` is resolved against the skill root and must be listed in the
     /// held entry (otherwise a `VerifyError` and no request). With `signal`, as `load`.
     //
     // What `index.js` calls (it makes the `SkillFile` and the Promise): when the first poll
-    // answers — a hit — the value at once, else a Promise of it (an error is thrown at once, or
-    // rejects). When `end` is not 0 (`index.js` holds this reference's origin, URI and digest
-    // from an earlier read) and the bytes fit in `room` between `at` and `end`, they are copied
-    // there and the value is their length plus the `flags` times 2³²; otherwise it is the file's
-    // `FileParts`.
+    // answers — a hit — the file the addon holds at once, else a Promise of it (an error is
+    // thrown at once, or rejects).
     #[napi(
         ts_args_type = "reference: string, options?: { signal?: AbortSignal }",
         ts_return_type = "Promise<import('./skillfile').SkillFile>"
@@ -781,30 +788,14 @@ impl LoadedSkill {
         &self,
         env: &'env Env,
         reference: String,
-        mut room: BufferSlice<'_>,
-        at: u32,
-        end: u32,
         aborter: Option<&Aborter>,
-    ) -> Result<Either<Either<f64, FileParts<'env>>, PromiseRaw<'env, FileParts<'env>>>> {
+    ) -> Result<Either<Held, PromiseRaw<'env, Held>>> {
         let loaded = Arc::clone(&self.inner);
         now_or_later(
             env,
             async move { loaded.read(&reference).await },
-            |env, f| {
-                let bytes = f.bytes();
-                let (at, end) = (at as usize, end as usize);
-                let to = at.saturating_add(bytes.len());
-                match room.get_mut(at..to) {
-                    Some(slot) if to <= end => {
-                        slot.copy_from_slice(bytes);
-                        #[allow(clippy::cast_precision_loss)]
-                        let len = bytes.len() as f64;
-                        Ok(Either::A(len + f64::from(flags(&f)) * 4_294_967_296.0))
-                    }
-                    _ => Ok(Either::B(file_parts(env, &f)?)),
-                }
-            },
-            |env, f| file_parts(env, &f),
+            |_, f| Ok(held(f)),
+            |_, f| Ok(held(f)),
             aborter,
         )
     }
@@ -818,24 +809,18 @@ impl LoadedSkill {
         &self,
         env: &'env Env,
         aborter: Option<&Aborter>,
-    ) -> Result<PromiseRaw<'env, Vec<FileParts<'env>>>> {
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let loaded = Arc::clone(&self.inner);
         start_abortable(
             env,
             async move { loaded.read_all().await },
-            |env, files| files.iter().map(|f| file_parts(env, f)).collect(),
+            held_files,
             aborter,
         )
     }
-    /// `SkillFile.framed()` of `index.js`: the frame of bytes it kept from a read of `uri`,
-    /// checked again against the held entry first (`LoadedSkill::frame_kept`).
-    #[napi(js_name = "_frame", skip_typescript)]
-    pub fn frame(&self, env: &Env, uri: String, bytes: Uint8ArraySlice<'_>) -> Result<String> {
-        // One copy, hashed and framed: the view's memory may be shared with another thread (a
-        // `SharedArrayBuffer`), which could change it between the check and the frame.
-        let bytes = bytes.to_vec();
-        self.inner
-            .frame_kept(&uri, &bytes)
-            .map_err(|e| throwable(env, &e))
-    }
+}
+
+/// Files as an array (define semantics) of the `External`s the addon holds them in.
+fn held_files(env: &Env, files: Vec<skillcache::SkillFile>) -> Result<Unknown<'_>> {
+    defined::array_of(env, files, |env, f| held(f).into_unknown(env))
 }

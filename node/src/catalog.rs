@@ -1,9 +1,10 @@
 //! `Catalog` and `CatalogSkill`: every bound origin listed into one view (`SkillCache.catalog`).
 //! The handles, collisions and failures are the Rust library's; nothing is decided here.
 
-use napi::bindgen_prelude::{Env, Result, Unknown};
+use napi::bindgen_prelude::{Env, Result, ToNapiValue, Unknown};
 use napi_derive::napi;
 
+use crate::defined;
 use crate::errors;
 use crate::types::SkillEntry;
 
@@ -22,14 +23,11 @@ impl From<skillcache::Catalog> for Catalog {
 #[napi]
 impl Catalog {
     /// Every skill, in handle order.
-    #[napi(getter)]
-    pub fn skills(&self) -> Vec<CatalogSkill> {
-        self.inner
-            .skills()
-            .iter()
-            .cloned()
-            .map(CatalogSkill::from)
-            .collect()
+    #[napi(getter, ts_return_type = "CatalogSkill[]")]
+    pub fn skills<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
+        defined::array_of(env, self.inner.skills().iter().cloned(), |env, s| {
+            CatalogSkill::from(s).into_unknown(env)
+        })
     }
     /// The skill under `handle`, or `null`.
     #[napi]
@@ -51,12 +49,11 @@ impl Catalog {
         getter,
         ts_return_type = "Array<[string, import('./errors').SkillcacheError]>"
     )]
-    pub fn failures<'env>(&self, env: &'env Env) -> Result<Vec<(String, Unknown<'env>)>> {
-        self.inner
-            .failures()
-            .iter()
-            .map(|(origin, e)| Ok((origin.as_str().to_owned(), errors::object(env, e)?)))
-            .collect()
+    pub fn failures<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
+        defined::array_of(env, self.inner.failures(), |env, (origin, e)| {
+            let origin = origin.as_str().into_unknown(env)?;
+            defined::array(env, vec![origin, errors::object(env, e)?])
+        })
     }
 }
 
@@ -91,8 +88,8 @@ impl CatalogSkill {
         }
     }
     /// The other parties of a name collision, by handle.
-    #[napi(getter)]
-    pub fn collides_with(&self) -> Vec<String> {
-        self.inner.collides_with().to_vec()
+    #[napi(getter, ts_return_type = "string[]")]
+    pub fn collides_with<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
+        defined::strings(env, self.inner.collides_with().iter().cloned())
     }
 }

@@ -18,7 +18,7 @@ use skillcache::error::{
     StoreError,
 };
 
-type Args = FnArgs<(String, String, Value)>;
+type Args = FnArgs<(String, String, Unknown<'static>)>;
 
 thread_local! {
     /// The factory of this thread's JS environment (a worker has its own).
@@ -75,9 +75,11 @@ fn make<'env>(
         })?;
         // The factory's return type says `'static` (a `FunctionRef` names one type for every
         // call); the value lives in `env`'s current scope, which `Unknown`'s covariance gives it.
+        // The fields with define semantics (`crate::defined`): a host's setter never sees them.
+        let fields = crate::defined::json(env, &Value::Object(fields))?;
         let made: Unknown<'env> = factory
             .borrow_back(env)?
-            .call((class.to_owned(), message, Value::Object(fields)).into())?;
+            .call((class.to_owned(), message, fields).into())?;
         Ok(made)
     })
 }

@@ -13,6 +13,7 @@
 mod cache;
 mod catalog;
 mod client;
+mod defined;
 mod errors;
 mod lockfile;
 mod run;

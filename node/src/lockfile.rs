@@ -3,15 +3,17 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use napi::bindgen_prelude::{Env, Result};
+use napi::bindgen_prelude::{Env, Result, Unknown};
 use napi_derive::napi;
 
 use crate::cache::origin;
+use crate::defined;
 use crate::errors::throwable;
 use crate::types::SkillEntry;
 
 /// One pinned skill: its origin, URI, approval binding and files (`[uri, digest, size]`).
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+#[derive(serde::Serialize)]
 pub struct LockedSkill {
     pub origin: String,
     pub uri: String,
@@ -82,10 +84,11 @@ impl LockFile {
     }
 
     /// Every pinned skill.
-    #[napi(getter)]
-    pub fn skills(&self) -> Vec<LockedSkill> {
+    #[napi(getter, ts_return_type = "LockedSkill[]")]
+    pub fn skills<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
         #[allow(clippy::cast_precision_loss)]
-        self.lock()
+        let skills: Vec<LockedSkill> = self
+            .lock()
             .skills()
             .map(|s| LockedSkill {
                 origin: s.origin().as_str().to_owned(),
@@ -96,6 +99,7 @@ impl LockFile {
                     .map(|(u, d, n)| (u.as_str().to_owned(), d.to_string(), n as f64))
                     .collect(),
             })
-            .collect()
+            .collect();
+        defined::serialized(env, &skills)
     }
 }

@@ -2,8 +2,11 @@
 //! and hand out its fields. Nothing here decides anything; every check stays in the Rust library.
 
 use napi::Env;
-use napi::bindgen_prelude::{BufferSlice, Result};
+use napi::bindgen_prelude::{BufferSlice, External, Result, Unknown};
 use napi_derive::napi;
+use serde::Serialize;
+
+use crate::defined;
 use serde_json::{Value, json};
 use skillcache::entry::EntryDiff as Diff;
 use skillcache::{Provenance, Verification};
@@ -41,29 +44,31 @@ impl SkillEntry {
         self.inner.binding().map(|b| b.to_string())
     }
     /// The manifest's files (empty for a dynamic skill).
-    #[napi(getter)]
-    pub fn files(&self) -> Vec<ManifestFile> {
-        manifest_files(&self.inner)
+    #[napi(getter, ts_return_type = "ManifestFile[]")]
+    pub fn files<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
+        defined::serialized(env, &manifest_files(&self.inner))
     }
     /// The entry's frontmatter.
     #[napi(getter, ts_return_type = "Record<string, unknown>")]
-    pub fn frontmatter(&self) -> Value {
-        self.inner.to_json()["frontmatter"].clone()
+    pub fn frontmatter<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
+        defined::json(env, &self.inner.to_json()["frontmatter"])
     }
     /// What the frontmatter's `allowed-tools` asks for, verbatim (a request, never a grant).
     #[napi(getter, ts_return_type = "unknown")]
-    pub fn requested_tools(&self) -> Option<Value> {
-        self.inner.requested_tools().cloned()
+    pub fn requested_tools<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
+        defined::json(env, self.inner.requested_tools().unwrap_or(&Value::Null))
     }
     /// The entry in wire form.
     #[napi(js_name = "toJSON", ts_return_type = "Record<string, unknown>")]
-    pub fn to_json(&self) -> Value {
-        self.inner.to_json()
+    pub fn to_json<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
+        defined::json(env, &self.inner.to_json())
     }
 }
 
 /// One file of a manifest: its URI, the SHA-256 it must have (hex) and its size in bytes.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ManifestFile {
     pub uri: String,
     pub digest: String,
@@ -85,7 +90,9 @@ pub(crate) fn manifest_files(entry: &skillcache::SkillEntry) -> Vec<ManifestFile
 }
 
 /// A file whose digest changed between two entries.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ChangedFile {
     pub uri: String,
     pub old: String,
@@ -93,7 +100,9 @@ pub struct ChangedFile {
 }
 
 /// What changed between two entries of one skill.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct EntryDiff {
     pub added: Vec<String>,
     pub removed: Vec<String>,
@@ -170,9 +179,12 @@ impl EntryInfo {
         self.info.revoked
     }
     /// What changed since the approved (or previously stored) entry.
-    #[napi(getter)]
-    pub fn diff(&self) -> Option<EntryDiff> {
-        self.info.diff.as_ref().map(EntryDiff::from)
+    #[napi(getter, ts_return_type = "EntryDiff | null")]
+    pub fn diff<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
+        match self.info.diff.as_ref() {
+            Some(d) => defined::serialized(env, &EntryDiff::from(d)),
+            None => defined::json(env, &Value::Null),
+        }
     }
     /// A cached entry past its `ttlMs`, used offline because stale entries are allowed.
     #[napi(getter)]
@@ -181,33 +193,67 @@ impl EntryInfo {
     }
 }
 
-/// One file's bytes with their origin, URI and what they were checked against, as the parts
-/// `index.js` makes its `SkillFile` of: `[bytes, flags, origin, uri, digest]` (`digest` is
-/// `null` for a dynamic skill's file; the flags are [`flags`]'s). A `SkillFile` made in JS over
-/// plain values costs a hit a fraction of a wrapped Rust object (`docs/performance.md`, J3).
-pub(crate) type FileParts<'env> = (BufferSlice<'env>, u32, String, String, Option<String>);
+/// A read's file, held in Rust: JS gets an `External`, an opaque value it cannot look into,
+/// which `skillfile.js` keeps in its `SkillFile` and hands back to the functions below. The
+/// verified bytes never leave the addon's custody: `_fileBytes` copies them into a new buffer on
+/// each call. The size hint tells V8's collector what the external holds, so a loop of reads
+/// does not pile up files it does not see.
+pub(crate) type Held = External<skillcache::SkillFile>;
 
-/// `file` as [`FileParts`]: its bytes copied into memory the engine owns.
-pub(crate) fn file_parts<'env>(
-    env: &'env Env,
-    file: &skillcache::SkillFile,
-) -> Result<FileParts<'env>> {
-    Ok((
-        BufferSlice::copy_from(env, file.bytes())?,
-        flags(file),
-        file.origin().as_str().to_owned(),
-        file.uri().as_str().to_owned(),
-        match file.verification() {
-            Verification::Verified(d) => Some(d.to_string()),
-            Verification::Unverified => None,
-        },
-    ))
+pub(crate) fn held(file: skillcache::SkillFile) -> Held {
+    let size = file.bytes().len();
+    External::new_with_size_hint(file, size)
+}
+
+/// A new `Buffer` of the file's bytes, its own memory: `napi_create_buffer_copy` makes each in
+/// an `ArrayBuffer` of its own (Node's pool is only `Buffer.allocUnsafe`'s).
+#[napi(js_name = "_fileBytes", skip_typescript)]
+pub fn file_bytes<'env>(env: &'env Env, file: &Held) -> Result<BufferSlice<'env>> {
+    BufferSlice::copy_from(env, file.bytes())
+}
+
+/// The bytes as a string, `null` for bytes that are not UTF-8 (`skillfile.js` throws).
+#[napi(js_name = "_fileText", skip_typescript)]
+pub fn file_text(file: &Held) -> Option<String> {
+    std::str::from_utf8(file.bytes()).ok().map(str::to_owned)
+}
+
+/// The frame of the held bytes (`SkillFile::framed`): they never left custody, so nothing needs
+/// checking again.
+#[napi(js_name = "_fileFramed", skip_typescript)]
+pub fn file_framed(file: &Held) -> String {
+    file.framed()
+}
+
+#[napi(js_name = "_fileOrigin", skip_typescript)]
+pub fn file_origin(file: &Held) -> String {
+    file.origin().as_str().to_owned()
+}
+
+#[napi(js_name = "_fileUri", skip_typescript)]
+pub fn file_uri(file: &Held) -> String {
+    file.uri().as_str().to_owned()
+}
+
+#[napi(js_name = "_fileDigest", skip_typescript)]
+pub fn file_digest(file: &Held) -> Option<String> {
+    match file.verification() {
+        Verification::Verified(d) => Some(d.to_string()),
+        Verification::Unverified => None,
+    }
+}
+
+#[napi(js_name = "_fileSize", skip_typescript)]
+#[allow(clippy::cast_precision_loss)]
+pub fn file_size(file: &Held) -> f64 {
+    file.bytes().len() as f64
 }
 
 /// What a read says of a file besides its bytes, as bits (`skillfile.js` reads them): 1
 /// verified, 2 and 4 the provenance (0 cache, 1 server, 2 the shared tier), 8 retried, 16
 /// stored.
-pub(crate) fn flags(file: &skillcache::SkillFile) -> u32 {
+#[napi(js_name = "_fileFlags", skip_typescript)]
+pub fn file_flags(file: &Held) -> u32 {
     let provenance = match file.provenance() {
         Provenance::Cache => 0,
         Provenance::Server => 1,
@@ -220,14 +266,18 @@ pub(crate) fn flags(file: &skillcache::SkillFile) -> u32 {
 }
 
 /// A blob of an origin, by digest.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct BlobRef {
     pub origin: String,
     pub digest: String,
 }
 
 /// What `verify` found.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct VerifyReport {
     /// Blobs re-hashed.
     pub checked: f64,
@@ -264,7 +314,9 @@ impl From<&skillcache::VerifyReport> for VerifyReport {
 }
 
 /// What `gc` removed.
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct GcReport {
     pub unreferenced: f64,
     pub not_blobs: f64,
@@ -291,7 +343,9 @@ impl From<&skillcache::GcReport> for GcReport {
 }
 
 /// What the cache root holds, counted (`inventory`).
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Inventory {
     /// Origins with entries or blobs.
     pub origins: f64,
@@ -325,7 +379,9 @@ impl From<skillcache::Inventory> for Inventory {
 }
 
 /// One entry the cache holds (`cachedEntries`).
-#[napi(object)]
+#[napi(object, object_to_js = false)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct CachedEntry {
     pub origin: String,
     pub uri: String,

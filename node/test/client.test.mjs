@@ -19,7 +19,8 @@ import {
   ConfigError,
   EntryError,
 } from 'skillcache';
-import { corpus, ownClient, scratch, tsStdioArgv } from './peers.mjs';
+import { StdioClientTransport as StdioClientTransportV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { corpus, ownClient, ownClientV1, scratch, serveArgv, tsStdioArgv } from './peers.mjs';
 
 const NOTES = 'skill://notes/SKILL.md';
 
@@ -89,6 +90,24 @@ test('a real server refusal is a ServerError; a failing client is a TransportErr
   // Not an object answer at all: refused as the transport's, the process goes on.
   cache.connectClient('odd', answering(() => undefined));
   await assert.rejects(cache.entry('odd', NOTES), TransportError);
+});
+
+test('B6: with a Client of @modelcontextprotocol/sdk 1.x, a server refusal is a ServerError and a closed client a TransportError', { timeout: 120_000 }, async (t) => {
+  const dir = scratch(t);
+  const cache = open(dir);
+  const [command, ...args] = serveArgv(corpus, dir);
+  const client = await ownClientV1(t, new StdioClientTransportV1({ command, args, stderr: 'ignore' }));
+  cache.connectClient('own', client);
+  await assert.rejects(cache.entry('own', 'skill://no-such-skill/SKILL.md'), (e) => {
+    assert.ok(e instanceof ServerError, `${e.name}: ${e.message}`);
+    assert.equal(e.method, 'skills/get');
+    return true;
+  });
+  await client.close();
+  await assert.rejects(cache.entry('own', NOTES), (e) => {
+    assert.ok(e instanceof TransportError, `${e.name}: ${e.message}`);
+    return true;
+  });
 });
 
 test('an answer over the message bound is refused before it is parsed', { timeout: 120_000 }, async (t) => {

@@ -163,11 +163,11 @@ test('a Buffer handed out cannot change what the cache holds', { timeout: 120_00
   assert.ok(!again.bytes.equals(bytes));
 });
 
-// Copies of small files are cut from shared pools (skillfile.js): a host that writes over a
-// copy's whole ArrayBuffer, not just its own bytes, reaches other copies handed out — never a
-// file's own bytes, its text, its frame, or the cache; nor does transferring one away. Every read path is covered: the first
-// read of a file (its parts), warm hits (into the pool), readAll, skillMd and loadAll.
-test('J3: writing over, or transferring away, the ArrayBuffer of a copy handed out changes no file, frame or cached byte', { timeout: 120_000 }, async (t) => {
+// A file's verified bytes stay in the addon; every copy handed out is an ArrayBuffer of its own. A
+// host that writes over a copy's whole ArrayBuffer, or transfers it away, changes that copy alone:
+// never a file's own bytes, its text, its frame, another copy or the cache. Every read path is
+// covered: the first read of a file, warm hits, readAll, skillMd and loadAll.
+test('B1: writing over, or transferring away, the ArrayBuffer of a copy handed out changes no file, frame or cached byte', { timeout: 120_000 }, async (t) => {
   const dir = scratch(t);
   const { cache } = open(dir, { memoryTier: 64 << 20 });
   const entry = await someSkill(cache);
@@ -190,19 +190,27 @@ test('J3: writing over, or transferring away, the ArrayBuffer of a copy handed o
   for (const copy of lent) new Uint8Array(copy.buffer).fill(0x41);
   // Not vacuous: the writes did reach the copies handed out.
   assert.ok(lent.every((copy) => copy.every((b) => b === 0x41)));
-  // Transferring a copy's ArrayBuffer away copies it instead (the pools' buffers are marked
-  // untransferable): the copy, and every other copy cut from the same buffer, keep their bytes.
+  // Every copy is an ArrayBuffer of its own: transferring one away (structuredClone, a port,
+  // `transfer()`) detaches that copy alone; every other copy, and the file, keep their bytes.
   const small = files.filter((f) => f.size > 0 && f.size <= 8 << 10);
   assert.ok(small.length > 1);
   const copies = small.map((f) => f.bytes);
-  for (const buffer of new Set(copies.map((c) => c.buffer))) {
-    structuredClone(buffer, { transfer: [buffer] });
-    const { port1, port2 } = new MessageChannel();
-    port1.postMessage(buffer, [buffer]);
-    port1.close();
-    port2.close();
-  }
-  copies.forEach((copy, i) => assert.equal(sha256(copy), small[i].digest, small[i].uri));
+  const kept = small.map((f) => f.bytes);
+  assert.equal(new Set([...copies, ...kept].map((c) => c.buffer)).size, copies.length * 2, 'no two copies share an ArrayBuffer');
+  copies.forEach((copy, i) => {
+    const { buffer } = copy;
+    if (i % 3 === 0) structuredClone(buffer, { transfer: [buffer] });
+    else if (i % 3 === 1 && typeof buffer.transfer === 'function') buffer.transfer();
+    else if (i % 3 === 1) structuredClone(buffer, { transfer: [buffer] });
+    else {
+      const { port1, port2 } = new MessageChannel();
+      port1.postMessage(buffer, [buffer]);
+      port1.close();
+      port2.close();
+    }
+    assert.equal(copy.length, 0, 'the transferred copy is detached');
+  });
+  kept.forEach((copy, i) => assert.equal(sha256(copy), small[i].digest, small[i].uri));
   files.forEach((f, i) => {
     assert.equal(sha256(f.bytes), f.digest, f.uri);
     assert.equal(f.size, f.bytes.length);
@@ -211,9 +219,8 @@ test('J3: writing over, or transferring away, the ArrayBuffer of a copy handed o
   for (const f of entry.files) assert.equal(sha256((await skill.read(f.uri)).bytes), f.digest);
 });
 
-// A file's bytes go into the pool only when they fit the room left in it: files of every size —
-// under 8 KiB, between that and a pool, larger than a pool, text and binary — read cold, then
-// warm from the memory tier and from disk, hand out their own bytes each time.
+// Files of every size — small, large, text and binary — read cold, then warm from the memory tier
+// and from disk, hand out their own bytes each time.
 test('J3: warm reads of files of every size hand out each file\'s own bytes', { timeout: 120_000 }, async (t) => {
   for (const memoryTier of [64 << 20, 0]) {
     const { cache } = open(join(scratch(t), String(memoryTier)), { memoryTier });

@@ -9,6 +9,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as StdioClientTransportV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport as StreamableHTTPClientTransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+// The servers the suite starts inherit its stderr (as a host's do): their warnings about the
+// corpus's invalid skills would fill the log, so they report errors only.
+process.env.RUST_LOG ??= 'error';
 
 export const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const corpus = join(repo, 'tests', 'data', 'corpus', 'skills');
@@ -77,6 +84,17 @@ export async function ownClient(t, transport) {
   return client;
 }
 
+/** The same with a `Client` of @modelcontextprotocol/sdk 1.x, the SDK most Node hosts run. */
+export async function ownClientV1(t, transport) {
+  const client = new ClientV1({ name: 'node-host', version: '1.0.0' });
+  await client.connect(transport);
+  t.after(() => client.close());
+  return client;
+}
+
+/** `skillcache serve` of `skills` over Streamable HTTP: its URL. */
+export const serveHttp = (t, skills, dir) => startHttp(t, [...serveArgv(skills, dir), '--http', '127.0.0.1:0'], /listening on (http:\/\/\S+)\r?\n/);
+
 /** The official TS server of `skills` over Streamable HTTP: its URL. */
 export function tsHttp(t, skills) {
   return startHttp(t, ['node', join(interop, 'ts-http-server.mjs'), skills, '0'], /listening (http:\/\/\S+)\r?\n/);
@@ -85,8 +103,7 @@ export function tsHttp(t, skills) {
 /** The peers every load test runs against: name → a function binding `origin` in `cache`. */
 export const peers = {
   'serve-stdio': async (t, cache, origin, skills, dir) => cache.connectStdio(origin, serveArgv(skills, dir)),
-  'serve-http': async (t, cache, origin, skills, dir) =>
-    cache.connectHttp(origin, await startHttp(t, [...serveArgv(skills, dir), '--http', '127.0.0.1:0'], /listening on (http:\/\/\S+)\r?\n/)),
+  'serve-http': async (t, cache, origin, skills, dir) => cache.connectHttp(origin, await serveHttp(t, skills, dir)),
   'ts-stdio': async (t, cache, origin, skills) => cache.connectStdio(origin, tsStdioArgv(skills), { stderr: 'ignore' }),
   'ts-http': async (t, cache, origin, skills) => cache.connectHttp(origin, await tsHttp(t, skills)),
   // The host's own client, connected by the host: skillcache's requests go through it.
@@ -96,6 +113,13 @@ export const peers = {
   },
   'client-ts-http': async (t, cache, origin, skills) =>
     cache.connectClient(origin, await ownClient(t, new StreamableHTTPClientTransport(new URL(await tsHttp(t, skills))))),
+  // The host's own client of @modelcontextprotocol/sdk 1.x, against `skillcache serve`.
+  'client-sdk1-serve-stdio': async (t, cache, origin, skills, dir) => {
+    const [command, ...args] = serveArgv(skills, dir);
+    cache.connectClient(origin, await ownClientV1(t, new StdioClientTransportV1({ command, args, stderr: 'ignore' })));
+  },
+  'client-sdk1-serve-http': async (t, cache, origin, skills, dir) =>
+    cache.connectClient(origin, await ownClientV1(t, new StreamableHTTPClientTransportV1(new URL(await serveHttp(t, skills, dir))))),
 };
 
 /** The bytes on disk of each file of `entry`, by URI (the skill's folder is its root). */

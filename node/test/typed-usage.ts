@@ -11,6 +11,7 @@ import {
   type SkillFile,
 } from 'skillcache';
 import { Client } from '@modelcontextprotocol/client';
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 
 export async function host(root: string): Promise<number> {
   const cache = new SkillCache({
@@ -26,6 +27,7 @@ export async function host(root: string): Promise<number> {
   cache.connectStdio('docs', ['skillcache', 'serve', 'samples/skills'], { stderr: 'ignore', env: { A: 'b' } });
   cache.connectHttp('web', 'http://127.0.0.1:1/mcp', { headers: { authorization: 'Bearer x' } });
   cache.connectClient('own', new Client({ name: 'host', version: '1.0.0' }));
+  cache.connectClient('own-v1', new ClientV1({ name: 'host', version: '1.0.0' }));
   cache.notify('own', 'skill://a/SKILL.md');
   cache.notify('own');
   const held = await cache.cachedEntries('own');
