@@ -88,6 +88,11 @@ pub enum Rule {
     PercentEncoding,
     /// A control character in a URI.
     ControlCharacter,
+    /// A reference a binding was given is not well-formed Unicode: it holds a lone surrogate (a
+    /// Python `str` decoded with `surrogateescape`, a JavaScript string cut inside a pair). The
+    /// binding refuses it rather than replace the surrogate, which would make two references
+    /// name one file.
+    NotUnicode,
     /// A skill URI that does not end in `/SKILL.md` or has no skill path before it.
     NotSkillMd,
     /// A reference that would leave the skill root (`../x`, `//host/x`, `/x`, another URI).
@@ -168,6 +173,7 @@ impl Rule {
             Rule::Fragment => "must not have a fragment",
             Rule::PercentEncoding => "has a '%' not followed by two hex digits",
             Rule::ControlCharacter => "contains a control character",
+            Rule::NotUnicode => "is not well-formed Unicode (it holds a lone surrogate)",
             Rule::NotSkillMd => {
                 "must end in /SKILL.md with at least one skill path segment before it"
             }

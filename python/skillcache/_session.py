@@ -12,15 +12,23 @@ from typing import Any
 
 @functools.cache
 def _raw_types() -> tuple[Any, Any]:
-    """The request class and result adapter, made once. Imported here, not at module level: the
-    package works without the MCP SDK installed, and a host that calls `connect_session` has it."""
+    """The request and result classes, made once. Imported here, not at module level: the
+    package works without the MCP SDK installed (it is the `mcp` extra), and a host that calls
+    `connect_session` has it.
+
+    Both are what the SDK's 1.x and 2.x `ClientSession.send_request` take alike: a pydantic
+    `Request` (dumped with `model_dump`) and a result type with `model_validate`, here a root
+    model over the plain dict, so every field the server sent reaches skillcache as sent."""
     from mcp.types import Request
-    from pydantic import TypeAdapter
+    from pydantic import RootModel
 
     class RawRequest(Request[dict[str, Any], str]):
         params: dict[str, Any]
 
-    return RawRequest, TypeAdapter(dict[str, Any])
+    class RawResult(RootModel[dict[str, Any]]):
+        pass
+
+    return RawRequest, RawResult
 
 
 async def ask(session: Any, method: str, params: str) -> str:
@@ -28,4 +36,6 @@ async def ask(session: Any, method: str, params: str) -> str:
     as ASCII-only JSON text (so its length in characters is its length in bytes)."""
     request, result = _raw_types()
     raw = await session.send_request(request(method=method, params=json.loads(params)), result)
+    # The SDK's answer is a `RawResult`; a host's stand-in may answer the dict itself.
+    raw = getattr(raw, "root", raw)
     return json.dumps(raw, separators=(",", ":"))

@@ -357,6 +357,10 @@ def _hops() -> int:
     """How many calls went to skillcache's runtime so far (the tests count them); not part of
     the API."""
 
+def _in_flight() -> int:
+    """How many of the module's calls are on skillcache's runtime now (the tests see a
+    cancelled call leave); not part of the API."""
+
 def run_cli(argv: Sequence[str]) -> int:
     """Runs the `skillcache` command line (`argv`, the program's name first) and returns its
     exit code: the `skillcache` console script."""

@@ -29,9 +29,11 @@ use skillcache::{
 
 use crate::catalog::PyCatalog;
 use crate::errors::{as_value, raise, to_py_err};
+use crate::fork::Owned;
 use crate::json;
 use crate::lockfile::PyLockFile;
 use crate::session::{SessionSource, Shared};
+use crate::text::{Label, Reference};
 use crate::types::{
     Loaded, PyCachedEntry, PyEntryInfo, PyGcReport, PyInventory, PySkillEntry, PySkillFile,
     PyVerifyReport, py_repr,
@@ -40,10 +42,6 @@ use crate::types::{
 /// The baseline of R-W7's total size (16 MiB), the default of `max_total_bytes` when only
 /// `max_files` is given (the Rust API does not expose a `Limits`'s values).
 const BASELINE_TOTAL_BYTES: u64 = 16 * 1024 * 1024;
-
-fn origin(label: &str) -> PyResult<Origin> {
-    Origin::new(label).map_err(|e| to_py_err(&Error::Config(e)))
-}
 
 fn skill_uri(uri: &str) -> PyResult<SkillUri> {
     SkillUri::parse(uri).map_err(|e| to_py_err(&Error::Uri(e)))
@@ -64,7 +62,8 @@ fn err(e: &Error) -> PyErr {
 /// The native half of `skillcache.SkillCache` (`skillcache/_cache.py`), which documents it.
 #[pyclass(module = "skillcache._skillcache", name = "SkillCache", frozen)]
 pub(crate) struct PySkillCache {
-    inner: SkillCache,
+    /// The library's cache, used only in the process that opened it (B4, `fork.rs`).
+    inner: Owned<SkillCache>,
     /// The limits in force: MCP sources get their message bound from them.
     limits: Option<Limits>,
     /// A session source's message bound, for the limits in force (R-B2).
@@ -73,7 +72,16 @@ pub(crate) struct PySkillCache {
     sessions: Arc<Mutex<HashMap<String, Shared>>>,
 }
 
+/// What a forked child is told to do instead of using its parent's cache (B4).
+const OPEN_IN_CHILD: &str = "open a new SkillCache in this process (after the fork: in a \
+    post-fork hook, or on first use), with the same root if you like";
+
 impl PySkillCache {
+    /// The library's cache: in a forked child, a `RuntimeError` at once (B4).
+    fn cache(&self) -> PyResult<&SkillCache> {
+        self.inner.get("SkillCache", OPEN_IN_CHILD)
+    }
+
     fn with_limits(&self, source: McpSource) -> McpSource {
         match &self.limits {
             Some(limits) => source.limits(limits),
@@ -81,13 +89,16 @@ impl PySkillCache {
         }
     }
 
-    fn bind(&self, label: &str, source: Arc<dyn skillcache::source::SkillSource>) -> PyResult<()> {
-        let origin = origin(label)?;
+    fn bind(
+        &self,
+        origin: Origin,
+        source: Arc<dyn skillcache::source::SkillSource>,
+    ) -> PyResult<()> {
         self.sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(label);
-        self.inner.connect(origin, source);
+            .remove(origin.as_str());
+        self.cache()?.connect(origin, source);
         Ok(())
     }
 }
@@ -219,7 +230,7 @@ impl PySkillCache {
         // Opening creates folders and opens SQLite: off the GIL.
         let inner = py.detach(move || b.open()).map_err(|e| raise(py, &e))?;
         Ok(PySkillCache {
-            inner,
+            inner: Owned::new(inner),
             limits,
             message_bound: message_bound(&limits.unwrap_or_default()),
             sessions: Arc::default(),
@@ -228,24 +239,29 @@ impl PySkillCache {
 
     /// The cache root.
     #[getter]
-    fn root(&self) -> PathBuf {
-        self.inner.root().to_path_buf()
+    fn root(&self) -> PyResult<PathBuf> {
+        Ok(self.inner.peek()?.root().to_path_buf())
     }
 
     /// Where a damaged index was moved when the cache was opened, if it was.
     #[getter]
-    fn healed_index(&self) -> Option<PathBuf> {
-        self.inner.healed_index().map(std::path::Path::to_path_buf)
+    fn healed_index(&self) -> PyResult<Option<PathBuf>> {
+        Ok(self
+            .inner
+            .peek()?
+            .healed_index()
+            .map(std::path::Path::to_path_buf))
     }
 
     /// A handle on the same cache acting as `principal` (whose approvals it checks and
     /// records); a principal with an invisible character is refused as a `ConfigError`.
     fn for_principal(&self, principal: String) -> PyResult<PySkillCache> {
         Ok(PySkillCache {
-            inner: self
-                .inner
-                .for_principal(principal)
-                .map_err(|e| err(&Error::from(e)))?,
+            inner: Owned::new(
+                self.cache()?
+                    .for_principal(principal)
+                    .map_err(|e| err(&Error::from(e)))?,
+            ),
             limits: self.limits,
             message_bound: self.message_bound,
             sessions: Arc::clone(&self.sessions),
@@ -259,7 +275,7 @@ impl PySkillCache {
     fn connect_stdio(
         &self,
         py: Python<'_>,
-        origin: &str,
+        origin: Label,
         argv: Vec<String>,
         env: Option<BTreeMap<String, String>>,
         cwd: Option<PathBuf>,
@@ -283,7 +299,7 @@ impl PySkillCache {
             command.stderr(stderr);
         }
         self.bind(
-            origin,
+            origin.0,
             Arc::new(self.with_limits(McpSource::stdio(command))),
         )
     }
@@ -292,7 +308,7 @@ impl PySkillCache {
     #[pyo3(signature = (origin, url, headers=None))]
     fn connect_http(
         &self,
-        origin: &str,
+        origin: Label,
         url: String,
         headers: Option<BTreeMap<String, String>>,
     ) -> PyResult<()> {
@@ -301,19 +317,20 @@ impl PySkillCache {
             headers: headers.unwrap_or_default(),
         };
         let source = config.source().map_err(|e| err(&e))?;
-        self.bind(origin, Arc::new(self.with_limits(source)))
+        self.bind(origin.0, Arc::new(self.with_limits(source)))
     }
 
     /// Binds `origin` to an MCP session the host already holds (an `mcp.ClientSession`, or
     /// anything with its `send_request`). Call it from the event loop that runs the session:
     /// every request is sent on that loop.
-    fn connect_session(&self, py: Python<'_>, origin: &str, session: Py<PyAny>) -> PyResult<()> {
+    fn connect_session(&self, py: Python<'_>, origin: Label, session: Py<PyAny>) -> PyResult<()> {
         let source = Arc::new(SessionSource::new(py, session, self.message_bound)?);
-        self.bind(origin, Arc::clone(&source) as _)?;
+        let label = origin.0.as_str().to_owned();
+        self.bind(origin.0, Arc::clone(&source) as _)?;
         self.sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(origin.to_owned(), source);
+            .insert(label, source);
         Ok(())
     }
 
@@ -321,18 +338,17 @@ impl PySkillCache {
     /// `notifications/resources/updated`, `None` for `list_changed`. Only for origins bound
     /// with `connect_session` (the others receive their notifications themselves).
     #[pyo3(signature = (origin, uri=None))]
-    fn notify(&self, origin: &str, uri: Option<String>) -> PyResult<()> {
+    fn notify(&self, origin: Label, uri: Option<String>) -> PyResult<()> {
+        self.cache()?;
         let source = self
             .sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(origin)
+            .get(origin.0.as_str())
             .cloned();
         let Some(source) = source else {
             return Err(err(&Error::Source(
-                skillcache::error::SourceError::NotConnected {
-                    origin: self::origin(origin)?,
-                },
+                skillcache::error::SourceError::NotConnected { origin: origin.0 },
             )));
         };
         source.notify(uri.map_or(Change::ListChanged, |uri| Change::Updated { uri }));
@@ -340,20 +356,20 @@ impl PySkillCache {
     }
 
     /// Unbinds `origin`; its cached content stays.
-    fn disconnect(&self, origin: &str) -> PyResult<()> {
-        let origin = self::origin(origin)?;
+    fn disconnect(&self, origin: Label) -> PyResult<()> {
+        let origin = origin.0;
         self.sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(origin.as_str());
-        self.inner.disconnect(&origin);
+        self.cache()?.disconnect(&origin);
         Ok(())
     }
 
     /// Every skill of `origin`: `skills/list`, validated, stored; no file fetched. Each
     /// item is an `EntryInfo`, or the `skillcache.Error` (not raised) that refused that entry.
-    fn list<'py>(&self, py: Python<'py>, origin: &str) -> PyResult<Bound<'py, PyAny>> {
-        let (cache, origin) = (self.inner.clone(), self::origin(origin)?);
+    fn list<'py>(&self, py: Python<'py>, origin: Label) -> PyResult<Bound<'py, PyAny>> {
+        let (cache, origin) = (self.cache()?.clone(), origin.0);
         crate::spawn(py, async move {
             let items = cache.list(&origin).await.map_err(|e| err(&e))?;
             Python::attach(|py| {
@@ -370,8 +386,8 @@ impl PySkillCache {
     }
 
     /// The entry for `uri`: from the index while fresh, else `skills/get`. No file.
-    fn entry<'py>(&self, py: Python<'py>, origin: &str, uri: &str) -> PyResult<Bound<'py, PyAny>> {
-        let (cache, origin, uri) = (self.inner.clone(), self::origin(origin)?, skill_uri(uri)?);
+    fn entry<'py>(&self, py: Python<'py>, origin: Label, uri: &str) -> PyResult<Bound<'py, PyAny>> {
+        let (cache, origin, uri) = (self.cache()?.clone(), origin.0, skill_uri(uri)?);
         crate::spawn(py, async move {
             let info = cache.entry(&origin, &uri).await.map_err(|e| err(&e))?;
             Python::attach(|py| PyEntryInfo::new(py, info))
@@ -382,10 +398,10 @@ impl PySkillCache {
     fn refresh<'py>(
         &self,
         py: Python<'py>,
-        origin: &str,
+        origin: Label,
         uri: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (cache, origin, uri) = (self.inner.clone(), self::origin(origin)?, skill_uri(uri)?);
+        let (cache, origin, uri) = (self.cache()?.clone(), origin.0, skill_uri(uri)?);
         crate::spawn(py, async move {
             let info = cache.refresh(&origin, &uri).await.map_err(|e| err(&e))?;
             Python::attach(|py| PyEntryInfo::new(py, info))
@@ -399,11 +415,11 @@ impl PySkillCache {
     fn approve<'py>(
         &self,
         py: Python<'py>,
-        origin: &str,
+        origin: Label,
         entry: &Bound<'py, PySkillEntry>,
         grant_tools: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (cache, origin) = (self.inner.clone(), self::origin(origin)?);
+        let (cache, origin) = (self.cache()?.clone(), origin.0);
         let entry = entry.get().inner.clone();
         let granted = grant_tools
             .filter(|g| !g.is_none())
@@ -421,14 +437,10 @@ impl PySkillCache {
     fn is_approved<'py>(
         &self,
         py: Python<'py>,
-        origin: &str,
+        origin: Label,
         entry: &Bound<'py, PySkillEntry>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (cache, origin, entry) = (
-            self.inner.clone(),
-            self::origin(origin)?,
-            entry.get().inner.clone(),
-        );
+        let (cache, origin, entry) = (self.cache()?.clone(), origin.0, entry.get().inner.clone());
         crate::spawn(py, async move {
             cache
                 .is_approved(&origin, &entry)
@@ -443,14 +455,10 @@ impl PySkillCache {
     fn load<'py>(
         &self,
         py: Python<'py>,
-        origin: &str,
+        origin: Label,
         entry: &Bound<'py, PySkillEntry>,
     ) -> PyResult<Py<PyAny>> {
-        let (cache, origin, entry) = (
-            self.inner.clone(),
-            self::origin(origin)?,
-            entry.get().inner.clone(),
-        );
+        let (cache, origin, entry) = (self.cache()?.clone(), origin.0, entry.get().inner.clone());
         crate::start(py, async move {
             let loaded = cache.load(&origin, &entry).await.map_err(|e| err(&e))?;
             Ok(PyLoadedSkill::new(loaded))
@@ -461,14 +469,10 @@ impl PySkillCache {
     fn load_all<'py>(
         &self,
         py: Python<'py>,
-        origin: &str,
+        origin: Label,
         entry: &Bound<'py, PySkillEntry>,
     ) -> PyResult<Py<PyAny>> {
-        let (cache, origin, entry) = (
-            self.inner.clone(),
-            self::origin(origin)?,
-            entry.get().inner.clone(),
-        );
+        let (cache, origin, entry) = (self.cache()?.clone(), origin.0, entry.get().inner.clone());
         crate::start(py, async move {
             let (loaded, files) = cache.load_all(&origin, &entry).await.map_err(|e| err(&e))?;
             let files: Vec<PySkillFile> = files.into_iter().map(PySkillFile::from).collect();
@@ -478,9 +482,9 @@ impl PySkillCache {
 
     /// Re-hashes every cached blob (of `origin`, or all); a corrupt one is quarantined.
     #[pyo3(signature = (origin=None))]
-    fn verify<'py>(&self, py: Python<'py>, origin: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
-        let cache = self.inner.clone();
-        let origin = origin.map(self::origin).transpose()?;
+    fn verify<'py>(&self, py: Python<'py>, origin: Option<Label>) -> PyResult<Bound<'py, PyAny>> {
+        let cache = self.cache()?.clone();
+        let origin = origin.map(|o| o.0);
         crate::spawn(py, async move {
             let report = cache
                 .verify(origin.as_ref(), |_, _| {})
@@ -493,7 +497,7 @@ impl PySkillCache {
     /// Removes unreferenced blobs and temporaries; with `max_bytes`, evicts until the store fits.
     #[pyo3(signature = (max_bytes=None))]
     fn gc<'py>(&self, py: Python<'py>, max_bytes: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
-        let cache = self.inner.clone();
+        let cache = self.cache()?.clone();
         crate::spawn(py, async move {
             let report = cache.gc(max_bytes).await.map_err(|e| err(&e))?;
             Ok(PyGcReport::from(report))
@@ -501,8 +505,8 @@ impl PySkillCache {
     }
 
     /// Removes everything of `origin`: its entries, files and approvals.
-    fn purge<'py>(&self, py: Python<'py>, origin: &str) -> PyResult<Bound<'py, PyAny>> {
-        let (cache, origin) = (self.inner.clone(), self::origin(origin)?);
+    fn purge<'py>(&self, py: Python<'py>, origin: Label) -> PyResult<Bound<'py, PyAny>> {
+        let (cache, origin) = (self.cache()?.clone(), origin.0);
         crate::spawn(py, async move {
             cache.purge(&origin).await.map_err(|e| err(&e))
         })
@@ -511,7 +515,7 @@ impl PySkillCache {
     /// Every origin the root holds anything of (entries, approvals, blobs, staged or quarantined
     /// copies), sorted by label; bound or not.
     fn origins<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let cache = self.inner.clone();
+        let cache = self.cache()?.clone();
         crate::spawn(py, async move {
             let origins = cache.origins().await.map_err(|e| err(&e))?;
             Ok(labels(origins))
@@ -534,9 +538,9 @@ impl PySkillCache {
         }
         let keep = keep
             .try_iter()?
-            .map(|label| self::origin(&label?.extract::<String>()?))
+            .map(|label| Ok(label?.extract::<Label>()?.0))
             .collect::<PyResult<Vec<Origin>>>()?;
-        let cache = self.inner.clone();
+        let cache = self.cache()?.clone();
         crate::spawn(py, async move {
             let removed = cache.purge_absent(&keep).await.map_err(|e| err(&e))?;
             Ok(labels(removed))
@@ -553,7 +557,7 @@ impl PySkillCache {
         py: Python<'py>,
         local_names: Vec<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let cache = self.inner.clone();
+        let cache = self.cache()?.clone();
         crate::spawn(py, async move {
             let names: Vec<&str> = local_names.iter().map(String::as_str).collect();
             let catalog = cache.catalog(&names).await.map_err(|e| err(&e))?;
@@ -563,7 +567,7 @@ impl PySkillCache {
 
     /// Counts what the cache root holds.
     fn inventory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let cache = self.inner.clone();
+        let cache = self.cache()?.clone();
         crate::spawn(py, async move {
             let inventory = cache.inventory().await.map_err(|e| err(&e))?;
             Ok(PyInventory::from(inventory))
@@ -575,10 +579,10 @@ impl PySkillCache {
     fn cached_entries<'py>(
         &self,
         py: Python<'py>,
-        origin: Option<&str>,
+        origin: Option<Label>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let cache = self.inner.clone();
-        let origin = origin.map(self::origin).transpose()?;
+        let cache = self.cache()?.clone();
+        let origin = origin.map(|o| o.0);
         crate::spawn(py, async move {
             let entries = cache
                 .cached_entries(origin.as_ref())
@@ -594,7 +598,7 @@ impl PySkillCache {
     /// What this cache did since it was opened: each counter by name.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
-        for (counter, value) in self.inner.stats() {
+        for (counter, value) in self.cache()?.stats() {
             dict.set_item(counter.to_string(), value)?;
         }
         Ok(dict)
@@ -603,7 +607,7 @@ impl PySkillCache {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
             "SkillCache(root={})",
-            py_repr(py, self.inner.root().display().to_string())?
+            py_repr(py, self.inner.peek()?.root().display().to_string())?
         ))
     }
 }
@@ -668,14 +672,20 @@ fn stderr_target(py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<Option<S
 /// Reads stay inside the held entry's files and go to its origin's source only.
 #[pyclass(module = "skillcache._skillcache", name = "LoadedSkill", frozen)]
 pub(crate) struct PyLoadedSkill {
-    inner: Loaded,
+    /// Read only in the process that loaded it (B4, `fork.rs`); its entry and `SKILL.md` are
+    /// memory, seen anywhere.
+    inner: Owned<Loaded>,
     skill_md: PyOnceLock<Py<PySkillFile>>,
 }
+
+/// What a forked child is told to do instead of reading through its parent's loaded skill.
+const LOAD_IN_CHILD: &str = "open a new SkillCache in this process (after the fork) and load the \
+    skill again";
 
 impl PyLoadedSkill {
     fn new(loaded: skillcache::LoadedSkill) -> PyLoadedSkill {
         PyLoadedSkill {
-            inner: Arc::new(loaded),
+            inner: Owned::new(Arc::new(loaded)),
             skill_md: PyOnceLock::new(),
         }
     }
@@ -684,22 +694,22 @@ impl PyLoadedSkill {
 #[pymethods]
 impl PyLoadedSkill {
     #[getter]
-    fn origin(&self) -> &str {
-        self.inner.origin().as_str()
+    fn origin(&self) -> PyResult<&str> {
+        Ok(self.inner.peek()?.origin().as_str())
     }
     /// The held entry.
     #[getter]
-    fn entry(&self) -> PySkillEntry {
-        PySkillEntry {
-            inner: self.inner.entry().clone(),
-        }
+    fn entry(&self) -> PyResult<PySkillEntry> {
+        Ok(PySkillEntry {
+            inner: self.inner.peek()?.entry().clone(),
+        })
     }
     /// The verified `SKILL.md` (unverified for a dynamic skill).
     #[getter]
     fn skill_md<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PySkillFile>> {
         self.skill_md
             .get_or_try_init(py, || {
-                Py::new(py, PySkillFile::from(self.inner.skill_md().clone()))
+                Py::new(py, PySkillFile::from(self.inner.peek()?.skill_md().clone()))
             })
             .map(|f| f.bind(py))
     }
@@ -707,27 +717,28 @@ impl PyLoadedSkill {
     #[getter]
     fn granted_tools<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.inner
+            .peek()?
             .granted_tools()
             .map(|v| json::to_py(py, v))
             .transpose()
     }
     /// The files this window may read (the held entry's manifest).
     #[getter]
-    fn files(&self) -> Vec<crate::types::PyManifestFile> {
-        self.entry().files_list()
+    fn files(&self) -> PyResult<Vec<crate::types::PyManifestFile>> {
+        Ok(self.entry()?.files_list())
     }
     /// Reads a file: `reference` is resolved against the skill root and must be listed in the held
     /// entry (otherwise a `VerifyError`, and no request is sent).
-    fn read(&self, py: Python<'_>, reference: String) -> PyResult<Py<PyAny>> {
-        let loaded = Arc::clone(&self.inner);
+    fn read(&self, py: Python<'_>, reference: Reference) -> PyResult<Py<PyAny>> {
+        let loaded = Arc::clone(self.inner.get("LoadedSkill", LOAD_IN_CHILD)?);
         crate::start(py, async move {
-            let file = loaded.read(&reference).await.map_err(|e| err(&e))?;
+            let file = loaded.read(&reference.0).await.map_err(|e| err(&e))?;
             Ok(PySkillFile::from(file))
         })
     }
     /// Every file of the held entry, in manifest order, verified (one batch on a cold cache).
     fn read_all(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let loaded = Arc::clone(&self.inner);
+        let loaded = Arc::clone(self.inner.get("LoadedSkill", LOAD_IN_CHILD)?);
         crate::start(py, async move {
             let files = loaded.read_all().await.map_err(|e| err(&e))?;
             Ok(files.into_iter().map(PySkillFile::from).collect::<Vec<_>>())
@@ -736,8 +747,8 @@ impl PyLoadedSkill {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
             "LoadedSkill(origin={}, uri={})",
-            py_repr(py, self.origin())?,
-            py_repr(py, self.inner.entry().uri().as_str())?
+            py_repr(py, self.origin()?)?,
+            py_repr(py, self.inner.peek()?.entry().uri().as_str())?
         ))
     }
 }

@@ -15,9 +15,11 @@
 mod cache;
 mod catalog;
 mod errors;
+mod fork;
 mod json;
 mod lockfile;
 mod session;
+mod text;
 mod types;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -28,7 +30,7 @@ use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 
 /// The module's futures still running on the tokio runtime (see [`spawn`]).
-static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
 /// How many calls went to the runtime since the module was loaded (every [`spawn`]): a hit that
 /// [`start`] answers on the calling thread adds nothing. The tests read it (`_hops`).
@@ -58,9 +60,12 @@ where
     F: std::future::Future<Output = PyResult<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
+    // This process's runtime (a forked child's own, fork.rs), entered so that the bridge's
+    // spawn goes to it.
+    let _context = fork::runtime(py)?.enter();
     let counted = InFlight::new();
     HOPS.fetch_add(1, Ordering::Relaxed);
-    pyo3_async_runtimes::tokio::future_into_py(py, async move {
+    pyo3_async_runtimes::generic::future_into_py::<fork::Rt, _, _>(py, async move {
         let out = fut.await;
         drop(counted);
         out
@@ -92,7 +97,7 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     let mut fut = Box::pin(fut);
-    let runtime = pyo3_async_runtimes::tokio::get_runtime();
+    let runtime = fork::runtime(py)?;
     let first = py.detach(|| {
         let _context = runtime.enter();
         fut.as_mut().poll(&mut Context::from_waker(Waker::noop()))
@@ -135,6 +140,13 @@ fn _hops() -> u64 {
     HOPS.load(Ordering::Relaxed)
 }
 
+/// How many of the module's futures are on the runtime now (see [`IN_FLIGHT`]): a cancelled
+/// call's future is dropped, so the tests see it leave. Not part of the API.
+#[pyfunction]
+fn _in_flight() -> usize {
+    IN_FLIGHT.load(Ordering::SeqCst)
+}
+
 /// Registered with `atexit` by the package: a tokio thread that hands a result back to Python
 /// takes the GIL, and if the interpreter is finalizing by then the process aborts
 /// (`PyGILState_Release: thread state … must be current`, pyo3-async-runtimes#40). Before
@@ -143,9 +155,10 @@ fn _hops() -> u64 {
 /// end), then a moment longer for the last hand-off, which follows its future's end at once.
 #[pyfunction]
 fn _quiesce(py: Python<'_>) {
-    if HOPS.load(Ordering::Relaxed) == 0 {
+    if HOPS.load(Ordering::Relaxed) == 0 || !fork::started_here(py) {
         // Nothing ever ran on the runtime (the `skillcache` command, a process that only read
-        // hits): no hand-off to wait for.
+        // hits), or on this process's (a child forked from one that did): no hand-off to wait
+        // for.
         return;
     }
     py.detach(|| {
@@ -170,6 +183,7 @@ fn _skillcache(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_ready, m)?)?;
     m.add_function(wrap_pyfunction!(_quiesce, m)?)?;
     m.add_function(wrap_pyfunction!(_hops, m)?)?;
+    m.add_function(wrap_pyfunction!(_in_flight, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
     m.add_class::<Pending>()?;
     m.add_class::<cache::PySkillCache>()?;

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use pyo3::prelude::*;
-use skillcache::{Error, LockFile, Origin};
+use skillcache::LockFile;
 
 use crate::errors::raise;
+use crate::text::Label;
 use crate::types::{PySkillEntry, py_repr};
 
 /// One pinned skill.
@@ -53,10 +54,6 @@ impl PyLockFile {
     }
 }
 
-fn origin(py: Python<'_>, label: &str) -> PyResult<Origin> {
-    Origin::new(label).map_err(|e| raise(py, &Error::Config(e)))
-}
-
 #[pymethods]
 impl PyLockFile {
     /// An empty lock.
@@ -82,10 +79,10 @@ impl PyLockFile {
     fn insert(
         &self,
         py: Python<'_>,
-        origin: &str,
+        origin: Label,
         entry: &Bound<'_, PySkillEntry>,
     ) -> PyResult<()> {
-        let origin = self::origin(py, origin)?;
+        let origin = origin.0;
         self.lock()
             .insert(&origin, &entry.get().inner)
             .map_err(|e| raise(py, &e))
@@ -93,8 +90,13 @@ impl PyLockFile {
 
     /// Whether `entry` of `origin` is exactly as pinned: a `DeclinedError` (`"not_locked"`,
     /// `"drift"` with its `changes`) if not.
-    fn check(&self, py: Python<'_>, origin: &str, entry: &Bound<'_, PySkillEntry>) -> PyResult<()> {
-        let origin = self::origin(py, origin)?;
+    fn check(
+        &self,
+        py: Python<'_>,
+        origin: Label,
+        entry: &Bound<'_, PySkillEntry>,
+    ) -> PyResult<()> {
+        let origin = origin.0;
         self.lock()
             .check(&origin, &entry.get().inner)
             .map_err(|e| raise(py, &e))

@@ -315,7 +315,8 @@ class TamperingSession(CountingSession):
 
         result = await super().send_request(request, result_type, *args, **kwargs)
         if request.method == "resources/read":
-            for content in result.get("contents", []):
+            # The SDK answers with the package's result type, a root model over the plain dict.
+            for content in result.root.get("contents", []):
                 if "text" in content:
                     text = content["text"]
                     content["text"] = ("X" if text[:1] != "X" else "Y") + text[1:]

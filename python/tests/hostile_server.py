@@ -7,7 +7,9 @@ on disk) and appends every request's method to LOG, one a line. MODE says how it
 
 - `tamper`: `resources/read` answers each file with one byte flipped (the entry stays honest),
   so the bytes cannot match the entry's digest;
-- `honest`: it does not lie (a control, and the counting server of the gate tests).
+- `honest`: it does not lie (a control, and the counting server of the gate tests);
+- `silent`: it answers everything but `resources/read`, which it never answers (a miss that
+  would wait forever without a deadline, or until its caller gives up).
 """
 
 import base64
@@ -76,6 +78,8 @@ def main() -> None:
                 error = {"code": -32602, "message": "unknown skill"}
             else:
                 result = {"skill": entry}
+        elif method == "resources/read" and mode == "silent":
+            continue  # logged above; never answered
         elif method == "resources/read":
             uri = msg["params"]["uri"]
             name, _, rel = uri.removeprefix("skill://").partition("/")

@@ -239,3 +239,40 @@ def test_t4_two_threads_with_their_own_loops_read_one_cache(tmp_path: Path, skil
     assert results == [expected, expected]
     # Each file was fetched once, whichever thread asked first.
     assert requests(log).count("resources/read") == 3
+
+
+@pytest.mark.parametrize("call", ["read", "read_all", "load", "load_all"])
+async def test_t4_a_loop_of_awaited_hits_gives_the_event_loop_turns_for_timers_and_signals(
+    call: str, tmp_path: Path, skills_dir: Path
+) -> None:
+    """A hit is answered inside the call, so a loop that only awaits hits never suspends on its
+    own: the package yields a turn every so many hits. Before it did, a timer due in 10 ms and a
+    signal sent at once both waited for the whole loop (its cap below), however long it ran."""
+    import os
+    import signal
+
+    log = tmp_path / "requests.log"
+    cache, entry, skill = await warm_skill(tmp_path, skills_dir, log)
+    hit = {
+        "read": lambda: skill.read(TEMPLATE),
+        "read_all": lambda: skill.read_all(),
+        "load": lambda: cache.load("docs", entry),
+        "load_all": lambda: cache.load_all("docs", entry),
+    }[call]
+    loop = asyncio.get_running_loop()
+    seen: dict[str, int] = {}
+    done = 0
+    loop.call_later(0.01, lambda: seen.setdefault("timer", done))
+    loop.add_signal_handler(signal.SIGUSR1, lambda: seen.setdefault("signal", done))
+    try:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        cap = 20_000
+        hops = native._hops()
+        while done < cap and len(seen) < 2:
+            await hit()
+            done += 1
+        assert native._hops() == hops  # every call was a hit
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
+    assert done < cap, f"the loop of {done} hits never let a timer or a signal run: {seen}"
+    assert set(seen) == {"timer", "signal"}

@@ -1,0 +1,177 @@
+"""B4: a cache in a child forked after use (gunicorn, `multiprocessing` with the fork start
+method). The child inherits the parent's memory but not its threads, and must not use the
+parent's database connection: the parent's `SkillCache` and `LoadedSkill` raise a
+`RuntimeError` at once in the child, saying to open a new cache there, and a cache the child
+opens is its own — it loads, and its `request_timeout` holds against a server that never
+answers.
+
+Each child runs under a deadline: a child that hangs is killed and the test fails (before the
+fix, the parent's cache hung the child forever on its first miss, past `request_timeout`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import skillcache
+
+from conftest import files_on_disk, hostile_argv, open_cache, serve_argv
+
+CHILD_DEADLINE = 60.0
+NOTES = "skill://release-notes/SKILL.md"
+
+
+async def warm_parent(tmp_path: Path, skills: Path) -> tuple[skillcache.SkillCache, skillcache.LoadedSkill]:
+    """The parent's cache after use: a skill loaded (the runtime, the index and a server all
+    started), so the child has everything to inherit."""
+    cache = open_cache(tmp_path, approval="not_required")
+    cache.connect_stdio("docs", serve_argv(skills, tmp_path))
+    info = await asyncio.wait_for(cache.entry("docs", NOTES), CHILD_DEADLINE)
+    skill = await asyncio.wait_for(cache.load("docs", info.entry), CHILD_DEADLINE)
+    return cache, skill
+
+
+async def in_child(
+    tmp_path: Path, skills: Path, cache: skillcache.SkillCache, skill: skillcache.LoadedSkill
+) -> dict[str, Any]:
+    """What a forked child sees, as a JSON-able report."""
+    report: dict[str, Any] = {}
+    # The parent's objects: a clear error at once, for a miss, a hit and a synchronous call.
+    for name, call in [
+        ("entry", lambda: cache.entry("docs", "skill://code-style/SKILL.md")),
+        ("read", lambda: skill.read("templates/notes.md")),
+        ("load", lambda: cache.load("docs", skill.entry)),
+    ]:
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(call(), 10)
+            report[name] = "returned"
+        except RuntimeError as e:
+            report[name] = {"error": str(e), "seconds": time.monotonic() - started}
+        except asyncio.TimeoutError:
+            report[name] = "hung"
+    try:
+        cache.connect_stdio("again", serve_argv(skills, tmp_path))
+        report["connect"] = "returned"
+    except RuntimeError as e:
+        report["connect"] = {"error": str(e)}
+    # Memory the parent filled is still readable: the entry and SKILL.md the skill holds.
+    report["held_uri"] = skill.entry.uri
+    report["held_text"] = skill.skill_md.text
+    # A cache of the child's own, on the same root: it works.
+    own = open_cache(tmp_path, approval="not_required")
+    own.connect_stdio("docs", serve_argv(skills, tmp_path))
+    info = await asyncio.wait_for(own.entry("docs", NOTES), CHILD_DEADLINE)
+    _, files = await asyncio.wait_for(own.load_all("docs", info.entry), CHILD_DEADLINE)
+    on_disk = files_on_disk(skills, info.entry)
+    report["loaded"] = all(f.bytes == on_disk[f.uri] for f in files) and len(files) == len(on_disk)
+    # ...and its request deadline holds: a server that never answers a read.
+    slow = open_cache(tmp_path, "slow", approval="not_required", request_timeout=1.0)
+    slow.connect_stdio("silent", hostile_argv(skills, "silent", tmp_path / f"silent-{os.getpid()}.log"))
+    info = await asyncio.wait_for(slow.entry("silent", NOTES), CHILD_DEADLINE)
+    started = time.monotonic()
+    try:
+        await asyncio.wait_for(slow.load("silent", info.entry), CHILD_DEADLINE)
+        report["deadline"] = "loaded"
+    except skillcache.TimeoutError as e:
+        report["deadline"] = {"error": type(e).__name__, "seconds": time.monotonic() - started}
+    except asyncio.TimeoutError:
+        report["deadline"] = "hung"
+    return report
+
+
+def check(report: dict[str, Any]) -> None:
+    for name in ["entry", "read", "load"]:
+        outcome = report[name]
+        assert isinstance(outcome, dict), (name, outcome)
+        assert outcome["seconds"] < 5, (name, outcome)  # at once, not after a deadline
+        message = outcome["error"]
+        assert "forked" in message and "open a new SkillCache in this process" in message, message
+    assert "open a new SkillCache" in report["connect"]["error"]
+    assert report["held_uri"] == NOTES
+    assert report["held_text"].startswith("---\nname: release-notes")
+    assert report["loaded"] is True
+    deadline = report["deadline"]
+    assert isinstance(deadline, dict) and deadline["error"] == "TimeoutError", deadline
+    assert deadline["seconds"] < 30, deadline
+
+
+def child_main(tmp_path: Path, skills: Path, cache: Any, skill: Any, write_fd: int) -> None:
+    """The child's whole life: runs the checks and writes the report to `write_fd`."""
+    try:
+        report = asyncio.run(in_child(tmp_path, skills, cache, skill))
+    except BaseException as e:  # reported, so the parent's failure says what happened
+        report = {"crashed": f"{type(e).__name__}: {e}"}
+    with os.fdopen(write_fd, "w") as out:
+        json.dump(report, out)
+
+
+def read_report(read_fd: int) -> dict[str, Any]:
+    with os.fdopen(read_fd) as f:
+        text = f.read()
+    assert text, "the child wrote no report"
+    report = json.loads(text)
+    assert "crashed" not in report, report["crashed"]
+    return report
+
+
+def test_b4_a_child_of_os_fork_is_refused_the_parents_cache_at_once_and_its_own_cache_works(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    cache, skill = asyncio.run(warm_parent(tmp_path, skills_dir))
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_fd)
+            child_main(tmp_path, skills_dir, cache, skill, write_fd)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    end = time.monotonic() + CHILD_DEADLINE
+    status = None
+    while time.monotonic() < end:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail(f"the forked child hung: killed after {CHILD_DEADLINE} s")
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    check(read_report(read_fd))
+    # The parent's cache is untouched by its child: it still reads.
+    again = asyncio.run(asyncio.wait_for(skill.read("templates/notes.md"), CHILD_DEADLINE))
+    assert again.bytes == (skills_dir / "release-notes" / "templates" / "notes.md").read_bytes()
+
+
+def test_b4_a_multiprocessing_fork_child_is_refused_the_parents_cache_at_once_and_its_own_cache_works(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    cache, skill = asyncio.run(warm_parent(tmp_path, skills_dir))
+    context = multiprocessing.get_context("fork")
+    read_fd, write_fd = os.pipe()
+    process = context.Process(
+        target=child_main, args=(tmp_path, skills_dir, cache, skill, write_fd)
+    )
+    process.start()
+    os.close(write_fd)
+    process.join(CHILD_DEADLINE)
+    if process.is_alive():
+        process.kill()
+        process.join()
+        pytest.fail(f"the forked child hung: killed after {CHILD_DEADLINE} s")
+    assert process.exitcode == 0, process.exitcode
+    check(read_report(read_fd))

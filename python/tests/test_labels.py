@@ -1,0 +1,112 @@
+"""B3: text that is not well-formed Unicode never names anything. An origin label or a file
+reference with a lone surrogate (`"team\\udcff"`: a `str` decoded with `surrogateescape`, or a
+JSON `\\ud800` escape) is refused — a `ConfigError` for a label at every call that takes one, a
+`UriError` for a reference — and never replaced by U+FFFD, so two labels never become one
+origin and a reference never reads the file whose name holds U+FFFD.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import skillcache
+
+from conftest import open_cache, serve_argv, within, write_skills
+
+NOTES = "skill://release-notes/SKILL.md"
+BAD_LABELS = ["team\udcff", "team\ud800", "team\udbff"]
+
+
+class Unused:
+    """A host session nothing is sent over."""
+
+    async def send_request(self, *args: Any) -> Any:
+        raise AssertionError("nothing may be sent")
+
+
+def refused_label(call: Callable[[], Any], label: str) -> skillcache.ConfigError:
+    with pytest.raises(skillcache.ConfigError) as caught:
+        call()
+    e = caught.value
+    shown = label.encode("utf-8", "backslashreplace").decode()
+    message = str(e)
+    assert "origin label" in message and shown in message, message
+    assert "not well-formed Unicode" in message and f"U+{ord(label[-1]):04X}" in message, message
+    assert isinstance(e.__cause__, UnicodeEncodeError)
+    return e
+
+
+async def test_b3_a_label_with_a_lone_surrogate_is_refused_at_every_connect_and_every_call(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    cache = open_cache(tmp_path)
+    entry = None
+    lock = skillcache.LockFile()
+    for label in BAD_LABELS:
+        refused_label(lambda: cache.connect_stdio(label, serve_argv(skills_dir, tmp_path)), label)
+        refused_label(lambda: cache.connect_http(label, "http://127.0.0.1:9/mcp"), label)
+        refused_label(lambda: cache.connect_session(label, Unused()), label)
+        refused_label(lambda: cache.notify(label), label)
+        refused_label(lambda: cache.disconnect(label), label)
+        for name in ["list", "purge", "verify", "cached_entries"]:
+            refused_label(lambda: getattr(cache._native, name)(label), label)
+        refused_label(lambda: cache._native.entry(label, NOTES), label)
+        refused_label(lambda: cache._native.purge_absent([label]), label)
+    # With an entry in hand, the calls that take one refuse the label the same way.
+    cache.connect_stdio("docs", serve_argv(skills_dir, tmp_path))
+    entry = (await within(cache.entry("docs", NOTES))).entry
+    for label in BAD_LABELS:
+        for name in ["approve", "is_approved", "load", "load_all"]:
+            refused_label(lambda: getattr(cache._native, name)(label, entry), label)
+        refused_label(lambda: lock.insert(label, entry), label)
+        refused_label(lambda: lock.check(label, entry), label)
+    # The coroutines raise it where they are awaited.
+    with pytest.raises(skillcache.ConfigError):
+        await within(cache.entry("team\udcff", NOTES))
+
+
+async def test_b3_two_labels_with_lone_surrogates_never_become_the_replacement_characters_origin(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    cache = open_cache(tmp_path, approval="not_required")
+    # "team\ufffd" is a label of its own, bound to a server; the surrogate labels are not it.
+    cache.connect_stdio("team\ufffd", serve_argv(skills_dir, tmp_path))
+    info = await within(cache.entry("team\ufffd", NOTES))
+    await within(cache.load("team\ufffd", info.entry))
+    for label in ["team\ud800", "team\udbff"]:
+        with pytest.raises(skillcache.ConfigError):
+            await within(cache.entry(label, NOTES))
+        with pytest.raises(skillcache.ConfigError):
+            await within(cache.load(label, info.entry))
+    assert await within(cache.origins()) == ["team\ufffd"]
+
+
+async def test_b3_a_reference_with_a_lone_surrogate_is_a_uri_error_and_never_reads_the_u_fffd_file(
+    tmp_path: Path,
+) -> None:
+    skills = write_skills(
+        tmp_path / "skills",
+        {
+            "release-notes": {
+                "SKILL.md": b"---\nname: release-notes\ndescription: Drafts release notes.\n---\nSee templates.\n",
+                "templates/n\ufffd.md".encode().decode(): b"the file named with U+FFFD\n",
+            }
+        },
+    )
+    cache = open_cache(tmp_path, approval="not_required")
+    cache.connect_stdio("docs", serve_argv(skills, tmp_path))
+    info = await within(cache.entry("docs", NOTES))
+    skill = await within(cache.load("docs", info.entry))
+    assert any("templates/" in f.uri for f in info.entry.files), info.entry.files
+    honest = await within(skill.read("templates/n\ufffd.md"))
+    assert honest.bytes == b"the file named with U+FFFD\n"
+    for reference in ["templates/n\udcff.md", "templates/n\ud800.md"]:
+        with pytest.raises(skillcache.UriError) as caught:
+            await within(skill.read(reference))
+        e = caught.value
+        assert e.uri == reference.encode("utf-8", "backslashreplace").decode()
+        assert "not well-formed Unicode" in str(e), str(e)
+        assert isinstance(e.__cause__, UnicodeEncodeError)
