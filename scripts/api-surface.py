@@ -62,6 +62,9 @@ GRANTED = [
     # A binding that keeps a file's bytes rather than its `SkillFile` (Node's SkillFile made in
     # JS, J3) frames them through the library, which checks them against the entry again first.
     ("issue 29, J3", "LoadedSkill::frame_kept"),
+    # A Rust host that already listed a server with rmcp hands its `Skill` values over without
+    # listing again; they are validated by our rules from their JSON (P6).
+    ("issue 41, P6", "SkillEntry::from_rmcp"),
 ]
 MAX_ITEMS = 220 + len(GRANTED)
 COUNTED = {
