@@ -225,6 +225,27 @@ async fn interop_rmcp_skillcache_loads_every_catalog_skill_its_rules_accept_and_
     }
 }
 
+/// Every file one server lists of a skill both list and the other does not, with the side.
+fn file_differences(c: &Sweep, s: &Sweep) -> Vec<String> {
+    let mut diffs = Vec::new();
+    for (uri, files) in &c.skills {
+        let Some(theirs) = s.skills.get(uri) else {
+            continue;
+        };
+        let a: BTreeSet<&String> = files.keys().collect();
+        let b: BTreeSet<&String> = theirs.keys().collect();
+        for f in a.symmetric_difference(&b) {
+            let side = if a.contains(f) {
+                "catalog only"
+            } else {
+                "serve only"
+            };
+            diffs.push(format!("{f} ({side})"));
+        }
+    }
+    diffs
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interop_rmcp_catalog_and_serve_publish_the_same_folders_and_every_difference_is_named() {
     let corpus = common::corpus_skills();
@@ -244,22 +265,7 @@ async fn interop_rmcp_catalog_and_serve_publish_the_same_folders_and_every_diffe
         .keys()
         .filter(|k| !c.skills.contains_key(*k))
         .collect();
-    let mut file_diffs = Vec::new();
-    for (uri, files) in &c.skills {
-        let Some(theirs) = s.skills.get(uri) else {
-            continue;
-        };
-        let a: BTreeSet<&String> = files.keys().collect();
-        let b: BTreeSet<&String> = theirs.keys().collect();
-        for f in a.symmetric_difference(&b) {
-            let side = if a.contains(f) {
-                "catalog only"
-            } else {
-                "serve only"
-            };
-            file_diffs.push(format!("{f} ({side})"));
-        }
-    }
+    let file_diffs = file_differences(&c, &s);
     let mut table = format!(
         "| | `SkillCatalog` | `skillcache serve` |\n|---|---|---|\n| skills listed | {} | {} |\n| files listed | {} | {} |\n| files verified by rmcp | {} | {} |",
         c.skills.len(),

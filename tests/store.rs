@@ -825,7 +825,7 @@ fn held_folder_never_answers_for_the_root(isolation: Isolation) {
     // the blob again under the root. The read must be the root's: the good copy, and nothing
     // under the root quarantined for the moved folder's damage.
     in_writable(origin_dir, || {
-        fs::rename(sha256, origin_dir.join("moved")).expect("move")
+        fs::rename(sha256, origin_dir.join("moved")).expect("move");
     });
     let moved = origin_dir
         .join("moved")
