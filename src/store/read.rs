@@ -147,7 +147,8 @@ impl BlobStore {
             }
         };
         let read = self.read_opened(&file, digest, size, isolation, evidence, &rel)?;
-        if is_hit(&read)
+        if crate::platform::HOLD_FOLDERS
+            && is_hit(&read)
             && let Ok(fd) = crate::platform::open_dir_beneath(self.root.fd(), Path::new(folder))
         {
             self.held.hold(origin, fd);
