@@ -78,6 +78,9 @@ GRANTED = [
     ("issue 42, L1", "FileDrift::uri"),
     ("issue 42, L1", "FileDrift::pinned"),
     ("issue 42, L1", "FileDrift::now"),
+    # A Rust host that already listed a server with rmcp hands its `Skill` values over without
+    # listing again; they are validated by our rules from their JSON (P6).
+    ("issue 41, P6", "SkillEntry::from_rmcp"),
 ]
 MAX_ITEMS = 220 + len(GRANTED)
 COUNTED = {

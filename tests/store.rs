@@ -792,3 +792,86 @@ fn t1_a_quick_hit_is_verified_and_gives_way_on_anything_that_needs_the_index() {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o555)).expect("chmod dir back");
     }
 }
+
+/// Makes `dir` writable for `op` (the store keeps its folders 0555), then read-only again.
+fn in_writable(dir: &std::path::Path, op: impl FnOnce()) {
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o755)).expect("chmod");
+    op();
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o555)).expect("chmod back");
+}
+
+fn held_folder_never_answers_for_the_root(isolation: Isolation) {
+    let (_d, c) = cache_with_memory(isolation, 0);
+    let o = origin("srv");
+    let (e, files) = common::skill("demo", &[("a.md", b"the published bytes of a.md")]);
+    common::store_all(&c, &o, &e, &files);
+    let ia = e
+        .manifest()
+        .expect("manifest")
+        .files()
+        .iter()
+        .position(|f| f.uri().as_str().ends_with("a.md"))
+        .expect("a.md");
+    let file = e.manifest().expect("manifest").files()[ia].clone();
+    // The first hit holds the origin's blob folder open for the next reads.
+    assert_eq!(hit(&c, &o, &e, ia), b"the published bytes of a.md");
+    let blob = c.store().layout().blob_path(&o, &file.digest());
+    let sha256 = blob
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("sha256 folder");
+    let origin_dir = sha256.parent().expect("origin folder");
+    // A root writer moves the held folder aside and damages the copy in it; the store publishes
+    // the blob again under the root. The read must be the root's: the good copy, and nothing
+    // under the root quarantined for the moved folder's damage.
+    in_writable(origin_dir, || {
+        fs::rename(sha256, origin_dir.join("moved")).expect("move");
+    });
+    let moved = origin_dir
+        .join("moved")
+        .join(blob.strip_prefix(sha256).expect("below"));
+    let fan_out = moved.parent().expect("fan-out folder").to_owned();
+    in_writable(&fan_out, || {
+        fs::set_permissions(&moved, fs::Permissions::from_mode(0o644)).expect("chmod");
+        fs::write(&moved, b"THE published bytes of a.md").expect("damage the moved copy");
+        fs::set_permissions(&moved, fs::Permissions::from_mode(0o444)).expect("chmod back");
+    });
+    assert!(
+        matches!(c.read_file(&o, &file).expect("read"), CachedRead::Miss),
+        "{isolation:?}: nothing under the root yet"
+    );
+    common::store_all(&c, &o, &e, &files);
+    assert_eq!(
+        hit(&c, &o, &e, ia),
+        b"the published bytes of a.md",
+        "{isolation:?}"
+    );
+    assert_eq!(c.store().quarantined(), 0, "{isolation:?}");
+    // The whole blob tree removed (as purge does) while held: a clean miss, then a hit again.
+    in_writable(origin_dir, || {
+        for dir in [
+            sha256.to_owned(),
+            fan_out.clone(),
+            blob.parent().expect("fan-out").to_owned(),
+        ] {
+            let _ = fs::set_permissions(&dir, fs::Permissions::from_mode(0o755));
+        }
+        fs::remove_dir_all(sha256).expect("remove");
+    });
+    assert!(
+        matches!(c.read_file(&o, &file).expect("read"), CachedRead::Miss),
+        "{isolation:?}"
+    );
+    common::store_all(&c, &o, &e, &files);
+    assert_eq!(
+        hit(&c, &o, &e, ia),
+        b"the published bytes of a.md",
+        "{isolation:?}"
+    );
+}
+
+#[test]
+fn h1_a_held_blob_folder_moved_damaged_or_removed_never_answers_for_the_root() {
+    held_folder_never_answers_for_the_root(Isolation::Rehash);
+    held_folder_never_answers_for_the_root(Isolation::Guaranteed);
+}

@@ -16,6 +16,8 @@ mod contents;
 pub(crate) mod error;
 mod hints;
 mod limits;
+#[cfg(feature = "mcp")]
+mod rmcp_skill;
 mod validate;
 mod wire;
 

@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 
@@ -16,12 +17,26 @@ const RESOLVE: ResolveFlags = ResolveFlags::BENEATH
     .union(ResolveFlags::NO_SYMLINKS)
     .union(ResolveFlags::NO_MAGICLINKS);
 
+/// Whether `openat2` was refused once in this process (`ENOSYS` or `EPERM`: a kernel before 5.6,
+/// or a sandbox's seccomp filter, which answers every later call the same way). Remembered so
+/// that every later open goes straight to the component walk instead of paying a refused system
+/// call first (issue 41: under such a filter the refused call was part of every cache hit).
+/// The walk keeps the same rules, so asking `openat2` again could only cost time; a stray
+/// `EPERM` for one file costs this process the faster opener, never a guarantee.
+static OPENAT2_REFUSED: AtomicBool = AtomicBool::new(false);
+
 /// `openat2` beneath `dir`; `None` where the kernel lacks it (before 5.6) or a sandbox forbids
 /// it, and the component walk takes over.
 fn openat2(dir: BorrowedFd<'_>, rel: &Path, flags: OFlags) -> Option<io::Result<OwnedFd>> {
+    if OPENAT2_REFUSED.load(Ordering::Relaxed) {
+        return None;
+    }
     match rustix::fs::openat2(dir, rel, flags, Mode::empty(), RESOLVE) {
         Ok(fd) => Some(Ok(fd)),
-        Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => None,
+        Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
+            OPENAT2_REFUSED.store(true, Ordering::Relaxed);
+            None
+        }
         Err(e) => Some(Err(e.into())),
     }
 }

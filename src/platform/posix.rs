@@ -77,6 +77,11 @@ pub(crate) fn random(buf: &mut [u8]) -> io::Result<()> {
 /// Every POSIX platform reads the evidence `Guaranteed` isolation trusts.
 pub(crate) const GUARANTEED: Result<(), &str> = Ok(());
 
+/// Whether a folder's descriptor may be kept open for later reads without getting in anyone's
+/// way (the store's held blob folders, `store::held`): here an open descriptor never stops the
+/// folder or anything above it from being renamed or removed.
+pub(crate) const HOLD_FOLDERS: bool = true;
+
 /// How a folder is opened: read-only, a folder or nothing, never through a link.
 const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)

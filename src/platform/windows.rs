@@ -161,6 +161,12 @@ pub(crate) const GUARANTEED: Result<(), &str> = Err(
     "Guaranteed isolation is not available on Windows (the standard library reads no file owner, link count or identity to hold it by); use Rehash, see docs/guarantees.md:",
 );
 
+/// Whether a folder's handle may be kept open for later reads without getting in anyone's way:
+/// not here. A held folder keeps itself and every folder above it from being renamed or removed
+/// (no `FILE_SHARE_DELETE`, by design), so a handle kept past the read would make gc and purge
+/// fail; the store reaches each blob from the root every time.
+pub(crate) const HOLD_FOLDERS: bool = false;
+
 /// `FILE_ATTRIBUTE_DIRECTORY`.
 const DIRECTORY: u32 = 0x10;
 /// `FILE_FLAG_BACKUP_SEMANTICS`: needed to open a folder at all.

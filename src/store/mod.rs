@@ -16,6 +16,7 @@
 mod disk;
 pub(crate) mod error;
 pub(crate) mod handle;
+mod held;
 mod layout;
 mod lock;
 // The crate's only `unsafe`: mapping a blob read-only (issue 12); see its SAFETY argument.
@@ -80,6 +81,8 @@ pub struct BlobStore {
     block: u64,
     /// When a wait for the lock last ran out (R-H11: later waits in that window are one try).
     lock_stalled: std::sync::Mutex<Option<std::time::Instant>>,
+    /// Each origin's blob folder, held after a hit: a shortcut for the next read (`held`).
+    held: held::HeldFolders,
 }
 
 impl BlobStore {
@@ -133,6 +136,7 @@ impl BlobStore {
             lock_timeout,
             block,
             lock_stalled: std::sync::Mutex::new(None),
+            held: held::HeldFolders::default(),
         })
     }
 

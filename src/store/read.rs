@@ -2,6 +2,7 @@
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::path::Path;
 
 use crate::platform::{self, AsFd as _, Kind, Stat, errno};
 
@@ -125,16 +126,52 @@ impl BlobStore {
         evidence: Option<Evidence>,
     ) -> Result<BlobRead, StoreError> {
         let rel = blob_rel(origin, digest);
-        let path = || self.layout.root().join(&rel);
+        // `origins/<origin>/sha256` and `<2 hex>/<62 hex>`: the digest's 64 hex digits end it.
+        let (folder, in_folder) = (&rel[..rel.len() - 66], &rel[rel.len() - 65..]);
+        if let Some(held) = self.held.get(origin) {
+            // A shortcut to a hit only (`store::held`): anything else is read again from the
+            // root, which alone decides a miss, a failure or an error.
+            let hit = crate::beneath::open_file(held.as_fd(), Path::new(in_folder))
+                .ok()
+                .and_then(|file| self.read_opened(&file, digest, size, isolation, evidence, &rel).ok())
+                .filter(is_hit);
+            if let Some(hit) = hit {
+                return Ok(hit);
+            }
+            self.held.drop_origin(origin);
+        }
         let file = match self.root.open_file_beneath(&rel) {
             Ok(f) => f,
-            Err(e) => return open_failure(e).map_err(|e| io_err("open", &path())(e)),
+            Err(e) => {
+                return open_failure(e).map_err(|e| io_err("open", &self.layout.root().join(&rel))(e));
+            }
         };
+        let read = self.read_opened(&file, digest, size, isolation, evidence, &rel)?;
+        if crate::platform::HOLD_FOLDERS
+            && is_hit(&read)
+            && let Ok(fd) = crate::platform::open_dir_beneath(self.root.fd(), Path::new(folder))
+        {
+            self.held.hold(origin, fd);
+        }
+        Ok(read)
+    }
+
+    /// [`BlobStore::read`] of the blob opened as `file` (`rel` names it in an error).
+    fn read_opened(
+        &self,
+        file: &File,
+        digest: &Digest,
+        size: u64,
+        isolation: Isolation,
+        evidence: Option<Evidence>,
+        rel: &str,
+    ) -> Result<BlobRead, StoreError> {
+        let path = || self.layout.root().join(rel);
         // Only the isolated policy needs the metadata; re-hashing needs no fstat: the length is
         // checked on the bytes read, before any hashing (R-V3).
         let before = match (isolation, evidence) {
             (Isolation::Guaranteed, Some(ev)) => {
-                match self.before_read(&file, ev, size).map_err(|e| io_err("stat", &path())(e))? {
+                match self.before_read(file, ev, size).map_err(|e| io_err("stat", &path())(e))? {
                     Ok(before) => before,
                     Err(m) => return Ok(BlobRead::Failed(m)),
                 }
@@ -144,15 +181,15 @@ impl BlobStore {
         if let Some(b) = before
             && b.ev.confirmed
             && size >= MAP_ABOVE
-            && let Some(mapped) = map_if_still(&file, b.snap, size)
+            && let Some(mapped) = map_if_still(file, b.snap, size)
         {
             // C2(b) without a copy: the same evidence, held before and after the map was made.
             return Ok(verified_or_failed(VerifiedBytes::mapped(mapped, size, *digest)));
         }
         let read = if before.is_some_and(|b| b.ev.confirmed) {
-            read_on_evidence(&file, before, size, *digest)
+            read_on_evidence(file, before, size, *digest)
         } else {
-            read_hashed(&file, before, size, *digest)
+            read_hashed(file, before, size, *digest)
         };
         read.or_else(|e| not_a_blob(e).map_err(|e| io_err("read", &path())(e)))
     }
@@ -227,6 +264,11 @@ struct Before {
     wall: i64,
 }
 
+/// Whether a read gave verified bytes.
+fn is_hit(read: &BlobRead) -> bool {
+    matches!(read, BlobRead::Verified(_) | BlobRead::Confirmed(..))
+}
+
 fn verified_or_failed(checked: Result<VerifiedBytes, Mismatch>) -> BlobRead {
     match checked {
         Ok(v) => BlobRead::Verified(v),
@@ -269,13 +311,29 @@ fn read_on_evidence(
     size: u64,
     digest: Digest,
 ) -> io::Result<BlobRead> {
-    let bytes = read_at_most(file, size)?;
-    let still = before.is_some_and(|b| platform::fstat(file.as_fd()).is_ok_and(|after| Snapshot::of(&after) == b.snap));
+    // `size` bytes, not `size + 1`: the descriptor said `size` before the read, and says it
+    // again after it with the same change and modification times, so there was no byte more to
+    // find (one `read` a hit, not two, and a buffer exactly full: no copy to hand it out).
+    let mut bytes = read_at_most_exactly(file, size)?;
+    let still = before.is_some_and(|b| {
+        platform::fstat(file.as_fd()).is_ok_and(|after| Snapshot::of(&after) == b.snap)
+    });
     Ok(verified_or_failed(if still {
         VerifiedBytes::by_isolation(bytes, size, digest)
     } else {
+        // The file moved: hashed, and one byte more looked for, as any hashed read (R-V3).
+        file.take(1).read_to_end(&mut bytes)?;
         VerifiedBytes::check(bytes, size, digest)
     }))
+}
+
+/// Reads up to `size` bytes into a buffer of exactly that capacity (never more than 64 MiB
+/// reserved up front, whatever a size says).
+fn read_at_most_exactly(file: &File, size: u64) -> io::Result<Vec<u8>> {
+    let cap = usize::try_from(size).unwrap_or(usize::MAX).min(64 << 20);
+    let mut buf = Vec::with_capacity(cap);
+    file.take(size).read_to_end(&mut buf)?;
+    Ok(buf)
 }
 
 /// What a failed open of a blob name means (R-H7).
@@ -300,15 +358,4 @@ pub(super) fn open_failure(e: io::Error) -> io::Result<BlobRead> {
         return Ok(BlobRead::Failed(Mismatch::NotARegularFile));
     }
     Err(e)
-}
-
-/// Reads up to `size + 1` bytes: one byte more than expected is enough to know it is too long
-/// (R-V3), and a file that grew meanwhile can never make us read without bound.
-fn read_at_most(file: &File, size: u64) -> io::Result<Vec<u8>> {
-    let cap = usize::try_from(size.saturating_add(1))
-        .unwrap_or(usize::MAX)
-        .min(64 << 20);
-    let mut buf = Vec::with_capacity(cap);
-    file.take(size.saturating_add(1)).read_to_end(&mut buf)?;
-    Ok(buf)
 }

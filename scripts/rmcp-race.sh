@@ -1,0 +1,65 @@
+#!/bin/sh
+# skillcache beside rmcp alone (issue 41): every row of the issue's table in one run, with the
+# ratios. Both sides talk to the same server over stdio, one process per run, over the same
+# folder of skills (default: the corpus, tests/data/corpus/skills).
+#
+# - rmcp alone: scripts/rmcp-race/ (its own workspace and target folder, rmcp pinned =3.11.0):
+#   `rmcp-peer` lists every skill, reads every file, checks it with SkillResource::verify and
+#   keeps nothing; `catalog-server` is rmcp's SkillCatalog of the folder over stdio.
+# - skillcache: examples/race_sweep.rs, load_all of every listed skill into an empty root.
+#
+# The same content on both servers: the top-level folders of DIR whose skill both SkillCatalog
+# and `skillcache serve` list (each refuses some the other publishes: docs/interop.md), copied
+# into a scratch folder. SkillCatalog still serves 2 files fewer of them (hidden names).
+#
+# Rows: the first sweep against SkillCatalog and against `skillcache serve`; a later sweep in
+# the same process (against SkillCatalog); and SkillCatalog against `skillcache serve` with the
+# same rmcp client. Each figure is the median of RUNS processes (default 3), each timed inside
+# the process from before it starts the server (the server's start and snapshot are in every
+# first sweep, on both sides). Say whether the machine was idle when quoting it.
+#
+#   sh scripts/rmcp-race.sh [DIR]        RUNS=5 sh scripts/rmcp-race.sh
+set -eu
+cd "$(dirname "$0")/.."
+dir=${1:-tests/data/corpus/skills}
+runs=${RUNS:-3}
+cargo build --release --quiet --example race_sweep --bin skillcache
+cargo build --release --quiet --manifest-path scripts/rmcp-race/Cargo.toml
+peer=scripts/rmcp-race/target/release/rmcp-peer
+catalog=scripts/rmcp-race/target/release/catalog-server
+ours=target/release/examples/race_sweep
+serve=target/release/skillcache
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# The top-level folders both servers publish a skill for.
+tops() { "$peer" 0 "$@" 2>/dev/null | sed -n 's|^skill://\([^/]*\)/SKILL.md$|\1|p' | sort; }
+tops "$catalog" "$dir" > "$work/catalog.tops"
+tops "$serve" serve "$dir" > "$work/serve.tops"
+mkdir "$work/served"
+for t in $(comm -12 "$work/catalog.tops" "$work/serve.tops"); do cp -R "$dir/$t" "$work/served/"; done
+dir=$work/served
+
+# The median of the numbers on stdin.
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+for i in $(seq "$runs"); do
+  "$peer" 2 "$catalog" "$dir" 2>/dev/null | sed "s/^/rmcp_catalog /" >> "$work/rows"
+  "$peer" 1 "$serve" serve "$dir" 2>/dev/null | sed "s/^/rmcp_serve /" >> "$work/rows"
+  "$ours" "$work/root-c$i" 2 "$catalog" "$dir" 2>/dev/null | sed "s/^/ours_catalog /" >> "$work/rows"
+  "$ours" "$work/root-s$i" 1 "$serve" serve "$dir" 2>/dev/null | sed "s/^/ours_serve /" >> "$work/rows"
+done
+pick() { awk -v k="$1" -v s="sweep=$2" '$1 == k && $2 == s {sub("ms=", "", $NF); print $NF}' "$work/rows" | median; }
+counts() { awk -v k="$1" '$1 == k && $2 == "sweep=1" {print $3, $4, $5; exit}' "$work/rows"; }
+echo "served: $(wc -l < "$work/catalog.tops") / $(wc -l < "$work/serve.tops") top-level skills of ${1:-tests/data/corpus/skills} (catalog / serve), $(ls "$dir" | wc -l) published by both; $runs runs each; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for k in rmcp_catalog rmcp_serve ours_catalog ours_serve; do echo "$k: $(counts $k)"; done
+python3 - "$(pick rmcp_catalog 1)" "$(pick ours_catalog 1)" "$(pick rmcp_serve 1)" "$(pick ours_serve 1)" \
+  "$(pick rmcp_catalog 2)" "$(pick ours_catalog 2)" <<'PY'
+import sys
+rc, oc, rs, os_, rc2, oc2 = map(float, sys.argv[1:])
+print("\n| | rmcp alone | skillcache | skillcache / rmcp |")
+print("|---|---|---|---|")
+print(f"| first sweep, against rmcp's `SkillCatalog` | {rc:.1f} ms | {oc:.1f} ms | {oc/rc:.2f}x |")
+print(f"| first sweep, against `skillcache serve` | {rs:.1f} ms | {os_:.1f} ms | {os_/rs:.2f}x |")
+print(f"| a later sweep in the same process (`SkillCatalog`) | {rc2:.1f} ms | {oc2:.1f} ms | {oc2/rc2:.3f}x |")
+print(f"| `SkillCatalog` vs `skillcache serve`, same rmcp client | {rc:.1f} ms | {rs:.1f} ms | {rs/rc:.2f}x (serve / catalog) |")
+PY
