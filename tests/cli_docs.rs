@@ -17,6 +17,7 @@ mod common;
 #[path = "common/cli_env.rs"]
 mod cli_env;
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -85,7 +86,7 @@ fn steps(body: &[&str]) -> Vec<Step> {
 /// The word that ends a heredoc the command opens (`<<'EOF'`, `<<EOF`).
 fn heredoc_tag(command: &str) -> Option<String> {
     let after = command.split("<<").nth(1)?;
-    let tag = after.trim_start().split_whitespace().next()?;
+    let tag = after.split_whitespace().next()?;
     Some(tag.trim_matches(|c| c == '\'' || c == '"').to_owned())
 }
 
@@ -139,7 +140,7 @@ fn marker(i: usize) -> String {
 fn run(steps: &[Step], home: &Path) -> Vec<String> {
     let mut script = String::from("exec 2>&1\n");
     for (i, step) in steps.iter().enumerate() {
-        script.push_str(&format!("printf '{}'\n", marker(i).replace('\n', "\\n")));
+        let _ = writeln!(script, "printf '{}'", marker(i).replace('\n', "\\n"));
         script.push_str(&step.command);
         script.push('\n');
     }

@@ -303,9 +303,9 @@ impl Tour {
 fn serve_samples(served: &Path) -> Result<String, Failure> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
     let url = format!("http://{}/mcp", listener.local_addr()?);
-    let server = SkillServer::new(served).dynamic("live-status");
+    let samples = SkillServer::new(served).dynamic("live-status");
     tokio::spawn(async move {
-        if let Err(e) = skillcache::serve_http(server, listener).await {
+        if let Err(e) = skillcache::serve_http(samples, listener).await {
             eprintln!("skillcache: warning: the demo's server stopped: {e}");
         }
     });

@@ -244,7 +244,7 @@ impl Shared {
         if let Some(quota) = self.origin_quota {
             builder = builder.origin_quota(quota);
         }
-        builder = l2(builder, self.l2)?;
+        builder = l2(builder, self.l2.as_deref())?;
         Ok(Ctx {
             json: self.json,
             builder,
@@ -259,9 +259,9 @@ impl Shared {
 /// `--l2`: a bad URL is a usage error (exit 2); an unreachable tier is not an error at all.
 /// Without the feature, the flag is refused naming the feature it needs.
 #[allow(clippy::result_large_err)]
-fn l2(builder: SkillCacheBuilder, url: Option<String>) -> Result<SkillCacheBuilder> {
+fn l2(builder: SkillCacheBuilder, url: Option<&str>) -> Result<SkillCacheBuilder> {
     #[cfg(feature = "l2")]
-    if let Some(url) = &url {
+    if let Some(url) = url {
         return Ok(builder.l2(skillcache::L2::from_url(url)?));
     }
     #[cfg(not(feature = "l2"))]
@@ -320,8 +320,8 @@ fn job(command: Command) -> Result<(Job, Shared)> {
             let (origin, target) = shared.flags().one(a.server)?;
             (Job::Entry(origin, uri, target), shared)
         }
-        Command::Load(a) => load_job(a.skill_uri, None, a.all, a.framed, a.gate)?,
-        Command::Read(a) => load_job(a.skill_uri, Some(a.reference), false, a.framed, a.gate)?,
+        Command::Load(a) => load_job(&a.skill_uri, None, a.all, a.framed, a.gate)?,
+        Command::Read(a) => load_job(&a.skill_uri, Some(a.reference), false, a.framed, a.gate)?,
         Command::Entries(a) => (
             Job::Entries(a.origin.map(origin).transpose()?),
             Shared::new(a.cache, a.out),
@@ -361,7 +361,7 @@ fn job(command: Command) -> Result<(Job, Shared)> {
 /// `load` and `read`: a skill of one origin, behind its gates.
 #[allow(clippy::result_large_err)]
 fn load_job(
-    text: String,
+    text: &str,
     reference: Option<String>,
     all: bool,
     framed: bool,
@@ -371,7 +371,7 @@ fn load_job(
     let gate = gate(a.require_approval, a.locked);
     let load = shared
         .flags()
-        .load(&text, reference, gate, all, framed, a.server)?;
+        .load(text, reference, gate, all, framed, a.server)?;
     Ok((Job::Load(load), shared))
 }
 
