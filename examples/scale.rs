@@ -8,7 +8,7 @@
 //!
 //! Each size is a fresh root in FOLDER (default: a temporary folder), removed after its size
 //! unless `--keep` leaves it there (`FOLDER/root-N`, key `FOLDER/root-N.key`) for a second look
-//! with the command-line tool: `skillcache --root FOLDER/root-N verify`, under `perf`, with the
+//! with the command-line tool: `skillcache verify --root FOLDER/root-N`, under `perf`, with the
 //! page cache dropped.
 //! Skills have 100 files each (`SKILL.md` and 99 others, every file's bytes distinct); there are
 //! `files / 100` of them across 10 to 1,000 origins (one origin per 10 skills), served by an

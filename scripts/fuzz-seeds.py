@@ -6,7 +6,7 @@ Usage: scripts/fuzz-seeds.py [CORPUS]   (default: tests/data/corpus/skills)
 For every folder under CORPUS that holds a SKILL.md:
 - fuzz/seeds/frontmatter/: the SKILL.md (its first MAX_SEED bytes) and its frontmatter block
   alone (the target also wraps inputs in `---` fences);
-- fuzz/seeds/entry_json/: the entry `skillcache --json inspect DIR` prints (folders it refuses
+- fuzz/seeds/entry_json/: the entry `skillcache inspect DIR` prints (folders it refuses
   are skipped and counted);
 - fuzz/seeds/uri_resolve/: `skill-uri\\nreference` for every file the entry lists, once with the
   absolute file URI and once with the path relative to the skill root;
@@ -53,7 +53,7 @@ def frontmatter_block(md: bytes) -> bytes | None:
 def inspect(folder: Path) -> dict | None:
     """The entry the CLI builds for `folder`, or None if it refuses the folder."""
     run = subprocess.run(
-        ["cargo", "run", "-q", "--", "--json", "inspect", str(folder)],
+        ["cargo", "run", "-q", "--", "inspect", str(folder)],
         cwd=REPO,
         capture_output=True,
     )

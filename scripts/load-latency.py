@@ -78,7 +78,7 @@ def main():
             return f"{shlex.quote(str(binary))} serve --ttl-ms {ttl} {shlex.quote(str(served))}"
 
         def load(root, stdio):
-            return [binary, "--root", root, "load", URI, "--origin", "bench", "--stdio", stdio]
+            return [binary, "load", "--root", root, URI, "--origin", "bench", "--stdio", stdio]
 
         rows = [
             measure("warm, fresh entry (server never started)",

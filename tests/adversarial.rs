@@ -317,10 +317,8 @@ fn h9_gc_and_purge_remove_a_deeply_nested_planted_tree() {
 
     let run = |args: &[&str]| {
         std::process::Command::new(skillcache_bin())
-            .arg("--root")
-            .arg(place.root())
-            .arg("--key-file")
-            .arg(place.key())
+            .env("SKILLCACHE_ROOT", place.root())
+            .env("SKILLCACHE_KEY_FILE", place.key())
             .args(args)
             .output()
             .expect("run skillcache")
@@ -551,14 +549,12 @@ fn b2_an_answer_inside_the_message_bound_cannot_take_a_gigabyte_once_parsed() {
         .arg("-o")
         .arg(&report)
         .arg(skillcache_bin())
-        .arg("--root")
-        .arg(place.root())
-        .arg("--key-file")
-        .arg(place.key())
+        .env("SKILLCACHE_ROOT", place.root())
+        .env("SKILLCACHE_KEY_FILE", place.key())
         .args([
+            "entry",
             "--timeout",
             "60",
-            "entry",
             "skill://pdf/SKILL.md",
             "--origin",
             "pad",

@@ -357,10 +357,10 @@ fn q1_cli_list_all_shows_handles_and_reports_every_collision_through_serve() {
     .expect("write");
     let local = env.path("local.txt");
     let args = [
+        "list",
         "--config",
         cfg,
         "--json",
-        "list",
         "--all",
         "--local-names",
         "deploy,notes",
@@ -411,7 +411,7 @@ fn q1_cli_list_all_shows_handles_and_reports_every_collision_through_serve() {
     // For a person: the handle column, and a notice naming every party of each collision.
     let human = run(
         &env,
-        &["--config", cfg, "list", "--all", "--local-names", "notes"],
+        &["list", "--config", cfg, "--all", "--local-names", "notes"],
     );
     let text = String::from_utf8_lossy(&human.stdout);
     let notice = String::from_utf8_lossy(&human.stderr);
@@ -445,9 +445,9 @@ fn q1_cli_a_local_names_file_that_is_a_fifo_or_a_bad_name_is_refused_at_once() {
     let out = run(
         &env,
         &[
+            "list",
             "--config",
             cfg,
-            "list",
             "--all",
             "--local-names-file",
             fifo.to_str().expect("utf-8"),
@@ -458,9 +458,9 @@ fn q1_cli_a_local_names_file_that_is_a_fifo_or_a_bad_name_is_refused_at_once() {
     let out = run(
         &env,
         &[
+            "list",
             "--config",
             cfg,
-            "list",
             "--all",
             "--local-names",
             "docs:refunds",
@@ -487,12 +487,11 @@ fn e4_a_local_names_file_linked_to_a_secrets_file_never_prints_the_secret() {
     let names = env.path("names.txt");
     std::os::unix::fs::symlink(&secrets, &names).expect("symlink");
     for json in [false, true] {
-        let mut args = vec!["--config", cfg];
+        let mut args = vec!["list", "--config", cfg];
         if json {
             args.push("--json");
         }
         args.extend([
-            "list",
             "--all",
             "--local-names-file",
             names.to_str().expect("utf-8"),
@@ -549,10 +548,10 @@ fn k8_cli_list_all_reports_a_local_name_that_differs_only_in_case() {
     let out = run(
         &env,
         &[
+            "list",
             "--config",
             cfg,
             "--json",
-            "list",
             "--all",
             "--local-names",
             "Deploy",
@@ -574,7 +573,7 @@ fn k8_cli_list_all_reports_a_local_name_that_differs_only_in_case() {
     );
     let human = run(
         &env,
-        &["--config", cfg, "list", "--all", "--local-names", "Deploy"],
+        &["list", "--config", cfg, "--all", "--local-names", "Deploy"],
     );
     let notice = String::from_utf8_lossy(&human.stderr);
     assert!(

@@ -53,7 +53,7 @@ fn cli_list_load_and_read_against_serve() {
     let env = Env::new();
     let served = env.served("served", "notes", "Takes notes.", "the notes");
     let s = serve_cmd(&served);
-    let list = env.run(&["--json", "list", "--origin", "local", "--stdio", &s]);
+    let list = env.run(&["list", "--json", "--origin", "local", "--stdio", &s]);
     assert_eq!(code(&list), 0, "{}", stderr(&list));
     assert_eq!(json(&list)["skills"][0]["name"], "notes");
     let load = env.run(&[
@@ -71,8 +71,8 @@ fn cli_list_load_and_read_against_serve() {
         "the verified bytes, unchanged"
     );
     let again = json(&env.run(&[
-        "--json",
         "load",
+        "--json",
         "skill://notes/SKILL.md",
         "--origin",
         "local",
@@ -93,8 +93,8 @@ fn cli_list_load_and_read_against_serve() {
         (Some("cache"), Some(true), Some("local"))
     );
     let read = json(&env.run(&[
-        "--json",
         "read",
+        "--json",
         "skill://notes/SKILL.md",
         "refs/notes.md",
         "--origin",
@@ -200,7 +200,7 @@ fn cli_o1_same_uri_from_two_origins_gives_independent_entries_approvals_and_blob
         ])),
         0
     );
-    let entries = json(&env.run(&["--json", "entries"]));
+    let entries = json(&env.run(&["entries", "--json"]));
     let origins: Vec<&str> = entries
         .as_array()
         .expect("array")
@@ -234,8 +234,8 @@ fn cli_o1_same_uri_from_two_origins_gives_independent_entries_approvals_and_blob
         "approval is per origin"
     );
     let b_read = json(&env.run(&[
-        "--json",
         "read",
+        "--json",
         "skill://notes/SKILL.md",
         "refs/notes.md",
         "--origin",
@@ -333,8 +333,8 @@ fn e7_cli_a_grant_made_on_an_inflated_claim_is_revoked_by_the_honest_entry() {
     );
     let load = |server: &str| {
         env.run(&[
-            "--json",
             "load",
+            "--json",
             "skill://notes/SKILL.md",
             "--require-approval",
             "--origin",
@@ -352,8 +352,8 @@ fn e7_cli_a_grant_made_on_an_inflated_claim_is_revoked_by_the_honest_entry() {
     );
     // Approved again against the honest server, the grant is what the SKILL.md asks for.
     let again = env.run(&[
-        "--json",
         "approve",
+        "--json",
         "skill://notes/SKILL.md",
         "--grant-tools",
         "--origin",
@@ -391,15 +391,15 @@ fn cli_verify_exits_3_when_a_blob_is_corrupt_and_gc_purge_stats_work() {
     std::fs::set_permissions(&aa, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     std::fs::set_permissions(&blob, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     std::fs::write(&blob, b"corrupt").expect("write");
-    let v = env.run(&["--json", "verify"]);
+    let v = env.run(&["verify", "--json"]);
     assert_eq!(code(&v), 3);
     assert_eq!(json(&v)["corrupt"].as_array().expect("array").len(), 1);
     assert_eq!(code(&env.run(&["gc", "--max-bytes", "0"])), 0);
-    assert_eq!(json(&env.run(&["--json", "stats"]))["quarantined"], 1);
+    assert_eq!(json(&env.run(&["stats", "--json"]))["quarantined"], 1);
     assert_eq!(code(&env.run(&["purge", "--origin", "o"])), 0);
     assert!(!env.root().join("origins/o").exists());
     assert_eq!(
-        json(&env.run(&["--json", "entries"]))
+        json(&env.run(&["entries", "--json"]))
             .as_array()
             .map(Vec::len),
         Some(0)
@@ -485,15 +485,9 @@ fn p4_cli_load_reports_the_counters_and_v_says_hits_and_requests() {
     let s = serve_cmd(&served);
     let md = std::fs::read(served.join("notes/SKILL.md")).expect("read");
     let load = |extra: &[&str]| {
-        let mut args: Vec<&str> = extra.to_vec();
-        args.extend([
-            "load",
-            "skill://notes/SKILL.md",
-            "--origin",
-            "local",
-            "--stdio",
-            &s,
-        ]);
+        let mut args: Vec<&str> = vec!["load"];
+        args.extend_from_slice(extra);
+        args.extend(["skill://notes/SKILL.md", "--origin", "local", "--stdio", &s]);
         env.run(&args)
     };
     let cold = load(&["--json", "-v"]);
@@ -526,7 +520,7 @@ fn p4_cli_load_reports_the_counters_and_v_says_hits_and_requests() {
         said.contains("cache hit") && said.contains("skill://notes/SKILL.md"),
         "{said}"
     );
-    let stats = env.run(&["--json", "stats"]);
+    let stats = env.run(&["stats", "--json"]);
     assert_eq!(code(&stats), 0, "{}", stderr(&stats));
     assert_eq!(json(&stats)["counters"]["seal_failures"].as_u64(), Some(0));
 }
@@ -539,8 +533,8 @@ fn cli_load_all_reads_every_file_and_a_later_read_is_a_cache_hit() {
     let served = env.served("served", "notes", "Takes notes.", "the notes");
     let s = serve_cmd(&served);
     let all = env.run(&[
-        "--json",
         "load",
+        "--json",
         "skill://notes/SKILL.md",
         "--all",
         "--origin",
@@ -562,8 +556,8 @@ fn cli_load_all_reads_every_file_and_a_later_read_is_a_cache_hit() {
         "{out}"
     );
     let read = env.run(&[
-        "--json",
         "read",
+        "--json",
         "skill://notes/SKILL.md",
         "refs/notes.md",
         "--origin",
@@ -575,4 +569,242 @@ fn cli_load_all_reads_every_file_and_a_later_read_is_a_cache_hit() {
     let read = json(&read);
     assert_eq!(read["source"], "cache", "{read}");
     assert_eq!(read["verified"], true, "{read}");
+}
+
+/// The long options `skillcache COMMAND --help` lists.
+fn help_options(command: &str) -> Vec<String> {
+    let out = Command::new(BIN)
+        .args([command, "--help"])
+        .output()
+        .expect("help");
+    cli_env::stdout(&out)
+        .lines()
+        .filter(|l| l.trim_start().starts_with('-'))
+        .filter_map(|l| {
+            l.split(|c: char| c.is_whitespace() || c == ',')
+                .find(|w| w.starts_with("--"))
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// U2: each command takes only its own options. Before, every option was global: `serve
+/// --help` listed `--root`, `--isolation`, `--offline`, `--jobs`, `--config`, `--origin-quota`
+/// and `--key-file`, and `serve --root X` was accepted and did nothing.
+#[test]
+fn u2_each_command_lists_and_accepts_only_the_options_that_apply_to_it() {
+    let cache_options = [
+        "--root",
+        "--key-file",
+        "--isolation",
+        "--offline",
+        "--jobs",
+        "--config",
+        "--origin-quota",
+        "--timeout",
+        "--json",
+    ];
+    let serve = help_options("serve");
+    for option in cache_options {
+        assert!(
+            !serve.iter().any(|o| o == option),
+            "serve lists {option}: {serve:?}"
+        );
+    }
+    let demo = help_options("demo");
+    assert!(!demo.iter().any(|o| o == "--origin-quota"), "{demo:?}");
+    assert!(demo.iter().any(|o| o == "--root"), "{demo:?}");
+    let load = help_options("load");
+    for option in [
+        "--root",
+        "--config",
+        "--offline",
+        "--origin-quota",
+        "--isolation",
+        "--json",
+    ] {
+        assert!(
+            load.iter().any(|o| o == option),
+            "load lists {option}: {load:?}"
+        );
+    }
+    let tmp = common::scratch();
+    let refused = Command::new(BIN)
+        .arg("serve")
+        .arg(tmp.path())
+        .args(["--root", "elsewhere"])
+        .output()
+        .expect("serve");
+    assert_eq!(code(&refused), 2, "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("--root"), "{}", stderr(&refused));
+    let env = Env::new();
+    let gc = env.run(&["gc", "--origin-quota", "1MiB"]);
+    assert_eq!(code(&gc), 2, "gc takes no quota: {}", stderr(&gc));
+}
+
+/// U2: one size syntax for every byte option (before, `gc --max-bytes 10MiB` was refused while
+/// `--origin-quota 10MiB` was accepted).
+#[test]
+fn u2_every_byte_option_takes_the_same_sizes() {
+    let env = Env::new();
+    for size in ["10MiB", "512KiB", "10485760", "1G"] {
+        let gc = env.run(&["gc", "--max-bytes", size, "--json"]);
+        assert_eq!(code(&gc), 0, "{size}: {}", stderr(&gc));
+    }
+    let bad = env.run(&["gc", "--max-bytes", "10 parsecs"]);
+    assert_eq!(code(&bad), 2);
+    assert!(
+        stderr(&bad).contains("10MiB"),
+        "the error shows the syntax: {}",
+        stderr(&bad)
+    );
+}
+
+/// U2: `purge` alone shows its three modes; purging an origin the cache holds nothing of says
+/// so (exit 0: nothing of it is cached, as asked).
+#[test]
+fn u2_purge_shows_every_mode_and_says_when_an_origin_held_nothing() {
+    let env = Env::new();
+    let bare = env.run(&["purge"]);
+    assert_eq!(code(&bare), 2);
+    for mode in ["--origin", "--absent", "--all"] {
+        assert!(stderr(&bare).contains(mode), "{mode}: {}", stderr(&bare));
+    }
+    let nothing = env.run(&["purge", "--origin", "nothere"]);
+    assert_eq!(code(&nothing), 0, "{}", stderr(&nothing));
+    assert_eq!(
+        cli_env::stdout(&nothing),
+        "nothing cached for origin nothere: nothing to purge\n"
+    );
+    let json = json(&env.run(&["purge", "--origin", "nothere", "--json"]));
+    assert_eq!(json["held"], false, "{json}");
+    assert_eq!(
+        code(&env.run(&["purge", "--absent"])),
+        2,
+        "--absent needs --config"
+    );
+}
+
+/// U2: exit codes as docs/cli.md says. Approving a dynamic skill is declined by policy (5; it
+/// was 4, "invalid skill entry", though the entry is valid); a missing `--locked` file is a usage
+/// error (2; it was 1).
+#[test]
+fn u2_approving_a_dynamic_skill_exits_5_and_a_missing_lock_file_exits_2() {
+    let env = Env::new();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/skills");
+    let server = format!(
+        "'{BIN}' serve '{}' --dynamic live-status",
+        samples.display()
+    );
+    let server_args = ["--origin", "docs", "--stdio", server.as_str()];
+    let mut approve = vec!["approve", "skill://live-status/SKILL.md"];
+    approve.extend(server_args);
+    let dynamic = env.run(&approve);
+    assert_eq!(code(&dynamic), 5, "{}", stderr(&dynamic));
+    assert!(stderr(&dynamic).contains("dynamic"), "{}", stderr(&dynamic));
+    let mut load = vec![
+        "load",
+        "skill://release-notes/SKILL.md",
+        "--locked",
+        "/nonexistent/skills.lock",
+    ];
+    load.extend(server_args);
+    let missing = env.run(&load);
+    assert_eq!(code(&missing), 2, "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("/nonexistent/skills.lock"),
+        "{}",
+        stderr(&missing)
+    );
+}
+
+/// U2: messages name what the user gave: the host key's path (not the temporary beside it),
+/// the URI a server does not serve, a folder that does not exist.
+#[test]
+fn u2_messages_name_the_key_file_the_uri_and_the_folder_the_user_gave() {
+    let env = Env::new();
+    let key = Command::new(BIN)
+        .args(["stats", "--key-file", "/proc/host.key"])
+        .env("SKILLCACHE_ROOT", env.root())
+        .output()
+        .expect("stats");
+    assert_eq!(code(&key), 1, "{}", stderr(&key));
+    assert!(stderr(&key).contains("/proc/host.key:"), "{}", stderr(&key));
+    assert!(
+        !stderr(&key).contains(".tmp"),
+        "no temporary: {}",
+        stderr(&key)
+    );
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/skills");
+    let server = format!("'{BIN}' serve '{}'", samples.display());
+    let unknown = env.run(&[
+        "load",
+        "skill://nope/SKILL.md",
+        "--origin",
+        "docs",
+        "--stdio",
+        &server,
+    ]);
+    assert_eq!(code(&unknown), 4, "{}", stderr(&unknown));
+    assert!(
+        stderr(&unknown).contains("skill://nope/SKILL.md"),
+        "{}",
+        stderr(&unknown)
+    );
+    let missing = Command::new(BIN)
+        .args(["serve", "/nonexistent/folder"])
+        .output()
+        .expect("serve");
+    assert_eq!(code(&missing), 2);
+    assert!(
+        stderr(&missing).contains("/nonexistent/folder does not exist"),
+        "{}",
+        stderr(&missing)
+    );
+}
+
+/// U2: `--l2` without the feature that builds it is refused naming the feature (before: an
+/// unknown argument, no hint).
+#[cfg(not(feature = "l2"))]
+#[test]
+fn u2_the_l2_flag_of_a_build_without_it_names_the_feature() {
+    let env = Env::new();
+    let out = env.run(&[
+        "load",
+        "skill://notes/SKILL.md",
+        "--l2",
+        "s3://bucket/prefix",
+        "--origin",
+        "docs",
+        "--stdio",
+        "/nonexistent/server",
+    ]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("feature `l2`"), "{}", stderr(&out));
+}
+
+/// U2: `serve --http localhost:PORT` (before: refused, only an IP address parsed).
+#[test]
+fn u2_serve_http_takes_localhost() {
+    let tmp = common::scratch();
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .arg(tmp.path())
+        .args(["--http", "localhost:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let mut err = child.stderr.take().expect("stderr");
+    let line = common::within(std::time::Duration::from_secs(60), move || {
+        let mut seen = Vec::new();
+        let mut byte = [0u8; 1];
+        while std::io::Read::read(&mut err, &mut byte).is_ok_and(|n| n == 1) && byte[0] != b'\n' {
+            seen.push(byte[0]);
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.expect("serve printed its URL within 60 s");
+    assert!(line.contains("listening on http://127.0.0.1:"), "{line}");
 }

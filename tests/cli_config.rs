@@ -47,11 +47,11 @@ impl Env {
         json!({"command": BIN, "args": ["serve", "--ttl-ms", ttl_ms, self.path(folder)]})
     }
 
-    /// `run` with `--config` first.
+    /// `run` with `--config` right after the command (`args[0]`).
     fn with_config(&self, config: &Path, args: &[&str]) -> Output {
         let config = config.display().to_string();
-        let mut all = vec!["--config", config.as_str()];
-        all.extend_from_slice(args);
+        let mut all = vec![args[0], "--config", config.as_str()];
+        all.extend_from_slice(&args[1..]);
         self.run(&all)
     }
 }
@@ -75,7 +75,7 @@ fn cli_config_selects_a_server_by_origin_and_labels_it_with_the_key() {
     let env = Env::keyed();
     env.skill("team-skills", "notes", &[("refs/a.md", "alpha")]);
     let config = env.config(&json!({"team": env.serve("team-skills", HOUR_MS)}));
-    let list = env.with_config(&config, &["--json", "list", "--origin", "team"]);
+    let list = env.with_config(&config, &["list", "--json", "--origin", "team"]);
     assert_eq!(code(&list), 0, "{}", stderr(&list));
     let listing = json_of(&list);
     assert_eq!(listing["origin"], "team");
@@ -92,7 +92,7 @@ fn cli_config_selects_a_server_by_origin_and_labels_it_with_the_key() {
     );
     assert_eq!(code(&read), 0, "{}", stderr(&read));
     assert_eq!(stdout(&read), "alpha");
-    let entries = env.run(&["--json", "entries"]);
+    let entries = env.run(&["entries", "--json"]);
     assert_eq!(
         json_of(&entries)[0]["origin"],
         "team",
@@ -113,7 +113,7 @@ fn cli_vscode_servers_shape_is_read_too() {
         .to_string(),
     )
     .expect("write");
-    let list = env.with_config(&path, &["--json", "list", "--origin", "local"]);
+    let list = env.with_config(&path, &["list", "--json", "--origin", "local"]);
     assert_eq!(code(&list), 0, "{}", stderr(&list));
     assert_eq!(names(&json_of(&list)), ["notes"]);
 }
@@ -129,7 +129,7 @@ fn cli_list_all_lists_every_configured_server_and_reports_the_one_that_fails() {
         "two": env.serve("b", HOUR_MS),
         "broken": {"command": env.path("no-such-server")},
     }));
-    let out = env.with_config(&config, &["--json", "list", "--all"]);
+    let out = env.with_config(&config, &["list", "--json", "--all"]);
     assert_eq!(code(&out), 4, "the failed server decides the exit code");
     let v = json_of(&out);
     let origins = v["origins"].as_array().expect("origins");
@@ -197,8 +197,10 @@ fn cli_bad_config_files_name_the_path_and_the_field_and_exit_2() {
             "{field} in {err}"
         );
     }
-    let out = env.run(&["--config", "/nonexistent/mcp.json", "list", "--origin", "x"]);
-    assert_eq!(code(&out), 1, "an unreadable file is a local failure");
+    // A missing file is a usage error too (docs/cli.md): the path was given on the command line.
+    // Before: exit 1, as a failure of the cache.
+    let out = env.run(&["list", "--config", "/nonexistent/mcp.json", "--origin", "x"]);
+    assert_eq!(code(&out), 2, "a missing --config file is a usage error");
     assert!(
         stderr(&out).contains("/nonexistent/mcp.json"),
         "{}",
@@ -328,7 +330,7 @@ fn cli_configured_http_headers_are_sent_with_the_requests() {
     let config = env.config(&json!({
         "remote": {"url": url, "headers": {"Authorization": "Bearer s3cret", "X-Team": "docs"}}
     }));
-    let out = env.with_config(&config, &["--timeout", "10", "list", "--origin", "remote"]);
+    let out = env.with_config(&config, &["list", "--timeout", "10", "--origin", "remote"]);
     assert_eq!(code(&out), 4, "the endpoint refuses: {}", stderr(&out));
     let headers = seen.lock().expect("lock").join("\n").to_ascii_lowercase();
     assert!(
@@ -348,7 +350,7 @@ fn cli_lock_then_locked_load_refuses_drift_with_exit_5_naming_every_file() {
     env.skill("served", "stable", &[]);
     // ttlMs 0: every command asks the server again, so drift is seen at once.
     let config = env.config(&json!({"team": env.serve("served", "0")}));
-    let lock = env.with_config(&config, &["--json", "lock", "--all"]);
+    let lock = env.with_config(&config, &["lock", "--json", "--all"]);
     assert_eq!(code(&lock), 0, "{}", stderr(&lock));
     assert_eq!(
         json_of(&lock)["locked"].as_array().expect("locked").len(),
@@ -443,7 +445,7 @@ fn cli_approve_from_lock_approves_exactly_the_locked_bindings() {
 
     let approve = env.with_config(
         &config,
-        &["--json", "approve", "--from-lock", "skills.lock"],
+        &["approve", "--json", "--from-lock", "skills.lock"],
     );
     assert_eq!(
         code(&approve),
@@ -547,8 +549,8 @@ fn trap_config(env: &Env, origins: &[&str]) -> (PathBuf, PathBuf) {
 }
 
 fn offline(env: &Env, config: &Path, args: &[&str]) -> Output {
-    let mut all = vec!["--offline"];
-    all.extend_from_slice(args);
+    let mut all = vec![args[0], "--offline"];
+    all.extend_from_slice(&args[1..]);
     env.with_config(config, &all)
 }
 
@@ -584,15 +586,15 @@ fn cli_offline_loads_from_the_cache_without_starting_any_server() {
     ]);
     assert_eq!(code(&read), 0, "{}", stderr(&read));
     assert_eq!(stdout(&read), "alpha");
-    let listing = off(&["--json", "list", "--all"]);
+    let listing = off(&["list", "--json", "--all"]);
     assert_eq!(code(&listing), 0, "{}", stderr(&listing));
     assert_eq!(json_of(&listing)["origins"][0]["origin"], "team");
     assert_eq!(names(&json_of(&listing)["origins"][0]), ["fresh"]);
 
     // Missing things name the origin and the URI; no server is needed even without a config.
     let missing = env.run(&[
-        "--offline",
         "load",
+        "--offline",
         "--origin",
         "team",
         "skill://absent/SKILL.md",
@@ -644,9 +646,9 @@ fn cli_offline_a_stale_entry_needs_allow_stale_and_is_reported_stale() {
         stderr(&stale)
     );
     let allowed = off(&[
+        "load",
         "--allow-stale",
         "--json",
-        "load",
         "--origin",
         "short",
         "skill://brief/SKILL.md",
@@ -654,8 +656,8 @@ fn cli_offline_a_stale_entry_needs_allow_stale_and_is_reported_stale() {
     assert_eq!(code(&allowed), 0, "{}", stderr(&allowed));
     assert_eq!(json_of(&allowed)["stale"], true);
     let human = off(&[
-        "--allow-stale",
         "load",
+        "--allow-stale",
         "--origin",
         "short",
         "skill://brief/SKILL.md",
@@ -671,14 +673,14 @@ fn cli_offline_a_stale_entry_needs_allow_stale_and_is_reported_stale() {
         stdout(&human)
     );
     let entry = off(&[
-        "--allow-stale",
         "entry",
+        "--allow-stale",
         "--origin",
         "short",
         "skill://brief/SKILL.md",
     ]);
     assert!(stdout(&entry).contains("STALE"), "{}", stdout(&entry));
-    let listing = off(&["--allow-stale", "--json", "list", "--origin", "short"]);
+    let listing = off(&["list", "--allow-stale", "--json", "--origin", "short"]);
     assert_eq!(json_of(&listing)["skills"][0]["fresh"], false);
     assert!(!marker.exists(), "no configured server was started offline");
 }
@@ -692,10 +694,8 @@ fn with_descriptors(env: &Env, files: u32, args: &[&str]) -> Output {
         .arg(format!("--nofile={files}:{files}"))
         .arg("--")
         .arg(BIN)
-        .arg("--root")
-        .arg(env.root())
-        .arg("--key-file")
-        .arg(env.path("host.key"))
+        .env("SKILLCACHE_ROOT", env.root())
+        .env("SKILLCACHE_KEY_FILE", env.path("host.key"))
         .current_dir(env.home())
         .args(args);
     common::within(std::time::Duration::from_secs(300), move || {
@@ -723,7 +723,7 @@ fn k4_list_all_over_500_servers_under_1024_descriptors_lists_every_one() {
     let out = with_descriptors(
         &env,
         1024,
-        &["--config", &config, "--json", "list", "--all"],
+        &["list", "--config", &config, "--json", "--all"],
     );
     println!("list --all over {SERVERS} servers: {:?}", started.elapsed());
     let err = stderr(&out);
@@ -757,7 +757,7 @@ fn k4_jobs_bounds_the_servers_and_each_failure_is_named_by_its_server() {
     }));
     let config = config.display().to_string();
     let out = env.run(&[
-        "--config", &config, "--jobs", "1", "--json", "list", "--all",
+        "list", "--config", &config, "--jobs", "1", "--json", "--all",
     ]);
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     let v = json_of(&out);
@@ -781,7 +781,7 @@ fn k4_jobs_bounds_the_servers_and_each_failure_is_named_by_its_server() {
     );
     // `lock --all` and `approve --from-lock` go through the same bound.
     let lock = env.run(&[
-        "--config", &config, "--jobs", "2", "lock", "--all", "-o", "k4.lock",
+        "lock", "--config", &config, "--jobs", "2", "--all", "-o", "k4.lock",
     ]);
     assert_eq!(code(&lock), 4, "{}", stderr(&lock));
     assert!(
@@ -792,12 +792,12 @@ fn k4_jobs_bounds_the_servers_and_each_failure_is_named_by_its_server() {
     let pinned = std::fs::read_to_string(env.path("k4.lock")).expect("the lock is written");
     assert_eq!(pinned.matches("[[skill]]").count(), 2, "{pinned}");
     let approve = env.run(&[
+        "approve",
         "--config",
         &config,
         "--jobs",
         "1",
         "--json",
-        "approve",
         "--from-lock",
         "k4.lock",
     ]);
@@ -809,7 +809,7 @@ fn k4_jobs_bounds_the_servers_and_each_failure_is_named_by_its_server() {
         stdout(&approve)
     );
     for bad in ["0", "1025", "many"] {
-        let out = env.run(&["--config", &config, "--jobs", bad, "list", "--all"]);
+        let out = env.run(&["list", "--config", &config, "--jobs", bad, "--all"]);
         assert_eq!(code(&out), 2, "--jobs {bad}: {}", stderr(&out));
     }
 }
@@ -829,7 +829,7 @@ fn k6_a_vscode_mcp_json_with_comments_and_trailing_commas_is_read() {
         ),
     )
     .expect("write");
-    let list = env.with_config(&path, &["--json", "list", "--origin", "local"]);
+    let list = env.with_config(&path, &["list", "--json", "--origin", "local"]);
     assert_eq!(code(&list), 0, "{}", stderr(&list));
     assert_eq!(names(&json_of(&list)), ["notes"]);
 
@@ -948,7 +948,7 @@ fn claude_json(env: &Env) -> (PathBuf, [String; 3]) {
 fn k6_claude_json_servers_at_the_top_and_per_project_are_read_under_distinct_stable_labels() {
     let env = Env::keyed();
     let (path, labels) = claude_json(&env);
-    let out = env.with_config(&path, &["--json", "list", "--all"]);
+    let out = env.with_config(&path, &["list", "--json", "--all"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let v = json_of(&out);
     let listed: Vec<(String, Vec<String>)> = v["origins"]
@@ -969,7 +969,7 @@ fn k6_claude_json_servers_at_the_top_and_per_project_are_read_under_distinct_sta
         "two projects' servers of one name are two origins"
     );
     // The label is what `--origin` takes, and the same on every read.
-    let one = env.with_config(&path, &["--json", "list", "--origin", &labels[1]]);
+    let one = env.with_config(&path, &["list", "--json", "--origin", &labels[1]]);
     assert_eq!(code(&one), 0, "{}", stderr(&one));
     assert_eq!(names(&json_of(&one)), ["from-one"]);
     // An SSE server keeps its refusal, naming the transport.

@@ -91,7 +91,7 @@ fn e5_escape_codes_in_a_server_error_message_reach_the_terminal_inert() {
     for json in [false, true] {
         let mut args = vec!["entry", "skill://evil/SKILL.md"];
         if json {
-            args.insert(0, "--json");
+            args.insert(1, "--json");
         }
         let out = env.against(&args);
         let err = stderr(&out);
@@ -109,10 +109,10 @@ fn e5_descriptions_and_uris_with_escape_codes_are_inert_in_list_entry_and_load()
     let env = Env::keyed();
     for args in [
         &["list"][..],
-        &["--json", "list"],
+        &["list", "--json"],
         &["entry", "skill://notes/SKILL.md"],
-        &["--json", "entry", "skill://notes/SKILL.md"],
-        &["--json", "load", "--all", "skill://notes/SKILL.md"],
+        &["entry", "--json", "skill://notes/SKILL.md"],
+        &["load", "--json", "--all", "skill://notes/SKILL.md"],
     ] {
         let out = env.against(args);
         assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
@@ -127,7 +127,7 @@ fn e5_descriptions_and_uris_with_escape_codes_are_inert_in_list_entry_and_load()
         stdout(&entry)
     );
     // `--json` is inert text and still the server's exact strings once parsed.
-    let json = env.against(&["--json", "entry", "skill://notes/SKILL.md"]);
+    let json = env.against(&["entry", "--json", "skill://notes/SKILL.md"]);
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
     let description = value["entry"]["frontmatter"]["description"]
         .as_str()
@@ -147,13 +147,15 @@ fn e5_descriptions_and_uris_with_escape_codes_are_inert_in_list_entry_and_load()
 /// terminal received.
 fn on_a_terminal(env: &Env, args: &[&str]) -> String {
     use std::fmt::Write as _;
-    let mut line = format!(
-        "'{}' --root '{}' --key-file '{}'",
-        cli_env::BIN,
+    // The command's name first, then the cache's options (each command takes them after it).
+    let mut line = format!("'{}' '{}'", cli_env::BIN, args[0]);
+    let _ = write!(
+        line,
+        " --root '{}' --key-file '{}'",
         env.root().display(),
         env.path("host.key").display()
     );
-    for a in args {
+    for a in &args[1..] {
         let _ = write!(line, " '{a}'");
     }
     let mut child = Command::new("script")
@@ -289,9 +291,9 @@ fn e6_the_command_line_a_config_and_a_lock_refuse_invisible_labels_naming_the_co
     )
     .expect("write");
     let out = env.run(&[
+        "list",
         "--config",
         &config.display().to_string(),
-        "list",
         "--origin",
         "team",
     ]);

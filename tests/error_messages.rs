@@ -129,10 +129,8 @@ fn d5_the_cli_names_the_origin_of_an_unknown_skill() {
     let bin = env!("CARGO_BIN_EXE_skillcache");
     let mut command = std::process::Command::new(bin);
     command
-        .arg("--root")
-        .arg(dir.path().join("cache"))
-        .arg("--key-file")
-        .arg(dir.path().join("host.key"))
+        .env("SKILLCACHE_ROOT", dir.path().join("cache"))
+        .env("SKILLCACHE_KEY_FILE", dir.path().join("host.key"))
         .args(["load", "--origin", "docs", "--stdio"])
         .arg(format!("{bin} serve {}", skills.display()))
         .arg("skill://nope/SKILL.md")

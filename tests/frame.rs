@@ -439,8 +439,8 @@ fn q2_cli_load_and_read_framed_print_the_frame_through_serve() {
     assert_eq!(p.content, "alpha\n");
     // `--json` carries the frame beside the usual fields.
     let json = run(&[
-        "--json",
         "read",
+        "--json",
         "--framed",
         "--origin",
         "team",

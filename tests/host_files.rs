@@ -74,7 +74,7 @@ fn host_file_uses(file: &Path) -> Vec<(&'static str, Vec<String>)> {
     vec![
         (
             "--config",
-            with(&["--config", &f, "list", "--origin", "docs"], &[]),
+            with(&["list", "--config", &f, "--origin", "docs"], &[]),
         ),
         (
             "load --locked",
@@ -251,9 +251,9 @@ fn e4_a_refused_host_file_names_its_line_column_and_key() {
     let out = run(
         &env,
         &[
+            "list".into(),
             "--config".into(),
             config.display().to_string(),
-            "list".into(),
             "--origin".into(),
             "docs".into(),
         ],
@@ -315,10 +315,8 @@ fn peak_kib(env: &Env, args: &[String]) -> (u64, Output) {
         .arg("-o")
         .arg(&report)
         .arg(cli_env::BIN)
-        .arg("--root")
-        .arg(env.root())
-        .arg("--key-file")
-        .arg(env.path("host.key"))
+        .env("SKILLCACHE_ROOT", env.root())
+        .env("SKILLCACHE_KEY_FILE", env.path("host.key"))
         .args(args);
     let out = run_within(command, "under /usr/bin/time");
     let text = std::fs::read_to_string(&report).expect("time wrote its report");
@@ -410,9 +408,9 @@ fn e4_a_dense_64_mib_lock_and_a_dense_16_mib_config_are_refused_in_bounded_memor
     let (kib, out) = peak_kib(
         &env,
         &[
+            "list".into(),
             "--config".into(),
             config.display().to_string(),
-            "list".into(),
             "--origin".into(),
             "docs".into(),
         ],
@@ -444,9 +442,9 @@ fn k6_a_dense_jsonc_config_hidden_from_the_pre_scan_by_a_quote_in_a_comment_is_r
     let (kib, out) = peak_kib(
         &env,
         &[
+            "list".into(),
             "--config".into(),
             config.display().to_string(),
-            "list".into(),
             "--origin".into(),
             "docs".into(),
         ],

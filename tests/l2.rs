@@ -840,20 +840,31 @@ fn l2_cli_refuses_a_bad_l2_url_as_a_usage_error_and_reports_the_counters() {
     let home = common::scratch();
     let cli = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_skillcache"))
-            .arg("--root")
-            .arg(home.path().join("root"))
-            .arg("--key-file")
-            .arg(home.path().join("host.key"))
+            .env("SKILLCACHE_ROOT", home.path().join("root"))
+            .env("SKILLCACHE_KEY_FILE", home.path().join("host.key"))
             .args(args)
             .output()
             .expect("run the CLI")
     };
-    let bad = cli(&["--l2", "gs://bucket/prefix", "stats"]);
+    // Refused before any server is started: the `--stdio` command does not exist.
+    let bad = cli(&[
+        "load",
+        "--l2",
+        "gs://bucket/prefix",
+        "--origin",
+        "docs",
+        "--stdio",
+        "/nonexistent/server",
+        "skill://notes/SKILL.md",
+    ]);
     assert_eq!(bad.status.code(), Some(2), "exit 2: usage");
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert!(stderr.contains("shared tier"), "{stderr}");
+    // `--l2` is an option of the commands that fetch files, and of no other.
+    let stats = cli(&["stats", "--l2", "s3://bucket/prefix"]);
+    assert_eq!(stats.status.code(), Some(2), "stats takes no --l2");
 
-    let ok = cli(&["--l2", "s3://bucket/prefix", "--json", "stats"]);
+    let ok = cli(&["stats", "--json"]);
     assert!(
         ok.status.success(),
         "{}",
@@ -1220,15 +1231,13 @@ fn l2_cli_hosts_share_blobs_through_real_s3_with_the_l2_option() {
     let serve = format!("{bin} serve {}", corpus.path().display());
     let run = |home: &std::path::Path| {
         let out = std::process::Command::new(bin)
-            .arg("--root")
-            .arg(home.join("root"))
-            .arg("--key-file")
-            .arg(home.join("host.key"))
+            .env("SKILLCACHE_ROOT", home.join("root"))
+            .env("SKILLCACHE_KEY_FILE", home.join("host.key"))
             .args([
+                "load",
                 "--l2",
                 "s3://fleet/cli",
                 "--json",
-                "load",
                 "skill://notes/SKILL.md",
             ])
             .args(["--origin", "docs", "--stdio", &serve])

@@ -131,13 +131,16 @@ impl Place {
 
     fn cli(&self, mode: &str, args: &[&str]) -> std::process::Output {
         Command::new(BIN)
-            .arg("--root")
-            .arg(self.path().join("root"))
-            .arg("--key-file")
-            .arg(self.path().join("key"))
-            .arg("--json")
+            .env("SKILLCACHE_ROOT", self.path().join("root"))
+            .env("SKILLCACHE_KEY_FILE", self.path().join("key"))
             .args(args)
-            .args(["--origin", "scripted", "--stdio", &self.line(mode)])
+            .args([
+                "--json",
+                "--origin",
+                "scripted",
+                "--stdio",
+                &self.line(mode),
+            ])
             .output()
             .expect("run skillcache")
     }

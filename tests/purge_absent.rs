@@ -216,9 +216,9 @@ fn q3_cli_purge_absent_removes_every_origin_the_config_no_longer_names() {
         let load = run(
             &env,
             &[
+                "load",
                 "--config",
                 &before,
-                "load",
                 "--all",
                 "--origin",
                 label,
@@ -232,7 +232,7 @@ fn q3_cli_purge_absent_removes_every_origin_the_config_no_longer_names() {
     // Listed, nothing removed.
     let dry = run(
         &env,
-        &["--config", &after, "purge", "--absent", "--dry-run"],
+        &["purge", "--config", &after, "--absent", "--dry-run"],
     );
     assert_eq!(code(&dry), 0, "{}", String::from_utf8_lossy(&dry.stderr));
     let text = String::from_utf8_lossy(&dry.stdout);
@@ -243,7 +243,7 @@ fn q3_cli_purge_absent_removes_every_origin_the_config_no_longer_names() {
     assert!(!text.contains("origin docs"), "{text}");
     assert!(holds(&env.root(), "MARKER-old-") && holds(&env.root(), "MARKER-older-"));
 
-    let purge = run(&env, &["--config", &after, "--json", "purge", "--absent"]);
+    let purge = run(&env, &["purge", "--config", &after, "--json", "--absent"]);
     assert_eq!(
         code(&purge),
         0,
@@ -261,7 +261,7 @@ fn q3_cli_purge_absent_removes_every_origin_the_config_no_longer_names() {
             path.display()
         );
     }
-    let entries = run(&env, &["--json", "entries"]);
+    let entries = run(&env, &["entries", "--json"]);
     let rows: Value = serde_json::from_slice(&entries.stdout).expect("json");
     let origins: Vec<&str> = rows
         .as_array()
@@ -276,9 +276,9 @@ fn q3_cli_purge_absent_removes_every_origin_the_config_no_longer_names() {
     let offline = run(
         &env,
         &[
+            "read",
             "--offline",
             "--allow-stale",
-            "read",
             "--origin",
             "docs",
             "skill://notes/SKILL.md",
@@ -293,7 +293,7 @@ fn q3_cli_purge_absent_removes_every_origin_the_config_no_longer_names() {
     );
     assert_eq!(offline.stdout, b"MARKER-docs-template");
 
-    let again = run(&env, &["--config", &after, "purge", "--absent"]);
+    let again = run(&env, &["purge", "--config", &after, "--absent"]);
     assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to purge"));
     // Without a config there is nothing to compare with: a usage error, nothing removed.
     let bare = run(&env, &["purge", "--absent"]);
@@ -309,9 +309,9 @@ fn loaded(env: &Env, config: &str, labels: &[&str]) {
         let load = run(
             env,
             &[
+                "load",
                 "--config",
                 config,
-                "load",
                 "--all",
                 "--origin",
                 label,
@@ -347,8 +347,8 @@ fn k7_a_config_that_names_no_server_is_refused_and_purge_all_is_the_explicit_way
         fs::write(&empty, text.to_string()).expect("write");
         let empty = empty.to_str().expect("utf-8").to_owned();
         for args in [
-            vec!["--config", empty.as_str(), "purge", "--absent"],
-            vec!["--config", empty.as_str(), "purge", "--absent", "--dry-run"],
+            vec!["purge", "--config", empty.as_str(), "--absent"],
+            vec!["purge", "--config", empty.as_str(), "--absent", "--dry-run"],
         ] {
             let out = run(&env, &args);
             assert_eq!(code(&out), 2, "{args:?}: {}", stderr_of(&out));
@@ -361,7 +361,7 @@ fn k7_a_config_that_names_no_server_is_refused_and_purge_all_is_the_explicit_way
         assert!(holds(&env.root(), "MARKER-docs-") && holds(&env.root(), "MARKER-old-"));
     }
 
-    let dry = run(&env, &["--json", "purge", "--all", "--dry-run"]);
+    let dry = run(&env, &["purge", "--json", "--all", "--dry-run"]);
     assert_eq!(code(&dry), 0, "{}", stderr_of(&dry));
     let v: Value = serde_json::from_slice(&dry.stdout).expect("json");
     assert_eq!(v["absent"], json!(["docs", "old"]));
@@ -424,7 +424,7 @@ fn k7_claude_json_project_servers_are_kept_by_purge_absent() {
     let before = write_config(&env, "before.json", &["old"]);
     loaded(&env, &before, &["old"]);
 
-    let purge = run(&env, &["--config", &claude, "--json", "purge", "--absent"]);
+    let purge = run(&env, &["purge", "--config", &claude, "--json", "--absent"]);
     assert_eq!(code(&purge), 0, "{}", stderr_of(&purge));
     let v: Value = serde_json::from_slice(&purge.stdout).expect("json");
     assert_eq!(
@@ -459,7 +459,7 @@ fn k7_a_purge_that_fails_halfway_names_what_it_already_removed() {
         }
     };
     let kept = write_config(&env, "kept.json", &["docs"]);
-    let out = run(&env, &["--config", &kept, "purge", "--absent"]);
+    let out = run(&env, &["purge", "--config", &kept, "--absent"]);
     assert_ne!(code(&out), 0, "the purge failed");
     let text = String::from_utf8_lossy(&out.stdout);
     let err = stderr_of(&out);
@@ -503,7 +503,7 @@ fn k7_a_purge_that_fails_after_its_origin_is_gone_names_that_origin_as_removed()
         }
     };
     let kept = write_config(&env, "kept.json", &["docs"]);
-    let out = run(&env, &["--config", &kept, "purge", "--absent"]);
+    let out = run(&env, &["purge", "--config", &kept, "--absent"]);
     assert_ne!(code(&out), 0, "the purge failed");
     let text = String::from_utf8_lossy(&out.stdout);
     let err = stderr_of(&out);
@@ -519,7 +519,7 @@ fn k7_a_purge_that_fails_after_its_origin_is_gone_names_that_origin_as_removed()
     assert!(!holds(&env.root().join("origins"), "MARKER-b-old-"));
     assert!(holds(&env.root(), "MARKER-c-old-"));
     // What the notice says is what the cache holds.
-    let listed = run(&env, &["--config", &kept, "purge", "--absent", "--dry-run"]);
+    let listed = run(&env, &["purge", "--config", &kept, "--absent", "--dry-run"]);
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(
         listed.contains("c-old") && !listed.contains("a-old") && !listed.contains("b-old"),

@@ -279,9 +279,9 @@ fn k3_cli_purge_origin_and_purge_absent_leave_no_byte_of_the_origin() {
         let load = run(
             &env,
             &[
+                "load",
                 "--config",
                 config,
-                "load",
                 "--all",
                 "--origin",
                 label,
@@ -311,9 +311,9 @@ fn k3_cli_purge_origin_and_purge_absent_leave_no_byte_of_the_origin() {
     let absent = run(
         &env,
         &[
+            "purge",
             "--config",
             only_docs.to_str().expect("utf-8"),
-            "purge",
             "--absent",
         ],
     );

@@ -407,9 +407,9 @@ fn q4_f_the_cli_declines_a_skill_over_origin_quota_with_exit_5() {
     let run = |quota: &str| {
         let mut cmd = env.cli();
         cmd.args([
+            "load",
             "--origin-quota",
             quota,
-            "load",
             "skill://notes/SKILL.md",
             "--origin",
             "local",
@@ -426,7 +426,7 @@ fn q4_f_the_cli_declines_a_skill_over_origin_quota_with_exit_5() {
     assert_eq!(code(&within_quota), 0, "{}", stderr(&within_quota));
     let bad = run("ten");
     assert_eq!(code(&bad), 2, "{}", stderr(&bad));
-    let help = env.run(&["--help"]);
+    let help = env.run(&["load", "--help"]);
     assert!(cli_env::stdout(&help).contains("--origin-quota"));
 }
 

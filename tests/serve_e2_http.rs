@@ -423,13 +423,19 @@ fn status_with_host(authority: &str, host: &str) -> String {
 
 /// The status of a `skills/list` POST to `authority` with one `Host` header for each of `hosts`.
 fn status_with_hosts(authority: &str, hosts: &[&str]) -> String {
+    status_of_target(authority, "/mcp", hosts)
+}
+
+/// The status of a `skills/list` POST to `authority` naming `target` as its request target
+/// (`/mcp`, or an absolute form `http://…/mcp`), with one `Host` header for each of `hosts`.
+fn status_of_target(authority: &str, target: &str, hosts: &[&str]) -> String {
     let mut headers = MCP_POST.to_vec();
     headers.push(("MCP-Protocol-Version", http::MODERN));
     headers.push(("Mcp-Method", "skills/list"));
     let body = http::modern_body(1, "skills/list", json!({}));
     let mut stream = TcpStream::connect(authority).expect("connect");
     let mut head = format!(
-        "POST /mcp HTTP/1.1\r\n{}Connection: close\r\nContent-Length: {}\r\n",
+        "POST {target} HTTP/1.1\r\n{}Connection: close\r\nContent-Length: {}\r\n",
         hosts.iter().fold(String::new(), |mut lines, h| {
             let _ = write!(lines, "Host: {h}\r\n");
             lines
@@ -457,10 +463,8 @@ fn k5_serve_on_another_loopback_address_answers_its_own_printed_url_and_no_other
         assert!(serve.url.starts_with("http://127.0.0.2:"), "{}", serve.url);
         // The CLI, as a user would, with the URL exactly as printed.
         let loaded = std::process::Command::new(http::serve_bin())
-            .arg("--root")
-            .arg(root.join("root"))
-            .arg("--key-file")
-            .arg(root.join("host.key"))
+            .env("SKILLCACHE_ROOT", root.join("root"))
+            .env("SKILLCACHE_KEY_FILE", root.join("host.key"))
             .args([
                 "load",
                 "--origin",
@@ -495,12 +499,29 @@ fn k5_serve_on_another_loopback_address_answers_its_own_printed_url_and_no_other
             [
                 vec![serve.authority.clone(), "evil.example".to_owned()],
                 vec![format!("evil.example@{}", serve.authority)],
+                // Found in review: rmcp's check parsed these leniently and answered them.
+                vec![format!("[::1]evil:{port}")],
+                vec![format!("[::1]:{port}x")],
+                vec![format!("127.0.0.2:+{port}")],
             ]
             .into_iter()
             .map(|hosts| {
                 let refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
                 let status = status_with_hosts(&serve.authority, &refs);
                 (hosts.join(" + "), status)
+            }),
+        )
+        .chain(
+            // An absolute-form target names the authority the request is for (RFC 9112, 3.2.2),
+            // whatever its Host says: another one is refused; our own is served.
+            [
+                format!("http://evil.example:{port}/mcp"),
+                format!("http://{}/mcp", serve.authority),
+            ]
+            .into_iter()
+            .map(|target| {
+                let status = status_of_target(&serve.authority, &target, &[&serve.authority]);
+                (target, status)
             }),
         )
         .collect();
@@ -518,7 +539,8 @@ fn k5_serve_on_another_loopback_address_answers_its_own_printed_url_and_no_other
     assert_eq!(
         codes,
         [
-            "200", "200", "200", "403", "403", "403", "403", "400", "400"
+            "200", "200", "200", "403", "403", "403", "403", "400", "400", "400", "400", "400",
+            "403", "200"
         ],
         "{statuses:?}"
     );

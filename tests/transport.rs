@@ -98,8 +98,7 @@ impl Env {
             .arg("-o")
             .arg(&report)
             .arg(BIN)
-            .arg("--root")
-            .arg(self.path("root"))
+            .env("SKILLCACHE_ROOT", self.path("root"))
             .args(args)
             .output()
             .expect("/usr/bin/time (GNU time) runs: the memory bounds are measured with it");
@@ -123,9 +122,9 @@ const NOTES: &str = "skill://notes/SKILL.md";
 fn load_from(env: &Env, mode: &str) -> Output {
     let cmd = hostile_cmd(&env.served(), mode);
     env.run(&[
+        "load",
         "--timeout",
         "2",
-        "load",
         NOTES,
         "--origin",
         "hostile",
@@ -150,9 +149,9 @@ fn b1_no_answer_at_initialize_times_out_with_exit_4_naming_origin_and_method() {
 fn b1_cat_as_a_server_times_out_at_initialize() {
     let env = Env::new();
     let out = env.run(&[
+        "load",
         "--timeout",
         "2",
-        "load",
         NOTES,
         "--origin",
         "cat",
@@ -187,9 +186,9 @@ fn b1_a_timed_out_read_leaves_nothing_and_the_next_call_succeeds() {
     let served = env.served();
     let silent = hostile_cmd(&served, "silent-read");
     let first = env.run(&[
+        "load",
         "--timeout",
         "2",
-        "load",
         NOTES,
         "--origin",
         "o",
@@ -197,14 +196,14 @@ fn b1_a_timed_out_read_leaves_nothing_and_the_next_call_succeeds() {
         &silent,
     ]);
     assert_eq!(code(&first), 4, "{}", stderr(&first));
-    let stats = env.run(&["--json", "stats"]);
+    let stats = env.run(&["stats", "--json"]);
     let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("stats json");
     assert_eq!(stats["blobs"], 0, "a timed-out read stored nothing");
     let honest = serve_cmd(&served);
     let second = env.run(&[
+        "load",
         "--timeout",
         "2",
-        "load",
         NOTES,
         "--origin",
         "o",
@@ -220,9 +219,9 @@ fn b2_a_200_mb_answer_for_a_small_file_is_refused_while_reading_with_bounded_mem
     let env = Env::new();
     let cmd = hostile_cmd(&env.served(), "huge-read");
     let (out, peak_kib) = env.run_measured(&[
+        "load",
         "--timeout",
         "30",
-        "load",
         NOTES,
         "--origin",
         "hostile",
@@ -249,9 +248,9 @@ fn b2_a_200_mb_http_answer_is_refused_while_reading_with_bounded_memory() {
         http::HttpMode::HugeRead,
     );
     let (out, peak_kib) = env.run_measured(&[
+        "load",
         "--timeout",
         "30",
-        "load",
         NOTES,
         "--origin",
         "web",
@@ -279,7 +278,7 @@ fn b2_a_200_mb_http_answer_is_refused_while_reading_with_bounded_memory() {
 /// Reads `data` of the big skill `name` through `server_args` and checks the bytes.
 fn read_big(env: &Env, name: &str, server_args: &[&str], expected: &[u8]) {
     let uri = format!("skill://{name}/SKILL.md");
-    let mut args = vec!["--timeout", "60", "read", &uri, "data", "--origin", "big"];
+    let mut args = vec!["read", "--timeout", "60", &uri, "data", "--origin", "big"];
     args.extend_from_slice(server_args);
     let out = env.run(&args);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -420,11 +419,11 @@ fn b6_usage_errors_exit_2_before_any_server_starts() {
             &cmd,
         ],
         vec!["list", "--origin", "o", "--stdio", "'unterminated"],
-        vec!["--timeout", "0", "list", "--origin", "o", "--stdio", &cmd],
+        vec!["list", "--timeout", "0", "--origin", "o", "--stdio", &cmd],
         vec![
+            "list",
             "--timeout",
             "soon",
-            "list",
             "--origin",
             "o",
             "--stdio",
@@ -449,7 +448,7 @@ fn b6_usage_errors_exit_2_before_any_server_starts() {
 fn b6_an_empty_skillcache_root_is_unset() {
     let env = Env::new();
     let out = Command::new(BIN)
-        .args(["--json", "stats"])
+        .args(["stats", "--json"])
         .env("SKILLCACHE_ROOT", "")
         .env("XDG_CACHE_HOME", env.path("xdg"))
         .output()

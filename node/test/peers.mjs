@@ -35,7 +35,7 @@ export function scratch(t) {
 }
 
 export function serveArgv(skills, dir) {
-  return [skillcacheBin, 'serve', skills, '--root', join(dir, 'serve-root'), '--key-file', join(dir, 'serve.key')];
+  return [skillcacheBin, 'serve', skills];
 }
 
 export function tsStdioArgv(skills) {

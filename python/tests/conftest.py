@@ -248,10 +248,6 @@ def serve_argv(skills: Path, scratch: Path) -> list[str]:
         str(skillcache_bin()),
         "serve",
         str(skills),
-        "--root",
-        str(scratch / "serve-root"),
-        "--key-file",
-        str(scratch / "serve.key"),
     ]
 
 

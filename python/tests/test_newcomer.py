@@ -73,7 +73,7 @@ def run(program: Path, args: list[str], cwd: Path, env: dict[str, str]) -> tuple
         ["load", "--help"],
         ["frobnicate"],  # an unknown command: clap's usage error, exit 2
         ["inspect", str(REPO / "samples" / "skills" / "release-notes")],
-        ["inspect", str(REPO / "samples" / "skills" / "release-notes"), "--json"],
+        ["inspect", str(REPO / "samples" / "skills" / "release-notes"), "--root", "x"],  # exit 2
         ["inspect", str(REPO / "samples" / "skills")],  # no SKILL.md at its root: exit 4
         ["inspect", "no/such/folder"],  # exit 2 before anything starts
         ["entry", "not a uri", "--origin", "docs", "--stdio", "true"],  # exit 2
@@ -90,12 +90,20 @@ def test_n2_the_console_script_answers_as_the_binary_does(args: list[str], tmp_p
     assert results[0][0] in (0, 2, 4)
 
 
+def test_u2_the_console_scripts_demo_runs_its_tour_to_the_end(tmp_path: Path) -> None:
+    # Before: the tour started its server as `<this process's executable> serve`, which under
+    # the console script is the Python interpreter (`can't open file '…/serve'`, exit 4).
+    code, out, err = run(console_script(), ["demo"], tmp_path, command_env(tmp_path))
+    assert code == 0, err
+    assert "8. a dynamic skill" in out and "0 corrupt" in out, out
+
+
 def test_n2_the_console_script_loads_verified_and_declines_with_the_binarys_exit_codes(
     tmp_path: Path, skills_dir: Path
 ) -> None:
     script = console_script()
     # The server is the console script too: `serve` over stdio as a child of the command.
-    server = f"{script} serve {skills_dir} --root srv --key-file srv.key"
+    server = f"{script} serve {skills_dir}"
     common = ["--root", "root", "--key-file", "host.key", "--origin", "docs", "--stdio", server]
     env = command_env(tmp_path)
     code, out, err = run(script, ["load", NOTES, "--require-approval", *common], tmp_path, env)
@@ -114,8 +122,7 @@ async def test_n2_serve_from_the_console_script_serves_connect_stdio(
     cache = open_cache(tmp_path, approval="not_required")
     cache.connect_stdio(
         "docs",
-        [str(console_script()), "serve", str(skills_dir), "--root", str(tmp_path / "srv"),
-         "--key-file", str(tmp_path / "srv.key")],
+        [str(console_script()), "serve", str(skills_dir)],
     )
     info = await within(cache.entry("docs", NOTES))
     skill, files = await within(cache.load_all("docs", info.entry))

@@ -113,7 +113,9 @@ fn create(path: &Path) -> Result<(), Error> {
         });
     if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
-        return Err(io_err("write the host key", &tmp)(e));
+        // The error names the key file the user gave, not the temporary beside it: a person
+        // looks for the one and has never heard of the other.
+        return Err(io_err("write the host key", path)(e));
     }
     // Whoever links first wins; a loser finds the name taken and reads the winner's key.
     let linked = fs::hard_link(&tmp, path);

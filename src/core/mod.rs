@@ -452,7 +452,8 @@ impl Cache {
     /// requested tools (R-A5).
     ///
     /// # Errors
-    /// A dynamic entry cannot be approved (R-A3); index errors.
+    /// A dynamic entry cannot be approved (R-A3): [`Error::Declined`] with
+    /// [`Declined::Dynamic`](crate::error::Declined::Dynamic); index errors.
     pub fn approve(
         &self,
         origin: &Origin,
@@ -460,15 +461,14 @@ impl Cache {
         entry: &SkillEntry,
         granted_tools: Option<&serde_json::Value>,
     ) -> Result<(), Error> {
-        // R-A3: only a manifest-backed entry has a binding to approve.
+        // R-A3: only a manifest-backed entry has a binding to approve. A dynamic entry is a
+        // valid entry the policy declines, not an invalid one: the same refusal as loading it.
         let Some(binding) = entry.binding() else {
-            return Err(Error::Entry(crate::error::EntryError::Invalid {
-                skill: Some(entry.uri().as_str().to_owned()),
-                field: "resources".into(),
-                rule: crate::error::Rule::Value {
-                    allowed: "a manifest: a dynamic skill cannot be approved",
-                },
-            }));
+            return Err(Error::Declined {
+                origin: origin.clone(),
+                skill: entry.uri().clone(),
+                reason: crate::error::Declined::Dynamic,
+            });
         };
         Ok(self
             .index

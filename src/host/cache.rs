@@ -366,7 +366,8 @@ impl SkillCache {
     /// Nothing is fetched (R-V1).
     ///
     /// # Errors
-    /// A dynamic entry cannot be approved (R-A3); index errors.
+    /// A dynamic entry cannot be approved (R-A3): [`Error::Declined`] with
+    /// [`Declined::Dynamic`](crate::error::Declined::Dynamic); index errors.
     pub async fn approve(
         &self,
         origin: &Origin,

@@ -23,10 +23,11 @@
 //! - **Sessions** (`initialize` clients) are capped ([`HttpLimits::max_sessions`]): at the cap
 //!   the least recently used session is closed for the new one, and sessions idle for
 //!   [`HttpLimits::session_idle`] expire (rmcp's keep-alive).
-//! - **Who may call**: on a loopback listener only loopback `Host` headers are accepted (DNS
-//!   rebinding): `localhost`, `127.0.0.1` and `::1` on any port, and the address the listener is
-//!   bound to on its own port (`127.0.0.2:PORT`, so the URL `serve` prints is reachable as
-//!   printed); on any listener, a request with an `Origin` header that is not a loopback page
+//! - **Who may call**: on a loopback listener only loopback authorities are accepted (DNS
+//!   rebinding), in the `Host` header and in an absolute-form target alike, parsed strictly:
+//!   `localhost`, `127.0.0.1`, `[::1]` or the address the listener is bound to (`127.0.0.2`, so
+//!   the URL `serve` prints is reachable as printed), each on the bound port exactly; on any
+//!   listener, a request with an `Origin` header that is not a loopback page
 //!   (or a page of the bound address and port) is refused with `403` (the Streamable HTTP transport's rule against DNS rebinding from a
 //!   browser). A non-loopback listener is the caller's explicit choice (the CLI asks for
 //!   `--allow-remote`): any `Host` is accepted there.
@@ -110,8 +111,8 @@ impl Default for HttpLimits {
 /// message bound, or denser in JSON values than any request within the limits, is refused with
 /// `413` before it is parsed; connections, sessions and requests in flight are capped, slow and
 /// idle connections dropped, and work is served in arrival order. On a loopback listener only
-/// loopback `Host` headers are accepted — `localhost`, `127.0.0.1`, `::1`, and the listener's
-/// own address and port; on any listener, a browser `Origin` other than a loopback page gets
+/// loopback authorities are accepted — `localhost`, `127.0.0.1`, `[::1]` or the listener's own
+/// address, on its own port, in `Host` and in an absolute-form target; on any listener, a browser `Origin` other than a loopback page gets
 /// `403`. A listener on another address is the caller's explicit choice:
 /// it accepts any `Host`.
 ///
@@ -200,6 +201,9 @@ struct Ctx {
     /// Request body bytes held at once.
     bodies: Arc<Semaphore>,
     limits: HttpLimits,
+    /// The address a loopback listener is bound to, whose authorities alone it answers
+    /// ([`bad_host`]); `None` on another address (the caller's explicit choice).
+    loopback: Option<SocketAddr>,
 }
 
 impl Ctx {
@@ -242,6 +246,7 @@ impl Ctx {
             // Never less than one body at the bound, so every body within it can be read.
             bodies: Arc::new(Semaphore::new(limits.body_budget.max(bound()))),
             limits,
+            loopback: bound_to.ip().is_loopback().then_some(bound_to),
         }
     }
 
@@ -316,7 +321,15 @@ fn not_a_message(body: &[u8]) -> Option<Answer> {
 /// `Host: evil.example` passed), or one holding userinfo (`evil.example@127.0.0.2:PORT`), which
 /// a Host never has. Found in round 4's review; no browser sends either, so this is strictness,
 /// not a rebinding door, but a proxy in front may pick the other one.
-fn bad_host(req: &Request<Incoming>) -> Option<Answer> {
+///
+/// On a loopback listener (`loopback`: the address it is bound to), every authority the request
+/// names — its `Host`, and the target's own in absolute form (`POST http://evil.example/mcp`,
+/// which RFC 9112 says wins over `Host`) — must be exactly one of ours: a loopback name or the
+/// bound address, on the bound port ([`judge`]). Found in review: rmcp's own check let
+/// `[::1]evil:PORT`, `[::1]:PORTx`, `127.0.0.2:+PORT` and an absolute-form target naming
+/// another authority through. Malformed is 400; well-formed but not ours is 403, as rmcp
+/// answers.
+fn bad_host(req: &Request<Incoming>, loopback: Option<SocketAddr>) -> Option<Answer> {
     let mut hosts = req.headers().get_all(hyper::header::HOST).iter();
     let first = hosts.next();
     if hosts.next().is_some() {
@@ -331,7 +344,91 @@ fn bad_host(req: &Request<Incoming>) -> Option<Answer> {
             "Bad Request: a Host header holds a host and a port, nothing else",
         ));
     }
-    None
+    let at = loopback?;
+    let Some(host) = first else {
+        return Some(plain(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: a Host header is required",
+        ));
+    };
+    let target = req.uri().authority().map(|a| a.as_str().as_bytes());
+    let verdicts = [Some(host.as_bytes()), target].into_iter().flatten();
+    match verdicts.map(|a| judge(a, at)).max() {
+        Some(Authority::Malformed) => Some(plain(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: the Host is not a host and a port",
+        )),
+        Some(Authority::Other) => Some(plain(
+            StatusCode::FORBIDDEN,
+            "Forbidden: Host header is not allowed",
+        )),
+        Some(Authority::Ours) | None => None,
+    }
+}
+
+/// What a loopback listener makes of an authority a request names, worst last.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Authority {
+    /// A loopback name or the bound address, on the bound port.
+    Ours,
+    /// A well-formed authority that is not ours (another host, another port, no port).
+    Other,
+    /// Not `host[:port]`: stray characters, a sign or a suffix on the port, an empty port.
+    Malformed,
+}
+
+/// Judges `text` (a `Host` header or a target's authority) against the loopback listener bound
+/// to `at`: `host[:port]` with `host` a name of letters, digits, `-` and `.`, or an IP literal
+/// in brackets, and `port` 1 to 5 decimal digits. Ours is `localhost`, `127.0.0.1`, `[::1]` or
+/// the bound address, with the bound port; no port means 80 (RFC 9110, 4.2.1).
+fn judge(text: &[u8], at: SocketAddr) -> Authority {
+    let Ok(text) = std::str::from_utf8(text) else {
+        return Authority::Malformed;
+    };
+    let (host, port) = match text.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((ip, after)) if !ip.is_empty() && ip.bytes().all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.') => {
+                match after {
+                    "" => (&text[..ip.len() + 2], None),
+                    _ => match after.strip_prefix(':') {
+                        Some(port) => (&text[..ip.len() + 2], Some(port)),
+                        None => return Authority::Malformed,
+                    },
+                }
+            }
+            _ => return Authority::Malformed,
+        },
+        None => match text.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (text, None),
+        },
+    };
+    let name = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'.';
+    if host.is_empty() || (!host.starts_with('[') && !host.bytes().all(name)) {
+        return Authority::Malformed;
+    }
+    let port = match port {
+        None => 80,
+        Some(p) if (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()) => {
+            match p.parse::<u16>() {
+                Ok(port) => port,
+                Err(_) => return Authority::Malformed,
+            }
+        }
+        Some(_) => return Authority::Malformed,
+    };
+    let bound = match at.ip() {
+        std::net::IpAddr::V4(ip) => ip.to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+    };
+    let ours = ["localhost", "127.0.0.1", "[::1]", bound.as_str()]
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case(host));
+    if ours && port == at.port() {
+        Authority::Ours
+    } else {
+        Authority::Other
+    }
 }
 
 /// Answers one request of `conn`.
@@ -342,7 +439,7 @@ async fn respond(
 ) -> Response<Guarded<BoxBody<Bytes, Infallible>>> {
     // A request arrived: the connection is no longer one that never sent one.
     conn.proven.store(true, Ordering::Relaxed);
-    if let Some(answer) = bad_host(&req) {
+    if let Some(answer) = bad_host(&req, ctx.loopback) {
         return answer.map(unguarded);
     }
     let session = req
@@ -829,5 +926,43 @@ impl AsyncWrite for Tracked {
 
     fn is_write_vectored(&self) -> bool {
         self.io.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::{Authority, judge};
+
+    /// Found in review: rmcp's Host check let these through on a loopback listener.
+    #[test]
+    fn e2_only_a_loopback_authority_on_the_bound_port_is_ours_and_stray_characters_are_malformed() {
+        let v4: std::net::SocketAddr = "127.0.0.2:8080".parse().expect("addr");
+        let v6: std::net::SocketAddr = "[::1]:8080".parse().expect("addr");
+        for ours in ["127.0.0.2:8080", "localhost:8080", "LocalHost:8080", "127.0.0.1:8080", "[::1]:8080"] {
+            assert_eq!(judge(ours.as_bytes(), v4), Authority::Ours, "{ours}");
+        }
+        assert_eq!(judge(b"[::1]:8080", v6), Authority::Ours);
+        assert_eq!(judge(b"[0:0:0:0:0:0:0:1]:8080", v6), Authority::Other, "one spelling");
+        for other in ["127.0.0.3:8080", "localhost:8081", "localhost", "evil.example:8080", "127.0.0.2"] {
+            assert_eq!(judge(other.as_bytes(), v4), Authority::Other, "{other}");
+        }
+        for bad in [
+            "[::1]evil:8080",
+            "[::1]:8080x",
+            "127.0.0.2:+8080",
+            "127.0.0.2:",
+            "127.0.0.2:08080x",
+            "127.0.0.2:99999",
+            "127.0.0.2:8080:1",
+            "[::1",
+            "[]:8080",
+            "[::1]:",
+            ":8080",
+            "local host:8080",
+            "localhost\u{0}:8080",
+        ] {
+            assert_eq!(judge(bad.as_bytes(), v4), Authority::Malformed, "{bad}");
+        }
+        assert_eq!(judge(&[0xff, b':', b'1'], v4), Authority::Malformed);
     }
 }

@@ -263,7 +263,8 @@ impl SkillServer {
     fn get(&self, params: &Value) -> Result<Value, RpcError> {
         let uri = uri_param(params)?;
         let snap = self.snapshot()?;
-        let unknown = || (INVALID_PARAMS, "no skill is served at that URI".to_owned());
+        // The answer names the URI asked for: a person reading it learns which one was wrong.
+        let unknown = || (INVALID_PARAMS, format!("no skill is served at {uri}"));
         let built = snap.skill(&uri).ok_or_else(unknown)?.clone();
         let snap = self
             .shared

@@ -48,7 +48,8 @@ pub(super) fn published(
     snap: &Arc<Snapshot>,
     uri: &FileUri,
 ) -> Result<Value, RpcError> {
-    let unknown = || (INVALID_PARAMS, "no resource is served at that URI".to_owned());
+    // The answer names the URI asked for: a person reading it learns which one was wrong.
+    let unknown = || (INVALID_PARAMS, format!("no resource is served at {uri}"));
     let (built, i) = snap.file(uri).ok_or_else(unknown)?;
     let entry = built.entry().ok_or_else(unknown)?;
     let file = &entry.skill.files[i];

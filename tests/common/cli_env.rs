@@ -19,7 +19,7 @@ pub struct Env {
 }
 
 impl Env {
-    /// Commands get `--root` only.
+    /// Commands get a root only.
     pub fn new() -> Env {
         Env {
             dir: crate::common::scratch(),
@@ -27,7 +27,7 @@ impl Env {
         }
     }
 
-    /// Commands also get `--key-file host.key` beside the root, and run inside the home, where
+    /// Commands also get the key file `host.key` beside the root, and run inside the home, where
     /// lock files and relative paths are looked for.
     pub fn keyed() -> Env {
         Env {
@@ -51,14 +51,18 @@ impl Env {
         self.path("root")
     }
 
-    /// The binary with this home's options, ready for arguments.
+    /// The binary with this home's cache, ready for arguments (the command first). The root
+    /// and the key file are given by `SKILLCACHE_ROOT` and `SKILLCACHE_KEY_FILE`, which every
+    /// command that opens the cache reads when `--root`/`--key-file` are not given, so one
+    /// helper serves every command (a `serve` or `inspect` takes no `--root`).
     pub fn cli(&self) -> Command {
         let mut c = Command::new(BIN);
-        c.arg("--root").arg(self.root());
+        c.env("SKILLCACHE_ROOT", self.root());
         if self.keyed {
-            c.arg("--key-file")
-                .arg(self.path("host.key"))
+            c.env("SKILLCACHE_KEY_FILE", self.path("host.key"))
                 .current_dir(self.home());
+        } else {
+            c.env_remove("SKILLCACHE_KEY_FILE");
         }
         c
     }

@@ -1,5 +1,11 @@
 //! The command line as clap parses it: flags and their help, nothing checked beyond their
 //! syntax. `plan` turns it into typed, checked values once; nothing else reads these.
+//!
+//! Each command takes only the options that mean something to it (a `serve` has no cache root,
+//! `gc` asks no server): the options come in groups (`CacheArgs`, `ReachArgs`, `FetchArgs`, …)
+//! that each command flattens after its name, so `skillcache CMD --help` lists exactly what `CMD`
+//! accepts and anything else is refused by clap (exit 2). Only `-v` is global: every command
+//! logs.
 
 use std::path::PathBuf;
 
@@ -13,61 +19,111 @@ use skillcache::Isolation;
     about = "A verified, write-isolated cache for skills served over MCP"
 )]
 pub(crate) struct Cli {
-    /// The cache root [default: `$SKILLCACHE_ROOT` unless empty, else
-    /// `$XDG_CACHE_HOME/skillcache`, else ~/.cache/skillcache].
-    #[arg(long, global = true)]
-    pub(crate) root: Option<PathBuf>,
-    /// Seconds to wait for the server to start and initialise, and for each answer; a server
-    /// that misses it fails the command with exit 4.
-    #[arg(long, global = true, value_name = "SECS", default_value = "30", value_parser = parse_timeout)]
-    pub(crate) timeout: std::time::Duration,
-    /// The host key that seals the index, kept outside the root (created 0600 on first use)
-    /// [default: `$SKILLCACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/skillcache/host.key`, else
-    /// ~/.config/skillcache/host.key].
-    // Not clap's `env`: clap refuses an empty variable, which must count as unset; the library's
-    // default (`default_key_file`) reads SKILLCACHE_KEY_FILE and skips it when empty.
-    #[arg(long, global = true)]
-    pub(crate) key_file: Option<PathBuf>,
-    /// A shared tier of verified public blobs for a fleet of hosts, `s3://bucket/prefix`,
-    /// configured from the standard `AWS_*` environment (`AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`,
-    /// `AWS_REGION`, credentials). Asked after the local cache, before the server.
-    #[cfg(feature = "l2")]
-    #[arg(long, global = true, value_name = "URL")]
-    pub(crate) l2: Option<String>,
-    /// The most bytes one origin's cached content may take on disk (e.g. `10485760`, `10MiB`,
-    /// `512KiB`), counted as `du` counts its folder (files in whole blocks, folders too) plus
-    /// its index rows: its least recently used files go first, never another origin's; a skill
-    /// too large for it is declined (exit 5).
-    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_bytes)]
-    pub(crate) origin_quota: Option<u64>,
-    /// How cached files are verified on every access.
-    #[arg(long, global = true, value_enum, default_value_t = IsolationArg::Rehash)]
-    pub(crate) isolation: IsolationArg,
-    /// An MCP host configuration file (`{"mcpServers": …}` or VS Code's `{"servers": …}`):
-    /// `--origin NAME` then selects the server configured as NAME, which is also its origin.
-    #[arg(long, global = true, value_name = "FILE")]
-    pub(crate) config: Option<PathBuf>,
-    /// Contact no server: entries and bytes come only from the cache; anything missing fails
-    /// (exit 5). `--stdio`/`--url`/`--config` are then not needed.
-    #[arg(long, global = true)]
-    pub(crate) offline: bool,
-    /// With `--offline`: use a cached entry past its ttlMs (reported as stale) instead of
-    /// refusing it.
-    #[arg(long, global = true)]
-    pub(crate) allow_stale: bool,
-    /// How many servers a command over many of them (`list --all`, `lock --all`,
-    /// `approve --from-lock`) starts and asks at once; each is stopped as soon as it has answered.
-    #[arg(long, global = true, value_name = "N", default_value_t = crate::many::DEFAULT_JOBS, value_parser = clap::value_parser!(u16).range(1..=1024))]
-    pub(crate) jobs: u16,
-    /// Machine-readable output: one JSON value on stdout.
-    #[arg(long, global = true)]
-    pub(crate) json: bool,
     /// Say more on stderr: `-v` every request, quarantine and store failure (info), `-vv` every
     /// cache hit and miss too (debug). `RUST_LOG`, when set, decides instead.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub(crate) verbose: u8,
     #[command(subcommand)]
     pub(crate) command: Command,
+}
+
+/// Where the cache is: every command that opens it.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct CacheArgs {
+    /// The cache root [default: `$SKILLCACHE_ROOT` unless empty, else
+    /// `$XDG_CACHE_HOME/skillcache`, else ~/.cache/skillcache].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) root: Option<PathBuf>,
+    /// The host key that seals the index, kept outside the root (created 0600 on first use)
+    /// [default: `$SKILLCACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/skillcache/host.key`, else
+    /// ~/.config/skillcache/host.key].
+    // Not clap's `env`: clap refuses an empty variable, which must count as unset; the library's
+    // default (`default_key_file`) reads SKILLCACHE_KEY_FILE and skips it when empty.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) key_file: Option<PathBuf>,
+}
+
+/// Machine-readable output.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub(crate) struct JsonArg {
+    /// Machine-readable output: one JSON value on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// How servers are reached and waited for: every command that asks one.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct ReachArgs {
+    #[command(flatten)]
+    pub(crate) timeout: TimeoutArg,
+    /// An MCP host configuration file (`{"mcpServers": …}` or VS Code's `{"servers": …}`):
+    /// `--origin NAME` then selects the server configured as NAME, which is also its origin.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Contact no server: entries and bytes come only from the cache; anything missing fails
+    /// (exit 5). `--stdio`/`--url`/`--config` are then not needed.
+    #[arg(long)]
+    pub(crate) offline: bool,
+    /// With `--offline`: use a cached entry past its ttlMs (reported as stale) instead of
+    /// refusing it.
+    #[arg(long, requires = "offline")]
+    pub(crate) allow_stale: bool,
+}
+
+/// `--jobs`: the commands over many servers.
+#[derive(Args, Debug, Clone, Copy)]
+pub(crate) struct JobsArg {
+    /// How many servers a command over many of them (`list --all`, `lock --all`,
+    /// `approve --from-lock`) starts and asks at once; each is stopped as soon as it has answered.
+    #[arg(long, value_name = "N", default_value_t = crate::many::DEFAULT_JOBS, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub(crate) jobs: u16,
+}
+
+/// How a skill's files are fetched, stored and checked: `load` and `read`.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct FetchArgs {
+    #[command(flatten)]
+    pub(crate) isolation: IsolationArgs,
+    /// The most bytes one origin's cached content may take on disk (e.g. `10485760`, `10MiB`,
+    /// `512KiB`), counted as `du` counts its folder (files in whole blocks, folders too) plus
+    /// its index rows: its least recently used files go first, never another origin's; a skill
+    /// too large for it is declined (exit 5).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub(crate) origin_quota: Option<u64>,
+    #[command(flatten)]
+    pub(crate) l2: L2Arg,
+}
+
+/// `--isolation`: the commands that read cached bytes.
+#[derive(Args, Debug, Clone, Copy)]
+pub(crate) struct IsolationArgs {
+    /// How cached files are verified on every access.
+    #[arg(long, value_enum, default_value_t = IsolationArg::Rehash)]
+    pub(crate) isolation: IsolationArg,
+}
+
+/// `--l2`: the shared tier of the fleet (feature `l2`).
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct L2Arg {
+    /// A shared tier of verified public blobs for a fleet of hosts, `s3://bucket/prefix`,
+    /// configured from the standard `AWS_*` environment (`AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`,
+    /// `AWS_REGION`, credentials). Asked after the local cache, before the server.
+    #[cfg(feature = "l2")]
+    #[arg(long, value_name = "URL")]
+    pub(crate) l2: Option<String>,
+    /// Not built: the flag is known only to say which feature it needs (`plan` refuses it).
+    #[cfg(not(feature = "l2"))]
+    #[arg(long, value_name = "URL", hide = true)]
+    pub(crate) l2: Option<String>,
+}
+
+/// `--timeout`: every command that waits for a server.
+#[derive(Args, Debug, Clone, Copy)]
+pub(crate) struct TimeoutArg {
+    /// Seconds to wait for the server to start and initialise, and for each answer; a server
+    /// that misses it fails the command with exit 4.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = parse_timeout)]
+    pub(crate) timeout: std::time::Duration,
 }
 
 #[derive(Copy, Clone, Debug, ValueEnum)]
@@ -111,138 +167,34 @@ pub(crate) struct ServerArgs {
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
     /// The server's skills (name, URI, files, bytes, dynamic, fresh).
-    List {
-        /// Every server of `--config` in one catalog: each skill under a handle unique across
-        /// servers, name collisions reported; a server that fails is reported and the others are
-        /// still listed.
-        #[arg(long, conflicts_with = "origin")]
-        all: bool,
-        /// With `--all`: the host's own (filesystem) skill names, comma-separated; an MCP skill
-        /// of the same name is qualified by its origin and reported as a collision.
-        #[arg(long, value_name = "A,B,…", value_delimiter = ',', requires = "all")]
-        local_names: Vec<String>,
-        /// With `--all`: a file of local skill names, one a line (blank lines and `#` comments
-        /// skipped).
-        #[arg(long, value_name = "FILE", requires = "all")]
-        local_names_file: Option<PathBuf>,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
+    List(ListArgs),
     /// Pin skills as they are now in a lock file (origin, URI, binding, every file's digest
     /// and size); an existing lock file is updated.
-    Lock {
-        /// The skills' SKILL.md URIs (of `--origin`).
-        skill_uris: Vec<String>,
-        /// Every skill: of `--origin`, or without it of every server of `--config`.
-        #[arg(long, conflicts_with = "skill_uris")]
-        all: bool,
-        /// The lock file.
-        #[arg(long, short, default_value = "skills.lock")]
-        output: PathBuf,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
+    Lock(LockArgs),
     /// The resolved entry of a skill and its binding; says if an approval was revoked.
-    Entry {
-        /// The skill's SKILL.md URI.
-        skill_uri: String,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
+    Entry(EntryArgs),
     /// Approve a skill as its entry is now.
-    Approve {
-        /// The skill's SKILL.md URI.
-        #[arg(required_unless_present = "from_lock", conflicts_with = "from_lock")]
-        skill_uri: Option<String>,
-        /// Approve exactly the skills this lock file pins (of `--origin`, or of every origin
-        /// it names), each only if its entry is still as pinned (exit 5 otherwise).
-        #[arg(long, value_name = "FILE")]
-        from_lock: Option<PathBuf>,
-        /// Also grant the tools its frontmatter requests (allowed-tools).
-        #[arg(long)]
-        grant_tools: bool,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
+    Approve(ApproveArgs),
     /// Load a skill and print its verified SKILL.md.
-    Load {
-        /// The skill's SKILL.md URI.
-        skill_uri: String,
-        /// Refuse (exit 5) unless the skill is approved as it is now.
-        #[arg(long)]
-        require_approval: bool,
-        /// Refuse (exit 5) unless the skill is pinned in this lock file exactly as it is now.
-        #[arg(long, value_name = "FILE")]
-        locked: Option<PathBuf>,
-        /// Also read every file of the skill (verified; on a cold cache the whole skill is
-        /// fetched and stored as one batch), so that later reads are cache hits.
-        #[arg(long)]
-        all: bool,
-        /// Print the SKILL.md framed for model context: tagged with its origin and URI as
-        /// content from an MCP server, closed by a boundary the content does not contain.
-        #[arg(long)]
-        framed: bool,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
+    Load(LoadArgs),
     /// Load a skill, then read one of its files.
-    Read {
-        /// The skill's SKILL.md URI.
-        skill_uri: String,
-        /// The file: relative to the skill root, or an absolute URI inside it.
-        reference: String,
-        /// Refuse (exit 5) unless the skill is approved as it is now.
-        #[arg(long)]
-        require_approval: bool,
-        /// Refuse (exit 5) unless the skill is pinned in this lock file exactly as it is now.
-        #[arg(long, value_name = "FILE")]
-        locked: Option<PathBuf>,
-        /// Print the file framed for model context (see `load --framed`); a binary file is
-        /// described, not inlined.
-        #[arg(long)]
-        framed: bool,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
+    Read(ReadArgs),
     /// The entries in the cache.
-    Entries {
-        /// Only this origin.
-        #[arg(long)]
-        origin: Option<String>,
-    },
+    Entries(LocalArgs),
     /// Re-hash every cached blob; exit 3 if anything is corrupt.
-    Verify {
-        /// Only this origin.
-        #[arg(long)]
-        origin: Option<String>,
-    },
+    Verify(LocalArgs),
     /// Remove unreferenced blobs and temporaries, then least-recently-used ones over a budget.
-    Gc {
-        /// The byte budget.
-        #[arg(long)]
-        max_bytes: Option<u64>,
-    },
+    Gc(GcArgs),
     /// Remove everything of one origin, of every origin `--config` does not name, or of every
     /// origin.
-    Purge {
-        /// The origin.
-        #[arg(long, required_unless_present_any = ["absent", "all"], conflicts_with_all = ["absent", "all"])]
-        origin: Option<String>,
-        /// Every origin in the cache that `--config` does not name (servers removed from the
-        /// configuration): entries, approvals and cached files; each is listed. A config that
-        /// names no server is refused: removing every origin is `--all`.
-        #[arg(long, conflicts_with = "all")]
-        absent: bool,
-        /// Every origin in the cache: entries, approvals and cached files; each is listed.
-        #[arg(long)]
-        all: bool,
-        /// With `--absent` or `--all`: list the origins that would be removed, and remove
-        /// nothing.
-        #[arg(long)]
-        dry_run: bool,
-    },
+    Purge(PurgeArgs),
     /// Counts and sizes.
-    Stats,
+    Stats {
+        #[command(flatten)]
+        cache: CacheArgs,
+        #[command(flatten)]
+        out: JsonArg,
+    },
     /// The entry a server would publish for a local skill folder; exit 4 if it is not valid.
     Inspect {
         /// The skill folder.
@@ -256,7 +208,210 @@ pub(crate) enum Command {
     /// to connected peers.
     Serve(ServeArgs),
     /// A guided tour of the loading path on bundled sample skills.
-    Demo,
+    Demo {
+        #[command(flatten)]
+        cache: CacheArgs,
+        #[command(flatten)]
+        isolation: IsolationArgs,
+        #[command(flatten)]
+        timeout: TimeoutArg,
+    },
+}
+
+/// `list`.
+#[derive(Args, Debug)]
+pub(crate) struct ListArgs {
+    /// Every server of `--config` in one catalog: each skill under a handle unique across
+    /// servers, name collisions reported; a server that fails is reported and the others are
+    /// still listed.
+    #[arg(long, conflicts_with = "origin")]
+    pub(crate) all: bool,
+    /// With `--all`: the host's own (filesystem) skill names, comma-separated; an MCP skill
+    /// of the same name is qualified by its origin and reported as a collision.
+    #[arg(long, value_name = "A,B,…", value_delimiter = ',', requires = "all")]
+    pub(crate) local_names: Vec<String>,
+    /// With `--all`: a file of local skill names, one a line (blank lines and `#` comments
+    /// skipped).
+    #[arg(long, value_name = "FILE", requires = "all")]
+    pub(crate) local_names_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    #[command(flatten)]
+    pub(crate) reach: ReachArgs,
+    #[command(flatten)]
+    pub(crate) jobs: JobsArg,
+    #[command(flatten)]
+    pub(crate) cache: CacheArgs,
+    #[command(flatten)]
+    pub(crate) out: JsonArg,
+}
+
+/// `lock`.
+#[derive(Args, Debug)]
+pub(crate) struct LockArgs {
+    /// The skills' SKILL.md URIs (of `--origin`).
+    pub(crate) skill_uris: Vec<String>,
+    /// Every skill: of `--origin`, or without it of every server of `--config`.
+    #[arg(long, conflicts_with = "skill_uris")]
+    pub(crate) all: bool,
+    /// The lock file.
+    #[arg(long, short, default_value = "skills.lock")]
+    pub(crate) output: PathBuf,
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    #[command(flatten)]
+    pub(crate) reach: ReachArgs,
+    #[command(flatten)]
+    pub(crate) jobs: JobsArg,
+    #[command(flatten)]
+    pub(crate) cache: CacheArgs,
+    #[command(flatten)]
+    pub(crate) out: JsonArg,
+}
+
+/// `entry`.
+#[derive(Args, Debug)]
+pub(crate) struct EntryArgs {
+    /// The skill's SKILL.md URI.
+    pub(crate) skill_uri: String,
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    #[command(flatten)]
+    pub(crate) reach: ReachArgs,
+    #[command(flatten)]
+    pub(crate) cache: CacheArgs,
+    #[command(flatten)]
+    pub(crate) out: JsonArg,
+}
+
+/// `approve`.
+#[derive(Args, Debug)]
+pub(crate) struct ApproveArgs {
+    /// The skill's SKILL.md URI.
+    #[arg(required_unless_present = "from_lock", conflicts_with = "from_lock")]
+    pub(crate) skill_uri: Option<String>,
+    /// Approve exactly the skills this lock file pins (of `--origin`, or of every origin
+    /// it names), each only if its entry is still as pinned (exit 5 otherwise).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) from_lock: Option<PathBuf>,
+    /// Also grant the tools its frontmatter requests (allowed-tools).
+    #[arg(long)]
+    pub(crate) grant_tools: bool,
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    #[command(flatten)]
+    pub(crate) reach: ReachArgs,
+    #[command(flatten)]
+    pub(crate) jobs: JobsArg,
+    #[command(flatten)]
+    pub(crate) cache: CacheArgs,
+    #[command(flatten)]
+    pub(crate) out: JsonArg,
+}
+
+/// What `load` and `read` share: the gates, the server, and how files are fetched.
+#[derive(Args, Debug)]
+pub(crate) struct GateArgs {
+    /// Refuse (exit 5) unless the skill is approved as it is now.
+    #[arg(long)]
+    pub(crate) require_approval: bool,
+    /// Refuse (exit 5) unless the skill is pinned in this lock file exactly as it is now.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) locked: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    #[command(flatten)]
+    pub(crate) reach: ReachArgs,
+    #[command(flatten)]
+    pub(crate) fetch: FetchArgs,
+    #[command(flatten)]
+    pub(crate) cache: CacheArgs,
+    #[command(flatten)]
+    pub(crate) out: JsonArg,
+}
+
+/// `load`.
+#[derive(Args, Debug)]
+pub(crate) struct LoadArgs {
+    /// The skill's SKILL.md URI.
+    pub(crate) skill_uri: String,
+    /// Also read every file of the skill (verified; on a cold cache the whole skill is
+    /// fetched and stored as one batch), so that later reads are cache hits.
+    #[arg(long)]
+    pub(crate) all: bool,
+    /// Print the SKILL.md framed for model context: tagged with its origin and URI as
+    /// content from an MCP server, closed by a boundary the content does not contain.
+    #[arg(long)]
+    pub(crate) framed: bool,
+    #[command(flatten)]
+    pub(crate) gate: GateArgs,
+}
+
+/// `read`.
+#[derive(Args, Debug)]
+pub(crate) struct ReadArgs {
+    /// The skill's SKILL.md URI.
+    pub(crate) skill_uri: String,
+    /// The file: relative to the skill root, or an absolute URI inside it.
+    pub(crate) reference: String,
+    /// Print the file framed for model context (see `load --framed`); a binary file is
+    /// described, not inlined.
+    #[arg(long)]
+    pub(crate) framed: bool,
+    #[command(flatten)]
+    pub(crate) gate: GateArgs,
+}
+
+/// `entries` and `verify`: the cache alone.
+#[derive(Args, Debug)]
+pub(crate) struct LocalArgs {
+    /// Only this origin.
+    #[arg(long)]
+    pub(crate) origin: Option<String>,
+    #[command(flatten)]
+    pub(crate) cache: CacheArgs,
+    #[command(flatten)]
+    pub(crate) out: JsonArg,
+}
+
+/// `gc`.
+#[derive(Args, Debug)]
+pub(crate) struct GcArgs {
+    /// The byte budget (e.g. `10485760`, `10MiB`, `512KiB`), counted as `--origin-quota` is.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub(crate) max_bytes: Option<u64>,
+    #[command(flatten)]
+    pub(crate) cache: CacheArgs,
+    #[command(flatten)]
+    pub(crate) out: JsonArg,
+}
+
+/// `purge`: exactly one of its three modes.
+#[derive(Args, Debug)]
+#[group(id = "mode", required = true, multiple = false, args = ["origin", "absent", "all"])]
+pub(crate) struct PurgeArgs {
+    /// One origin: its entries, approvals and cached files.
+    #[arg(long)]
+    pub(crate) origin: Option<String>,
+    /// Every origin in the cache that `--config` does not name (servers removed from the
+    /// configuration): entries, approvals and cached files; each is listed. A config that
+    /// names no server is refused: removing every origin is `--all`.
+    #[arg(long, requires = "config")]
+    pub(crate) absent: bool,
+    /// Every origin in the cache: entries, approvals and cached files; each is listed.
+    #[arg(long)]
+    pub(crate) all: bool,
+    /// With `--absent` or `--all`: list the origins that would be removed, and remove
+    /// nothing.
+    #[arg(long, conflicts_with = "origin")]
+    pub(crate) dry_run: bool,
+    /// With `--absent`: the MCP host configuration file whose servers are kept.
+    #[arg(long, value_name = "FILE", requires = "absent")]
+    pub(crate) config: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) cache: CacheArgs,
+    #[command(flatten)]
+    pub(crate) out: JsonArg,
 }
 
 /// What `serve` takes.
@@ -270,10 +425,11 @@ pub(crate) struct ServeArgs {
     /// Publish this skill path as "dynamic" (repeatable).
     #[arg(long)]
     pub(crate) dynamic: Vec<String>,
-    /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8080; port 0 picks one) instead
+    /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8080 or localhost:8080; port 0
+    /// picks one) instead
     /// of stdio. The endpoint URL is printed on stderr once the port is bound. An address that
     /// is not loopback needs --allow-remote.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = parse_http_addr)]
     pub(crate) http: Option<std::net::SocketAddr>,
     /// Allow --http on an address other than loopback: every published skill is then readable
     /// by anyone who can reach it (there is no authentication).
@@ -306,7 +462,24 @@ fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
     }
 }
 
-/// `--origin-quota`: a whole number of bytes, optionally with a binary suffix (`KiB`, `MiB`,
+/// `--http`: an IP address and port, or `localhost:PORT` (127.0.0.1, resolved here rather than
+/// by the system's resolver, whose `localhost` may be anything).
+fn parse_http_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    match text.rsplit_once(':') {
+        Some((host, port)) if host.eq_ignore_ascii_case("localhost") => port
+            .parse::<u16>()
+            .map(|port| std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+            .map_err(|_| format!("{text:?}: {port:?} is not a port (0 to 65535)")),
+        _ => Err(format!(
+            "{text:?} is not an address and port (e.g. 127.0.0.1:8080, [::1]:8080, localhost:0)"
+        )),
+    }
+}
+
+/// `--origin-quota` and `gc --max-bytes`: a whole number of bytes, optionally with a binary suffix (`KiB`, `MiB`,
 /// `GiB`; `K`, `M`, `G` mean the same).
 fn parse_bytes(text: &str) -> Result<u64, String> {
     let t = text.trim();

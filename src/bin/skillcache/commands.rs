@@ -450,7 +450,7 @@ async fn approve_from_lock(
     grant_tools: bool,
     target: &Target,
 ) -> Result<Outcome> {
-    let lock = Arc::new(LockFile::read(path)?);
+    let lock = Arc::new(LockFile::read(path).map_err(Failure::given)?);
     let cache = open(ctx, target, ApprovalPolicy::NotRequired, None)?;
     let mut origins: Vec<Origin> = lock
         .skills()
@@ -522,7 +522,8 @@ async fn load(ctx: &Ctx, load: Load) -> Result<Outcome> {
         .locked
         .as_deref()
         .map(LockFile::read)
-        .transpose()?;
+        .transpose()
+        .map_err(Failure::given)?;
     let (cache, source) = connect(ctx, &load.origin, &load.target, load.gate.approval, lock)?;
     let info = cache.entry(&load.origin, &load.uri).await?;
     // `--all`: every file through the verified path; on a cold cache the whole skill (its
@@ -618,10 +619,15 @@ async fn gc(ctx: &Ctx, max_bytes: Option<u64>) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// `purge --origin`: everything of one origin.
+/// `purge --origin`: everything of one origin. An origin the root holds nothing of is said to
+/// be so, and the command still succeeds (exit 0): what was asked for, that nothing of it is
+/// cached, holds. The purge runs anyway, as cheap as it is harmless, so that nothing a listing
+/// missed survives it.
 async fn purge(ctx: &Ctx, origin: &Origin) -> Result<Outcome> {
-    local_cache(ctx)?.purge(origin).await?;
-    render::purged(ctx.json, origin);
+    let cache = local_cache(ctx)?;
+    let held = cache.origins().await?.contains(origin);
+    cache.purge(origin).await?;
+    render::purged(ctx.json, origin, held);
     Ok(Outcome::Ok)
 }
 
@@ -686,8 +692,7 @@ async fn purge_every(
 async fn stats(ctx: &Ctx) -> Result<Outcome> {
     let cache = local_cache(ctx)?;
     let inventory = cache.inventory().await?;
-    let isolation = format!("{:?}", ctx.isolation).to_lowercase();
-    render::stats(ctx.json, &cache, &isolation, &inventory);
+    render::stats(ctx.json, &cache, &inventory);
     Ok(Outcome::Ok)
 }
 

@@ -1,5 +1,11 @@
 //! `skillcache demo`: the loading path, step by step, on bundled sample skills served by
-//! `skillcache serve` in a child process, with a temporary cache root.
+//! `skillcache serve`'s own server over Streamable HTTP on a loopback port of this process, with
+//! a temporary cache root.
+//!
+//! In this process rather than a child: the command may be the Rust binary or the Python
+//! package's console script (whose executable is the Python interpreter), and the tour must not
+//! depend on finding a `skillcache` to start. The client still speaks MCP over a real socket to
+//! the same server `skillcache serve --http` runs.
 
 use std::fmt::Display;
 use std::fs;
@@ -7,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use skillcache::local::SkillServer;
 use skillcache::source::McpSource;
 use skillcache::{EntryInfo, LoadedSkill, SkillCache, SkillCacheBuilder};
 use skillcache::{Error, Origin, SkillUri};
@@ -124,16 +131,14 @@ async fn tour(
         n: 0,
         started: Instant::now(),
     };
-    step.begin("connect: start `skillcache serve` on the sample skills (stdio, via rmcp)");
-    let exe = std::env::current_exe()?;
-    // A host builds the server's command itself; the source spawns it on the first request.
-    let mut command = tokio::process::Command::new(&exe);
-    command
-        .arg("serve")
-        .arg(&served)
-        .args(["--dynamic", "live-status"]);
+    step.begin(
+        "connect: `skillcache serve` on the sample skills, over Streamable HTTP on loopback (rmcp both sides)",
+    );
+    let url = serve_samples(&served)?;
+    // A host builds the server's source itself; nothing is contacted until a request needs it.
     let origin = Origin::new("demo-server")?;
-    cache.connect(origin.clone(), Arc::new(McpSource::stdio(command)));
+    cache.connect(origin.clone(), Arc::new(McpSource::http(&url)));
+    say(format!("the server answers at {url}"));
     say(format!(
         "origin label \"{origin}\" (the host's name for the server, never the server's own)"
     ));
@@ -291,6 +296,20 @@ impl Tour {
         self.step.done();
         Ok(())
     }
+}
+
+/// Serves `served` as `skillcache serve --http 127.0.0.1:0 --dynamic live-status` would, on a
+/// task of this runtime (it ends with the command), and returns its endpoint.
+fn serve_samples(served: &Path) -> Result<String, Failure> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    let samples = SkillServer::new(served).dynamic("live-status");
+    tokio::spawn(async move {
+        if let Err(e) = skillcache::serve_http(samples, listener).await {
+            eprintln!("skillcache: warning: the demo's server stopped: {e}");
+        }
+    });
+    Ok(url)
 }
 
 fn describe(f: &skillcache::SkillFile) {

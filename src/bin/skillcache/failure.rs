@@ -10,6 +10,8 @@ pub(crate) enum Failure {
     Many(u8, Vec<Error>),
     /// A bad argument, found before any server was started (exit 2).
     Usage(String),
+    /// A file the command line names that could not be read (exit 2), with its cause.
+    Given(Box<Error>),
     /// Anything else (exit 1).
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -35,5 +37,19 @@ impl From<skillcache::error::ConfigError> for Failure {
 impl From<std::io::Error> for Failure {
     fn from(e: std::io::Error) -> Failure {
         Failure::Other(Box::new(e))
+    }
+}
+
+impl Failure {
+    /// A file named on the command line (`--config`, `--locked`, `--from-lock`) that could not
+    /// be read: a usage error (exit 2), as a refused one is, with the library's error and its
+    /// cause. Every other error keeps its own exit code.
+    pub(crate) fn given(e: Error) -> Failure {
+        match e {
+            e @ Error::Store(skillcache::error::StoreError::Io { .. }) => {
+                Failure::Given(Box::new(e))
+            }
+            e => e.into(),
+        }
     }
 }

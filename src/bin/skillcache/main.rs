@@ -2,13 +2,14 @@
 //!
 //! Exit codes (a public contract): 0 ok; 2 usage (bad arguments, checked before any server is
 //! started: an empty or over-long `--origin`, an unparsable `SKILL_URI`, a `serve`/`inspect`
-//! folder that does not exist, a bad `--timeout`, a `--config` or lock file that is refused, an
-//! origin the config does not name); 3 verification failure (size, digest, frontmatter,
-//! unlisted); 4 the server: an invalid entry, a protocol error, a timeout, a message over the
-//! bound, a connection that failed or died; 5 declined by policy (limits, dynamic, approval
-//! missing or revoked, a skill not locked or drifted from the lock, a skill larger than
-//! `--origin-quota`, offline and not in the cache,
-//! a reference that leaves the skill); 1 a local failure (the cache root, the index, I/O).
+//! folder that does not exist, a bad `--timeout`, a `--config` or lock file that is missing,
+//! unreadable or refused, an origin the config does not name, an option the command does not
+//! take); 3 verification failure (size, digest, frontmatter, unlisted); 4 the server: an invalid
+//! entry, a protocol error, a timeout, a message over the bound, a connection that failed or
+//! died; 5 declined by policy (limits, dynamic — loaded or approved —, approval missing or
+//! revoked, a skill not locked or drifted from the lock, a skill larger than `--origin-quota`,
+//! offline and not in the cache, a reference that leaves the skill); 1 a local failure (the
+//! cache root, the index, I/O).
 //! Errors go to stderr as one line each, with their cause chain. `list --all` and `lock --all`
 //! go on past a server that fails, and exit with the code of the first failure. Every string a
 //! server or a file chose is printed display-safe (R-E5, `inert`).
@@ -192,6 +193,10 @@ where
                 report(e);
             }
             code
+        }
+        Err(failure::Failure::Given(e)) => {
+            report(e.as_ref());
+            2
         }
         Err(failure::Failure::Usage(message)) => {
             eprintln!("skillcache: error: {message}");

@@ -10,7 +10,10 @@ use skillcache::{
     SkillUri, display_safe,
 };
 
-use crate::args::{Cli, Command, ServeArgs, ServerArgs};
+use crate::args::{
+    CacheArgs, Cli, Command, FetchArgs, GateArgs, IsolationArg, JobsArg, JsonArg, PurgeArgs,
+    ReachArgs, ServeArgs, ServerArgs,
+};
 use crate::cmdline::StdioCommand;
 use crate::failure::Failure;
 
@@ -149,6 +152,127 @@ pub(crate) struct Plan {
     pub(crate) job: Job,
 }
 
+/// The options a command took that configure the cache (each command takes only its own; a
+/// missing one keeps the library's default).
+#[derive(Default)]
+struct Shared {
+    cache: CacheArgs,
+    timeout: Option<std::time::Duration>,
+    config: Option<PathBuf>,
+    offline: bool,
+    allow_stale: bool,
+    isolation: Option<IsolationArg>,
+    origin_quota: Option<u64>,
+    l2: Option<String>,
+    jobs: Option<u16>,
+    json: bool,
+}
+
+impl Shared {
+    fn new(cache: CacheArgs, out: JsonArg) -> Shared {
+        Shared {
+            cache,
+            json: out.json,
+            ..Shared::default()
+        }
+    }
+
+    /// With the options of a command that asks servers.
+    fn reach(mut self, reach: ReachArgs) -> Shared {
+        self.timeout = Some(reach.timeout.timeout);
+        self.config = reach.config;
+        self.offline = reach.offline;
+        self.allow_stale = reach.allow_stale;
+        self
+    }
+
+    /// With the options of a command that fetches and reads files.
+    fn fetch(mut self, fetch: FetchArgs) -> Shared {
+        self.isolation = Some(fetch.isolation.isolation);
+        self.origin_quota = fetch.origin_quota;
+        self.l2 = fetch.l2.l2;
+        self
+    }
+
+    fn jobs(mut self, jobs: JobsArg) -> Shared {
+        self.jobs = Some(jobs.jobs);
+        self
+    }
+
+    /// The global flags a command's own arguments are checked against.
+    fn flags(&self) -> Flags {
+        Flags {
+            has_config: self.config.is_some(),
+            offline: self.offline,
+        }
+    }
+
+    /// Reads `--config` (a refused or missing file is exit 2 with its path), then builds the
+    /// cache's configuration. Nothing is opened or started.
+    #[allow(clippy::result_large_err)]
+    fn ctx(self) -> Result<Ctx> {
+        let config = match self.config {
+            Some(path) => {
+                let read = McpConfig::read(&path).map_err(Failure::given)?;
+                Some((path, read))
+            }
+            None => None,
+        };
+        let isolation: Isolation = self.isolation.unwrap_or(IsolationArg::Rehash).into();
+        let mut builder = SkillCache::builder()
+            .isolation(isolation)
+            .offline(self.offline)
+            .allow_stale(self.allow_stale);
+        if let Some(timeout) = self.timeout {
+            builder = builder.request_timeout(timeout).connect_timeout(timeout);
+        }
+        // Without `--root`, the library's default applies: `$SKILLCACHE_ROOT` unless it is empty
+        // (an empty `SKILLCACHE_ROOT=` is unset, as in the shell convention), else the XDG cache
+        // folder.
+        if let Some(root) = &self.cache.root {
+            builder = builder.root(root);
+        }
+        // Without --key-file the library's default applies (SKILLCACHE_KEY_FILE when not empty).
+        if let Some(key) = self
+            .cache
+            .key_file
+            .as_ref()
+            .filter(|k| !k.as_os_str().is_empty())
+        {
+            builder = builder.key_file(key);
+        }
+        if let Some(quota) = self.origin_quota {
+            builder = builder.origin_quota(quota);
+        }
+        builder = l2(builder, self.l2.as_deref())?;
+        Ok(Ctx {
+            json: self.json,
+            builder,
+            config,
+            offline: self.offline,
+            isolation,
+            jobs: usize::from(self.jobs.unwrap_or(crate::many::DEFAULT_JOBS)),
+        })
+    }
+}
+
+/// `--l2`: a bad URL is a usage error (exit 2); an unreachable tier is not an error at all.
+/// Without the feature, the flag is refused naming the feature it needs.
+#[allow(clippy::result_large_err)]
+fn l2(builder: SkillCacheBuilder, url: Option<&str>) -> Result<SkillCacheBuilder> {
+    #[cfg(feature = "l2")]
+    if let Some(url) = url {
+        return Ok(builder.l2(skillcache::L2::from_url(url)?));
+    }
+    #[cfg(not(feature = "l2"))]
+    if url.is_some() {
+        return Err(Failure::Usage(
+            "--l2 needs the shared tier, which this skillcache was built without: build it with the feature `l2` (cargo install … --features l2)".into(),
+        ));
+    }
+    Ok(builder)
+}
+
 impl Plan {
     /// Checks every argument, then reads `--config` (a refused file is exit 2 with its path and
     /// field), then builds the cache's configuration. Nothing is opened or started.
@@ -156,49 +280,114 @@ impl Plan {
     // the cold path.
     #[allow(clippy::result_large_err)]
     pub(crate) fn new(cli: Cli) -> Result<Plan> {
-        let flags = Flags {
-            has_config: cli.config.is_some(),
-            offline: cli.offline,
-        };
-        let job = flags.job(cli.command, cli.root.clone(), cli.key_file.clone())?;
-        let config = match cli.config.as_deref() {
-            Some(path) => Some((path.to_owned(), McpConfig::read(path)?)),
-            None => None,
-        };
-        let mut builder = SkillCache::builder()
-            .isolation(cli.isolation.into())
-            .request_timeout(cli.timeout)
-            .connect_timeout(cli.timeout)
-            .offline(cli.offline)
-            .allow_stale(cli.allow_stale);
-        // Without `--root`, the library's default applies: `$SKILLCACHE_ROOT` unless it is empty
-        // (an empty `SKILLCACHE_ROOT=` is unset, as in the shell convention), else the XDG cache
-        // folder.
-        if let Some(root) = &cli.root {
-            builder = builder.root(root);
-        }
-        // Without --key-file the library's default applies (SKILLCACHE_KEY_FILE when not empty).
-        if let Some(key) = cli.key_file.as_ref().filter(|k| !k.as_os_str().is_empty()) {
-            builder = builder.key_file(key);
-        }
-        if let Some(quota) = cli.origin_quota {
-            builder = builder.origin_quota(quota);
-        }
-        // A bad URL is a usage error (exit 2); an unreachable tier is not an error at all.
-        #[cfg(feature = "l2")]
-        if let Some(url) = &cli.l2 {
-            builder = builder.l2(skillcache::L2::from_url(url)?);
-        }
-        let ctx = Ctx {
-            json: cli.json,
-            builder,
-            config,
-            offline: cli.offline,
-            isolation: cli.isolation.into(),
-            jobs: usize::from(cli.jobs),
-        };
-        Ok(Plan { ctx, job })
+        let (job, shared) = job(cli.command)?;
+        Ok(Plan {
+            ctx: shared.ctx()?,
+            job,
+        })
     }
+}
+
+/// The command's arguments, checked, and the options it took that configure the cache; in
+/// each command the order of the checks is the order its refusals are reported in.
+#[allow(clippy::result_large_err)]
+fn job(command: Command) -> Result<(Job, Shared)> {
+    Ok(match command {
+        Command::List(a) => {
+            let shared = Shared::new(a.cache, a.out).reach(a.reach).jobs(a.jobs);
+            let job = shared
+                .flags()
+                .list(a.all, &a.local_names, a.local_names_file, a.server)?;
+            (job, shared)
+        }
+        Command::Lock(a) => {
+            let shared = Shared::new(a.cache, a.out).reach(a.reach).jobs(a.jobs);
+            let job = shared
+                .flags()
+                .lock(&a.skill_uris, a.all, a.output, a.server)?;
+            (job, shared)
+        }
+        Command::Approve(a) => {
+            let shared = Shared::new(a.cache, a.out).reach(a.reach).jobs(a.jobs);
+            let job = shared
+                .flags()
+                .approve(a.skill_uri, a.from_lock, a.grant_tools, a.server)?;
+            (job, shared)
+        }
+        Command::Entry(a) => {
+            let shared = Shared::new(a.cache, a.out).reach(a.reach);
+            let uri = uri(&a.skill_uri)?;
+            let (origin, target) = shared.flags().one(a.server)?;
+            (Job::Entry(origin, uri, target), shared)
+        }
+        Command::Load(a) => load_job(&a.skill_uri, None, a.all, a.framed, a.gate)?,
+        Command::Read(a) => load_job(&a.skill_uri, Some(a.reference), false, a.framed, a.gate)?,
+        Command::Entries(a) => (
+            Job::Entries(a.origin.map(origin).transpose()?),
+            Shared::new(a.cache, a.out),
+        ),
+        Command::Verify(a) => (
+            Job::Verify(a.origin.map(origin).transpose()?),
+            Shared::new(a.cache, a.out),
+        ),
+        Command::Purge(a) => purge(a)?,
+        Command::Gc(a) => (Job::Gc(a.max_bytes), Shared::new(a.cache, a.out)),
+        Command::Stats { cache, out } => (Job::Stats, Shared::new(cache, out)),
+        Command::Inspect { dir, base_uri } => {
+            folder(&dir)?;
+            (Job::Inspect { dir, base_uri }, Shared::default())
+        }
+        Command::Serve(args) => {
+            serve_usage(&args)?;
+            (Job::Serve(args), Shared::default())
+        }
+        Command::Demo {
+            cache,
+            isolation,
+            timeout,
+        } => {
+            let job = Job::Demo {
+                root: cache.root.clone(),
+                key_file: cache.key_file.clone(),
+            };
+            let mut shared = Shared::new(cache, JsonArg::default());
+            shared.isolation = Some(isolation.isolation);
+            shared.timeout = Some(timeout.timeout);
+            (job, shared)
+        }
+    })
+}
+
+/// `load` and `read`: a skill of one origin, behind its gates.
+#[allow(clippy::result_large_err)]
+fn load_job(
+    text: &str,
+    reference: Option<String>,
+    all: bool,
+    framed: bool,
+    a: GateArgs,
+) -> Result<(Job, Shared)> {
+    let shared = Shared::new(a.cache, a.out).reach(a.reach).fetch(a.fetch);
+    let gate = gate(a.require_approval, a.locked);
+    let load = shared
+        .flags()
+        .load(text, reference, gate, all, framed, a.server)?;
+    Ok((Job::Load(load), shared))
+}
+
+/// `purge`: one origin by a valid label, `--absent` against `--config`, or `--all` (clap
+/// requires exactly one of the three, and `--config` with `--absent`).
+#[allow(clippy::result_large_err)]
+fn purge(a: PurgeArgs) -> Result<(Job, Shared)> {
+    let mut shared = Shared::new(a.cache, a.out);
+    shared.config = a.config;
+    let job = match a.origin {
+        Some(o) => Job::Purge(origin(o)?),
+        None if a.all => Job::PurgeAll { dry_run: a.dry_run },
+        None if a.absent => Job::PurgeAbsent { dry_run: a.dry_run },
+        None => return Err(Failure::Usage("name --origin, --absent or --all".into())),
+    };
+    Ok((job, shared))
 }
 
 /// The global flags a command's own arguments are checked against.
@@ -227,13 +416,14 @@ fn uri(text: &str) -> Result<SkillUri> {
 
 #[allow(clippy::result_large_err)]
 fn folder(dir: &Path) -> Result<()> {
-    if dir.is_dir() {
-        Ok(())
-    } else {
-        Err(Failure::Usage(format!(
-            "{} is not a folder",
-            display_safe(&dir.to_string_lossy())
-        )))
+    let shown = display_safe(&dir.to_string_lossy()).to_string();
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Failure::Usage(format!("{shown} is not a folder"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Failure::Usage(format!("{shown} does not exist")))
+        }
+        Err(e) => Err(Failure::Usage(format!("cannot read {shown}: {e}"))),
     }
 }
 
@@ -254,82 +444,6 @@ fn serve_usage(args: &ServeArgs) -> Result<()> {
 // `Error` is large (see `Plan::new`); this is the cold path.
 #[allow(clippy::result_large_err)]
 impl Flags {
-    /// The command's arguments, checked; in each command the order of the checks is the order
-    /// its refusals are reported in.
-    fn job(
-        &self,
-        command: Command,
-        root: Option<PathBuf>,
-        key_file: Option<PathBuf>,
-    ) -> Result<Job> {
-        Ok(match command {
-            Command::List {
-                all,
-                local_names,
-                local_names_file,
-                server,
-            } => self.list(all, &local_names, local_names_file, server)?,
-            Command::Lock {
-                skill_uris,
-                all,
-                output,
-                server,
-            } => self.lock(&skill_uris, all, output, server)?,
-            Command::Approve {
-                skill_uri,
-                from_lock,
-                grant_tools,
-                server,
-            } => self.approve(skill_uri, from_lock, grant_tools, server)?,
-            Command::Entry { skill_uri, server } => {
-                let uri = uri(&skill_uri)?;
-                let (origin, target) = self.one(server)?;
-                Job::Entry(origin, uri, target)
-            }
-            Command::Load {
-                skill_uri,
-                require_approval,
-                locked,
-                all,
-                framed,
-                server,
-            } => {
-                let gate = gate(require_approval, locked);
-                Job::Load(self.load(&skill_uri, None, gate, all, framed, server)?)
-            }
-            Command::Read {
-                skill_uri,
-                reference,
-                require_approval,
-                locked,
-                framed,
-                server,
-            } => {
-                let (gate, reference) = (gate(require_approval, locked), Some(reference));
-                Job::Load(self.load(&skill_uri, reference, gate, false, framed, server)?)
-            }
-            Command::Entries { origin: o } => Job::Entries(o.map(origin).transpose()?),
-            Command::Verify { origin: o } => Job::Verify(o.map(origin).transpose()?),
-            Command::Purge {
-                origin,
-                absent,
-                all,
-                dry_run,
-            } => self.purge(origin, absent, all, dry_run)?,
-            Command::Inspect { dir, base_uri } => {
-                folder(&dir)?;
-                Job::Inspect { dir, base_uri }
-            }
-            Command::Serve(args) => {
-                serve_usage(&args)?;
-                Job::Serve(args)
-            }
-            Command::Gc { max_bytes } => Job::Gc(max_bytes),
-            Command::Stats => Job::Stats,
-            Command::Demo => Job::Demo { root, key_file },
-        })
-    }
-
     /// `list`, or with `--all` the catalog of every configured server.
     fn list(
         &self,
@@ -432,23 +546,6 @@ impl Flags {
             framed,
             target,
         })
-    }
-
-    /// `purge`: one origin by a valid label, `--absent` against `--config`, or `--all`.
-    fn purge(&self, origin: Option<String>, absent: bool, all: bool, dry_run: bool) -> Result<Job> {
-        match origin {
-            Some(_) if dry_run => Err(Failure::Usage(
-                "--dry-run goes with --absent or --all: purge --origin removes one origin".into(),
-            )),
-            Some(o) => Ok(Job::Purge(self::origin(o)?)),
-            None if all => Ok(Job::PurgeAll { dry_run }),
-            None if absent && self.has_config => Ok(Job::PurgeAbsent { dry_run }),
-            None if absent => Err(Failure::Usage(
-                "purge --absent removes every origin --config does not name: give --config".into(),
-            )),
-            // clap requires one of the three.
-            None => Err(Failure::Usage("name --origin, --absent or --all".into())),
-        }
     }
 
     /// A command of exactly one origin.

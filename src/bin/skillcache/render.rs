@@ -437,11 +437,14 @@ pub(crate) fn collected(json: bool, r: &skillcache::GcReport) {
 }
 
 /// `purge --origin`.
-pub(crate) fn purged(json: bool, origin: &Origin) {
+/// `purge --origin`; `held`: the root held anything of it.
+pub(crate) fn purged(json: bool, origin: &Origin, held: bool) {
     if json {
-        print_json(&json!({"purged": origin.as_str()}));
-    } else {
+        print_json(&json!({"purged": origin.as_str(), "held": held}));
+    } else if held {
         outln!("purged origin {origin}");
+    } else {
+        outln!("nothing cached for origin {origin}: nothing to purge");
     }
 }
 
@@ -492,10 +495,9 @@ pub(crate) fn purge_stopped(removed: &[Origin], left: &[Origin]) {
 }
 
 /// `stats`: the cache's counts and sizes, and this process's counters.
-pub(crate) fn stats(json: bool, cache: &SkillCache, isolation: &str, inv: &skillcache::Inventory) {
+pub(crate) fn stats(json: bool, cache: &SkillCache, inv: &skillcache::Inventory) {
     let out = json!({
         "root": cache.root().display().to_string(),
-        "isolation": isolation,
         "origins": inv.origins,
         "entries": inv.entries,
         "blobs": inv.blobs,
