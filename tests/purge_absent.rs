@@ -417,9 +417,7 @@ fn k7_claude_json_project_servers_are_kept_by_purge_absent() {
     )
     .expect("write");
     let claude = claude.to_str().expect("utf-8").to_owned();
-    let digest = skillcache::Digest::of(project.as_bytes()).to_string();
-    let hex = digest.trim_start_matches("sha256:");
-    let github = format!("github@api#{}", &hex[..8]);
+    let github = format!("github@api#{}", common::project_label_hash(&project));
     loaded(&env, &claude, &["docs", &github]);
     let before = write_config(&env, "before.json", &["old"]);
     loaded(&env, &before, &["old"]);
