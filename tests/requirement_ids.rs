@@ -252,3 +252,20 @@ fn u5_the_id_doc_defines_each_id_once_with_text() {
         );
     }
 }
+
+#[test]
+fn u6_the_readme_is_a_users_document_of_at_most_450_lines_and_cites_no_id() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 450,
+        "README.md has {lines} lines: move detail to docs/"
+    );
+    let mut cited = Vec::new();
+    for line in readme.lines() {
+        ids(line, &mut cited);
+    }
+    // `L2` is also the shared tier's name, which users read.
+    cited.retain(|id| id != "L2");
+    assert!(cited.is_empty(), "README.md cites {cited:?}");
+}
