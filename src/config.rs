@@ -635,15 +635,12 @@ struct Unique<'a> {
 impl Unique<'_> {
     /// Charges `units` of what is built; an error once the budget is spent.
     fn charge<E: serde::de::Error>(&self, units: u64) -> Result<(), E> {
-        match self.budget.get().checked_sub(units) {
-            Some(left) => {
-                self.budget.set(left);
-                Ok(())
-            }
-            None => {
-                *self.why.borrow_mut() = Parsed::Dense;
-                Err(E::custom("too dense"))
-            }
+        if let Some(left) = self.budget.get().checked_sub(units) {
+            self.budget.set(left);
+            Ok(())
+        } else {
+            *self.why.borrow_mut() = Parsed::Dense;
+            Err(E::custom("too dense"))
         }
     }
 }
@@ -722,16 +719,15 @@ impl<'de> serde::de::Visitor<'de> for Unique<'_> {
             }
             // A skipped member stays as `null`, so a key given twice is found at every level
             // that is kept, and the reader sees the file's shape.
-            let value = match self.keep.member(&key) {
-                Some(keep) => map.next_value_seed(Unique {
+            let value = if let Some(keep) = self.keep.member(&key) {
+                map.next_value_seed(Unique {
                     at: Some(&step),
                     keep,
                     ..self
-                })?,
-                None => {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                    Value::Null
-                }
+                })?
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                Value::Null
             };
             out.insert(key, value);
         }

@@ -80,30 +80,30 @@ fn ids(line: &str, out: &mut Vec<String>) {
         let before = if i == 0 { b' ' } else { b[i - 1] };
         let starts = !word(before) && !b"%\\$#&{.".contains(&before);
         // An `R-` id.
-        if c == b'R' && starts && b.get(i + 1) == Some(&b'-') {
-            if let Some(&letter) = b.get(i + 2).filter(|l| l.is_ascii_uppercase()) {
-                if let Some(n) = number(&b[i + 3..]) {
-                    let end = i + 3 + n;
-                    if b.get(end)
-                        .is_none_or(|&a| !a.is_ascii_alphanumeric() && a != b'_')
-                    {
-                        out.push(format!("R-{}{}", char::from(letter), &line[i + 3..end]));
-                        i = end;
-                        continue;
-                    }
-                }
-            }
+        if c == b'R'
+            && starts
+            && b.get(i + 1) == Some(&b'-')
+            && let Some(&letter) = b.get(i + 2).filter(|l| l.is_ascii_uppercase())
+            && let Some(n) = number(&b[i + 3..])
+            && b.get(i + 3 + n)
+                .is_none_or(|&a| !a.is_ascii_alphanumeric() && a != b'_')
+        {
+            let end = i + 3 + n;
+            out.push(format!("R-{}{}", char::from(letter), &line[i + 3..end]));
+            i = end;
+            continue;
         }
         // A bare id; not the head of a Rust path (`L2::timeout`).
-        if FAMILIES.as_bytes().contains(&c) && starts {
-            if let Some(n) = number(&b[i + 1..]) {
-                let end = i + 1 + n;
-                if b.get(end).is_none_or(|&a| !word(a)) && !line[end..].starts_with("::") {
-                    out.push(line[i..end].to_owned());
-                    i = end;
-                    continue;
-                }
-            }
+        if FAMILIES.as_bytes().contains(&c)
+            && starts
+            && let Some(n) = number(&b[i + 1..])
+            && b.get(i + 1 + n).is_none_or(|&a| !word(a))
+            && !line[i + 1 + n..].starts_with("::")
+        {
+            let end = i + 1 + n;
+            out.push(line[i..end].to_owned());
+            i = end;
+            continue;
         }
         i += 1;
     }
@@ -134,8 +134,8 @@ fn test_name_ids(line: &str, out: &mut Vec<String>) {
     }
 }
 
-/// The ids docs/requirements.md defines (`- **ID** …`) and the names it says are not ids
-/// (`- \`NAME\` — …` under "Not ids").
+/// The ids docs/requirements.md defines (lines `- **ID** …`) and the names it says are not ids
+/// (lines of the "Not ids" section that start with a backticked name).
 fn definitions() -> (BTreeSet<String>, BTreeSet<String>) {
     let doc = std::fs::read_to_string(root().join("docs/requirements.md"))
         .expect("docs/requirements.md is in the repository");

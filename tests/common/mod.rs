@@ -210,10 +210,15 @@ pub fn report(name: &str, text: &str) {
 pub fn project_label_hash(project: &str) -> String {
     let digest = skillcache::Digest::of(project.as_bytes()).to_string();
     let hex = digest.trim_start_matches("sha256:");
-    let bits: String = hex[..40]
-        .chars()
-        .map(|c| format!("{:04b}", c.to_digit(16).expect("hex")))
-        .collect();
+    let bits: String = hex[..40].chars().fold(String::new(), |mut bits, c| {
+        let nibble = c.to_digit(16).expect("hex");
+        bits.extend(
+            (0..4)
+                .rev()
+                .map(|i| if nibble >> i & 1 == 1 { '1' } else { '0' }),
+        );
+        bits
+    });
     bits.as_bytes()
         .chunks(5)
         .map(|c| {
