@@ -31,25 +31,30 @@ fn hit(c: &Cache, o: &Origin, f: &skillcache::entry::ManifestFile) -> usize {
     }
 }
 
+/// The three core caches the rows compare: `Rehash` and `Guaranteed` from disk (memory tier
+/// off), and the default tier (64 MiB) and isolation: the hit a host gets after the first read.
+fn core_caches(dir: &std::path::Path) -> [Cache; 3] {
+    let disk = |name: &str, isolation| {
+        Cache::builder()
+            .root(dir.join(name))
+            .isolation(isolation)
+            .memory_tier(0)
+            .open()
+            .expect("open")
+    };
+    [
+        disk("rehash", Isolation::Rehash),
+        disk("guaranteed", Isolation::Guaranteed),
+        Cache::builder()
+            .root(dir.join("memory"))
+            .open()
+            .expect("open"),
+    ]
+}
+
 fn cache_hit(c: &mut Criterion) {
     let dir = support::scratch();
-    let rehash = Cache::builder()
-        .root(dir.path().join("rehash"))
-        .isolation(Isolation::Rehash)
-        .memory_tier(0)
-        .open()
-        .expect("open");
-    let guaranteed = Cache::builder()
-        .root(dir.path().join("guaranteed"))
-        .isolation(Isolation::Guaranteed)
-        .memory_tier(0)
-        .open()
-        .expect("open");
-    // Default tier (64 MiB), default isolation: the hit a host gets after the first read.
-    let memory = Cache::builder()
-        .root(dir.path().join("memory"))
-        .open()
-        .expect("open");
+    let [rehash, guaranteed, memory] = core_caches(dir.path());
     let cacache_dir = dir.path().join("cacache");
     let origin = Origin::new("bench").expect("label");
     let mut group = c.benchmark_group("cache_hit");

@@ -16,7 +16,19 @@ use skillcache::source::McpSource;
 use skillcache::{Origin, SkillCache};
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    let Err(e) = run().await else {
+        return std::process::ExitCode::SUCCESS;
+    };
+    // What went wrong, then why: `main() -> Result` would print a Debug dump instead.
+    eprintln!("error: {e}");
+    for cause in std::iter::successors(e.source(), |c| c.source()) {
+        eprintln!("  because: {cause}");
+    }
+    std::process::ExitCode::FAILURE
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let (server, skills) = server_and_skills()?;
     let tmp = tempfile::tempdir()?; // the cache root and the host key: nothing under ~
     // The source pipes stdin and stdout (the MCP stream) and kills the child when dropped;

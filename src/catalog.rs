@@ -109,7 +109,7 @@ pub const CATALOG_LISTINGS_AT_ONCE: usize = 16;
 
 /// What [`SkillCache::list`](crate::SkillCache::list) returned for one origin: its entries (each
 /// valid or refused), or why it could not be listed.
-pub type Listing = Result<Vec<Result<crate::EntryInfo, Error>>, Error>;
+pub type Listing = Result<Vec<Result<crate::entry::info::EntryInfo, Error>>, Error>;
 
 impl Catalog {
     /// The catalog of listings the host gathered itself — each origin with what

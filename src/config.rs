@@ -209,10 +209,16 @@ impl Reader<'_> {
                 json_error_offset(self.text, &e),
             ));
             match at {
+                Parsed::Dense => Error::Config(ConfigError::File {
+                    path: self.path.to_owned(),
+                    field: String::new(),
+                    position: None,
+                    problem: too_dense_servers(),
+                }),
                 // A name or field given twice: serde_json would keep the last silently, so
                 // the server a reviewer reads in the file need not be the one started. Its
                 // position is where the parser stopped: the second time.
-                Some(at) => Error::Config(ConfigError::File {
+                Parsed::Twice(at) => Error::Config(ConfigError::File {
                     path: self.path.to_owned(),
                     field: at,
                     position,
@@ -220,7 +226,7 @@ impl Reader<'_> {
                         why: "is given twice; the host and a reader of the file could take different values".into(),
                     },
                 }),
-                None => Error::Config(ConfigError::File {
+                Parsed::Syntax => Error::Config(ConfigError::File {
                     path: self.path.to_owned(),
                     field: String::new(),
                     position,
@@ -448,11 +454,26 @@ fn jsonc(path: &Path, text: &str) -> Result<crate::jsonc::Blanked, Error> {
     Ok(blanked)
 }
 
+/// The refusal of a file whose server blocks (and the keys on the way to them) hold more
+/// structure than one message may: what the reader builds stays within tens of MB.
+fn too_dense_servers() -> FileProblem {
+    FileProblem::Invalid {
+        why: format!(
+            "holds more server settings than a host file needs (over {} units of JSON \
+             structure in its server blocks); refused",
+            crate::json_weight::MAX_JSON_WEIGHT
+        ),
+    }
+}
+
 /// The origin of the server `name` of the Claude Code project at folder `project`:
 /// `NAME@FOLDER#HASH` — the server's name, the project folder's last component, and the first
-/// 8 hex digits of the SHA-256 of the project's path as the file spells it. Two projects'
-/// servers of one name are two origins (the hash tells apart two folders of one name), and the
-/// label is the same on every read of the file. The folder part is in Unicode NFC (macOS writes
+/// 160 bits of the SHA-256 of the project's path as the file spells it, in 32 characters of
+/// lower-case base32 (RFC 4648's alphabet, `a-z2-7`). Two projects' servers of one name are two
+/// origins (the hash tells apart two folders of one name), and the label is the same on every
+/// read of the file. 160 bits because an approval follows the label: two paths with one label
+/// would pass one project's approvals to the other's server, and a search for such a pair costs
+/// about 2^80 hashes (at 32 bits, as labels were first made, it took seconds). The folder part is in Unicode NFC (macOS writes
 /// paths decomposed) and cut to keep the label within [`crate::origin::MAX_LABEL_BYTES`]; a
 /// folder a label could not show (an invisible character) is shown with each character
 /// outside `A-Z a-z 0-9 . _ -` as `_`. `Err`: why no label can be made (the name's own problem).
@@ -463,8 +484,7 @@ fn project_origin(project: &str, name: &str) -> Result<Origin, String> {
         return Err(why);
     }
     let digest = crate::digest::Digest::of(project.as_bytes());
-    let [a, b, c, d, ..] = *digest.as_bytes();
-    let hash = format!("{a:02x}{b:02x}{c:02x}{d:02x}");
+    let hash = base32(&digest.as_bytes()[..20]);
     let folder: String = project
         .rsplit(['/', '\\'])
         .find(|c| !c.is_empty())
@@ -494,19 +514,88 @@ fn project_origin(project: &str, name: &str) -> Result<Origin, String> {
         .map_err(|_| crate::origin::label_problem(&format!("{name}@#{hash}")).unwrap_or_default())
 }
 
+/// `bytes` (a multiple of 5 long) in lower-case base32 without padding: 8 characters for each
+/// 5 bytes, each character 5 bits, most significant first.
+fn base32(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+    let mut out = String::with_capacity(bytes.len() * 8 / 5);
+    for group in bytes.chunks(5) {
+        let mut bits =
+            group.iter().fold(0u64, |acc, &b| acc << 8 | u64::from(b)) << (8 * (5 - group.len()));
+        for _ in 0..8 {
+            out.push(char::from(
+                ALPHABET[usize::try_from(bits >> 35 & 31).unwrap_or(0)],
+            ));
+            bits <<= 5;
+        }
+    }
+    out
+}
+
 /// `text` as JSON, refusing an object that gives a key twice: `Err` with the key's JSON pointer,
 /// or `None` for any other syntax error.
-fn no_duplicates(text: &str) -> Result<Value, (Option<String>, serde_json::Error)> {
+///
+/// Only the parts a reader uses are built (see [`Keep`]); the rest is parsed and skipped, so it
+/// costs no memory. What is built weighs at most [`MAX_JSON_WEIGHT`](crate::json_weight::MAX_JSON_WEIGHT)
+/// in [`JsonWeight`](crate::json_weight::JsonWeight)'s units, counted as it is built: `Err` with
+/// [`Parsed::Dense`] past it.
+fn no_duplicates(text: &str) -> Result<Value, (Parsed, serde_json::Error)> {
     use serde::de::DeserializeSeed as _;
-    let dup = std::cell::RefCell::new(None);
+    let why = std::cell::RefCell::new(Parsed::Syntax);
+    let budget = std::cell::Cell::new(crate::json_weight::MAX_JSON_WEIGHT);
     let mut de = serde_json::Deserializer::from_str(text);
     let value = Unique {
         at: None,
-        dup: &dup,
+        keep: Keep::Top,
+        why: &why,
+        budget: &budget,
     }
     .deserialize(&mut de)
     .and_then(|v| de.end().map(|()| v));
-    value.map_err(|e| (dup.take(), e))
+    value.map_err(|e| (why.take(), e))
+}
+
+/// Why [`no_duplicates`] refused a text.
+#[derive(Default)]
+enum Parsed {
+    /// Not JSON (`serde_json`'s error says where).
+    #[default]
+    Syntax,
+    /// A key given twice, at this JSON pointer.
+    Twice(String),
+    /// The parts the reader uses hold more structure than a message may.
+    Dense,
+}
+
+/// Which part of a configuration file a value is, and so whether it is built. A host file can
+/// be mostly what no reader of servers needs: Claude Code keeps each project's history in
+/// `~/.claude.json`, megabytes of small objects. Those are skipped unbuilt; what is kept is the
+/// server blocks, whole, and the keys on the way to them (to tell the file's shape and refuse a
+/// key given twice there).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// The file's top object: `mcpServers`, `servers` and `projects` are kept.
+    Top,
+    /// `projects`: each member is a project.
+    Projects,
+    /// One project's settings: `mcpServers` is kept.
+    Project,
+    /// A server block: everything in it.
+    All,
+}
+
+impl Keep {
+    /// What the member `key` of an object at this level is; `None`: skipped unbuilt.
+    fn member(self, key: &str) -> Option<Keep> {
+        match (self, key) {
+            (Keep::Top, "mcpServers" | "servers")
+            | (Keep::Project, "mcpServers")
+            | (Keep::All, _) => Some(Keep::All),
+            (Keep::Top, "projects") => Some(Keep::Projects),
+            (Keep::Projects, _) => Some(Keep::Project),
+            (Keep::Top | Keep::Project, _) => None,
+        }
+    }
 }
 
 /// One step of the path to a value: a key or an index, and the steps before it. The pointer is
@@ -534,10 +623,26 @@ impl Step<'_> {
     }
 }
 
-/// A JSON value whose objects give every key once (the pointer of the first repeat is kept).
+/// A JSON value whose objects give every key once (the pointer of the first repeat is kept),
+/// built only where [`Keep`] says, and charged to `budget` as it is built.
 struct Unique<'a> {
     at: Option<&'a Step<'a>>,
-    dup: &'a std::cell::RefCell<Option<String>>,
+    keep: Keep,
+    why: &'a std::cell::RefCell<Parsed>,
+    budget: &'a std::cell::Cell<u64>,
+}
+
+impl Unique<'_> {
+    /// Charges `units` of what is built; an error once the budget is spent.
+    fn charge<E: serde::de::Error>(&self, units: u64) -> Result<(), E> {
+        if let Some(left) = self.budget.get().checked_sub(units) {
+            self.budget.set(left);
+            Ok(())
+        } else {
+            *self.why.borrow_mut() = Parsed::Dense;
+            Err(E::custom("too dense"))
+        }
+    }
 }
 
 impl<'de> serde::de::DeserializeSeed<'de> for Unique<'_> {
@@ -574,7 +679,14 @@ impl<'de> serde::de::Visitor<'de> for Unique<'_> {
         Ok(Value::Null)
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        self.charge(2)?;
         let mut out = Vec::new();
+        if self.keep != Keep::All {
+            // An array where an object of projects or settings belongs: its type is refused
+            // by the reader; what is in it is never needed.
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            return Ok(Value::Array(out));
+        }
         loop {
             let step = Step {
                 before: self.at,
@@ -582,30 +694,41 @@ impl<'de> serde::de::Visitor<'de> for Unique<'_> {
             };
             let Some(v) = seq.next_element_seed(Unique {
                 at: Some(&step),
-                dup: self.dup,
+                ..self
             })?
             else {
                 break;
             };
+            self.charge(1)?;
             out.push(v);
         }
         Ok(Value::Array(out))
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        self.charge(8)?;
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
+            self.charge(2)?;
             let step = Step {
                 before: self.at,
                 key: Ok(&key),
             };
             if out.contains_key(&key) {
-                *self.dup.borrow_mut() = Some(step.pointer());
+                *self.why.borrow_mut() = Parsed::Twice(step.pointer());
                 return Err(serde::de::Error::custom("a key is given twice"));
             }
-            let value = map.next_value_seed(Unique {
-                at: Some(&step),
-                dup: self.dup,
-            })?;
+            // A skipped member stays as `null`, so a key given twice is found at every level
+            // that is kept, and the reader sees the file's shape.
+            let value = if let Some(keep) = self.keep.member(&key) {
+                map.next_value_seed(Unique {
+                    at: Some(&step),
+                    keep,
+                    ..self
+                })?
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                Value::Null
+            };
             out.insert(key, value);
         }
         Ok(Value::Object(out))
@@ -817,6 +940,9 @@ impl McpConfig {
         /// [`ConfigError::File`](crate::error::ConfigError::File) naming the field for anything refused.
         fn parse(path: impl AsRef<Path>, text: &str) -> Result<McpConfig, Error> {
             let path = path.as_ref();
+            // A leading byte order mark is no content: VS Code, Notepad and PowerShell write
+            // one, and VS Code reads such a file. Lines and columns count from after it.
+            let text = text.strip_prefix('\u{feff}').unwrap_or(text);
             let blanked = jsonc(path, text)?;
             let r = Reader {
                 path,
@@ -984,7 +1110,7 @@ mod tests {
         let one = label("/home/u/one/api", "github").expect("a label");
         let two = label("/home/u/two/api", "github").expect("a label");
         assert!(
-            one.starts_with("github@api#") && one.len() == "github@api#".len() + 8,
+            one.starts_with("github@api#") && one.len() == "github@api#".len() + 32,
             "{one}"
         );
         assert_ne!(one, two, "two folders of one name are two origins");
@@ -1084,10 +1210,10 @@ mod tests {
             );
         }
         // A quote in a comment hides what follows from the reader's pre-scan: the text that
-        // is parsed is counted again.
+        // is parsed is counted again, and what is built is charged as it is built.
         let dense = format!(
             "{{\"servers\": {{}}, // \"\n\"x\": [{}0]}} // \"",
-            "0,".repeat(1_100_000)
+            "{},".repeat(6_000_000)
         );
         let (_, problem) = refused(&dense);
         assert!(problem.to_string().contains("structure"), "{problem}");
@@ -1107,6 +1233,112 @@ mod tests {
             .map(crate::origin::Origin::as_str)
             .collect();
         assert_eq!(labels, ["a", "b"]);
+    }
+
+    #[test]
+    fn project_labels_carry_160_bits_of_the_path_in_base32() {
+        // RFC 4648's test vector, lower-cased.
+        assert_eq!(super::base32(b"fooba"), "mzxw6ytb");
+        assert_eq!(super::base32(&[0; 5]), "aaaaaaaa");
+        assert_eq!(super::base32(&[0xff; 5]), "77777777");
+        let label = super::project_origin("/home/u/one/api", "github").expect("a label");
+        let hash = label.as_str().rsplit_once('#').expect("a hash").1;
+        let digest = crate::digest::Digest::of(b"/home/u/one/api");
+        assert_eq!(hash, super::base32(&digest.as_bytes()[..20]));
+        assert_eq!(hash.len(), 32);
+        // The longest name that leaves room for the hash still makes a label.
+        let name = "n".repeat(crate::origin::MAX_LABEL_BYTES - 34);
+        let longest = super::project_origin("/p/a", &name).expect("a label");
+        assert_eq!(longest.as_str().len(), crate::origin::MAX_LABEL_BYTES);
+    }
+
+    #[test]
+    fn a_config_file_that_starts_with_a_byte_order_mark_is_read() {
+        for text in [
+            "\u{feff}{\"servers\": {\"a\": {\"command\": \"s\"},}}",
+            "\u{feff}{\"mcpServers\": {\"a\": {\"command\": \"s\"}}}",
+        ] {
+            let config = McpConfig::parse("/w/.vscode/mcp.json", text).expect("read");
+            assert!(config.server("a").is_some(), "{text:?}");
+        }
+        // Only a leading one: a mark anywhere else is not white space in JSON.
+        let (_, problem) = refused("{\u{feff}\"mcpServers\": {}}");
+        assert!(matches!(problem, FileProblem::Syntax { .. }), "{problem:?}");
+        // Positions count from after the mark.
+        let e = McpConfig::parse(
+            "/m.json",
+            "\u{feff}{\"mcpServers\": {\"d\": {\"command\": 1}}}",
+        )
+        .expect_err("refused");
+        assert!(e.to_string().contains("line 1, column 34"), "{e}");
+    }
+
+    /// A `~/.claude.json` as Claude Code writes it after long use: `projects` projects, each
+    /// with `history` prompts and its settings, and one server.
+    fn claude_json(projects: usize, history: usize) -> String {
+        let prompt = r#"{"display":"fix the failing test in src/lib.rs and run cargo test again","pastedContents":{}}"#;
+        let history = vec![prompt; history].join(",");
+        let project = format!(
+            r#"{{"allowedTools":[],"history":[{history}],"mcpContextUris":[],"mcpServers":{{}},"enabledMcpjsonServers":[],"disabledMcpjsonServers":[],"hasTrustDialogAccepted":true,"projectOnboardingSeenCount":1,"exampleFiles":["src/a.rs","src/b.rs"]}}"#
+        );
+        let all: Vec<String> = (0..projects)
+            .map(|i| format!(r#""/home/u/work/project-{i}":{project}"#))
+            .collect();
+        format!(
+            r#"{{"numStartups":412,"mcpServers":{{"docs":{{"command":"d"}}}},"projects":{{{}}}}}"#,
+            all.join(",")
+        )
+    }
+
+    #[test]
+    fn a_claude_json_of_800_projects_with_their_history_is_read_from_disk() {
+        let text = claude_json(800, 86);
+        assert!(text.len() > 6_500_000, "{}", text.len());
+        // Denser than one message may be: the parts no reader of servers needs are skipped.
+        assert!(
+            crate::json_weight::JsonWeight::default()
+                .feed(text.as_bytes(), crate::json_weight::MAX_JSON_WEIGHT)
+        );
+        let dir = crate::scratch::scratch();
+        let path = dir.path().join(".claude.json");
+        std::fs::write(&path, &text).expect("write");
+        let config = McpConfig::read(&path).expect("a real file loads");
+        assert_eq!(config.servers().count(), 1);
+        assert!(config.server("docs").is_some());
+    }
+
+    #[test]
+    fn a_config_whose_server_blocks_are_dense_is_refused_and_so_is_one_dense_anywhere() {
+        // Dense where the reader builds values: refused while parsing, whatever the comments.
+        let args = format!("[{}0]", "0,".repeat(1_100_000));
+        for text in [
+            format!(r#"{{"mcpServers": {{"a": {{"command": "s", "args": {args}}}}}}}"#),
+            format!(
+                "{{\"servers\": {{\"a\": {{\"command\": \"s\", // \"\n\"args\": {args}}}}}}} // \""
+            ),
+            format!(
+                r#"{{"projects": {{"/w": {{"mcpServers": {{"a": {{"command": "s", "args": {args}}}}}}}}}}}"#
+            ),
+        ] {
+            let (field, problem) = refused(&text);
+            assert_eq!(field, "");
+            assert!(problem.to_string().contains("server settings"), "{problem}");
+        }
+        // A million keys where keys are kept (the top object) are charged too.
+        let keys: Vec<String> = (0..600_000).map(|i| format!("\"k{i}\":0")).collect();
+        let (_, problem) = refused(&format!("{{\"mcpServers\": {{}}, {}}}", keys.join(",")));
+        assert!(problem.to_string().contains("server settings"), "{problem}");
+        // Dense anywhere: the reader's pre-scan refuses it before parsing, from disk.
+        let dir = crate::scratch::scratch();
+        let path = dir.path().join("mcp.json");
+        let empty = "{},".repeat(5_000_000);
+        std::fs::write(
+            &path,
+            format!(r#"{{"mcpServers": {{}}, "x": [{empty}{{}}]}}"#),
+        )
+        .expect("write");
+        let e = McpConfig::read(&path).expect_err("refused");
+        assert!(e.to_string().contains("pre-scan"), "{e}");
     }
 
     #[test]

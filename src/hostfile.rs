@@ -36,13 +36,17 @@ pub(crate) enum Format {
 impl Format {
     /// The most structure a file of this format may hold, in the units its pre-scan counts.
     ///
-    /// JSON: the weight of R-B2's message bound ([`JsonWeight`]), which parses into tens of MB at
-    /// most. TOML: lexer tokens ([`TomlTokens`]); the TOML parser keeps every token and an event
+    /// JSON: sixteen times the weight of R-B2's message bound ([`JsonWeight`]), about one unit a
+    /// byte of the largest file read. A configuration reader builds values only for the parts it
+    /// uses (the server blocks and the keys around them) and skips the rest unbuilt, counting
+    /// what it keeps against the message bound itself (`config::Unique`); so this pre-scan
+    /// bounds the time a parse takes, and a `~/.claude.json` of hundreds of projects with their
+    /// history (6.6 MB weighs about 2 million) is read. TOML: lexer tokens ([`TomlTokens`]); the TOML parser keeps every token and an event
     /// for it before it builds its tree, about 80 bytes a token in all, so 2^19 tokens parse in
     /// about 45 MB. A pinned file costs about 30 tokens: room for some 17,000 pinned files.
     pub(crate) fn max_weight(self) -> u64 {
         match self {
-            Format::Json => crate::json_weight::MAX_JSON_WEIGHT,
+            Format::Json => 16 * crate::json_weight::MAX_JSON_WEIGHT,
             Format::Toml => 1 << 19,
         }
     }

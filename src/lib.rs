@@ -1,7 +1,8 @@
 #![doc = include_str!("../README.md")]
 // The docs.rs front page is the README (issue 11): its host example and "Which type do I use"
-// table are what a new reader needs; its Rust examples run as this crate's doctests. The layers,
-// the loading path and the on-disk layout are in docs/design.md.
+// table are what a new reader needs; its Rust examples run as this crate's doctests. The layers
+// (one row per module below, checked by tests/layers.rs), the loading path and the on-disk layout
+// are described in docs/design.md, and the requirement ids in docs/requirements.md.
 
 /// Declares an item (a function, constant or re-export) that is public only with the `internals`
 /// feature, for the crate's own tests and benches, and crate-visible otherwise. One definition,
@@ -44,6 +45,9 @@ mod mismatch;
 // differ (opening beneath a folder, durable sync, modes, identity), one module per platform.
 mod platform;
 mod rule;
+// The counters (`Counter`, `Stats`, and the live `Counters` the host layer and the shared tier add
+// to): a leaf, so neither layer imports the other for them.
+mod stats;
 // The unit tests' temporary folders: one file shared with the integration tests and benches.
 #[cfg(test)]
 #[path = "../tests/common/scratch.rs"]

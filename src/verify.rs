@@ -10,6 +10,18 @@ use sha2::{Digest as _, Sha256};
 use crate::digest::Digest;
 use crate::mismatch::Mismatch;
 
+/// What a file's bytes were checked against. A type, not a flag: a host that wants the digest
+/// has to say what it does with a dynamic skill's file, which has none (R-V7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verification {
+    /// The bytes matched the size and digest the held entry lists — and, for a `SKILL.md`, its
+    /// frontmatter — on this access (R-V2, R-V6).
+    Verified(Digest),
+    /// A dynamic skill's file: its server publishes no digest, so there was nothing to check it
+    /// against. Served only when the host accepts dynamic skills (R-V7); never cached.
+    Unverified,
+}
+
 /// The one size-then-digest comparison (R-V3: a length that differs is a failure whatever the
 /// digest): `len` bytes were seen, hashing to `actual`; the entry promised `size` bytes hashing
 /// to `digest`.

@@ -340,6 +340,33 @@ fn run(env: &Env, args: &[&str]) -> std::process::Output {
         .expect("the command ends within the deadline")
 }
 
+/// The handles `q1_cli_list_all_shows_handles_and_reports_every_collision_through_serve`
+/// expects: (origin, handle, the handles it collides with).
+fn want_handles() -> Vec<(String, String, String)> {
+    let want = [
+        (
+            "docs",
+            "docs:skill://acme/billing/refunds",
+            "docs:skill://acme/support/refunds team:refunds",
+        ),
+        (
+            "docs",
+            "docs:skill://acme/support/refunds",
+            "docs:skill://acme/billing/refunds team:refunds",
+        ),
+        ("docs", "docs:code-review", "code-review"),
+        ("team", "team:notes", "notes"),
+        (
+            "team",
+            "team:refunds",
+            "docs:skill://acme/billing/refunds docs:skill://acme/support/refunds",
+        ),
+    ];
+    want.iter()
+        .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
+        .collect()
+}
+
 #[test]
 fn q1_cli_list_all_shows_handles_and_reports_every_collision_through_serve() {
     let env = Env::keyed();
@@ -371,29 +398,7 @@ fn q1_cli_list_all_shows_handles_and_reports_every_collision_through_serve() {
     assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
     let seen = json_handles(&v);
-    let want = [
-        (
-            "docs",
-            "docs:skill://acme/billing/refunds",
-            "docs:skill://acme/support/refunds team:refunds",
-        ),
-        (
-            "docs",
-            "docs:skill://acme/support/refunds",
-            "docs:skill://acme/billing/refunds team:refunds",
-        ),
-        ("docs", "docs:code-review", "code-review"),
-        ("team", "team:notes", "notes"),
-        (
-            "team",
-            "team:refunds",
-            "docs:skill://acme/billing/refunds docs:skill://acme/support/refunds",
-        ),
-    ];
-    let want: Vec<(String, String, String)> = want
-        .iter()
-        .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
-        .collect();
+    let want = want_handles();
     assert_eq!(seen, want);
     let names: Vec<&str> = v["collisions"]
         .as_array()

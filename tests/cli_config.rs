@@ -897,9 +897,7 @@ fn k6_a_comment_in_a_strict_json_host_file_is_refused_naming_where() {
 
 /// The label `skillcache` gives the server `name` of the Claude Code project at `project`.
 fn project_label(name: &str, folder: &str, project: &str) -> String {
-    let digest = skillcache::Digest::of(project.as_bytes()).to_string();
-    let hex = digest.trim_start_matches("sha256:");
-    format!("{name}@{folder}#{}", &hex[..8])
+    format!("{name}@{folder}#{}", common::project_label_hash(project))
 }
 
 /// A `~/.claude.json`: `docs` at the top (user scope), and `github` in two projects whose

@@ -590,6 +590,35 @@ fn tamper(blob: &std::path::Path) {
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
 }
 
+/// The events `p4_stats_and_events_follow_misses_hits_bytes_and_a_quarantine` logged for
+/// `origin`: every step, with origin and URI.
+fn every_step_was_logged(origin: &str) {
+    let log = lines_of(origin);
+    let a = "uri=skill://stats/a.md";
+    assert!(has(&log, &["origin bound to a source"]), "{log:#?}");
+    assert!(
+        has(
+            &log,
+            &["request sent", "skills/get", "uri=skill://stats/SKILL.md"]
+        ),
+        "{log:#?}"
+    );
+    assert!(
+        has(&log, &["request sent", "resources/read", a]),
+        "{log:#?}"
+    );
+    assert!(has(&log, &["cache miss", a]), "{log:#?}");
+    assert!(has(&log, &["cache hit", a, "mode=hashed"]), "{log:#?}");
+    assert!(
+        has(&log, &["a cached copy failed verification", a]),
+        "{log:#?}"
+    );
+    assert!(
+        has(&log, &["quarantined; fetching it once more", a]),
+        "{log:#?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn p4_stats_and_events_follow_misses_hits_bytes_and_a_quarantine() {
     events();
@@ -668,30 +697,7 @@ async fn p4_stats_and_events_follow_misses_hits_bytes_and_a_quarantine() {
     );
 
     // Every step was said, with origin and URI.
-    let log = lines_of("p4-stats");
-    let a = "uri=skill://stats/a.md";
-    assert!(has(&log, &["origin bound to a source"]), "{log:#?}");
-    assert!(
-        has(
-            &log,
-            &["request sent", "skills/get", "uri=skill://stats/SKILL.md"]
-        ),
-        "{log:#?}"
-    );
-    assert!(
-        has(&log, &["request sent", "resources/read", a]),
-        "{log:#?}"
-    );
-    assert!(has(&log, &["cache miss", a]), "{log:#?}");
-    assert!(has(&log, &["cache hit", a, "mode=hashed"]), "{log:#?}");
-    assert!(
-        has(&log, &["a cached copy failed verification", a]),
-        "{log:#?}"
-    );
-    assert!(
-        has(&log, &["quarantined; fetching it once more", a]),
-        "{log:#?}"
-    );
+    every_step_was_logged("p4-stats");
 }
 
 /// `resources/read` never answers; everything else is the double's.

@@ -222,3 +222,27 @@ fn d5_the_readme_shows_the_host_example_as_it_is() {
          (lines hidden with `# ` count as shown)"
     );
 }
+
+#[test]
+fn u1_the_host_example_prints_a_readable_error_and_its_cause_not_a_debug_dump() {
+    let dir = common::scratch();
+    let skills = served(dir.path());
+    let mut command = Command::new(example_bin());
+    command
+        .arg(dir.path().join("no-such-server"))
+        .arg(&skills)
+        .env("TMPDIR", dir.path())
+        .env_remove("SKILLCACHE_ROOT")
+        .env_remove("SKILLCACHE_KEY_FILE");
+    let out = finish(command);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains("origin docs"),
+        "{stderr}"
+    );
+    // No Debug text: no struct or enum spelled out, no escaped quotes.
+    for debug in ["{ ", "Transport", "Some(", "\\\""] {
+        assert!(!stderr.contains(debug), "{debug} in {stderr}");
+    }
+}

@@ -1728,6 +1728,36 @@ async fn digests_under(store: &dyn ObjectStore, prefix: &str) -> BTreeMap<String
     out
 }
 
+/// Every file of `skills`, by digest.
+fn blobs_of(skills: &[(SkillEntry, common::Files)]) -> BTreeMap<String, Vec<u8>> {
+    skills
+        .iter()
+        .flat_map(|(_, f)| f.iter())
+        .map(|(_, b)| (Digest::of(b).to_string(), b.clone()))
+        .collect()
+}
+
+/// The bucket's `objects` (key to digest) are the public blobs and nothing else: no key of the
+/// private origin, no object with a private file's bytes, no claim left behind.
+fn holds_exactly_the_public_blobs(
+    objects: &BTreeMap<String, String>,
+    public_blobs: &BTreeMap<String, Vec<u8>>,
+    private_blobs: &BTreeMap<String, Vec<u8>>,
+) {
+    assert!(
+        objects
+            .iter()
+            .all(|(k, d)| !k.contains("/origins/private/") && !private_blobs.contains_key(d)),
+        "a private file reached L2: {objects:?}"
+    );
+    assert_eq!(
+        objects.values().cloned().collect::<BTreeSet<_>>(),
+        public_blobs.keys().cloned().collect::<BTreeSet<_>>(),
+        "exactly the public blobs, no claim left: {objects:?}"
+    );
+    assert_eq!(objects.len(), public_blobs.len());
+}
+
 #[test]
 fn g2_eight_cold_hosts_at_once_read_each_public_blob_once_and_put_no_private_file_in_l2() {
     const HOSTS: usize = 8;
@@ -1744,14 +1774,7 @@ fn g2_eight_cold_hosts_at_once_read_each_public_blob_once_and_put_no_private_fil
     for (entry, files) in &private_skills {
         private.publish(entry, files);
     }
-    let blobs = |skills: &[(SkillEntry, common::Files)]| -> BTreeMap<String, Vec<u8>> {
-        skills
-            .iter()
-            .flat_map(|(_, f)| f.iter())
-            .map(|(_, b)| (Digest::of(b).to_string(), b.clone()))
-            .collect()
-    };
-    let (public_blobs, private_blobs) = (blobs(&public_skills), blobs(&private_skills));
+    let (public_blobs, private_blobs) = (blobs_of(&public_skills), blobs_of(&private_skills));
     // Deadlines and claim waits long enough that only a lost request, never a slow machine,
     // could end one: this test counts server reads, it does not time anything.
     let hosts: Vec<Host> = (0..HOSTS)
@@ -1818,19 +1841,6 @@ fn g2_eight_cold_hosts_at_once_read_each_public_blob_once_and_put_no_private_fil
         HOSTS * public_blobs.len(),
         "every public file came from L2 or the server, once"
     );
-    // The bucket holds the public blobs and nothing else: no key of the private origin, no
-    // object with a private file's bytes, no claim left behind.
     let objects = rt.block_on(digests_under(&moto.raw_client("fleet"), "g2"));
-    assert!(
-        objects
-            .iter()
-            .all(|(k, d)| !k.contains("/origins/private/") && !private_blobs.contains_key(d)),
-        "a private file reached L2: {objects:?}"
-    );
-    assert_eq!(
-        objects.values().cloned().collect::<BTreeSet<_>>(),
-        public_blobs.keys().cloned().collect::<BTreeSet<_>>(),
-        "exactly the public blobs, no claim left: {objects:?}"
-    );
-    assert_eq!(objects.len(), public_blobs.len());
+    holds_exactly_the_public_blobs(&objects, &public_blobs, &private_blobs);
 }

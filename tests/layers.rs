@@ -71,3 +71,53 @@ fn x1_only_the_platform_layer_names_an_operating_system() {
         .count();
     assert!(choosing >= 3, "{choosing} platform files name a system");
 }
+
+/// The names in the first column of docs/design.md's layer table: `name` for a file of `src/`,
+/// `name/` for a folder.
+fn layer_table() -> Vec<String> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let design = std::fs::read_to_string(repo.join("docs/design.md")).expect("docs/design.md");
+    let table = design
+        .split("\n## Layers")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("docs/design.md has a Layers section");
+    table
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .flat_map(|l| {
+            let first = l.split('|').nth(1).unwrap_or_default();
+            first
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn u5_the_layer_table_in_design_md_names_every_module_of_src_and_nothing_else() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut modules = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(repo.join("src")).expect("src/") {
+        let entry = entry.expect("a folder entry");
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let kind = entry.file_type().expect("its type");
+        if kind.is_dir() {
+            modules.insert(format!("{name}/"));
+        } else if let Some(stem) = name.strip_suffix(".rs").filter(|s| *s != "lib") {
+            modules.insert(stem.to_owned());
+        }
+    }
+    let table = layer_table();
+    let named: std::collections::BTreeSet<String> = table.iter().cloned().collect();
+    assert_eq!(named.len(), table.len(), "a module has two rows: {table:?}");
+    let missing: Vec<_> = modules.difference(&named).collect();
+    let gone: Vec<_> = named.difference(&modules).collect();
+    assert!(
+        missing.is_empty() && gone.is_empty(),
+        "docs/design.md's layer table: no row for {missing:?}; rows for what src/ no longer has: {gone:?}"
+    );
+}

@@ -201,9 +201,8 @@ fn run(env: &Env, args: &[&str]) -> std::process::Output {
         .expect("the command ends within the deadline")
 }
 
-#[test]
-fn q3_cli_purge_absent_removes_every_origin_the_config_no_longer_names() {
-    let env = Env::keyed();
+/// Three origins (`docs`, `old`, `older`) served and loaded whole through a config naming them.
+fn three_origins_loaded(env: &Env) {
     for label in ["docs", "old", "older"] {
         serve_folder(
             &env.path("served"),
@@ -211,10 +210,10 @@ fn q3_cli_purge_absent_removes_every_origin_the_config_no_longer_names() {
             &format!("MARKER-{label}-template"),
         );
     }
-    let before = write_config(&env, "before.json", &["docs", "old", "older"]);
+    let before = write_config(env, "before.json", &["docs", "old", "older"]);
     for label in ["docs", "old", "older"] {
         let load = run(
-            &env,
+            env,
             &[
                 "load",
                 "--config",
@@ -227,6 +226,12 @@ fn q3_cli_purge_absent_removes_every_origin_the_config_no_longer_names() {
         );
         assert_eq!(code(&load), 0, "{}", String::from_utf8_lossy(&load.stderr));
     }
+}
+
+#[test]
+fn q3_cli_purge_absent_removes_every_origin_the_config_no_longer_names() {
+    let env = Env::keyed();
+    three_origins_loaded(&env);
     let after = write_config(&env, "after.json", &["docs"]);
 
     // Listed, nothing removed.
@@ -417,9 +422,7 @@ fn k7_claude_json_project_servers_are_kept_by_purge_absent() {
     )
     .expect("write");
     let claude = claude.to_str().expect("utf-8").to_owned();
-    let digest = skillcache::Digest::of(project.as_bytes()).to_string();
-    let hex = digest.trim_start_matches("sha256:");
-    let github = format!("github@api#{}", &hex[..8]);
+    let github = format!("github@api#{}", common::project_label_hash(&project));
     loaded(&env, &claude, &["docs", &github]);
     let before = write_config(&env, "before.json", &["old"]);
     loaded(&env, &before, &["old"]);

@@ -114,6 +114,34 @@ fn quota_child_process() {
     });
 }
 
+/// Two runs of this test binary's `quota_child_process` on the root at `root`, each loading
+/// skills of `docs()` under the quota.
+fn loading_processes(
+    exe: &std::path::Path,
+    root: &std::path::Path,
+    key: &std::path::Path,
+) -> Vec<std::process::Child> {
+    (0..2)
+        .map(|child| {
+            Command::new(exe)
+                .args([
+                    "--exact",
+                    "quota_child_process",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(
+                    CHILD_ENV,
+                    format!("{}|{}|{child}", root.display(), key.display()),
+                )
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect()
+}
+
 #[test]
 fn q4_a_quota_holds_under_two_concurrent_loading_processes() {
     let dir = common::scratch();
@@ -153,25 +181,7 @@ fn q4_a_quota_holds_under_two_concurrent_loading_processes() {
             }
         })
     };
-    let children: Vec<_> = (0..2)
-        .map(|child| {
-            Command::new(&exe)
-                .args([
-                    "--exact",
-                    "quota_child_process",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(
-                    CHILD_ENV,
-                    format!("{}|{}|{child}", root.display(), key.display()),
-                )
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("spawn")
-        })
-        .collect();
+    let children = loading_processes(&exe, &root, &key);
     let outputs = common::within(DEADLINE, move || {
         children
             .into_iter()

@@ -363,16 +363,37 @@ fn check(s: &Scenario, w: &World, isolation: Isolation, root: &Path, outside: &P
     let cache = open(root, isolation, quota, None);
     // 5a. The quota held whatever the fault (R-Q4): room is made before any byte is published.
     held(&cache, s, w, quota, what);
+    let planted = planted(s, w);
+    blobs_intact(&cache, s, w, planted, what);
+    reads_verified(&cache, s, w, quota, planted, what);
+    // 5c. Nothing keeps the quota consumed: beta, which fits, is stored whole after any fault,
+    // and the quota still holds.
+    if quota.is_some() {
+        store_batch(&cache, &w.origin, &w.b.0, &w.b.1).expect("beta fits after any fault");
+        held(&cache, s, w, quota, what);
+    }
+    outside_untouched(s, root, outside, what);
+}
+
+/// The file the scenario tampered with (or the first file, when it tampered with none).
+fn planted<'w>(s: &Scenario, w: &'w World) -> &'w crate::entry::ManifestFile {
+    let files = w.a.0.manifest().expect("manifest").files();
+    files
+        .iter()
+        .find(|f| s.tampered && f.uri().as_str().ends_with(s.planted))
+        .unwrap_or(&files[0])
+}
+
+/// Invariants 1 and 2: no blob name holds wrong bytes (but the attacker's own, which 3 shows is
+/// never served), and no blob record points at a missing blob.
+fn blobs_intact(
+    cache: &Cache,
+    s: &Scenario,
+    w: &World,
+    planted: &crate::entry::ManifestFile,
+    what: &str,
+) {
     let (blobs, _) = cache.store().blobs(None).expect("walk");
-    // 1. No blob name holds wrong bytes (but the attacker's own, which 3 shows is never served).
-    let planted =
-        w.a.0
-            .manifest()
-            .expect("manifest")
-            .files()
-            .iter()
-            .find(|f| s.tampered && f.uri().as_str().ends_with(s.planted))
-            .unwrap_or(&w.a.0.manifest().expect("manifest").files()[0]);
     for b in &blobs {
         if s.tampered && b.origin == w.origin && b.digest == planted.digest() {
             continue;
@@ -399,7 +420,18 @@ fn check(s: &Scenario, w: &World, isolation: Isolation, root: &Path, outside: &P
             s.name
         );
     }
-    // 3. Every file still listed reads back verified, or is a miss that one fetch heals.
+}
+
+/// Invariant 3: every file still listed reads back verified, or is a miss that one fetch heals
+/// (and, 5b, a miss is never another origin's eviction).
+fn reads_verified(
+    cache: &Cache,
+    s: &Scenario,
+    w: &World,
+    quota: Option<u64>,
+    planted: &crate::entry::ManifestFile,
+    what: &str,
+) {
     for o in [&w.origin, &w.other] {
         for (e, files) in [&w.a, &w.b] {
             let Some(stored) = cache.entry(o, e.uri(), "").expect("entry") else {
@@ -440,12 +472,10 @@ fn check(s: &Scenario, w: &World, isolation: Isolation, root: &Path, outside: &P
             }
         }
     }
-    // 5c. Nothing keeps the quota consumed: beta, which fits, is stored whole after any fault,
-    // and the quota still holds.
-    if quota.is_some() {
-        store_batch(&cache, &w.origin, &w.b.0, &w.b.1).expect("beta fits after any fault");
-        held(&cache, s, w, quota, what);
-    }
+}
+
+/// Invariant 4: nothing outside the root, nor beside it.
+fn outside_untouched(s: &Scenario, root: &Path, outside: &Path, what: &str) {
     // 4. Nothing outside the root.
     let outside_names: Vec<_> = std::fs::read_dir(outside)
         .expect("outside")

@@ -15,6 +15,7 @@ mod binding;
 mod contents;
 pub(crate) mod error;
 mod hints;
+pub(crate) mod info;
 mod limits;
 #[cfg(feature = "mcp")]
 mod rmcp_skill;

@@ -6,11 +6,11 @@ use serde_json::Value;
 
 use super::policy::Deadlines;
 use super::state::State;
-use super::stats::Counter;
 use crate::entry::check_result_type;
 use crate::error::Error;
 use crate::origin::Origin;
 use crate::source::{SkillSource, SourceFuture};
+use crate::stats::Counter;
 
 impl State {
     /// One request to `origin`'s server, under the deadlines (R-B1): connecting (if the source is

@@ -7,17 +7,17 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::file::SkillFile;
-use super::info::EntryInfo;
 use super::offline::{self, OfflineSource};
 use super::state::State;
-use super::stats::Stats;
 use super::window::LoadedSkill;
 use crate::catalog::{self, Catalog};
+use crate::entry::info::EntryInfo;
 use crate::entry::{CacheHints, Listing, SkillEntry, parse_get_result, parse_list_result};
 use crate::error::{ConfigError, Error, Mismatch};
 use crate::index::PutOutcome;
 use crate::origin::Origin;
 use crate::source::SkillSource;
+use crate::stats::Stats;
 use crate::uri::SkillUri;
 
 /// The verified skill cache: the host's backend for skills served over MCP.

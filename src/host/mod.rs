@@ -6,7 +6,9 @@
 //! - `window`: `LoadedSkill`, the acting window; `file`: `SkillFile`, what every read returns.
 //! - `state`: what one cache shares; `ask`: one request under the deadlines; `marks`: stale
 //!   marks and remembered revocations; `flight`: one fetch per digest at a time.
-//! - `offline`: offline mode; `admin`: maintenance; `lock`: a lock checked against its servers; `policy`, `stats`, `info`, `error`: leaves.
+//! - `offline`: offline mode; `admin`: maintenance; `lock`: a lock checked against its servers;
+//!   `policy`, `error`: leaves (the counters are `crate::stats`, the entry info
+//!   `crate::entry::info`).
 
 mod admin;
 mod admit;
@@ -16,26 +18,24 @@ mod cache;
 pub(crate) mod error;
 mod file;
 mod flight;
-mod info;
 mod lock;
 mod marks;
 mod offline;
 mod pipeline;
 mod policy;
 mod state;
-mod stats;
 mod window;
 
+pub use crate::entry::info::EntryInfo;
+pub use crate::stats::{Counter, Stats};
 #[cfg(feature = "l2")]
 pub use crate::tier::L2;
+pub use crate::verify::Verification;
 pub use admin::{CachedEntry, Inventory};
 pub use builder::SkillCacheBuilder;
 pub use cache::SkillCache;
-pub use file::{Provenance, SkillFile, Verification};
-pub use info::EntryInfo;
+pub use file::{Provenance, SkillFile};
 pub use policy::{ApprovalPolicy, DynamicPolicy};
-pub(crate) use stats::Counters;
-pub use stats::{Counter, Stats};
 pub use window::LoadedSkill;
 // Re-exported where hosts find them at the crate root.
 pub use crate::core::{GcReport, VerifyReport};

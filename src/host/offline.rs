@@ -6,8 +6,8 @@
 //! [`Error::Offline`] naming the origin, the URI and what is missing. Nothing here writes, so it
 //! works on a read-only, pre-populated root (a container image, R-H5).
 
-use super::info::EntryInfo;
 use super::state::State;
+use crate::entry::info::EntryInfo;
 use crate::error::{Error, OfflineMiss};
 use crate::origin::Origin;
 use crate::source::{SkillSource, SourceFuture};

@@ -13,13 +13,13 @@ use std::sync::Arc;
 use super::file::{Provenance, SkillFile};
 use super::flight::Gate;
 use super::state::State;
-use super::stats::Counter;
 use crate::core::{CachedRead, QUICK_HIT_MAX_BYTES};
 use crate::entry::{ManifestFile, SkillEntry, select_content};
 use crate::error::{Error, Mismatch, VerifyError};
 use crate::frontmatter;
 use crate::origin::Origin;
 use crate::source::SkillSource;
+use crate::stats::Counter;
 use crate::tier::TierHandle;
 use crate::verify::VerifiedBytes;
 

@@ -8,13 +8,13 @@ use std::sync::{Arc, RwLock};
 use super::flight::Flights;
 use super::marks::Marks;
 use super::policy::{ApprovalPolicy, Deadlines, DynamicPolicy, Offline};
-use super::stats::Counters;
 use crate::core::Cache;
 use crate::entry::Validation;
 use crate::error::Error;
 use crate::lockfile::LockFile;
 use crate::origin::Origin;
 use crate::source::SkillSource;
+use crate::stats::Counters;
 use crate::tier::BlobTier;
 
 /// What the host chose when it built the cache; fixed from then on.

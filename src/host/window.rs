@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-use super::file::{SkillFile, Verification};
+use super::file::SkillFile;
 use super::pipeline::{Pipeline, check_frontmatter};
 use super::state::State;
 use crate::digest::Digest;
@@ -15,6 +15,7 @@ use crate::origin::Origin;
 use crate::source::SkillSource;
 use crate::tier::TierHandle;
 use crate::uri::FileUri;
+use crate::verify::Verification;
 
 /// A loaded skill: the acting window (R-V4). It holds the entry it was loaded from and its
 /// origin's source; every read through it is restricted to that entry's files and goes to that

@@ -69,6 +69,26 @@ fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// What one listing's entries are stored as: for whom, in which scope, with which hints.
+struct Put<'a> {
+    origin: &'a Origin,
+    principal: &'a str,
+    /// The row's scope and principal columns ([`scope_key`]).
+    scope: &'static str,
+    who: &'a str,
+    public: bool,
+    ttl_ms: i64,
+    fetched_at_ms: i64,
+}
+
+/// An entry ready to be written: its JSON, its binding and its row's seal.
+struct SealedEntry<'e> {
+    entry: &'e SkillEntry,
+    json: String,
+    binding: Option<Vec<u8>>,
+    seal: Vec<u8>,
+}
+
 /// An `entries` row as read back, with its seal.
 struct Row {
     entry_json: String,
@@ -177,96 +197,132 @@ impl Index {
         now_ms: u64,
     ) -> Result<Vec<PutOutcome>, IndexError> {
         let (scope, who) = scope_key(hints.scope(), principal);
-        let (ttl_ms, fetched_at_ms) = (to_i64(hints.ttl_ms()), to_i64(now_ms));
+        let put = Put {
+            origin,
+            principal,
+            scope,
+            who,
+            public: matches!(hints.scope(), Scope::Public),
+            ttl_ms: to_i64(hints.ttl_ms()),
+            fetched_at_ms: to_i64(now_ms),
+        };
         // Serialised and sealed before the transaction: the write lock is held for writes only.
-        // Each row: the entry, its JSON, its binding and its seal.
-        #[allow(clippy::type_complexity)]
-        let rows: Vec<(&SkillEntry, String, Option<Vec<u8>>, Vec<u8>)> = entries
-            .iter()
-            .map(|entry| {
-                let json = entry.to_json().to_string();
-                let binding = entry.binding().map(|b| b.as_bytes().to_vec());
-                let seal = EntryRow {
-                    origin: origin.as_str(),
-                    skill_uri: entry.uri().canonical(),
-                    scope,
-                    principal: who,
-                    entry_json: &json,
-                    binding: binding.as_deref(),
-                    ttl_ms,
-                    fetched_at_ms,
-                }
-                .sealer(&self.key)
-                .seal();
-                (entry, json, binding, seal)
-            })
-            .collect();
+        let rows: Vec<SealedEntry<'_>> = entries.iter().map(|e| self.sealed(&put, e)).collect();
         self.write("store entry", |tx| {
             let oid = origin_id(tx, origin)?;
-            rows.iter()
-                .map(|(entry, json, binding, seal)| {
-                    let uri = entry.uri().canonical();
-                    let previous = Row::visible(tx, oid, uri, principal, "store entry")?;
-                    // Only a sealed previous copy is believed, even just for reporting what
-                    // changed.
-                    let previous = previous
-                        .into_iter()
-                        .find(|r| r.is_sealed(&self.key, origin, uri));
-                    // The same entry in the same row, listed again: only its time and seal
-                    // change. Its file rows stay (their seals do not cover the time), so a
-                    // listing of unchanged skills writes one row each, not every file again
-                    // (G1: a catalog of 10 k files rewrote 10 k file rows).
-                    let unchanged = previous.as_ref().is_some_and(|r| {
-                        r.scope == scope && r.principal == who && r.entry_json == *json
-                    });
-                    let previous = previous.map(|r| r.entry_json);
-                    // A scope flip replaces the other copy (R-C6): public replaces every private
-                    // copy of the URI; private replaces the public one.
-                    match hints.scope() {
-                        Scope::Public => tx.execute("DELETE FROM entries WHERE origin_id = ?1 AND skill_uri = ?2 AND scope = 'private'", params![oid, uri]),
-                        Scope::Private => tx.execute("DELETE FROM entries WHERE origin_id = ?1 AND skill_uri = ?2 AND scope = 'public'", params![oid, uri]),
-                    }
-                    .map_err(db_err("store entry"))?;
-                    if unchanged {
-                        tx.prepare_cached(
-                            "UPDATE entries SET ttl_ms = ?5, fetched_at_ms = ?6, seal = ?7
-                             WHERE origin_id = ?1 AND skill_uri = ?2 AND scope = ?3 AND principal = ?4",
-                        )
-                        .and_then(|mut st| st.execute(params![oid, uri, scope, who, ttl_ms, fetched_at_ms, seal]))
-                        .map_err(db_err("store entry"))?;
-                    } else {
-                        tx.execute(
-                            "INSERT OR REPLACE INTO entries(origin_id, skill_uri, scope, principal, entry_json, binding, ttl_ms, fetched_at_ms, seal)
-                             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                            params![oid, uri, scope, who, json, binding, ttl_ms, fetched_at_ms, seal],
-                        )
-                        .map_err(db_err("store entry"))?;
-                        // INSERT OR REPLACE deleted the old row and its files (cascade); write
-                        // the new files.
-                        self.put_files(tx, oid, origin, entry, scope, who)?;
-                    }
-                    let mut outcome = PutOutcome::default();
-                    // Only this principal's approval is at stake (R-H11); one that fails its seal
-                    // is void already and revokes nothing (R-H3). An approval that no longer
-                    // holds (another file set, or another frontmatter under the same file set:
-                    // E7) is revoked and what changed is said, allowed-tools included. A row this
-                    // version cannot believe (a binding of the wrong width) holds for nothing.
-                    if let Some(approved) = self
-                        .sealed_approval(tx, oid, origin, uri, principal)?
-                        .map(super::approvals::SealedApproval::believe)
-                        && !approved.as_ref().is_some_and(|a| a.holds_for(entry))
-                    {
-                        tx.execute("DELETE FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2 AND principal = ?3", params![oid, uri, principal]).map_err(db_err("revoke approval"))?;
-                        outcome.revoked = true;
-                        outcome.diff = approved.and_then(|a| a.entry).map(|old| old.diff(entry));
-                    } else if let Some(old) = previous.as_deref().and_then(parse_entry) {
-                        let diff = old.diff(entry);
-                        outcome.diff = (!diff.is_empty()).then_some(diff);
-                    }
-                    Ok(outcome)
-                })
-                .collect()
+            rows.iter().map(|row| self.put_row(tx, oid, &put, row)).collect()
         })
+    }
+
+    /// `entry` serialised, with its binding and its seal, for [`Index::put_entries`].
+    fn sealed<'e>(&self, put: &Put<'_>, entry: &'e SkillEntry) -> SealedEntry<'e> {
+        let json = entry.to_json().to_string();
+        let binding = entry.binding().map(|b| b.as_bytes().to_vec());
+        let seal = EntryRow {
+            origin: put.origin.as_str(),
+            skill_uri: entry.uri().canonical(),
+            scope: put.scope,
+            principal: put.who,
+            entry_json: &json,
+            binding: binding.as_deref(),
+            ttl_ms: put.ttl_ms,
+            fetched_at_ms: put.fetched_at_ms,
+        }
+        .sealer(&self.key)
+        .seal();
+        SealedEntry {
+            entry,
+            json,
+            binding,
+            seal,
+        }
+    }
+
+    /// Writes one sealed entry inside the listing's transaction, and says what that did to
+    /// the principal's approval.
+    fn put_row(
+        &self,
+        tx: &rusqlite::Transaction<'_>,
+        oid: i64,
+        put: &Put<'_>,
+        row: &SealedEntry<'_>,
+    ) -> Result<PutOutcome, IndexError> {
+        let (entry, uri) = (row.entry, row.entry.uri().canonical());
+        let previous = Row::visible(tx, oid, uri, put.principal, "store entry")?;
+        // Only a sealed previous copy is believed, even just for reporting what changed.
+        let previous = previous
+            .into_iter()
+            .find(|r| r.is_sealed(&self.key, put.origin, uri));
+        // The same entry in the same row, listed again: only its time and seal change. Its file
+        // rows stay (their seals do not cover the time), so a listing of unchanged skills writes
+        // one row each, not every file again (G1: a catalog of 10 k files rewrote 10 k file rows).
+        let unchanged = previous.as_ref().is_some_and(|r| {
+            r.scope == put.scope && r.principal == put.who && r.entry_json == row.json
+        });
+        let previous = previous.map(|r| r.entry_json);
+        // A scope flip replaces the other copy (R-C6): public replaces every private copy of the
+        // URI; private replaces the public one.
+        let other = if put.public { "private" } else { "public" };
+        tx.execute(
+            "DELETE FROM entries WHERE origin_id = ?1 AND skill_uri = ?2 AND scope = ?3",
+            params![oid, uri, other],
+        )
+        .map_err(db_err("store entry"))?;
+        let (scope, who, ttl_ms, at, seal) =
+            (put.scope, put.who, put.ttl_ms, put.fetched_at_ms, &row.seal);
+        if unchanged {
+            tx.prepare_cached(
+                "UPDATE entries SET ttl_ms = ?5, fetched_at_ms = ?6, seal = ?7
+                 WHERE origin_id = ?1 AND skill_uri = ?2 AND scope = ?3 AND principal = ?4",
+            )
+            .and_then(|mut st| st.execute(params![oid, uri, scope, who, ttl_ms, at, seal]))
+            .map_err(db_err("store entry"))?;
+        } else {
+            tx.execute(
+                "INSERT OR REPLACE INTO entries(origin_id, skill_uri, scope, principal, entry_json, binding, ttl_ms, fetched_at_ms, seal)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![oid, uri, scope, who, row.json, row.binding, ttl_ms, at, seal],
+            )
+            .map_err(db_err("store entry"))?;
+            // INSERT OR REPLACE deleted the old row and its files (cascade); write the new files.
+            self.put_files(tx, oid, put.origin, entry, scope, who)?;
+        }
+        self.revoke_unless_held(tx, oid, put, entry, previous.as_deref())
+    }
+
+    /// What storing `entry` does to `put.principal`'s approval: only this principal's is at
+    /// stake (R-H11); one that fails its seal is void already and revokes nothing (R-H3). An
+    /// approval that no longer holds (another file set, or another frontmatter under the same
+    /// file set: E7) is revoked and what changed is said, allowed-tools included. A row this
+    /// version cannot believe (a binding of the wrong width) holds for nothing. Without a
+    /// revocation, the outcome says what changed since `previous`, the entry it replaced.
+    fn revoke_unless_held(
+        &self,
+        tx: &rusqlite::Transaction<'_>,
+        oid: i64,
+        put: &Put<'_>,
+        entry: &SkillEntry,
+        previous: Option<&str>,
+    ) -> Result<PutOutcome, IndexError> {
+        let uri = entry.uri().canonical();
+        let mut outcome = PutOutcome::default();
+        if let Some(approved) = self
+            .sealed_approval(tx, oid, put.origin, uri, put.principal)?
+            .map(super::approvals::SealedApproval::believe)
+            && !approved.as_ref().is_some_and(|a| a.holds_for(entry))
+        {
+            tx.execute(
+                "DELETE FROM approvals WHERE origin_id = ?1 AND skill_uri = ?2 AND principal = ?3",
+                params![oid, uri, put.principal],
+            )
+            .map_err(db_err("revoke approval"))?;
+            outcome.revoked = true;
+            outcome.diff = approved.and_then(|a| a.entry).map(|old| old.diff(entry));
+        } else if let Some(old) = previous.and_then(parse_entry) {
+            let diff = old.diff(entry);
+            outcome.diff = (!diff.is_empty()).then_some(diff);
+        }
+        Ok(outcome)
     }
 
     /// The file rows of `entry` (sealed, R-H3), after its entry row.

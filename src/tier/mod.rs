@@ -33,10 +33,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::entry::{ManifestFile, Scope, SkillEntry};
-use crate::host::Counters;
 use crate::index::StoredEntry;
 use crate::mismatch::Mismatch;
 use crate::origin::Origin;
+use crate::stats::Counters;
 use crate::verify::VerifiedBytes;
 
 // The one place the feature is chosen: without it there is no implementation, and a cache

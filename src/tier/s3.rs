@@ -14,8 +14,8 @@ use object_store::{GetOptions, ObjectStore, ObjectStoreExt as _, PutMode, PutOpt
 use super::{BlobTier, TierFuture};
 use crate::entry::ManifestFile;
 use crate::error::{Error, Mismatch};
-use crate::host::{Counter, Counters};
 use crate::origin::Origin;
+use crate::stats::{Counter, Counters};
 use crate::verify::VerifiedBytes;
 
 /// How long a tier that missed a deadline or failed is left alone before it is tried again.

@@ -350,6 +350,34 @@ fn hang_up(stream: &TcpStream) {
     let _ = stream.shutdown(std::net::Shutdown::Both);
 }
 
+/// The head of `answer` as the client is sent it: its own headers but its length, then the
+/// `Content-Length` the fault calls for (`whole`: the body's length before any cut).
+fn head_of(answer: &Answer, method: &str, fault: Fault, whole: usize) -> String {
+    let mut head = answer.status_line.clone();
+    for h in &answer.headers {
+        if !h.to_ascii_lowercase().starts_with("content-length") {
+            head.push_str(h);
+            head.push_str("\r\n");
+        }
+    }
+    let promised = if method == "HEAD" {
+        answer.head_length
+    } else if answer.status_line.contains(" 204 ") || answer.status_line.contains(" 304 ") {
+        None
+    } else if fault == Fault::CutBody {
+        Some(whole)
+    } else {
+        Some(answer.body.len())
+    };
+    if let Some(n) = promised {
+        head.push_str("Content-Length: ");
+        head.push_str(&n.to_string());
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    head
+}
+
 fn connection(state: &State, stream: TcpStream) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
@@ -410,28 +438,7 @@ fn connection(state: &State, stream: TcpStream) -> std::io::Result<()> {
             }
             _ => {}
         }
-        let mut head = answer.status_line.clone();
-        for h in &answer.headers {
-            if !h.to_ascii_lowercase().starts_with("content-length") {
-                head.push_str(h);
-                head.push_str("\r\n");
-            }
-        }
-        let promised = if request.method == "HEAD" {
-            answer.head_length
-        } else if answer.status_line.contains(" 204 ") || answer.status_line.contains(" 304 ") {
-            None
-        } else if fault == Fault::CutBody {
-            Some(whole)
-        } else {
-            Some(answer.body.len())
-        };
-        if let Some(n) = promised {
-            head.push_str("Content-Length: ");
-            head.push_str(&n.to_string());
-            head.push_str("\r\n");
-        }
-        head.push_str("\r\n");
+        let head = head_of(&answer, &request.method, fault, whole);
         out.write_all(head.as_bytes())?;
         if fault == Fault::CutBody {
             out.write_all(&answer.body[..whole / 2])?;

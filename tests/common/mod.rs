@@ -203,3 +203,27 @@ pub fn report(name: &str, text: &str) {
         eprintln!("the report {name} was not kept: {e}");
     }
 }
+
+/// The hash part of the label a Claude Code project's server gets (`NAME@FOLDER#HASH`): the
+/// first 160 bits of the SHA-256 of the project's path, in lower-case base32 (RFC 4648),
+/// computed here from the digest's text, apart from the library's own encoder.
+pub fn project_label_hash(project: &str) -> String {
+    let digest = skillcache::Digest::of(project.as_bytes()).to_string();
+    let hex = digest.trim_start_matches("sha256:");
+    let bits: String = hex[..40].chars().fold(String::new(), |mut bits, c| {
+        let nibble = c.to_digit(16).expect("hex");
+        bits.extend(
+            (0..4)
+                .rev()
+                .map(|i| if nibble >> i & 1 == 1 { '1' } else { '0' }),
+        );
+        bits
+    });
+    bits.as_bytes()
+        .chunks(5)
+        .map(|c| {
+            let v = c.iter().fold(0, |acc, b| acc * 2 + usize::from(b - b'0'));
+            char::from(b"abcdefghijklmnopqrstuvwxyz234567"[v])
+        })
+        .collect()
+}

@@ -1,6 +1,7 @@
-//! `EntryInfo`: an entry as the cache resolved it, from the index or from the server.
+//! `EntryInfo`: an entry as the cache resolved it, from the index or from the server. With the
+//! entries, below the host layer that makes it and the catalog that lists it.
 
-use crate::entry::{EntryDiff, SkillEntry};
+use super::{EntryDiff, SkillEntry};
 
 /// An entry as [`SkillCache::entry`](crate::SkillCache::entry) resolved it.
 #[derive(Debug, Clone)]
@@ -20,7 +21,7 @@ pub struct EntryInfo {
 
 impl EntryInfo {
     /// An entry the index held, used without asking the server.
-    pub(super) fn cached(entry: SkillEntry, stale: bool) -> EntryInfo {
+    pub(crate) fn cached(entry: SkillEntry, stale: bool) -> EntryInfo {
         EntryInfo {
             entry,
             from_cache: true,

@@ -1,4 +1,5 @@
-//! The cache's counters (R-P4): what a host graphs and alerts on.
+//! The cache's counters (R-P4): what a host graphs and alerts on. A leaf below every layer that
+//! counts (the host layer, the shared tier), so none of them imports another for its counters.
 //!
 //! One enum names the counters and one array holds them, live (atomics) and in a snapshot: a
 //! new counter is one variant and one line of doc, and the CLI's `stats` and a host's exporter
@@ -8,7 +9,7 @@ use std::fmt;
 use std::ops::Index;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// One of a [`SkillCache`](super::SkillCache)'s counters. Read a snapshot's value with
+/// One of a [`SkillCache`](crate::SkillCache)'s counters. Read a snapshot's value with
 /// `stats[counter]`, or iterate the snapshot for every `(counter, value)`; a counter's `Display`
 /// is the snake-case name the CLI prints (`hits_hashed`).
 ///
@@ -36,7 +37,7 @@ pub enum Counter {
     /// Bytes received in `resources/read` answers (listed and dynamic files, whether they then
     /// verified or not).
     BytesFetched,
-    /// Bytes handed to the host in [`SkillFile`](super::SkillFile)s, from the cache or the
+    /// Bytes handed to the host in [`SkillFile`](crate::SkillFile)s, from the cache or the
     /// server.
     BytesServed,
     /// Cached copies that failed verification and were quarantined (R-V9).
@@ -45,7 +46,7 @@ pub enum Counter {
     /// quarantine.
     Retries,
     /// Verified files that could not be kept (a full disk, a read-only root): served all the
-    /// same, [`SkillFile::stored`](super::SkillFile::stored) false, and logged.
+    /// same, [`SkillFile::stored`](crate::SkillFile::stored) false, and logged.
     StoreFailures,
     /// Index rows that failed their seal check and were treated as absent (R-H3).
     SealFailures,
@@ -124,8 +125,8 @@ impl fmt::Display for Counter {
     }
 }
 
-/// What a [`SkillCache`](super::SkillCache) did since it was opened, summed over every handle
-/// ([`SkillCache::for_principal`](super::SkillCache::for_principal)) of it: read a counter with
+/// What a [`SkillCache`](crate::SkillCache) did since it was opened, summed over every handle
+/// ([`SkillCache::for_principal`](crate::SkillCache::for_principal)) of it: read a counter with
 /// `stats[Counter::Misses]`.
 ///
 /// Counts are of this process only; they are not kept in the cache root.
