@@ -67,6 +67,9 @@ GRANTED = [
     ("issue 42, L1", "SkillCache::check_lock"),
     ("issue 42, L1", "LockCheck"),
     ("issue 42, L1", "LockCheck::is_clean"),
+    # ...and its pure half, for a host that gathers the listings itself (as `Catalog`'s).
+    ("issue 42, L1", "LockCheck::from_listings"),
+    ("issue 42, L1", "Listed"),
     ("issue 42, L1", "LockCheck::pinned"),
     ("issue 42, L1", "LockCheck::matched"),
     ("issue 42, L1", "LockCheck::drift"),

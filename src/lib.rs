@@ -102,7 +102,7 @@ pub use host::{
     VerifyReport,
 };
 pub use isolation::Isolation;
-pub use lock_check::{FileDrift, LockCheck, LockDrift};
+pub use lock_check::{FileDrift, Listed, LockCheck, LockDrift};
 pub use lockfile::{LockFile, LockedSkill};
 pub use origin::Origin;
 /// `skillcache serve` for hosts and tools that embed it: a folder of skills on rmcp's server

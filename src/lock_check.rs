@@ -20,8 +20,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::digest::Digest;
+use crate::entry::info::EntryInfo;
 use crate::entry::{Binding, SkillEntry};
-use crate::error::{EntryError, Error};
+use crate::error::{EntryError, Error, SourceError};
 use crate::lockfile::{LockFile, LockedSkill};
 use crate::origin::Origin;
 use crate::uri::{FileUri, SkillUri};
@@ -219,9 +220,9 @@ impl fmt::Display for LockDrift {
     }
 }
 
-/// One origin's listing as the check takes it: `Err` when it could not be listed, each refused
-/// entry `Err` in its slot.
-pub(crate) type OriginListing = Result<Vec<Result<SkillEntry, Error>>, Error>;
+/// One origin's listing, as [`SkillCache::list`](crate::SkillCache::list) returns it: `Err` when
+/// it could not be listed, each refused entry `Err` in its slot.
+pub type Listed = Result<Vec<Result<EntryInfo, Error>>, Error>;
 
 /// What [`SkillCache::check_lock`](crate::SkillCache::check_lock) found: every drift, in the
 /// order of the lock (origin, then skill URI), and the dynamic skills listed beside the pins.
@@ -246,9 +247,24 @@ impl LockCheck {
         self.drift.is_empty()
     }
 
-    /// Compares `lock` with one listing per origin it pins (`Err` for an origin that could not
-    /// be listed; each refused entry `Err` in its slot).
-    pub(crate) fn compare(lock: &LockFile, listings: Vec<(Origin, OriginListing)>) -> LockCheck {
+    /// Compares `lock` with the listings of the origins it pins, each as
+    /// [`SkillCache::list`](crate::SkillCache::list) returned it (`Err` for an origin that could
+    /// not be listed; a refused entry `Err` in its slot). A pinned origin with no listing here
+    /// is drift too ([`LockDrift::Unlisted`], not connected); a listing of an origin the lock
+    /// does not pin reports every skill it lists as added. This is the pure half of
+    /// [`SkillCache::check_lock`](crate::SkillCache::check_lock), for a host that gathers the
+    /// listings itself (bounding how many servers run at once, as the CLI's `--jobs` does).
+    #[must_use]
+    pub fn from_listings(lock: &LockFile, listings: Vec<(Origin, Listed)>) -> LockCheck {
+        let mut listings: BTreeMap<Origin, Listed> = listings.into_iter().collect();
+        let pinned: BTreeSet<&Origin> = lock.skills().map(LockedSkill::origin).collect();
+        for origin in pinned {
+            listings.entry(origin.clone()).or_insert_with(|| {
+                Err(Error::Source(SourceError::NotConnected {
+                    origin: origin.clone(),
+                }))
+            });
+        }
         let mut check = LockCheck::default();
         for (origin, listed) in listings {
             let pins: BTreeMap<&str, &LockedSkill> = lock
@@ -258,7 +274,10 @@ impl LockCheck {
                 .collect();
             check.pinned += pins.len();
             match listed {
-                Ok(listed) => check.origin(&origin, &pins, listed),
+                Ok(listed) => {
+                    let entries = listed.into_iter().map(|r| r.map(|info| info.entry));
+                    check.origin(&origin, &pins, entries.collect());
+                }
                 Err(error) => check.drift.push(LockDrift::Unlisted {
                     origin,
                     error: Box::new(error),

@@ -1,5 +1,5 @@
 //! `check_lock`: asks every origin a lock pins for its listing and compares (the pure part is
-//! `crate::lock_check`). No file is fetched.
+//! `LockCheck::from_listings`). No file is fetched.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -59,12 +59,7 @@ impl SkillCache {
             listings.spawn(async move {
                 // The semaphore is never closed.
                 let _turn = at_once.acquire_owned().await.ok();
-                let listed = cache.list(&origin).await.map(|listed| {
-                    listed
-                        .into_iter()
-                        .map(|r| r.map(|info| info.entry))
-                        .collect()
-                });
+                let listed = cache.list(&origin).await;
                 (slot, origin, listed)
             });
         }
@@ -76,6 +71,6 @@ impl SkillCache {
         }
         // In the lock's order, whatever order the listings finished in.
         gathered.sort_by_key(|(slot, _, _)| *slot);
-        LockCheck::compare(lock, gathered.into_iter().map(|(_, o, l)| (o, l)).collect())
+        LockCheck::from_listings(lock, gathered.into_iter().map(|(_, o, l)| (o, l)).collect())
     }
 }
