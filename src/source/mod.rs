@@ -4,6 +4,8 @@
 //! A source returns each result as the raw JSON object the server sent, so every field reaches
 //! skillcache's own validation (R-W*): the cache never trusts a transport's typing.
 
+#[cfg(feature = "mcp")]
+mod broken;
 pub(crate) mod error;
 #[cfg(feature = "mcp")]
 mod mcp;
