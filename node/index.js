@@ -162,6 +162,6 @@ Object.defineProperty(skillProto, 'skillMd', {
 });
 const EMPTY = Buffer.alloc(0);
 
-const { registerErrors: _registerErrors, ...api } = native;
+const { registerErrors: _registerErrors, errorKinds: _errorKinds, ...api } = native;
 const { make: _make, ...classes } = errors;
 module.exports = { ...api, SkillFile, ...classes };
