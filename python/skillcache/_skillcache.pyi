@@ -293,6 +293,7 @@ class SkillCache:
         approval: Literal["required", "not_required"] = "required",
         dynamic: Literal["decline", "allow_unverified"] = "decline",
         memory_tier: int | None = None,
+        origin_quota: int | None = None,
         offline: bool = False,
         allow_stale: bool = False,
         locked: LockFile | None = None,
@@ -356,6 +357,10 @@ def _quiesce() -> None:
 def _hops() -> int:
     """How many calls went to skillcache's runtime so far (the tests count them); not part of
     the API."""
+
+def error_kinds() -> dict[str, list[object]]:
+    """Every error kind, class and decline reason the package maps (the tests check each has
+    its class); not part of the API."""
 
 def run_cli(argv: Sequence[str]) -> int:
     """Runs the `skillcache` command line (`argv`, the program's name first) and returns its
