@@ -33,10 +33,10 @@ fn io() -> std::io::Error {
     std::io::Error::from(std::io::ErrorKind::PermissionDenied)
 }
 
-/// One error of every kind, every decline reason, offline miss and mismatch.
-fn every_error() -> Vec<Error> {
+/// One error of each kind of the URI, entry and source layers.
+fn entry_and_source_errors() -> Vec<Error> {
     let p = || PathBuf::from("/cache/root");
-    let mut all = vec![
+    vec![
         Error::Uri(UriError {
             uri: "nope".into(),
             rule: Rule::Missing,
@@ -96,6 +96,13 @@ fn every_error() -> Vec<Error> {
         }
         .into(),
         SourceError::NotConnected { origin: origin() }.into(),
+    ]
+}
+
+/// One error of each kind of the store, index and configuration.
+fn store_index_config_errors() -> Vec<Error> {
+    let p = || PathBuf::from("/cache/root");
+    vec![
         StoreError::RootRefused {
             root: p(),
             why: "is writable by others",
@@ -160,7 +167,13 @@ fn every_error() -> Vec<Error> {
             problem: "no such store".into(),
             source: None,
         },
-    ];
+    ]
+}
+
+/// One error of every kind, every decline reason, offline miss and mismatch.
+fn every_error() -> Vec<Error> {
+    let mut all = entry_and_source_errors();
+    all.extend(store_index_config_errors());
     let changes = || Box::new(EntryDiff::default());
     for reason in [
         Declined::Dynamic,
@@ -200,8 +213,8 @@ fn every_error() -> Vec<Error> {
             actual: 2,
         },
         Mismatch::Digest {
-            expected: a.clone(),
-            actual: b.clone(),
+            expected: a,
+            actual: b,
         },
         Mismatch::Frontmatter { diffs: Vec::new() },
         Mismatch::FrontmatterUnreadable {
@@ -213,7 +226,7 @@ fn every_error() -> Vec<Error> {
         all.push(
             StoreError::BlobMismatch {
                 origin: origin(),
-                digest: a.clone(),
+                digest: a,
                 mismatch: mismatch.clone(),
             }
             .into(),
