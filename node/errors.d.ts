@@ -2,11 +2,15 @@
 // `SkillcacheError`, one subclass per kind of the Rust `skillcache::Error`, except `AbortError`
 // (a call the host aborted through its `AbortSignal`).
 
-/** The base of every error of the package. `message` is the Rust message. */
+/**
+ * The base of every error of the package. `message` is the library's message with its cause
+ * chain (`…: the connection to the server failed: cannot connect to …: connection refused`),
+ * display-safe: no control character or escape sequence, whatever a server sent.
+ */
 export declare class SkillcacheError extends Error {
   /** The variant: `uri`, `verify`, `declined`, `timeout`, `blob_mismatch`, … */
   readonly kind: string;
-  /** The messages of the Rust cause chain, outermost first. */
+  /** The messages of the cause chain alone, outermost first (display-safe). */
   readonly causes: string[];
   /** Any other field of the variant (see the subclasses). */
   readonly [field: string]: unknown;
@@ -38,6 +42,8 @@ export declare class SourceError extends SkillcacheError {
 }
 export declare class ServerError extends SourceError {
   readonly code: number;
+  /** The server's own error text: display-safe, at most 1,024 characters (then `…`). */
+  readonly serverMessage: string;
 }
 export declare class TransportError extends SourceError {}
 /** A request that missed its deadline; `after` in seconds. */
@@ -55,12 +61,16 @@ export declare class IndexError extends SkillcacheError {}
 /** An option, a config file or a lock file that is refused (`kind`: `invalid`, `file`, `lock_file`). */
 export declare class ConfigError extends SkillcacheError {}
 export declare class L2ConfigError extends ConfigError {}
-/** A load refused before any request: not approved, revoked, dynamic, not locked, drifted. */
+/** A load refused before any request: not approved, revoked, dynamic, not locked, drifted, over the origin's quota. */
 export declare class DeclinedError extends SkillcacheError {
   readonly origin: string;
   readonly skill: string;
-  readonly reason: 'dynamic' | 'not_approved' | 'revoked' | 'not_locked' | 'drift' | 'other';
-  readonly changes: import('./native').EntryDiff | null;
+  readonly reason: 'dynamic' | 'not_approved' | 'revoked' | 'not_locked' | 'drift' | 'over_quota' | 'other';
+  /** For `revoked` and `drift`; absent otherwise. */
+  readonly changes?: import('./native').EntryDiff;
+  /** For `over_quota`: the origin's quota and what the skill would take, in bytes. */
+  readonly quota?: number;
+  readonly size?: number;
 }
 /** Offline, and the cache does not hold what was asked for. */
 export declare class OfflineError extends SkillcacheError {

@@ -1,16 +1,30 @@
 'use strict';
 // The package's error classes: one per kind of the Rust `skillcache::Error`, all under
-// `SkillcacheError`. The addon makes every instance (src/errors.rs, the one place errors are
-// mapped) through `make`, which `index.js` hands it once: the class by name, the Rust message,
-// and the variant's fields, copied onto the error as camelCase properties.
+// `SkillcacheError`. The addon makes every instance through `make`, which `index.js` hands it
+// once: the class by name, the library's message (display-safe, with its cause chain), and the
+// report's fields (`skillcache-binding`, the table the Python package shares), as camelCase
+// properties.
+
+// What a field may never replace: the message is the library's, the name the class's. A
+// server's own text is `serverMessage`, never `message`.
+const KEPT = new Set(['message', 'name', 'stack', 'constructor']);
 
 class SkillcacheError extends Error {
   constructor(message, fields) {
     super(message);
     this.name = new.target.name;
     // Every field of the variant (`kind`, `origin`, `uri`, …) and `causes`, the messages of
-    // the Rust cause chain. Plain data, never anything the addon holds.
-    Object.assign(this, fields);
+    // the Rust cause chain. Plain data, never anything the addon holds; defined, never set, so
+    // a setter on a prototype sees none of it.
+    for (const key of Object.keys(fields ?? {})) {
+      if (KEPT.has(key)) continue;
+      Object.defineProperty(this, key, {
+        value: fields[key],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
   }
 }
 

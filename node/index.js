@@ -211,6 +211,6 @@ const SkillCacheChecked = new Proxy(NativeSkillCache, {
   },
 });
 
-const { registerErrors: _registerErrors, _fileBytes, _fileText, _fileFramed, _fileOrigin, _fileUri, _fileDigest, _fileSize, _fileFlags, ...api } = native;
+const { registerErrors: _registerErrors, errorKinds: _errorKinds, _fileBytes, _fileText, _fileFramed, _fileOrigin, _fileUri, _fileDigest, _fileSize, _fileFlags, ...api } = native;
 const { make: _make, ...classes } = errors;
 module.exports = { ...api, SkillCache: SkillCacheChecked, SkillFile, ...classes };

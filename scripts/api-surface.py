@@ -84,6 +84,13 @@ GRANTED = [
     # A Rust host that already listed a server with rmcp hands its `Skill` values over without
     # listing again; they are validated by our rules from their JSON (P6).
     ("issue 41, P6", "SkillEntry::from_rmcp"),
+    # One binding layer (issue 39, B5): the stderr target of a stdio server the host names by
+    # descriptor lives in the platform layer, not once per binding...
+    ("issue 39, B5", "stderr_to_descriptor"),
+    # ...and a binding given one of the two limits takes the other's default from the library,
+    # not from a copy of the baseline.
+    ("issue 39, B5", "Limits::max_files"),
+    ("issue 39, B5", "Limits::max_total_bytes"),
 ]
 MAX_ITEMS = 220 + len(GRANTED)
 COUNTED = {

@@ -107,3 +107,25 @@ impl fmt::Display for FileProblem {
         }
     }
 }
+
+/// The one of `choices` whose name is `given`, or a refusal that names them all.
+pub(crate) fn choice<T: Copy + std::fmt::Display>(
+    what: &str,
+    given: &str,
+    choices: &[T],
+) -> Result<T, crate::error::ConfigError> {
+    choices
+        .iter()
+        .find(|c| c.to_string() == given)
+        .copied()
+        .ok_or_else(|| {
+            let names: Vec<String> = choices.iter().map(ToString::to_string).collect();
+            crate::error::ConfigError::Invalid {
+                what: format!(
+                    "{:?} is not {what}: use {}",
+                    crate::display::display_safe(given),
+                    names.join(" or ")
+                ),
+            }
+        })
+}

@@ -16,3 +16,33 @@ pub enum Isolation {
     /// cannot see a writer with our uid who restores ctime, which needs root or a clock change).
     Guaranteed,
 }
+
+/// A host's choice named as text: the Python and Node packages' options, a configuration value.
+/// Spelled in snake case: `rehash`, `guaranteed` (what [`Display`](std::fmt::Display) writes).
+///
+/// ```
+/// use skillcache::Isolation;
+/// assert_eq!("guaranteed".parse::<Isolation>().ok(), Some(Isolation::Guaranteed));
+/// assert_eq!(Isolation::Rehash.to_string(), "rehash");
+/// assert!("sometimes".parse::<Isolation>().is_err());
+/// ```
+impl std::str::FromStr for Isolation {
+    type Err = crate::error::ConfigError;
+
+    fn from_str(s: &str) -> Result<Isolation, Self::Err> {
+        crate::config_error::choice(
+            "an isolation",
+            s,
+            &[Isolation::Rehash, Isolation::Guaranteed],
+        )
+    }
+}
+
+impl std::fmt::Display for Isolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Isolation::Rehash => "rehash",
+            Isolation::Guaranteed => "guaranteed",
+        })
+    }
+}

@@ -145,3 +145,163 @@ fn d5_the_cli_names_the_origin_of_an_unknown_skill() {
         "{stderr}"
     );
 }
+
+// --- U1: a failed connection is said in the words of what failed --------------------------------
+
+/// What no message a person reads may hold: a Rust type path, rmcp's internal steps, `Debug`
+/// wrapping.
+const UNREADABLE: &[&str] = &[
+    "rmcp::",
+    "reqwest::",
+    "skillcache::",
+    "hyper",
+    "Send message error",
+    "when send",
+    "discover request",
+    "discover response",
+    "send_request",
+    "Transport [",
+    "Some(",
+    "ErrorData",
+];
+
+/// `e` and its cause chain, joined as the CLI and the bindings show them.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    text
+}
+
+fn assert_readable(what: &str, message: &str) {
+    for bad in UNREADABLE {
+        assert!(
+            !message.contains(bad),
+            "{what}: {bad:?} in the message a person reads: {message}"
+        );
+    }
+}
+
+/// The error of a listing through `source`, bound as origin `x`.
+async fn listing_error(source: skillcache::source::McpSource) -> Error {
+    let dir = common::scratch();
+    let cache = SkillCache::builder()
+        .root(dir.path().join("cache"))
+        .key_file(dir.path().join("host.key"))
+        .connect_timeout(Duration::from_secs(20))
+        .open()
+        .expect("open");
+    let origin = Origin::new("x").expect("label");
+    cache.connect(origin.clone(), Arc::new(source));
+    tokio::time::timeout(Duration::from_secs(60), cache.list(&origin))
+        .await
+        .expect("answered in time")
+        .expect_err("the connection fails")
+}
+
+/// A loopback port nothing listens on: bound, then closed.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+/// A loopback HTTP server that answers every request with `status` and an HTML body, once per
+/// connection, until the test ends.
+fn http_answering(status: &'static str) -> String {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(16) {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 16 * 1024];
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = stream.read(&mut buf);
+            let body = "<html>not mcp</html>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+#[tokio::test]
+async fn u1_a_refused_http_connection_names_the_url_and_the_reason() {
+    let url = format!("http://127.0.0.1:{}/mcp", closed_port());
+    let e = listing_error(skillcache::source::McpSource::http(&url)).await;
+    let said = chain(&e);
+    assert!(
+        matches!(e, Error::Source(SourceError::Transport { .. })),
+        "{said}"
+    );
+    assert!(
+        said.ends_with(&format!("cannot connect to {url}: connection refused")),
+        "{said}"
+    );
+    assert_readable("refused", &said);
+}
+
+#[tokio::test]
+async fn u1_a_child_that_exits_at_once_is_said_to_have_exited_with_its_status() {
+    for (line, status) in [("echo hello", 0), ("sh -c 'exit 3'", 3), ("true", 0)] {
+        let e = listing_error(skillcache::source::McpSource::stdio(common::sh(line))).await;
+        let said = chain(&e);
+        assert!(
+            said.ends_with(&format!(
+                "the server exited before answering (exit status {status})"
+            )),
+            "{line}: {said}"
+        );
+        assert_readable(line, &said);
+    }
+}
+
+#[tokio::test]
+async fn u1_every_connection_failure_reads_without_types_or_internal_steps() {
+    let sources = [
+        (
+            "no such program",
+            skillcache::source::McpSource::stdio(tokio::process::Command::new(
+                "/nonexistent/server",
+            )),
+        ),
+        (
+            "no such host",
+            skillcache::source::McpSource::http("http://nosuchhost.invalid/mcp"),
+        ),
+        (
+            "HTTP 404",
+            skillcache::source::McpSource::http(&http_answering("404 Not Found")),
+        ),
+        (
+            "HTTP 500",
+            skillcache::source::McpSource::http(&http_answering("500 Internal Server Error")),
+        ),
+        (
+            "HTML",
+            skillcache::source::McpSource::http(&http_answering("200 OK")),
+        ),
+        (
+            "garbage on stdout",
+            skillcache::source::McpSource::stdio(common::sh("sh -c 'echo \"not json\"; sleep 1'")),
+        ),
+    ];
+    let mut said = Vec::new();
+    for (what, source) in sources {
+        let e = listing_error(source).await;
+        let text = chain(&e);
+        assert_readable(what, &text);
+        said.push(format!("{what}: {text}"));
+    }
+    let all = said.join("\n");
+    assert!(all.contains("/nonexistent/server"), "{all}");
+    assert!(all.contains("answered HTTP 404"), "{all}");
+    assert!(all.contains("answered HTTP 500"), "{all}");
+}

@@ -451,6 +451,61 @@ fn status_of_target(authority: &str, target: &str, hosts: &[&str]) -> String {
     String::from_utf8_lossy(&status[9..12]).into_owned()
 }
 
+/// The status `serve` answers for each Host header (and absolute-form target) tried: its own
+/// authority, other loopback names and ports, other hosts, and the malformed forms review found.
+fn authority_statuses(serve: &ServeChild) -> Vec<(String, String)> {
+    let port = serve.authority.rsplit(':').next().expect("port").to_owned();
+    [
+        serve.authority.clone(),
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("127.0.0.3:{port}"),
+        format!(
+            "127.0.0.2:{}",
+            port.parse::<u16>().expect("a port").wrapping_add(1)
+        ),
+        format!("evil.example:{port}"),
+        "evil.example".to_owned(),
+    ]
+    .into_iter()
+    .map(|host| {
+        let status = status_with_host(&serve.authority, &host);
+        (host, status)
+    })
+    .chain(
+        // Found in review: a second Host after an allowed one passed (the first was
+        // checked), and so did userinfo before an allowed one. Both are 400 now.
+        [
+            vec![serve.authority.clone(), "evil.example".to_owned()],
+            vec![format!("evil.example@{}", serve.authority)],
+            // Found in review: rmcp's check parsed these leniently and answered them.
+            vec![format!("[::1]evil:{port}")],
+            vec![format!("[::1]:{port}x")],
+            vec![format!("127.0.0.2:+{port}")],
+        ]
+        .into_iter()
+        .map(|hosts| {
+            let refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
+            let status = status_with_hosts(&serve.authority, &refs);
+            (hosts.join(" + "), status)
+        }),
+    )
+    .chain(
+        // An absolute-form target names the authority the request is for (RFC 9112, 3.2.2),
+        // whatever its Host says: another one is refused; our own is served.
+        [
+            format!("http://evil.example:{port}/mcp"),
+            format!("http://{}/mcp", serve.authority),
+        ]
+        .into_iter()
+        .map(|target| {
+            let status = status_of_target(&serve.authority, &target, &[&serve.authority]);
+            (target, status)
+        }),
+    )
+    .collect()
+}
+
 #[test]
 fn k5_serve_on_another_loopback_address_answers_its_own_printed_url_and_no_other_host() {
     // Before: `--http 127.0.0.2:0` printed http://127.0.0.2:PORT/mcp, but only localhost,
@@ -475,56 +530,7 @@ fn k5_serve_on_another_loopback_address_answers_its_own_printed_url_and_no_other
             ])
             .output()
             .expect("run skillcache load");
-        let port = serve.authority.rsplit(':').next().expect("port").to_owned();
-        let statuses: Vec<(String, String)> = [
-            serve.authority.clone(),
-            format!("127.0.0.1:{port}"),
-            format!("localhost:{port}"),
-            format!("127.0.0.3:{port}"),
-            format!(
-                "127.0.0.2:{}",
-                port.parse::<u16>().expect("a port").wrapping_add(1)
-            ),
-            format!("evil.example:{port}"),
-            "evil.example".to_owned(),
-        ]
-        .into_iter()
-        .map(|host| {
-            let status = status_with_host(&serve.authority, &host);
-            (host, status)
-        })
-        .chain(
-            // Found in review: a second Host after an allowed one passed (the first was
-            // checked), and so did userinfo before an allowed one. Both are 400 now.
-            [
-                vec![serve.authority.clone(), "evil.example".to_owned()],
-                vec![format!("evil.example@{}", serve.authority)],
-                // Found in review: rmcp's check parsed these leniently and answered them.
-                vec![format!("[::1]evil:{port}")],
-                vec![format!("[::1]:{port}x")],
-                vec![format!("127.0.0.2:+{port}")],
-            ]
-            .into_iter()
-            .map(|hosts| {
-                let refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
-                let status = status_with_hosts(&serve.authority, &refs);
-                (hosts.join(" + "), status)
-            }),
-        )
-        .chain(
-            // An absolute-form target names the authority the request is for (RFC 9112, 3.2.2),
-            // whatever its Host says: another one is refused; our own is served.
-            [
-                format!("http://evil.example:{port}/mcp"),
-                format!("http://{}/mcp", serve.authority),
-            ]
-            .into_iter()
-            .map(|target| {
-                let status = status_of_target(&serve.authority, &target, &[&serve.authority]);
-                (target, status)
-            }),
-        )
-        .collect();
+        let statuses = authority_statuses(&serve);
         (loaded, statuses)
     })
     .expect("answered before the deadline");

@@ -264,7 +264,7 @@ fn b2_a_200_mb_http_answer_is_refused_while_reading_with_bounded_memory() {
         &[
             "resources/read to origin web: the connection to the server failed",
             &format!(
-                "exceeded the maximum size of {} bytes",
+                "the server's answer is larger than the bound of {} bytes",
                 skillcache::source::message_bound(&skillcache::entry::Limits::default())
             ),
         ],

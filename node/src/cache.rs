@@ -4,18 +4,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use napi::bindgen_prelude::{Either, Env, PromiseRaw, Reference, Result, ToNapiValue, Unknown};
 use napi_derive::napi;
 use serde_json::Value;
-use skillcache::entry::{Limits, Validation};
+use skillcache::entry::Limits;
 use skillcache::error::SourceError;
 use skillcache::source::{Change, McpSource, SkillSource, message_bound};
-use skillcache::{
-    ApprovalPolicy, DynamicPolicy, Error, Isolation, Origin, ServerConfig, SkillCacheBuilder,
-    SkillUri,
-};
+use skillcache::{Error, Origin, ServerConfig, SkillUri};
+use skillcache_binding::options::{Case, Number, Opened, Options, Spelling, Stderr};
 
 use crate::catalog::Catalog;
 use crate::client::{ClientSource, Requester};
@@ -46,6 +43,9 @@ pub struct CacheOptions {
     pub dynamic: Option<String>,
     /// Bytes of verified files kept in memory (off by default).
     pub memory_tier: Option<f64>,
+    /// Bytes each origin may take on disk (no quota by default); a skill larger than it is
+    /// declined from its entry.
+    pub origin_quota: Option<f64>,
     pub offline: Option<bool>,
     pub allow_stale: Option<bool>,
     pub principal: Option<String>,
@@ -94,6 +94,15 @@ fn config_error(what: String) -> Error {
     Error::Config(skillcache::error::ConfigError::Invalid { what })
 }
 
+/// How this package names options in a refusal: camelCase, JS's quotes.
+fn spelling<T>(f: impl FnOnce(&Spelling<'_>) -> T) -> T {
+    let quote = |s: &str| Value::from(s).to_string();
+    f(&Spelling {
+        case: Case::Camel,
+        quote: &quote,
+    })
+}
+
 pub(crate) fn origin(env: &Env, label: &str) -> Result<Origin> {
     Origin::new(label).map_err(|e| throwable(env, &Error::Config(e)))
 }
@@ -102,47 +111,20 @@ fn skill_uri(env: &Env, uri: &str) -> Result<SkillUri> {
     SkillUri::parse(uri).map_err(|e| throwable(env, &Error::Uri(e)))
 }
 
-fn seconds(what: &str, s: f64) -> std::result::Result<Duration, Error> {
-    Duration::try_from_secs_f64(s)
-        .map_err(|_| config_error(format!("{what} must be a non-negative number of seconds")))
-}
-
-fn choose<T: Copy>(
-    what: &str,
-    given: Option<&str>,
-    choices: &[(&str, T)],
-) -> std::result::Result<Option<T>, Error> {
-    let Some(given) = given else { return Ok(None) };
-    choices
-        .iter()
-        .find(|(name, _)| *name == given)
-        .map(|(_, v)| Some(*v))
-        .ok_or_else(|| {
-            let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
-            config_error(format!("{what} must be one of {names:?}, not {given:?}"))
-        })
-}
-
-/// Where a server `connectStdio` starts writes its stderr. A descriptor is opened anew for
-/// appending (`/dev/fd/N`: no `unsafe` to adopt a raw descriptor), so the caller may close its
-/// own; a regular file gets the output at its end.
+/// Where a server `connectStdio` starts writes its stderr (`skillcache-binding`'s rules).
 fn stderr_target(target: Either<String, u32>) -> std::result::Result<Stdio, Error> {
-    match target {
-        Either::A(name) if name == "inherit" => Ok(own_stderr()),
-        Either::A(name) if name == "ignore" => Ok(Stdio::null()),
-        Either::A(name) => Err(config_error(format!(
-            "stderr must be \"inherit\", \"ignore\" or a file descriptor, not {name:?}"
-        ))),
-        Either::B(fd) => std::fs::OpenOptions::new()
-            .append(true)
-            .open(format!("/dev/fd/{fd}"))
-            .map(Stdio::from)
-            .map_err(|e| {
-                config_error(format!(
-                    "cannot send the server's stderr to file descriptor {fd}: {e}"
-                ))
-            }),
-    }
+    let target = match target {
+        Either::A(name) if name == "inherit" => return Ok(own_stderr()),
+        Either::A(name) if name == "ignore" => Stderr::Ignore,
+        Either::A(name) => {
+            return Err(config_error(format!(
+                "stderr must be \"inherit\", \"ignore\" or a file descriptor, not {}",
+                Value::from(name)
+            )));
+        }
+        Either::B(fd) => Stderr::Descriptor(i64::from(fd)),
+    };
+    skillcache_binding::options::stderr(target)
 }
 
 /// This process's stderr, for a server to inherit. Node marks its descriptor 2 close-on-exec, so
@@ -161,109 +143,35 @@ fn own_stderr() -> Stdio {
     duplicate.unwrap_or_else(|_| Stdio::inherit())
 }
 
-/// A whole number of `what` from a JS number: non-negative, saturating at the largest a u64
-/// holds.
-fn count(what: &str, n: f64) -> std::result::Result<u64, Error> {
-    if n.is_nan() || n < 0.0 {
-        return Err(config_error(format!(
-            "{what} must be a non-negative number"
-        )));
-    }
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    Ok(n as u64)
-}
-
-/// The baseline of the limits, the defaults of `maxFiles` and `maxTotalBytes` when only the other
-/// is given (the Rust API does not expose a `Limits`'s values).
-const BASELINE_FILES: u64 = 512;
-const BASELINE_TOTAL_BYTES: u64 = 16 * 1024 * 1024;
-
-/// `maxFiles` and `maxTotalBytes`: `None` when neither is given (the library's baseline).
-fn limits(o: &CacheOptions) -> std::result::Result<Option<Limits>, Error> {
-    let files = o.max_files.map(|n| count("maxFiles", n)).transpose()?;
-    let bytes = o
-        .max_total_bytes
-        .map(|n| count("maxTotalBytes", n))
-        .transpose()?;
-    if files.is_none() && bytes.is_none() {
-        return Ok(None);
-    }
-    // `Limits::new` refuses less than the baseline.
-    let limits = Limits::new(
-        files.unwrap_or(BASELINE_FILES),
-        bytes.unwrap_or(BASELINE_TOTAL_BYTES),
-    )
-    .map_err(Error::Config)?;
-    Ok(Some(limits))
-}
-
-/// What `new SkillCache` opens with.
-struct Opened {
-    builder: SkillCacheBuilder,
-    limits: Option<Limits>,
-}
-
+/// The options as JS gave them, read by `skillcache-binding`.
 fn builder(o: CacheOptions) -> std::result::Result<Opened, Error> {
-    let limits = limits(&o)?;
-    let mut b = skillcache::SkillCache::builder()
-        .offline(o.offline.unwrap_or(false))
-        .allow_stale(o.allow_stale.unwrap_or(false));
-    let isolation = [
-        ("rehash", Isolation::Rehash),
-        ("guaranteed", Isolation::Guaranteed),
-    ];
-    if let Some(i) = choose("isolation", o.isolation.as_deref(), &isolation)? {
-        b = b.isolation(i);
-    }
-    let approval = [
-        ("required", ApprovalPolicy::Required),
-        ("notRequired", ApprovalPolicy::NotRequired),
-    ];
-    if let Some(a) = choose("approval", o.approval.as_deref(), &approval)? {
-        b = b.approval(a);
-    }
-    let dynamic = [
-        ("decline", DynamicPolicy::Decline),
-        ("allowUnverified", DynamicPolicy::AllowUnverified),
-    ];
-    if let Some(d) = choose("dynamic", o.dynamic.as_deref(), &dynamic)? {
-        b = b.dynamic(d);
-    }
-    if let Some(root) = o.root {
-        b = b.root(root);
-    }
-    if let Some(key) = o.key_file {
-        b = b.key_file(key);
-    }
-    if let Some(bytes) = o.memory_tier {
-        b = b.memory_tier(count("memoryTier", bytes)?);
-    }
-    if let Some(lock) = o.locked {
-        b = b.locked(lock.snapshot());
-    }
-    if let Some(p) = o.principal {
-        b = b.principal(p);
-    }
-    if let Some(s) = o.request_timeout {
-        b = b.request_timeout(seconds("requestTimeout", s)?);
-    }
-    if let Some(s) = o.connect_timeout {
-        b = b.connect_timeout(seconds("connectTimeout", s)?);
-    }
-    if let Some(s) = o.lock_timeout {
-        b = b.lock_timeout(seconds("lockTimeout", s)?);
-    }
-    for path in o.discovery_paths.unwrap_or_default() {
-        b = b.discovery_path(path);
-    }
-    let mut validation = Validation::default().strict(o.strict.unwrap_or(false));
-    if let Some(limits) = limits {
-        validation = validation.limits(limits);
-    }
-    Ok(Opened {
-        builder: b.validation(validation),
-        limits,
-    })
+    let n = |v: Option<f64>| v.map(Number::Float);
+    let options = Options {
+        root: o.root.map(Into::into),
+        key_file: o.key_file.map(Into::into),
+        isolation: o.isolation,
+        approval: o.approval,
+        dynamic: o.dynamic,
+        memory_tier: n(o.memory_tier),
+        origin_quota: n(o.origin_quota),
+        offline: o.offline.unwrap_or(false),
+        allow_stale: o.allow_stale.unwrap_or(false),
+        locked: o.locked.map(|lock| lock.snapshot()),
+        principal: o.principal,
+        request_timeout: o.request_timeout,
+        connect_timeout: o.connect_timeout,
+        lock_timeout: o.lock_timeout,
+        max_files: n(o.max_files),
+        max_total_bytes: n(o.max_total_bytes),
+        strict: o.strict.unwrap_or(false),
+        discovery_paths: o
+            .discovery_paths
+            .unwrap_or_default()
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+    };
+    spelling(|s| skillcache_binding::options::builder(options, s))
 }
 
 /// The verified skill cache.

@@ -21,8 +21,8 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, JsString, Status};
 use serde_json::Value;
 use skillcache::Error;
-use skillcache::error::SourceError;
 use skillcache::source::{Change, ChangeSink, OnChange, Requests, SourceFuture};
+use skillcache_binding::outcome::{Reply, answer, too_large, transport};
 use tokio::sync::oneshot;
 
 /// The requester's arguments: the request's id, then its method and params (JSON text), or two
@@ -51,23 +51,14 @@ enum Call {
 /// request in flight does, through the client's own transport).
 type Tsfn = ThreadsafeFunction<Call, PromiseRaw<'static, Settled>, CallArgs, Status, false, true>;
 
-/// How a request ended, as the JS thread saw it.
-enum Outcome {
-    /// The `result` object, as JSON text (copied only after the size check).
-    Answer(String),
-    TooLarge,
-    Server {
-        code: i64,
-        message: String,
-    },
-    Failed(String),
-}
+/// How a request ended, as the JS thread saw it: the shared mapping's reply.
+type Outcome = Reply;
 
 /// The sender of one request's outcome, shared by the Promise's `then` and `catch`: the first
 /// to run sends.
-type Reply = Arc<Mutex<Option<oneshot::Sender<Outcome>>>>;
+type Sender = Arc<Mutex<Option<oneshot::Sender<Outcome>>>>;
 
-fn send(reply: &Reply, outcome: Outcome) {
+fn send(reply: &Sender, outcome: Outcome) {
     let tx = reply
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -83,8 +74,7 @@ fn send(reply: &Reply, outcome: Outcome) {
 fn settled(value: Settled, max: u64) -> napi::Result<Outcome> {
     match value {
         Either::A(text) => {
-            let len = u64::try_from(text.utf8_len()?).unwrap_or(u64::MAX);
-            if len > max {
+            if too_large(text.utf8_len()?, max) {
                 return Ok(Outcome::TooLarge);
             }
             Ok(Outcome::Answer(text.into_utf8()?.into_owned()?))
@@ -107,7 +97,7 @@ fn settled(value: Settled, max: u64) -> napi::Result<Outcome> {
 
 /// Hands the requester's Promise its continuations. Neither may fail: a failing continuation
 /// would leave a rejected Promise nobody handles, which ends a Node process.
-fn on_settled(promise: &PromiseRaw<'static, Settled>, reply: Reply, max: u64) -> napi::Result<()> {
+fn on_settled(promise: &PromiseRaw<'static, Settled>, reply: Sender, max: u64) -> napi::Result<()> {
     let caught = Arc::clone(&reply);
     promise
         .then(move |ctx: CallbackContext<Settled>| {
@@ -181,16 +171,9 @@ impl ClientSource {
     }
 
     async fn ask(&self, method: &'static str, params: Value) -> Result<Value, Error> {
-        let transport = |why: String| {
-            Error::Source(SourceError::Transport {
-                origin: None,
-                method: method.to_owned(),
-                source: why.into(),
-            })
-        };
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        let reply: Reply = Arc::new(Mutex::new(Some(tx)));
+        let reply: Sender = Arc::new(Mutex::new(Some(tx)));
         let max = self.max_message;
         let call = Call::Ask {
             id,
@@ -209,9 +192,10 @@ impl ClientSource {
             },
         );
         if status != Status::Ok {
-            return Err(transport(format!(
-                "the host's client cannot be called: {status}"
-            )));
+            return Err(transport(
+                method,
+                format!("the host's client cannot be called: {status}"),
+            ));
         }
         let mut pending = AbortOnDrop {
             tsfn: &self.tsfn,
@@ -220,26 +204,7 @@ impl ClientSource {
         let outcome = rx.await;
         // Settled on the JS thread: nothing left to abort.
         pending.id = None;
-        match outcome {
-            Ok(Outcome::Answer(text)) => {
-                serde_json::from_str(&text).map_err(|e| transport(e.to_string()))
-            }
-            Ok(Outcome::TooLarge) => Err(Error::Source(SourceError::MessageTooLarge {
-                origin: None,
-                method: method.to_owned(),
-                max: self.max_message,
-            })),
-            Ok(Outcome::Server { code, message }) => Err(Error::Source(SourceError::Server {
-                origin: None,
-                method: method.to_owned(),
-                code,
-                message,
-            })),
-            Ok(Outcome::Failed(why)) => Err(transport(why)),
-            Err(_) => Err(transport(
-                "the JS environment closed before the request settled".to_owned(),
-            )),
-        }
+        answer(method, outcome.unwrap_or(Outcome::Gone), self.max_message)
     }
 }
 

@@ -1,22 +1,18 @@
-//! `skillcache::Error` as instances of the package's error classes (`errors.js`): every variant
-//! maps to a class under `SkillcacheError`, with the variant's fields as camelCase properties.
-//! The one place errors are mapped. The `match` over `Error` is exhaustive, so a new kind of
-//! error cannot ship without a class.
+//! `skillcache::Error` as instances of the package's error classes (`errors.js`): the report of
+//! `skillcache-binding` (the table both packages share, exhaustive over `Error`) made into an
+//! instance of its class under `SkillcacheError`, with the fields as camelCase properties.
 //!
 //! `errors.js` hands the addon a factory (`registerErrors`) when the package loads; an error is
 //! made by calling it on the JS thread with the class name, the message and the fields.
 
 use std::cell::RefCell;
-use std::error::Error as _;
 
 use napi::bindgen_prelude::{FnArgs, Function, FunctionRef, Unknown};
 use napi::{Env, Result};
 use serde_json::{Map, Value, json};
 use skillcache::Error;
-use skillcache::error::{
-    ConfigError, Declined, EntryError, IndexError, Limit, Mismatch, OfflineMiss, SourceError,
-    StoreError,
-};
+use skillcache_binding::options::Case;
+use skillcache_binding::report::Field;
 
 type Args = FnArgs<(String, String, Unknown<'static>)>;
 
@@ -34,18 +30,48 @@ pub fn register_errors(factory: Function<'_, Args, Unknown<'static>>) -> Result<
     Ok(())
 }
 
-/// `e` as a JS error object of its class.
+/// `e` as a JS error object of its class: the shared report (`skillcache-binding`), its fields
+/// spelled in camelCase.
 pub(crate) fn object<'env>(env: &'env Env, e: &Error) -> Result<Unknown<'env>> {
-    let (class, mut fields) = describe(e);
-    let mut causes = Vec::new();
-    // `Error`'s `source()` is its layer error's own (transparent): this starts at the cause.
-    let mut next = e.source();
-    while let Some(cause) = next {
-        causes.push(Value::String(cause.to_string()));
-        next = cause.source();
+    let report = skillcache_binding::report::report(e);
+    let mut fields = Map::new();
+    fields.insert("kind".into(), Value::from(report.kind));
+    for (name, value) in report.fields {
+        fields.insert(Case::Camel.spell(name), field(value));
     }
-    fields.insert("causes".into(), Value::Array(causes));
-    make(env, class, e.to_string(), fields)
+    fields.insert(
+        "causes".into(),
+        Value::Array(report.causes.into_iter().map(Value::String).collect()),
+    );
+    make(env, report.class, report.message, fields)
+}
+
+/// One field as JSON.
+fn field(value: Field) -> Value {
+    match value {
+        Field::Str(s) => Value::String(s),
+        // JS numbers: a count past 2^53 loses precision, as any JS number does.
+        #[allow(clippy::cast_precision_loss)]
+        Field::Int(n) => i64::try_from(n).map_or_else(|_| Value::from(n as f64), Value::from),
+        Field::Float(f) => Value::from(f),
+        Field::List(l) => Value::from(l),
+        Field::Diff(d) => crate::types::diff_json(&d),
+        Field::None => Value::Null,
+    }
+}
+
+/// Every error kind, class and decline reason the package maps, for its tests: `{ kinds:
+/// [[class, kind]], classes: [[class, parent]], declineReasons, offlineMisses, mismatches }`.
+#[napi_derive::napi(js_name = "errorKinds", skip_typescript)]
+pub fn error_kinds() -> Value {
+    use skillcache_binding::report::{CLASSES, DECLINE_REASONS, KINDS, MISMATCHES, OFFLINE_MISSES};
+    json!({
+        "kinds": KINDS,
+        "classes": CLASSES,
+        "declineReasons": DECLINE_REASONS,
+        "offlineMisses": OFFLINE_MISSES,
+        "mismatches": MISMATCHES,
+    })
 }
 
 /// The `AbortError` a call aborted through its `AbortSignal` rejects with: not a
@@ -90,264 +116,4 @@ pub(crate) fn throwable(env: &Env, e: &Error) -> napi::Error {
         Ok(obj) => napi::Error::from(obj),
         Err(failed) => failed,
     }
-}
-
-fn with(mut fields: Map<String, Value>, more: Value) -> Map<String, Value> {
-    if let Value::Object(more) = more {
-        fields.extend(more);
-    }
-    fields
-}
-
-fn mismatch(m: &Mismatch) -> Value {
-    match m {
-        Mismatch::Size { expected, actual } => {
-            json!({"mismatch": "size", "expected": expected, "actual": actual})
-        }
-        Mismatch::Digest { expected, actual } => json!({"mismatch": "digest",
-            "expected": expected.to_string(), "actual": actual.to_string()}),
-        Mismatch::Frontmatter { diffs } => json!({"mismatch": "frontmatter",
-            "diffs": diffs.iter().map(|d| d.key.clone()).collect::<Vec<_>>()}),
-        Mismatch::FrontmatterUnreadable { problem } => {
-            json!({"mismatch": "frontmatter_unreadable", "problem": problem.to_string()})
-        }
-        Mismatch::Unlisted => json!({"mismatch": "unlisted"}),
-        Mismatch::NotARegularFile => json!({"mismatch": "not_a_regular_file"}),
-        // `Mismatch` is non_exhaustive: a kind added later is still reported, by its message.
-        _ => json!({"mismatch": "other"}),
-    }
-}
-
-fn entry(e: &EntryError) -> (&'static str, Value) {
-    match e {
-        EntryError::Digest { text, rule } => (
-            "EntryError",
-            json!({"kind": "digest", "text": text, "rule": rule.to_string()}),
-        ),
-        EntryError::Invalid { skill, field, rule } => (
-            "EntryError",
-            json!({"kind": "invalid", "skill": skill, "uri": skill, "field": field,
-                "rule": rule.to_string()}),
-        ),
-        EntryError::LimitExceeded {
-            skill,
-            limit,
-            declared,
-            max,
-        } => (
-            "LimitExceededError",
-            json!({"kind": "limit_exceeded", "skill": skill.as_str(), "uri": skill.as_str(),
-                "limit": match limit { Limit::Files => "files", Limit::TotalBytes => "total_bytes",
-                _ => "other" }, "declared": declared, "max": max}),
-        ),
-        EntryError::Response { method, rule } => (
-            "EntryError",
-            json!({"kind": "response", "method": method, "rule": rule.to_string()}),
-        ),
-        EntryError::Frontmatter { problem } => (
-            "EntryError",
-            json!({"kind": "frontmatter", "problem": problem.to_string()}),
-        ),
-        EntryError::Folder { path, why } => (
-            "EntryError",
-            json!({"kind": "folder", "path": path.display().to_string(), "why": why}),
-        ),
-    }
-}
-
-fn source(e: &SourceError) -> (&'static str, Value) {
-    match e {
-        SourceError::Server {
-            origin,
-            method,
-            code,
-            message,
-        } => (
-            "ServerError",
-            json!({"kind": "server", "origin": origin.as_ref().map(skillcache::Origin::as_str),
-                "method": method, "code": code, "message": message}),
-        ),
-        SourceError::Transport { origin, method, .. } => (
-            "TransportError",
-            json!({"kind": "transport", "origin": origin.as_ref().map(skillcache::Origin::as_str),
-                "method": method}),
-        ),
-        SourceError::Timeout {
-            origin,
-            method,
-            after,
-        } => (
-            "TimeoutError",
-            json!({"kind": "timeout", "origin": origin.as_str(), "method": method,
-                "after": after.as_secs_f64()}),
-        ),
-        SourceError::MessageTooLarge {
-            origin,
-            method,
-            max,
-        } => (
-            "MessageTooLargeError",
-            json!({"kind": "message_too_large", "origin": origin.as_ref().map(skillcache::Origin::as_str),
-                "method": method, "max": max}),
-        ),
-        SourceError::NotConnected { origin } => (
-            "NotConnectedError",
-            json!({"kind": "not_connected", "origin": origin.as_str()}),
-        ),
-    }
-}
-
-fn store(e: &StoreError) -> Value {
-    match e {
-        StoreError::BlobMismatch {
-            origin,
-            digest,
-            mismatch: m,
-        } => Value::Object(with(
-            json!({"kind": "blob_mismatch", "origin": origin.as_str(),
-                "digest": digest.to_string()})
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-            mismatch(m),
-        )),
-        StoreError::RootRefused { root, why, path } => json!({"kind": "root_refused",
-            "root": root.display().to_string(), "why": why, "path": path.display().to_string()}),
-        StoreError::Io { op, path, source } => json!({"kind": "io", "op": op,
-            "path": path.display().to_string(), "errno": source.raw_os_error()}),
-        StoreError::LockTimeout {
-            path,
-            waited,
-            holder,
-        } => json!({"kind": "lock_timeout", "path": path.display().to_string(),
-            "waited": waited.as_secs_f64(), "holder": holder}),
-    }
-}
-
-fn index(e: &IndexError) -> Value {
-    match e {
-        IndexError::Database { what, .. } => json!({"kind": "database", "what": what}),
-        IndexError::TooNew { found, supported } => {
-            json!({"kind": "too_new", "found": found, "supported": supported})
-        }
-        IndexError::ReadOnly { path, what } => {
-            json!({"kind": "read_only", "path": path.display().to_string(), "what": what})
-        }
-        IndexError::Io { op, path, source } => json!({"kind": "io", "op": op,
-            "path": path.display().to_string(), "errno": source.raw_os_error()}),
-        IndexError::HostKey { path, problem } => json!({"kind": "host_key",
-            "path": path.display().to_string(), "problem": problem.to_string()}),
-    }
-}
-
-fn config(e: &ConfigError) -> Value {
-    let place = |kind: &str,
-                 path: &std::path::Path,
-                 position: &Option<(usize, usize)>,
-                 field: &str,
-                 problem: String| {
-        json!({"kind": kind, "path": path.display().to_string(),
-            "line": position.map(|(l, _)| l), "column": position.map(|(_, c)| c),
-            "field": field, "problem": problem})
-    };
-    match e {
-        ConfigError::Invalid { what } => json!({"kind": "invalid", "what": what}),
-        ConfigError::File {
-            path,
-            position,
-            field,
-            problem,
-        } => place("file", path, position, field, problem.to_string()),
-        ConfigError::LockFile {
-            path,
-            position,
-            field,
-            problem,
-        } => place("lock_file", path, position, field, problem.to_string()),
-    }
-}
-
-fn declined(reason: &Declined) -> Value {
-    let (name, changes) = match reason {
-        Declined::Dynamic => ("dynamic", None),
-        Declined::NotApproved => ("not_approved", None),
-        Declined::Revoked { changes } => ("revoked", Some(changes)),
-        Declined::NotLocked => ("not_locked", None),
-        Declined::Drift { changes } => ("drift", Some(changes)),
-        _ => ("other", None),
-    };
-    json!({"reason": name, "changes": changes.map(|c| crate::types::diff_json(c))})
-}
-
-fn offline(missing: &OfflineMiss) -> Value {
-    match missing {
-        OfflineMiss::Entry => json!({"missing": "entry"}),
-        OfflineMiss::Stale { age_ms } => json!({"missing": "stale", "ageMs": age_ms}),
-        OfflineMiss::File => json!({"missing": "file"}),
-        OfflineMiss::Server { method } => json!({"missing": "server", "method": method}),
-        _ => json!({"missing": "other"}),
-    }
-}
-
-/// `e`'s class and fields.
-fn describe(e: &Error) -> (&'static str, Map<String, Value>) {
-    let (class, fields) = match e {
-        Error::Uri(u) => (
-            "UriError",
-            json!({"kind": "uri", "uri": u.uri, "rule": u.rule.to_string()}),
-        ),
-        Error::Entry(e) => entry(e),
-        Error::Verify(v) => (
-            "VerifyError",
-            Value::Object(with(
-                with(
-                    Map::new(),
-                    json!({"kind": "verify", "origin": v.origin.as_str(),
-                    "uri": v.uri.as_str()}),
-                ),
-                mismatch(&v.mismatch),
-            )),
-        ),
-        Error::Source(s) => source(s),
-        Error::Store(s) => ("StoreError", store(s)),
-        Error::Index(i) => ("IndexError", index(i)),
-        Error::Config(c) => ("ConfigError", config(c)),
-        Error::Declined {
-            origin,
-            skill,
-            reason,
-        } => (
-            "DeclinedError",
-            Value::Object(with(
-                with(
-                    Map::new(),
-                    json!({"kind": "declined", "origin": origin.as_str(),
-                    "skill": skill.as_str(), "uri": skill.as_str()}),
-                ),
-                declined(reason),
-            )),
-        ),
-        Error::Offline {
-            origin,
-            uri,
-            missing,
-        } => (
-            "OfflineError",
-            Value::Object(with(
-                with(
-                    Map::new(),
-                    json!({"kind": "offline", "origin": origin.as_str(),
-                    "uri": uri.as_ref().map(skillcache::FileUri::as_str)}),
-                ),
-                offline(missing),
-            )),
-        ),
-        Error::L2Config {
-            location, problem, ..
-        } => (
-            "L2ConfigError",
-            json!({"kind": "l2_config", "location": location, "problem": problem}),
-        ),
-    };
-    (class, with(Map::new(), fields))
 }

@@ -11,9 +11,11 @@ import builtins
 class Error(Exception):
     """Everything that can go wrong in skillcache (`skillcache::Error`).
 
-    `str(e)` is the Rust error's message. `kind` names the Rust variant in snake case (for
+    `str(e)` is the library's message with its cause chain (`…: the connection to the server
+    failed: cannot connect to …: connection refused`), display-safe: no control character or
+    escape sequence, whatever a server sent. `kind` names the Rust variant in snake case (for
     example `"limit_exceeded"`, `"timeout"`, `"lock_file"`; each subclass lists its kinds).
-    `causes` holds the messages of the Rust error's `source()` chain, outermost first.
+    `causes` holds the messages of the cause chain alone, outermost first.
     """
 
     kind: str | None = None
@@ -38,7 +40,7 @@ class Error(Exception):
     actual: object = None
     diffs: list[str] | None = None
     code: int | None = None
-    message: str | None = None
+    server_message: str | None = None
     after: float | None = None
     digest: str | None = None
     root: str | None = None
@@ -88,7 +90,8 @@ class SourceError(Error):
 
 
 class ServerError(SourceError):
-    """The server answered with a JSON-RPC error: `origin`, `method`, `code`, `message`."""
+    """The server answered with a JSON-RPC error: `origin`, `method`, `code`, `server_message`
+    (the server's own text: display-safe, at most 1,024 characters, then `…`)."""
 
 
 class TransportError(SourceError):
@@ -121,8 +124,8 @@ class IndexError(Error):  # noqa: A001 - the Rust name, on purpose
     builtin `IndexError`: import it qualified (`skillcache.IndexError`)."""
 
 
-class ConfigError(Error):
-    """A configuration value, MCP config file or lock file was refused. By `kind`: `"invalid"`
+class ConfigError(Error, ValueError):
+    """A configuration value, MCP config file or lock file was refused; also a `ValueError`. By `kind`: `"invalid"`
     (`what`), `"file"` and `"lock_file"` (`path`, `line`, `column`, `field`, `problem`; `line` and
     `column` are `None` when the refusal is of the whole file)."""
 

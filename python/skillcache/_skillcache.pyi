@@ -293,6 +293,7 @@ class SkillCache:
         approval: Literal["required", "not_required"] = "required",
         dynamic: Literal["decline", "allow_unverified"] = "decline",
         memory_tier: int | None = None,
+        origin_quota: int | None = None,
         offline: bool = False,
         allow_stale: bool = False,
         locked: LockFile | None = None,
@@ -360,6 +361,10 @@ def _hops() -> int:
 def _in_flight() -> int:
     """How many of the module's calls are on skillcache's runtime now (the tests see a
     cancelled call leave); not part of the API."""
+
+def error_kinds() -> dict[str, list[object]]:
+    """Every error kind, class and decline reason the package maps (the tests check each has
+    its class); not part of the API."""
 
 def run_cli(argv: Sequence[str]) -> int:
     """Runs the `skillcache` command line (`argv`, the program's name first) and returns its

@@ -14,18 +14,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
-use skillcache::entry::{Limits, Validation};
+use skillcache::entry::Limits;
 use skillcache::source::{Change, McpSource, message_bound};
-use skillcache::{
-    ApprovalPolicy, DynamicPolicy, Error, Isolation, Origin, ServerConfig, SkillCache,
-    SkillCacheBuilder, SkillUri,
-};
+use skillcache::{Error, Origin, ServerConfig, SkillCache, SkillUri};
+use skillcache_binding::options::{Case, Number, Options, Spelling, Stderr};
 
 use crate::catalog::PyCatalog;
 use crate::errors::{as_value, raise, to_py_err};
@@ -39,20 +36,8 @@ use crate::types::{
     PyVerifyReport, py_repr,
 };
 
-/// The baseline of R-W7's total size (16 MiB), the default of `max_total_bytes` when only
-/// `max_files` is given (the Rust API does not expose a `Limits`'s values).
-const BASELINE_TOTAL_BYTES: u64 = 16 * 1024 * 1024;
-
 fn skill_uri(uri: &str) -> PyResult<SkillUri> {
     SkillUri::parse(uri).map_err(|e| to_py_err(&Error::Uri(e)))
-}
-
-fn seconds(what: &str, s: f64) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(s).map_err(|_| {
-        PyValueError::new_err(format!(
-            "{what} must be a non-negative number of seconds, not {s}"
-        ))
-    })
 }
 
 fn err(e: &Error) -> PyErr {
@@ -103,69 +88,13 @@ impl PySkillCache {
     }
 }
 
-/// `isolation`, `approval` and `dynamic`, each one of its named choices.
-fn policies(
-    py: Python<'_>,
-    b: SkillCacheBuilder,
-    isolation: &str,
-    approval: &str,
-    dynamic: &str,
-) -> PyResult<SkillCacheBuilder> {
-    Ok(b.isolation(match isolation {
-        "rehash" => Isolation::Rehash,
-        "guaranteed" => Isolation::Guaranteed,
-        other => return Err(choice(py, "isolation", other, &["rehash", "guaranteed"])),
+/// How this package names options in a refusal: snake case, Python's `repr`.
+fn spelling<T>(py: Python<'_>, f: impl FnOnce(&Spelling<'_>) -> T) -> T {
+    let quote = |s: &str| py_repr(py, s).unwrap_or_else(|_| s.to_owned());
+    f(&Spelling {
+        case: Case::Snake,
+        quote: &quote,
     })
-    .approval(match approval {
-        "required" => ApprovalPolicy::Required,
-        "not_required" => ApprovalPolicy::NotRequired,
-        other => return Err(choice(py, "approval", other, &["required", "not_required"])),
-    })
-    .dynamic(match dynamic {
-        "decline" => DynamicPolicy::Decline,
-        "allow_unverified" => DynamicPolicy::AllowUnverified,
-        other => {
-            return Err(choice(
-                py,
-                "dynamic",
-                other,
-                &["decline", "allow_unverified"],
-            ));
-        }
-    }))
-}
-
-/// The three timeouts, in seconds, each only where given.
-fn timeouts(
-    mut b: SkillCacheBuilder,
-    request: Option<f64>,
-    connect: Option<f64>,
-    lock: Option<f64>,
-) -> PyResult<SkillCacheBuilder> {
-    if let Some(s) = request {
-        b = b.request_timeout(seconds("request_timeout", s)?);
-    }
-    if let Some(s) = connect {
-        b = b.connect_timeout(seconds("connect_timeout", s)?);
-    }
-    if let Some(s) = lock {
-        b = b.lock_timeout(seconds("lock_timeout", s)?);
-    }
-    Ok(b)
-}
-
-/// `max_files` and `max_total_bytes`: `None` when neither is given (the library's baseline).
-fn limits(max_files: Option<u64>, max_total_bytes: Option<u64>) -> PyResult<Option<Limits>> {
-    if max_files.is_none() && max_total_bytes.is_none() {
-        return Ok(None);
-    }
-    // The baseline where one of the two is not given: `Limits::new` refuses less.
-    Limits::new(
-        max_files.unwrap_or(512),
-        max_total_bytes.unwrap_or(BASELINE_TOTAL_BYTES),
-    )
-    .map(Some)
-    .map_err(|e| err(&Error::Config(e)))
 }
 
 #[pymethods]
@@ -174,9 +103,9 @@ impl PySkillCache {
     #[new]
     #[pyo3(signature = (
         root=None, *, key_file=None, isolation="rehash", approval="required", dynamic="decline",
-        memory_tier=None, offline=false, allow_stale=false, locked=None, principal=None,
-        request_timeout=None, connect_timeout=None, lock_timeout=None, max_files=None,
-        max_total_bytes=None, strict=false, discovery_paths=None,
+        memory_tier=None, origin_quota=None, offline=false, allow_stale=false, locked=None,
+        principal=None, request_timeout=None, connect_timeout=None, lock_timeout=None,
+        max_files=None, max_total_bytes=None, strict=false, discovery_paths=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -186,7 +115,8 @@ impl PySkillCache {
         isolation: &str,
         approval: &str,
         dynamic: &str,
-        memory_tier: Option<u64>,
+        memory_tier: Option<i128>,
+        origin_quota: Option<i128>,
         offline: bool,
         allow_stale: bool,
         locked: Option<PyRef<'_, PyLockFile>>,
@@ -194,39 +124,35 @@ impl PySkillCache {
         request_timeout: Option<f64>,
         connect_timeout: Option<f64>,
         lock_timeout: Option<f64>,
-        max_files: Option<u64>,
-        max_total_bytes: Option<u64>,
+        max_files: Option<i128>,
+        max_total_bytes: Option<i128>,
         strict: bool,
         discovery_paths: Option<Vec<PathBuf>>,
     ) -> PyResult<PySkillCache> {
-        let mut b = policies(py, SkillCache::builder(), isolation, approval, dynamic)?
-            .offline(offline)
-            .allow_stale(allow_stale);
-        if let Some(root) = root {
-            b = b.root(root);
-        }
-        if let Some(key) = key_file {
-            b = b.key_file(key);
-        }
-        if let Some(bytes) = memory_tier {
-            b = b.memory_tier(bytes);
-        }
-        if let Some(lock) = locked {
-            b = b.locked(lock.snapshot());
-        }
-        if let Some(p) = principal {
-            b = b.principal(p);
-        }
-        b = timeouts(b, request_timeout, connect_timeout, lock_timeout)?;
-        for path in discovery_paths.unwrap_or_default() {
-            b = b.discovery_path(path);
-        }
-        let limits = limits(max_files, max_total_bytes)?;
-        let mut validation = Validation::default().strict(strict);
-        if let Some(limits) = limits {
-            validation = validation.limits(limits);
-        }
-        b = b.validation(validation);
+        let n = |v: Option<i128>| v.map(Number::Int);
+        let options = Options {
+            root,
+            key_file,
+            isolation: Some(isolation.to_owned()),
+            approval: Some(approval.to_owned()),
+            dynamic: Some(dynamic.to_owned()),
+            memory_tier: n(memory_tier),
+            origin_quota: n(origin_quota),
+            offline,
+            allow_stale,
+            locked: locked.map(|lock| lock.snapshot()),
+            principal,
+            request_timeout,
+            connect_timeout,
+            lock_timeout,
+            max_files: n(max_files),
+            max_total_bytes: n(max_total_bytes),
+            strict,
+            discovery_paths: discovery_paths.unwrap_or_default(),
+        };
+        let opened = spelling(py, |s| skillcache_binding::options::builder(options, s))
+            .map_err(|e| raise(py, &e))?;
+        let (b, limits) = (opened.builder, opened.limits);
         // Opening creates folders and opens SQLite: off the GIL.
         let inner = py.detach(move || b.open()).map_err(|e| raise(py, &e))?;
         Ok(PySkillCache {
@@ -283,7 +209,11 @@ impl PySkillCache {
     ) -> PyResult<()> {
         let mut argv = argv.into_iter();
         let Some(program) = argv.next() else {
-            return Err(PyValueError::new_err("argv must name a program"));
+            return Err(err(&Error::Config(
+                skillcache::error::ConfigError::Invalid {
+                    what: "argv must name a program".to_owned(),
+                },
+            )));
         };
         let stderr = match stderr {
             Some(target) => stderr_target(py, &target)?,
@@ -617,17 +547,6 @@ fn labels(origins: Vec<Origin>) -> Vec<String> {
     origins.into_iter().map(|o| o.as_str().to_owned()).collect()
 }
 
-/// A value that is not one of `allowed`, named as Python writes strings.
-fn choice(py: Python<'_>, what: &str, given: &str, allowed: &[&str]) -> PyErr {
-    let quoted = |s: &str| py_repr(py, s).unwrap_or_else(|_| s.to_owned());
-    let allowed: Vec<String> = allowed.iter().map(|a| quoted(a)).collect();
-    PyValueError::new_err(format!(
-        "{what} must be one of {}, not {}",
-        allowed.join(", "),
-        quoted(given)
-    ))
-}
-
 /// Where a server `connect_stdio` starts writes its stderr: `None` inherits this process's;
 /// `subprocess.DEVNULL` discards it; a file descriptor or an object with `fileno()` (an open
 /// file, `sys.stderr`) receives it. The descriptor is opened anew for appending (`/dev/fd/N`:
@@ -635,8 +554,11 @@ fn choice(py: Python<'_>, what: &str, given: &str, allowed: &[&str]) -> PyErr {
 /// caller may close its own descriptor; a pipe or a terminal is the same pipe or terminal.
 fn stderr_target(py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<Option<Stdio>> {
     let refused = || {
-        PyValueError::new_err(
-            "stderr must be None (inherit), subprocess.DEVNULL, a file descriptor or an object with fileno()",
+        raise(
+            py,
+            &Error::Config(skillcache::error::ConfigError::Invalid {
+                what: "stderr must be None (inherit), subprocess.DEVNULL, a file descriptor or an object with fileno()".to_owned(),
+            }),
         )
     };
     if target.is_none() {
@@ -651,21 +573,17 @@ fn stderr_target(py: Python<'_>, target: &Bound<'_, PyAny>) -> PyResult<Option<S
         Err(_) => return Err(refused()),
     };
     let devnull: i64 = py.import("subprocess")?.getattr("DEVNULL")?.extract()?;
-    if fd == devnull {
-        return Ok(Some(Stdio::null()));
-    }
-    if fd < 0 {
+    if fd < 0 && fd != devnull {
         return Err(refused());
     }
-    let file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(format!("/dev/fd/{fd}"))
-        .map_err(|e| {
-            PyOSError::new_err(format!(
-                "cannot send the server's stderr to file descriptor {fd}: {e}"
-            ))
-        })?;
-    Ok(Some(Stdio::from(file)))
+    let target = if fd == devnull {
+        Stderr::Ignore
+    } else {
+        Stderr::Descriptor(fd)
+    };
+    skillcache_binding::options::stderr(target)
+        .map(Some)
+        .map_err(|e| raise(py, &e))
 }
 
 /// The native half of `skillcache.LoadedSkill` (`skillcache/_cache.py`): the acting window.

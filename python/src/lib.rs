@@ -185,6 +185,7 @@ fn _skillcache(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_hops, m)?)?;
     m.add_function(wrap_pyfunction!(_in_flight, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::error_kinds, m)?)?;
     m.add_class::<Pending>()?;
     m.add_class::<cache::PySkillCache>()?;
     m.add_class::<cache::PyLoadedSkill>()?;

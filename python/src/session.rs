@@ -15,8 +15,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyString;
 use serde_json::Value;
 use skillcache::Error;
-use skillcache::error::SourceError;
 use skillcache::source::{Change, ChangeSink, OnChange, Requests, SourceFuture};
+use skillcache_binding::outcome::{Reply, answer, too_large, transport};
 use tokio::sync::oneshot;
 
 /// How a request on the host's loop ended.
@@ -166,56 +166,30 @@ impl SessionSource {
     }
 
     async fn ask(&self, method: &'static str, params: Value) -> Result<Value, Error> {
-        let transport = |source: Box<dyn std::error::Error + Send + Sync>| {
-            Error::Source(SourceError::Transport {
-                origin: None,
-                method: method.to_owned(),
-                source,
-            })
-        };
         let (future, rx) = self
             .schedule(method, &params)
-            .map_err(|e| transport(e.to_string().into()))?;
+            .map_err(|e| transport(method, e.to_string()))?;
         let mut pending = CancelOnDrop(Some(future));
         let outcome = rx.await;
         // Answered (or failed) on the loop: nothing left to cancel.
         pending.0 = None;
-        let text = match outcome {
-            Ok(Outcome::Answer(text)) => text,
-            Ok(Outcome::Server { code, message }) => {
-                return Err(Error::Source(SourceError::Server {
-                    origin: None,
-                    method: method.to_owned(),
-                    code,
-                    message,
-                }));
-            }
-            Ok(Outcome::Failed(why)) => return Err(transport(why.into())),
-            Ok(Outcome::Cancelled) | Err(_) => {
-                return Err(transport(
-                    "the request was cancelled on the host's event loop".into(),
-                ));
-            }
-        };
-        // R-B2: the size first, from the string's length (`ask` writes ASCII-only JSON, so
-        // characters are bytes), before a byte of it is copied or parsed.
-        let body: String = Python::attach(|py| {
-            let text = text.bind(py).cast::<PyString>().map_err(PyErr::from)?;
-            let len = u64::try_from(text.len()?).unwrap_or(u64::MAX);
-            if len > self.max_message {
-                return Ok(None);
-            }
-            text.to_str().map(|s| Some(s.to_owned()))
-        })
-        .map_err(|e: PyErr| transport(e.to_string().into()))?
-        .ok_or_else(|| {
-            Error::Source(SourceError::MessageTooLarge {
-                origin: None,
-                method: method.to_owned(),
-                max: self.max_message,
+        let reply = match outcome {
+            // R-B2: the size first, from the string's length (`ask` writes ASCII-only JSON, so
+            // characters are bytes), before a byte of it is copied or parsed.
+            Ok(Outcome::Answer(text)) => Python::attach(|py| {
+                let text = text.bind(py).cast::<PyString>().map_err(PyErr::from)?;
+                if too_large(text.len()?, self.max_message) {
+                    return Ok(Reply::TooLarge);
+                }
+                text.to_str().map(|s| Reply::Answer(s.to_owned()))
             })
-        })?;
-        serde_json::from_str(&body).map_err(|e| transport(Box::new(e)))
+            .map_err(|e: PyErr| transport(method, e.to_string()))?,
+            Ok(Outcome::Server { code, message }) => Reply::Server { code, message },
+            Ok(Outcome::Failed(why)) => Reply::Failed(why),
+            Ok(Outcome::Cancelled) => Reply::Cancelled,
+            Err(_) => Reply::Gone,
+        };
+        answer(method, reply, self.max_message)
     }
 }
 

@@ -349,7 +349,7 @@ async def test_b1_a_server_error_and_a_broken_session_keep_their_kind(tmp_path: 
     cache.connect_session("refusing", Answering(refuse))
     with pytest.raises(skillcache.ServerError) as server:
         await within(cache.entry("refusing", NOTES))
-    assert (server.value.method, server.value.code, server.value.message) == (
+    assert (server.value.method, server.value.code, server.value.server_message) == (
         "skills/get",
         -32602,
         "unknown skill",

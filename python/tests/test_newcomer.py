@@ -197,7 +197,7 @@ async def test_n3_a_server_error_and_a_transport_error_name_their_origin(
         await within(cache.entry("local", "skill://no-such-skill/SKILL.md"))
     e = server.value
     assert (e.origin, e.method, e.code) == ("local", "skills/get", -32602)
-    assert e.message and "local" in str(e)
+    assert e.server_message and "local" in str(e)
     cache.connect_stdio("gone", [str(tmp_path / "no-such-server")])
     with pytest.raises(skillcache.TransportError) as transport:
         await within(cache.entry("gone", NOTES))

@@ -50,20 +50,16 @@ impl Limits {
         })
     }
 
-    internal_pub! {
-        /// The most files a skill may list.
-        #[must_use]
-        fn max_files(&self) -> u64 {
-            self.max_files
-        }
+    /// The most files a skill may list. A binding that takes one of the two limits reads the other's default here.
+    #[must_use]
+    pub fn max_files(&self) -> u64 {
+        self.max_files
     }
 
-    internal_pub! {
-        /// The largest total size a skill may declare (and, for a dynamic skill, receive).
-        #[must_use]
-        fn max_total_bytes(&self) -> u64 {
-            self.max_total_bytes
-        }
+    /// The largest total size a skill may declare (and, for a dynamic skill, receive). A binding that takes one of the two limits reads the other's default here.
+    #[must_use]
+    pub fn max_total_bytes(&self) -> u64 {
+        self.max_total_bytes
     }
 }
 

@@ -34,6 +34,64 @@ pub enum ApprovalPolicy {
     NotRequired,
 }
 
+/// A host's choice named as text (the bindings' options): `decline`, `allow_unverified`, as
+/// [`Display`](std::fmt::Display) writes them.
+///
+/// ```
+/// use skillcache::DynamicPolicy;
+/// assert_eq!("allow_unverified".parse::<DynamicPolicy>().ok(), Some(DynamicPolicy::AllowUnverified));
+/// assert_eq!(DynamicPolicy::Decline.to_string(), "decline");
+/// ```
+impl std::str::FromStr for DynamicPolicy {
+    type Err = crate::error::ConfigError;
+
+    fn from_str(s: &str) -> Result<DynamicPolicy, Self::Err> {
+        crate::config_error::choice(
+            "a dynamic policy",
+            s,
+            &[DynamicPolicy::Decline, DynamicPolicy::AllowUnverified],
+        )
+    }
+}
+
+impl std::fmt::Display for DynamicPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DynamicPolicy::Decline => "decline",
+            DynamicPolicy::AllowUnverified => "allow_unverified",
+        })
+    }
+}
+
+/// A host's choice named as text (the bindings' options): `required`, `not_required`, as
+/// [`Display`](std::fmt::Display) writes them.
+///
+/// ```
+/// use skillcache::ApprovalPolicy;
+/// assert_eq!("not_required".parse::<ApprovalPolicy>().ok(), Some(ApprovalPolicy::NotRequired));
+/// assert_eq!(ApprovalPolicy::Required.to_string(), "required");
+/// ```
+impl std::str::FromStr for ApprovalPolicy {
+    type Err = crate::error::ConfigError;
+
+    fn from_str(s: &str) -> Result<ApprovalPolicy, Self::Err> {
+        crate::config_error::choice(
+            "an approval policy",
+            s,
+            &[ApprovalPolicy::Required, ApprovalPolicy::NotRequired],
+        )
+    }
+}
+
+impl std::fmt::Display for ApprovalPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ApprovalPolicy::Required => "required",
+            ApprovalPolicy::NotRequired => "not_required",
+        })
+    }
+}
+
 /// How long the cache waits for a server (R-B1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Deadlines {

@@ -73,6 +73,8 @@ pub(crate) use os::{
 };
 // Where the user's folders are, and the random bytes of a new host key.
 pub(crate) use os::{cache_home, config_home, home, random};
+// A descriptor of the host's as a server's stderr (the bindings' `stderr` option).
+pub(crate) use os::append_to_descriptor;
 
 // The part the CLI needs too: one file, compiled into the library here and into the binary by
 // `#[path]` (the binary cannot reach the library's private modules).

@@ -689,3 +689,13 @@ mod opener_tests {
         assert_eq!(len, 10);
     }
 }
+
+/// Where a child's output goes when the host names one of its own open descriptors (the
+/// bindings' `stderr` option): the descriptor opened anew for appending through `/dev/fd/N`, so
+/// no `unsafe` adopts a raw descriptor, the host may close its own, and a regular file gets the
+/// output at its end.
+pub(crate) fn append_to_descriptor(fd: u32) -> io::Result<File> {
+    OpenOptions::new()
+        .append(true)
+        .open(format!("/dev/fd/{fd}"))
+}

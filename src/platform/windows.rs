@@ -1143,3 +1143,12 @@ mod tests {
         }
     }
 }
+
+/// A host's open descriptor as a child's output: Windows has no descriptor paths, and adopting a
+/// raw handle needs `unsafe`; the host names a file instead.
+pub(crate) fn append_to_descriptor(fd: u32) -> io::Result<std::fs::File> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("file descriptor {fd} cannot be reopened on Windows"),
+    ))
+}

@@ -9,11 +9,12 @@ use crate::origin::Origin;
 pub enum SourceError {
     /// The server answered a request with a JSON-RPC error — an unknown skill's `skills/get`,
     /// for one. Its message is the server's text, shown display-safe (R-E5): escape codes in it
-    /// reach no terminal.
+    /// reach no terminal; and cut to its first 1,024 characters, so a server cannot make one
+    /// error line megabytes long.
     #[error(
         "{method}{} failed on the server: {} (code {code})",
         ToOrigin(origin.as_ref()),
-        display_safe(message)
+        ServerText(message)
     )]
     Server {
         /// The origin the request went to. A source does not know the host's label for it and
@@ -128,6 +129,19 @@ impl std::fmt::Display for ToOrigin<'_> {
         match self.0 {
             Some(origin) => write!(f, " to origin {origin}"),
             None => Ok(()),
+        }
+    }
+}
+
+/// A server's own error text as a message shows it: display-safe, its first 1,024 characters.
+struct ServerText<'a>(&'a str);
+
+impl std::fmt::Display for ServerText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const SHOWN: usize = 1024;
+        match self.0.char_indices().nth(SHOWN) {
+            Some((cut, _)) => write!(f, "{}…", display_safe(&self.0[..cut])),
+            None => write!(f, "{}", display_safe(self.0)),
         }
     }
 }

@@ -33,7 +33,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
-use super::stdio::{ChildTransport, EndSlot};
+use super::broken::{self, Place};
+use super::stdio::{ChildTransport, EndSlot, Exit, exit_status};
 use super::{Change, OnChange, SKILLS_EXTENSION, SkillSource, SourceFuture, message_bound};
 use crate::entry::Limits;
 use crate::error::{Error, Rule};
@@ -92,6 +93,8 @@ struct Connection {
     /// The session we run (none for a host's peer): dropping it ends the session.
     _service: Option<RunningService<RoleClient, Handler>>,
     ended: EndSlot,
+    /// How a child process ended (stdio only), for an error that says so.
+    exit: Option<Exit>,
     /// At 2026-07-28, the `subscriptions/listen` stream that carries the server's change
     /// notifications (R-B5); aborted with the connection.
     _listen: Option<AbortOnDrop>,
@@ -343,9 +346,11 @@ impl McpSource {
             info: client_info(),
             on_change: Arc::clone(&self.on_change),
         };
+        let mut exit = None;
         let started = match &self.target {
             Target::Stdio(command) => {
-                let transport = self.spawn(command, &ended)?;
+                let (transport, watch) = self.spawn(command, &ended)?;
+                exit = Some(watch);
                 handler.serve_with_lifecycle(transport, lifecycle()).await
             }
             Target::Http(url, headers) => {
@@ -386,17 +391,34 @@ impl McpSource {
                     revision,
                     _service: None,
                     ended,
+                    exit: None,
                     // The host's session: its notifications reach the host's own handler, which
                     // forwards them with `notify`.
                     _listen: None,
                 });
             }
         };
-        let service = started.map_err(|e| match ended_reason(&ended) {
-            Some(why) => ended_error("initialize", why),
-            None => transport_err("initialize")(Box::new(e)),
-        })?;
-        self.connected(service, ended).await
+        let service = match started {
+            Ok(service) => service,
+            Err(e) => {
+                if let Some(why) = ended_reason(&ended) {
+                    return Err(ended_error("initialize", why));
+                }
+                let status = exited(exit.as_mut()).await;
+                let why = broken::handshake(&e, &self.place(), status);
+                return Err(transport_err("initialize")(Box::new(why)));
+            }
+        };
+        self.connected(service, ended, exit).await
+    }
+
+    /// What the source talks to, for an error's words.
+    fn place(&self) -> Place {
+        match &self.target {
+            Target::Stdio(_) => Place::Child,
+            Target::Http(url, _) => Place::Http(url.clone()),
+            Target::Transport(_) | Target::Peer(_) => Place::Host,
+        }
     }
 
     /// Starts the host's command for a stdio connection, with our bounded framing.
@@ -404,13 +426,20 @@ impl McpSource {
         &self,
         command: &Mutex<tokio::process::Command>,
         ended: &EndSlot,
-    ) -> Result<ChildTransport, Error> {
+    ) -> Result<(ChildTransport, Exit), Error> {
         let mut command = command
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         ChildTransport::spawn(&mut command, self.max_message, Arc::clone(ended)).map_err(|e| {
             let program = command.as_std().get_program().to_owned();
-            transport_err("connect")(format!("cannot start {}: {e}", program.display()).into())
+            transport_err("connect")(
+                format!(
+                    "cannot start {}: {}",
+                    crate::display::SafePath(std::path::Path::new(&program)),
+                    e
+                )
+                .into(),
+            )
         })
     }
 
@@ -419,6 +448,7 @@ impl McpSource {
         &self,
         service: RunningService<RoleClient, Handler>,
         ended: EndSlot,
+        exit: Option<Exit>,
     ) -> Result<Connection, Error> {
         let revision = checked(service.peer())?;
         let modern = service
@@ -439,6 +469,7 @@ impl McpSource {
             revision,
             _service: Some(service),
             ended,
+            exit,
             _listen: listen,
         })
     }
@@ -456,10 +487,14 @@ impl McpSource {
                     message: e.message.into_owned(),
                 }))
             }
-            Err(e) => Err(match ended_reason(&connection.ended) {
-                Some(why) => ended_error(method, why),
-                None => transport_err(method)(Box::new(e)),
-            }),
+            Err(e) => {
+                if let Some(why) = ended_reason(&connection.ended) {
+                    return Err(ended_error(method, why));
+                }
+                let status = exited(connection.exit.clone().as_mut()).await;
+                let why = broken::request(&e, &self.place(), status);
+                Err(transport_err(method)(Box::new(why)))
+            }
         }
     }
 
@@ -485,6 +520,12 @@ impl McpSource {
         }
         Ok(McpSource::new(Target::Http(url.to_owned(), map)))
     }
+}
+
+/// How the child ended, when the source has one and it ends within a moment: a closed pipe comes
+/// a moment before the exit status.
+async fn exited(exit: Option<&mut Exit>) -> Option<std::process::ExitStatus> {
+    exit_status(exit?, std::time::Duration::from_secs(2)).await
 }
 
 fn ended_reason(slot: &EndSlot) -> Option<super::stdio::Ended> {

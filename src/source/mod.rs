@@ -4,6 +4,8 @@
 //! A source returns each result as the raw JSON object the server sent, so every field reaches
 //! skillcache's own validation (R-W*): the cache never trusts a transport's typing.
 
+#[cfg(feature = "mcp")]
+mod broken;
 pub(crate) mod error;
 #[cfg(feature = "mcp")]
 mod mcp;
@@ -62,6 +64,18 @@ pub fn message_bound(limits: &Limits) -> u64 {
         .max_total_bytes()
         .saturating_mul(2)
         .saturating_add(MESSAGE_OVERHEAD)
+}
+
+/// Where a stdio server's stderr goes when the host names one of its own open file descriptors
+/// (`fs.openSync(path, "a")`, `sys.stderr.fileno()`): the descriptor opened anew for appending,
+/// so the host may close its own and a regular file gets the output at its end. For the
+/// `Command` a host builds for [`McpSource::stdio`](crate::source::McpSource::stdio).
+///
+/// # Errors
+/// The operating system's, for a descriptor that is not open (or not reopenable, as a socket on
+/// Linux); on Windows, always.
+pub fn stderr_to_descriptor(fd: u32) -> std::io::Result<std::process::Stdio> {
+    crate::platform::append_to_descriptor(fd).map(std::process::Stdio::from)
 }
 
 /// A change a server announced (R-B5).

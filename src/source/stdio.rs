@@ -154,9 +154,23 @@ impl<R: tokio::io::AsyncRead + Unpin> LineReader<R> {
     }
 }
 
+/// How the child ended, once it has: the source waits on it (briefly) to say so in an error
+/// ("the server exited before answering (exit status 1)").
+pub(crate) type Exit = tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>;
+
+/// Waits at most `within` for the child behind `exit` to end, and says how it did.
+pub(crate) async fn exit_status(
+    exit: &mut Exit,
+    within: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
+    let ended = tokio::time::timeout(within, exit.wait_for(Option::is_some)).await;
+    ended.ok()?.ok().and_then(|status| *status)
+}
+
 /// A spawned child speaking MCP on stdio. Dropping it kills the child.
 pub(crate) struct ChildTransport {
-    child: Child,
+    /// Dropped (or sent) to kill the child; the task that waits for it owns it.
+    kill: Option<tokio::sync::oneshot::Sender<()>>,
     read: LineReader<ChildStdout>,
     write: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
     ended: EndSlot,
@@ -164,12 +178,13 @@ pub(crate) struct ChildTransport {
 
 impl ChildTransport {
     /// Spawns the host's `command` with piped stdin/stdout (the MCP stream); its stderr is as
-    /// the host set it (inherited by default). The child dies with the transport.
+    /// the host set it (inherited by default). The child dies with the transport; how it ended
+    /// is told to the returned [`Exit`].
     pub(crate) fn spawn(
         command: &mut tokio::process::Command,
         max: usize,
         ended: EndSlot,
-    ) -> std::io::Result<ChildTransport> {
+    ) -> std::io::Result<(ChildTransport, Exit)> {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -178,13 +193,15 @@ impl ChildTransport {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(std::io::Error::other("the child has no stdin or stdout"));
         };
-        Ok(ChildTransport {
-            child,
+        let (kill, exit) = watch(child);
+        let transport = ChildTransport {
+            kill: Some(kill),
             // A large buffer keeps a 32 MiB message to a few hundred reads.
             read: LineReader::new(stdout, 256 * 1024, max),
             write: Arc::new(tokio::sync::Mutex::new(Some(stdin))),
             ended,
-        })
+        };
+        Ok((transport, exit))
     }
 
     fn end(&self, why: Ended) {
@@ -194,6 +211,39 @@ impl ChildTransport {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
     }
+}
+
+/// Waits for `child` in a task of its own, so its exit status is known the moment it ends, even
+/// after rmcp dropped the transport; the child is killed (and reaped) when the returned sender is
+/// dropped or used. `kill_on_drop` stays as the last word: a runtime shutting down drops the
+/// task, and with it the child.
+fn watch(mut child: Child) -> (tokio::sync::oneshot::Sender<()>, Exit) {
+    let (kill, killed) = tokio::sync::oneshot::channel::<()>();
+    let (tell, exit) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        tokio::select! {
+            // A child that already ended is seen as ended, not killed, even when the transport
+            // was dropped at the same moment.
+            biased;
+            status = child.wait() => {
+                if let Ok(status) = status {
+                    let _ = tell.send(Some(status));
+                }
+            }
+            _ = killed => {
+                // A child that is ending as the transport drops (its pipe closed a moment ago)
+                // gets a moment to say how it ended; then it is killed.
+                let grace = std::time::Duration::from_millis(100);
+                if let Ok(Ok(status)) = tokio::time::timeout(grace, child.wait()).await {
+                    let _ = tell.send(Some(status));
+                    return;
+                }
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+            }
+        }
+    });
+    (kill, exit)
 }
 
 impl Transport<RoleClient> for ChildTransport {
@@ -244,7 +294,7 @@ impl Transport<RoleClient> for ChildTransport {
     async fn close(&mut self) -> Result<(), Self::Error> {
         // Closing stdin asks the server to exit; the kill makes sure it does.
         self.write.lock().await.take();
-        let _ = self.child.start_kill();
+        self.kill.take();
         Ok(())
     }
 }
