@@ -257,6 +257,11 @@ pub(crate) struct LockArgs {
     /// The lock file.
     #[arg(long, short, default_value = "skills.lock")]
     pub(crate) output: PathBuf,
+    /// Check the lock instead of writing it: ask every server it pins (of `--origin`, or of
+    /// every server of `--config`) for its skills, fetching no file, and exit 6 if anything
+    /// differs from what the lock pins.
+    #[arg(long, conflicts_with_all = ["skill_uris", "all"])]
+    pub(crate) check: bool,
     #[command(flatten)]
     pub(crate) server: ServerArgs,
     #[command(flatten)]

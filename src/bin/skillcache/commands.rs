@@ -33,6 +33,9 @@ pub(crate) async fn run(plan: Plan) -> Result<Outcome> {
             output,
             target,
         } => lock(ctx, scope, &output, &target).await,
+        Job::LockCheck { only, lock, target } => {
+            lock_check(ctx, only.as_ref(), &lock, &target).await
+        }
         Job::Entry(origin, uri, target) => entry(ctx, origin, &uri, &target).await,
         Job::Approve {
             origin,
@@ -367,6 +370,50 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
     let rows: Vec<Value> = pinned.iter().map(|(o, e)| render::pin_row(o, e)).collect();
     render::locked(ctx.json, output, &rows, lock.skills().count());
     failed(errors)
+}
+
+/// `lock --check`: every origin the lock pins (of `only`, if given) listed — no file fetched —
+/// at most `--jobs` servers at once, and compared with the lock by the library
+/// (`LockCheck::from_listings`). A pinned origin the config does not name is not started: the
+/// library reports it as drift, like a server that could not be listed. Exit 6 on any drift.
+async fn lock_check(
+    ctx: &Ctx,
+    only: Option<&Origin>,
+    path: &Path,
+    target: &Target,
+) -> Result<Outcome> {
+    let lock = LockFile::read(path).map_err(Failure::given)?;
+    let cache = open(ctx, target, ApprovalPolicy::NotRequired, None)?;
+    let mut origins: Vec<Origin> = lock
+        .skills()
+        .map(|l| l.origin().clone())
+        .filter(|o| only.is_none_or(|only| only == o))
+        .collect();
+    origins.sort();
+    origins.dedup();
+    let servers = origins
+        .into_iter()
+        .filter_map(|o| match source(ctx, &o, &target.reach) {
+            Ok(source) => Some(Ok((o, source))),
+            // Not configured: left out, and so reported as not connected.
+            Err(Failure::Usage(_)) => None,
+            Err(e) => Some(Err(e)),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let listings = many::each(&cache, servers, ctx.jobs, |cache, origin| async move {
+        cache.list(&origin).await
+    })
+    .await;
+    let mut check = skillcache::LockCheck::from_listings(&lock, listings);
+    if let Some(only) = only {
+        check.drift.retain(|d| d.origin() == only);
+    }
+    render::lock_checked(ctx.json, path, &check);
+    Ok(if check.is_clean() {
+        Outcome::Ok
+    } else {
+        Outcome::Code(crate::EXIT_LOCK_DRIFT)
+    })
 }
 
 /// `lock --all`: every skill each origin lists, but its dynamic ones (they have no digests to

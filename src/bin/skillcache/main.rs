@@ -8,8 +8,9 @@
 //! entry, a protocol error, a timeout, a message over the bound, a connection that failed or
 //! died; 5 declined by policy (limits, dynamic — loaded or approved —, approval missing or
 //! revoked, a skill not locked or drifted from the lock, a skill larger than `--origin-quota`,
-//! offline and not in the cache, a reference that leaves the skill); 1 a local failure (the
-//! cache root, the index, I/O).
+//! offline and not in the cache, a reference that leaves the skill); 6 `lock --check` found
+//! drift (a pinned skill changed, added, removed or refused, or a pinned server that could not be
+//! listed); 1 a local failure (the cache root, the index, I/O).
 //! Errors go to stderr as one line each, with their cause chain. `list --all` and `lock --all`
 //! go on past a server that fails, and exit with the code of the first failure. Every string a
 //! server or a file chose is printed display-safe (R-E5, `inert`).
@@ -24,6 +25,9 @@ macro_rules! outln {
         }
     }};
 }
+
+/// `lock --check`: what the servers publish differs from the lock (a CI gate's failure).
+pub(crate) const EXIT_LOCK_DRIFT: u8 = 6;
 
 mod args;
 mod cmdline;

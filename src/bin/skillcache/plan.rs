@@ -108,6 +108,13 @@ pub(crate) enum Job {
         output: PathBuf,
         target: Target,
     },
+    /// `lock --check`.
+    LockCheck {
+        /// `--origin`: only this origin's pins.
+        only: Option<Origin>,
+        lock: PathBuf,
+        target: Target,
+    },
     Entry(Origin, SkillUri, Target),
     Approve {
         origin: Origin,
@@ -302,9 +309,18 @@ fn job(command: Command) -> Result<(Job, Shared)> {
         }
         Command::Lock(a) => {
             let shared = Shared::new(a.cache, a.out).reach(a.reach).jobs(a.jobs);
-            let job = shared
-                .flags()
-                .lock(&a.skill_uris, a.all, a.output, a.server)?;
+            let job = if a.check {
+                let (only, target) = shared.flags().target(a.server, true)?;
+                Job::LockCheck {
+                    only,
+                    lock: a.output,
+                    target,
+                }
+            } else {
+                shared
+                    .flags()
+                    .lock(&a.skill_uris, a.all, a.output, a.server)?
+            };
             (job, shared)
         }
         Command::Approve(a) => {

@@ -181,6 +181,74 @@ pub(crate) fn locked(json: bool, output: &Path, rows: &[Value], pinned: usize) {
     );
 }
 
+/// `lock --check`: each drift, the dynamic skills beside the pins, and the count.
+pub(crate) fn lock_checked(json: bool, lock: &Path, check: &skillcache::LockCheck) {
+    let lock = display_safe(&lock.to_string_lossy()).to_string();
+    if json {
+        let drift: Vec<Value> = check.drift.iter().map(drift_json).collect();
+        let dynamic: Vec<Value> = check
+            .dynamic
+            .iter()
+            .map(|(o, s)| json!({"origin": o.as_str(), "skill": s.as_str()}))
+            .collect();
+        print_json(&json!({
+            "lock": lock, "pinned": check.pinned, "matched": check.matched,
+            "clean": check.is_clean(), "drift": drift, "dynamic": dynamic,
+        }));
+        return;
+    }
+    for d in &check.drift {
+        outln!("drift: {d}");
+    }
+    for (origin, skill) in &check.dynamic {
+        outln!(
+            "note: {skill} from {origin} is dynamic: it cannot be pinned, and a locked load declines it"
+        );
+    }
+    let differences = match check.drift.len() {
+        0 => String::new(),
+        1 => ", 1 difference".to_owned(),
+        n => format!(", {n} differences"),
+    };
+    outln!(
+        "{lock}: {} skills pinned, {} as pinned{differences}",
+        check.pinned,
+        check.matched
+    );
+}
+
+/// One drift as `lock --check --json` prints it.
+fn drift_json(d: &skillcache::LockDrift) -> Value {
+    use skillcache::LockDrift as D;
+    let kind = match d {
+        D::Files { .. } => "files",
+        D::BecameDynamic { .. } => "became_dynamic",
+        D::Binding { .. } => "binding",
+        D::Removed { .. } => "removed",
+        D::Added { .. } => "added",
+        D::Refused { .. } => "refused",
+        D::Unlisted { .. } => "unlisted",
+        _ => "other",
+    };
+    let pin = |p: &Option<(skillcache::Digest, u64)>| {
+        p.map(|(digest, size)| json!({"digest": digest.to_string(), "size": size}))
+    };
+    let files: Vec<Value> = match d {
+        D::Files { files, .. } => files
+            .iter()
+            .map(|f| json!({"uri": f.uri.as_str(), "pinned": pin(&f.pinned), "now": pin(&f.now)}))
+            .collect(),
+        _ => Vec::new(),
+    };
+    json!({
+        "origin": d.origin().as_str(),
+        "skill": d.skill().map(skillcache::SkillUri::as_str),
+        "kind": kind,
+        "message": d.to_string(),
+        "files": files,
+    })
+}
+
 fn entry_json(origin: &Origin, info: &EntryInfo) -> Value {
     json!({
         "origin": origin.as_str(),
