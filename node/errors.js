@@ -8,17 +8,23 @@
 // What a field may never replace: the message is the library's, the name the class's. A
 // server's own text is `serverMessage`, never `message`.
 const KEPT = new Set(['message', 'name', 'stack', 'constructor']);
+// Taken at load: a host that replaces these later (`Object.assign`, `Object.defineProperty`)
+// cannot forge or drop an error's fields.
+const { keys, defineProperty } = Object;
+const keptHas = Set.prototype.has.bind(KEPT);
 
 class SkillcacheError extends Error {
   constructor(message, fields) {
     super(message);
-    this.name = new.target.name;
+    defineProperty(this, 'name', { value: new.target.name, writable: true, configurable: true });
     // Every field of the variant (`kind`, `origin`, `uri`, …) and `causes`, the messages of
     // the Rust cause chain. Plain data, never anything the addon holds; defined, never set, so
     // a setter on a prototype sees none of it.
-    for (const key of Object.keys(fields ?? {})) {
-      if (KEPT.has(key)) continue;
-      Object.defineProperty(this, key, {
+    const names = keys(fields ?? {});
+    for (let i = 0; i < names.length; i += 1) {
+      const key = names[i];
+      if (keptHas(key)) continue;
+      defineProperty(this, key, {
         value: fields[key],
         enumerable: true,
         writable: true,
@@ -51,8 +57,16 @@ class OfflineError extends SkillcacheError {}
 class AbortError extends Error {
   constructor(message, fields) {
     super(message);
-    this.name = 'AbortError';
-    Object.assign(this, fields);
+    defineProperty(this, 'name', { value: 'AbortError', writable: true, configurable: true });
+    const names = keys(fields ?? {});
+    for (let i = 0; i < names.length; i += 1) {
+      defineProperty(this, names[i], {
+        value: fields[names[i]],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
   }
 }
 

@@ -22,12 +22,24 @@ thread_local! {
 }
 
 /// Called once by `errors.js`: `(className, message, fields) => new classes[className](…)`.
-// Not in the package's types: `index.js` calls it once and does not re-export it.
+// Not in the package's types: `index.js` calls it once and does not re-export it. Host code can
+// still reach it (`native.js` stays in `require.cache`), so a second call is refused rather than
+// obeyed: a factory a host put in place could make a server's refusal look like an abort. A call
+// while the factory runs (from inside it) is refused too, not a panic across the FFI boundary.
 #[napi_derive::napi(js_name = "registerErrors", skip_typescript)]
 pub fn register_errors(factory: Function<'_, Args, Unknown<'static>>) -> Result<()> {
-    let reference = factory.create_ref()?;
-    FACTORY.with(|f| *f.borrow_mut() = Some(reference));
-    Ok(())
+    FACTORY.with(|f| {
+        let mut slot = f.try_borrow_mut().map_err(|_| {
+            napi::Error::from_reason("the error factory cannot be registered while it runs")
+        })?;
+        if slot.is_some() {
+            return Err(napi::Error::from_reason(
+                "the error factory is registered once, by the package's index.js",
+            ));
+        }
+        *slot = Some(factory.create_ref()?);
+        Ok(())
+    })
 }
 
 /// `e` as a JS error object of its class: the shared report (`skillcache-binding`), its fields
@@ -95,7 +107,11 @@ fn make<'env>(
     fields: Map<String, Value>,
 ) -> Result<Unknown<'env>> {
     FACTORY.with(|f| {
-        let factory = f.borrow();
+        // Registration never holds the slot across a call into JS, so this borrow is only ever
+        // shared with another `make` (a factory that raises an error of ours while it runs).
+        let factory = f.try_borrow().map_err(|_| {
+            napi::Error::from_reason("the error factory is being registered")
+        })?;
         let factory = factory.as_ref().ok_or_else(|| {
             napi::Error::from_reason("the skillcache addon was loaded without its index.js")
         })?;
