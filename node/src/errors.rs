@@ -109,9 +109,9 @@ fn make<'env>(
     FACTORY.with(|f| {
         // Registration never holds the slot across a call into JS, so this borrow is only ever
         // shared with another `make` (a factory that raises an error of ours while it runs).
-        let factory = f.try_borrow().map_err(|_| {
-            napi::Error::from_reason("the error factory is being registered")
-        })?;
+        let factory = f
+            .try_borrow()
+            .map_err(|_| napi::Error::from_reason("the error factory is being registered"))?;
         let factory = factory.as_ref().ok_or_else(|| {
             napi::Error::from_reason("the skillcache addon was loaded without its index.js")
         })?;

@@ -263,8 +263,9 @@ impl SkillServer {
     fn get(&self, params: &Value) -> Result<Value, RpcError> {
         let uri = uri_param(params)?;
         let snap = self.snapshot()?;
-        // The answer names the URI asked for: a person reading it learns which one was wrong.
-        let unknown = || (INVALID_PARAMS, format!("no skill is served at {uri}"));
+        // Fixed words (R-E3: nothing a client sent is echoed back); the client knows the URI it
+        // asked for, and names it (the CLI prefixes it to the error it prints).
+        let unknown = || (INVALID_PARAMS, "no skill is served at that URI".to_owned());
         let built = snap.skill(&uri).ok_or_else(unknown)?.clone();
         let snap = self
             .shared

@@ -464,7 +464,10 @@ async fn every_skill(
 
 async fn entry(ctx: &Ctx, origin: Origin, uri: &SkillUri, target: &Target) -> Result<Outcome> {
     let (cache, source) = connect(ctx, &origin, target, ApprovalPolicy::NotRequired, None)?;
-    let info = cache.entry(&origin, uri).await?;
+    let info = cache
+        .entry(&origin, uri)
+        .await
+        .map_err(|e| Failure::about(uri, e))?;
     render::entry(ctx.json, &origin, &info, revision(source.as_ref()));
     Ok(Outcome::Ok)
 }
@@ -477,7 +480,10 @@ async fn approve(
     target: &Target,
 ) -> Result<Outcome> {
     let (cache, source) = connect(ctx, &origin, target, ApprovalPolicy::NotRequired, None)?;
-    let info = cache.entry(&origin, uri).await?;
+    let info = cache
+        .entry(&origin, uri)
+        .await
+        .map_err(|e| Failure::about(uri, e))?;
     let grant = grant_tools
         .then(|| info.entry.requested_tools().cloned())
         .flatten();
@@ -572,7 +578,10 @@ async fn load(ctx: &Ctx, load: Load) -> Result<Outcome> {
         .transpose()
         .map_err(Failure::given)?;
     let (cache, source) = connect(ctx, &load.origin, &load.target, load.gate.approval, lock)?;
-    let info = cache.entry(&load.origin, &load.uri).await?;
+    let info = cache
+        .entry(&load.origin, &load.uri)
+        .await
+        .map_err(|e| Failure::about(&load.uri, e))?;
     // `--all`: every file through the verified path; on a cold cache the whole skill (its
     // SKILL.md included) is published as one batch.
     let (skill, every) = if load.all {

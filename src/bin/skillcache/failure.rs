@@ -14,6 +14,22 @@ pub(crate) enum Failure {
     Given(Box<Error>),
     /// Anything else (exit 1).
     Other(Box<dyn std::error::Error + Send + Sync>),
+    /// A server's refusal of the skill the command named (its kind picks the exit code), printed
+    /// after the URI: a server's own words never quote a request (R-E3), so the URI the user gave
+    /// is named here.
+    About(String, Box<Error>),
+}
+
+impl Failure {
+    /// `e`, after `uri` when it is the server's answer to a request about it.
+    pub(crate) fn about(uri: &skillcache::SkillUri, e: Error) -> Failure {
+        match e {
+            Error::Source(skillcache::error::SourceError::Server { .. }) => {
+                Failure::About(uri.as_str().to_owned(), Box::new(e))
+            }
+            e => e.into(),
+        }
+    }
 }
 
 impl From<Error> for Failure {
