@@ -261,7 +261,7 @@ for (const [name, names] of [
   }[name];
 }
 
-const { registerErrors: _registerErrors, _fileBytes, _fileText, _fileFramed, _fileOrigin, _fileUri, _fileDigest, _fileSize, _fileFlags, ...api } = native;
+const { registerErrors: _registerErrors, errorKinds: _errorKinds, _fileBytes, _fileText, _fileFramed, _fileOrigin, _fileUri, _fileDigest, _fileSize, _fileFlags, ...api } = native;
 const { make: _make, ...classes } = errors;
 // Frozen, prototypes and all: a dependency loaded after the package cannot redefine a getter of
 // `SkillFile` (to report text the bytes never held while `verified` stays true), a method of the
