@@ -6,6 +6,22 @@
 // size-checks before it parses it, so every field reaches skillcache's own validation as the
 // server sent it.
 
+// Built-ins taken at load: what runs on an answer must not be one a host redefined later (a
+// `JSON.stringify` that rewrote a result would make its entry and its bytes agree on a forgery).
+const { apply } = Reflect;
+const { parse, stringify } = JSON;
+const { isInteger } = Number;
+const StringOf = String;
+const ErrorOf = Error;
+const MapOf = Map;
+const AbortControllerOf = AbortController;
+const TypeErrorOf = TypeError;
+const { get: mapGet, set: mapSet, delete: mapDelete } = Map.prototype;
+const setHas = Set.prototype.has;
+const lastly = Promise.prototype.finally;
+const abortOf = AbortController.prototype.abort;
+const signalOf = Object.getOwnPropertyDescriptor(AbortController.prototype, 'signal').get;
+
 // A result schema that takes any result as it is: `Client.request` with a schema sends a method
 // the SDK does not type (skills/list, skills/get) and checks nothing. 2.x reads a Standard Schema
 // (v1, `~standard`); 1.x calls a Zod 3 schema's `safeParse` (it has no `_zod`, so 1.x takes it
@@ -30,31 +46,32 @@ const LONGEST = 2 ** 31 - 1;
  * never rejects. `(id, null, null)` aborts request `id`. */
 function requester(client) {
   if (typeof client?.request !== 'function') {
-    throw new TypeError('connectClient needs a connected Client of @modelcontextprotocol/client or @modelcontextprotocol/sdk');
+    throw new TypeErrorOf('connectClient needs a connected Client of @modelcontextprotocol/client or @modelcontextprotocol/sdk');
   }
-  const pending = new Map();
+  const pending = new MapOf();
   return function call(id, method, params) {
     if (method === null) {
-      pending.get(id)?.abort();
-      pending.delete(id);
+      const controller = apply(mapGet, pending, [id]);
+      if (controller !== undefined) apply(abortOf, controller, []);
+      apply(mapDelete, pending, [id]);
       return undefined;
     }
-    const controller = new AbortController();
-    pending.set(id, controller);
-    return ask(client, method, params, controller.signal).finally(() => pending.delete(id));
+    const controller = new AbortControllerOf();
+    apply(mapSet, pending, [id, controller]);
+    return apply(lastly, ask(client, method, params, apply(signalOf, controller, [])), [() => apply(mapDelete, pending, [id])]);
   };
 }
 
 async function ask(client, method, params, signal) {
   try {
-    const result = await client.request({ method, params: JSON.parse(params) }, asSent, { signal, timeout: LONGEST });
-    return JSON.stringify(result);
+    const result = await client.request({ method, params: parse(params) }, asSent, { signal, timeout: LONGEST });
+    return stringify(result);
   } catch (error) {
     // The SDK's ProtocolError (an error response from the server) has a numeric JSON-RPC code;
     // its own errors (SdkError: a closed connection, a timeout) and an abort do not.
-    const local = error?.name === 'McpError' && SDK1_LOCAL.has(error.code);
-    if (Number.isInteger(error?.code) && !local) return { code: error.code, message: String(error.message) };
-    return { failed: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+    const local = error?.name === 'McpError' && apply(setHas, SDK1_LOCAL, [error.code]);
+    if (isInteger(error?.code) && !local) return { code: error.code, message: StringOf(error.message) };
+    return { failed: error instanceof ErrorOf ? `${error.name}: ${error.message}` : StringOf(error) };
   }
 }
 

@@ -7,7 +7,10 @@ const { requester } = require('./client.js');
 const { define } = require('./skillfile.js');
 
 // Built-ins taken at load: what the package calls must not be one a host redefined later.
-const { apply, defineProperty } = Reflect;
+const { apply, construct, defineProperty } = Reflect;
+const { freeze, keys: ownKeys } = Object;
+const hasOwn = Object.hasOwn;
+const { isArray } = Array;
 const { isExternal } = require('node:util').types;
 const isWellFormed = String.prototype.isWellFormed;
 const resolved = Promise.resolve.bind(Promise);
@@ -32,8 +35,7 @@ native.registerErrors((className, message, fields) => {
 // Aborter, aborted when the signal is (at once if it already is), which drops the call's work
 // where it stands; the AbortError it rejects with gets the signal's reason as its `cause`. The
 // listener goes when the call settles, so one signal may serve any number of calls.
-function withSignal(options, call) {
-  const signal = options.signal;
+function withSignal(signal, call) {
   let done = () => {};
   let settled;
   try {
@@ -74,8 +76,8 @@ function malformedLabel(what = 'an origin label') {
     causes: [],
   });
 }
-function malformedReference() {
-  return errors.make('UriError', 'a file reference must be well-formed Unicode: this one holds a lone surrogate', {
+function malformedReference(what = 'a file reference') {
+  return errors.make('UriError', `${what} must be well-formed Unicode: this one holds a lone surrogate`, {
     kind: 'uri',
     uri: null,
     rule: 'well-formed Unicode',
@@ -91,35 +93,63 @@ const skillMd = Object.getOwnPropertyDescriptor(skillProto, 'skillMd').get;
 const { SkillFile, make } = define(native);
 
 // Every method that takes an origin label first: a malformed one throws, as the addon throws for
-// any other label it refuses.
-for (const name of ['connectStdio', 'connectHttp', 'connectClient', 'notify', 'disconnect', 'list', 'entry', 'refresh', 'approve', 'isApproved', 'load', 'loadAll', 'verify', 'purge', 'cachedEntries']) {
-  const method = cacheProto[name];
-  cacheProto[name] = {
-    [name](origin, ...rest) {
-      if (!wellFormed(origin)) throw malformedLabel();
-      return apply(method, this, [origin, ...rest]);
+// any other label it refuses; and so does every other string argument (a skill URI, a URL), which
+// would otherwise name another skill once the addon reads it as UTF-8. The arguments are read by
+// index (`arguments`, no iterator a host could redefine) and handed on as they were checked.
+function checked(method, name, label) {
+  return {
+    [name]() {
+      const n = arguments.length;
+      if (!wellFormed(arguments[0])) throw malformedLabel(label);
+      for (let i = 1; i < n; i += 1) if (!wellFormed(arguments[i])) throw malformedReference('a skill URI or URL');
+      return apply(method, this, arguments);
     },
   }[name];
+}
+for (const name of ['connectStdio', 'connectHttp', 'connectClient', 'notify', 'disconnect', 'list', 'entry', 'refresh', 'approve', 'isApproved', 'load', 'loadAll', 'verify', 'purge', 'cachedEntries']) {
+  cacheProto[name] = checked(cacheProto[name], name);
 }
 // A principal names whose approvals apply: two that became one would share them.
-const { forPrincipal } = cacheProto;
-cacheProto.forPrincipal = function forPrincipal_(principal) {
-  if (!wellFormed(principal)) throw malformedLabel('a principal');
-  return apply(forPrincipal, this, [principal]);
-};
+cacheProto.forPrincipal = checked(cacheProto.forPrincipal, 'forPrincipal', 'a principal');
 for (const name of ['insert', 'check']) {
-  const method = native.LockFile.prototype[name];
-  native.LockFile.prototype[name] = {
-    [name](origin, ...rest) {
-      if (!wellFormed(origin)) throw malformedLabel();
-      return apply(method, this, [origin, ...rest]);
-    },
-  }[name];
+  native.LockFile.prototype[name] = checked(native.LockFile.prototype[name], name);
 }
+
+/** A copy of the host's array `list`, read once by index (its length, then each element) into
+ * an array of the package's own: what is checked is the copy, and the copy is what the addon
+ * gets, so a getter or a Proxy cannot answer the check one thing and the addon another. */
+function copied(list) {
+  if (!isArray(list)) return list;
+  const n = list.length;
+  const out = [];
+  for (let i = 0; i < n; i += 1) {
+    defineProperty(out, i, { __proto__: null, value: list[i], writable: true, enumerable: true, configurable: true });
+  }
+  return out;
+}
+/** The same for an options object: each of `names` and each own enumerable key read once, onto
+ * an object with no prototype (so none of `Object.prototype` is read either). */
+function plain(options, names) {
+  if (options === null || (typeof options !== 'object' && typeof options !== 'function')) return options;
+  const out = { __proto__: null };
+  const take = (name) => {
+    if (hasOwn(out, name)) return;
+    const value = options[name];
+    if (value !== undefined) defineProperty(out, name, { __proto__: null, value, writable: true, enumerable: true, configurable: true });
+  };
+  for (let i = 0; i < names.length; i += 1) take(names[i]);
+  const own = ownKeys(options);
+  for (let i = 0; i < own.length; i += 1) take(own[i]);
+  return out;
+}
+const CACHE_OPTIONS = ['root', 'keyFile', 'isolation', 'approval', 'dynamic', 'memoryTier', 'offline', 'allowStale', 'principal', 'requestTimeout', 'connectTimeout', 'lockTimeout', 'locked', 'maxFiles', 'maxTotalBytes', 'strict', 'discoveryPaths'];
 const { purgeAbsent } = cacheProto;
 cacheProto.purgeAbsent = function purgeAbsent_(keep) {
-  for (const label of keep) if (!wellFormed(label)) throw malformedLabel();
-  return apply(purgeAbsent, this, [keep]);
+  const labels = copied(keep);
+  for (let i = 0; isArray(labels) && i < labels.length; i += 1) {
+    if (!wellFormed(labels[i])) throw malformedLabel();
+  }
+  return apply(purgeAbsent, this, [labels]);
 };
 const { load } = cacheProto;
 // `connectClient` hands the addon the requester of the host's client (client.js), which sends
@@ -129,9 +159,11 @@ cacheProto.connectClient = function connectClient(origin, client) {
   return apply(connectRequester, this, [origin, requester(client)]);
 };
 // Without a signal, straight to the addon: a hit is a few microseconds, a closure is not free.
+// The signal is read once: what the check saw is what the call uses.
 cacheProto.load = function (origin, entry, options) {
-  if (options?.signal == null) return apply(load, this, [origin, entry]);
-  return withSignal(options, (a) => apply(load, this, [origin, entry, a]));
+  const signal = options?.signal;
+  if (signal == null) return apply(load, this, [origin, entry]);
+  return withSignal(signal, (a) => apply(load, this, [origin, entry, a]));
 };
 
 /** A file the addon handed over: only ever an `External` it made. What a Promise settles with
@@ -152,8 +184,9 @@ function filesOf(list) {
 }
 const loaded = (pair) => [pair[0], filesOf(pair[1])];
 cacheProto.loadAll = function (origin, entry, options) {
-  if (options?.signal == null) return apply(then, apply(loadAll, this, [origin, entry]), [loaded]);
-  return apply(then, withSignal(options, (a) => apply(loadAll, this, [origin, entry, a])), [loaded]);
+  const signal = options?.signal;
+  if (signal == null) return apply(then, apply(loadAll, this, [origin, entry]), [loaded]);
+  return apply(then, withSignal(signal, (a) => apply(loadAll, this, [origin, entry, a])), [loaded]);
 };
 
 // A hit settles inside its call: a loop of awaited hits runs on microtasks alone and would never
@@ -182,7 +215,8 @@ skillProto.read = function (reference, options) {
     const value = apply(read, this, [reference, a]);
     return isExternal(value) ? settledNow(make(value)) : apply(then, value, [file]);
   };
-  if (options?.signal != null) return withSignal(options, call);
+  const signal = options?.signal;
+  if (signal != null) return withSignal(signal, call);
   try {
     return call(undefined);
   } catch (error) {
@@ -190,8 +224,9 @@ skillProto.read = function (reference, options) {
   }
 };
 skillProto.readAll = function (options) {
-  if (options?.signal == null) return apply(then, apply(readAll, this, []), [filesOf]);
-  return apply(then, withSignal(options, (a) => apply(readAll, this, [a])), [filesOf]);
+  const signal = options?.signal;
+  if (signal == null) return apply(then, apply(readAll, this, []), [filesOf]);
+  return apply(then, withSignal(signal, (a) => apply(readAll, this, [a])), [filesOf]);
 };
 Object.defineProperty(skillProto, 'skillMd', {
   get() {
@@ -201,16 +236,37 @@ Object.defineProperty(skillProto, 'skillMd', {
   configurable: true,
 });
 
-// `new SkillCache({ principal })`: the same for the principal it acts as.
+// `new SkillCache(options)`: the options read once into a copy, the principal checked on the copy
+// (as `forPrincipal`'s), and the copy alone handed to the addon.
 const NativeSkillCache = native.SkillCache;
 const SkillCacheChecked = new Proxy(NativeSkillCache, {
   construct(target, args, newTarget) {
-    const principal = args[0]?.principal;
-    if (!wellFormed(principal)) throw malformedLabel('a principal');
-    return Reflect.construct(target, args, newTarget === SkillCacheChecked ? target : newTarget);
+    const options = plain(args[0], CACHE_OPTIONS);
+    if (options !== null && typeof options === 'object' && !wellFormed(options.principal)) throw malformedLabel('a principal');
+    return construct(target, [options], newTarget === SkillCacheChecked ? target : newTarget);
   },
 });
 
+// The connect methods' options, the same way (what they hold is not checked here, but a copy is
+// what the addon reads, once).
+for (const [name, names] of [
+  ['connectStdio', ['env', 'cwd', 'stderr']],
+  ['connectHttp', ['headers']],
+]) {
+  const method = cacheProto[name];
+  cacheProto[name] = {
+    [name](origin, target, options) {
+      return apply(method, this, [origin, name === 'connectStdio' ? copied(target) : target, plain(options, names)]);
+    },
+  }[name];
+}
+
 const { registerErrors: _registerErrors, errorKinds: _errorKinds, _fileBytes, _fileText, _fileFramed, _fileOrigin, _fileUri, _fileDigest, _fileSize, _fileFlags, ...api } = native;
 const { make: _make, ...classes } = errors;
-module.exports = { ...api, SkillCache: SkillCacheChecked, SkillFile, ...classes };
+// Frozen, prototypes and all: a dependency loaded after the package cannot redefine a getter of
+// `SkillFile` (to report text the bytes never held while `verified` stays true), a method of the
+// cache, or what the package exports. A host's own subclass still extends them.
+for (const exported of [...Object.values(api), ...Object.values(classes)]) {
+  if (typeof exported === 'function' && exported.prototype) freeze(exported.prototype);
+}
+module.exports = freeze({ ...api, SkillCache: SkillCacheChecked, SkillFile, ...classes });

@@ -86,6 +86,11 @@ function define(native) {
     }
   }
 
+  // Frozen: a dependency loaded after the package cannot redefine a getter (`text`, `bytes`) to
+  // report what the bytes never held while `verified` stays true.
+  Object.freeze(SkillFile.prototype);
+  Object.freeze(SkillFile);
+
   /** The file the addon holds as `held`. */
   const make = (held) => new SkillFile(MAKE, held);
   return { SkillFile, make };

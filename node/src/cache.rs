@@ -494,7 +494,7 @@ impl SkillCache {
             |env, (l, files)| {
                 let skill = LoadedSkill::from(l).into_unknown(env)?;
                 let files = held_files(env, files)?;
-                defined::array(env, vec![skill, files])
+                defined::unthenable(env, vec![skill, files])
             },
             aborter,
         )
@@ -728,7 +728,12 @@ impl LoadedSkill {
     }
 }
 
-/// Files as an array (define semantics) of the `External`s the addon holds them in.
+/// Files as an array (define semantics, no `then` a host can reach) of the `External`s the addon
+/// holds them in.
 fn held_files(env: &Env, files: Vec<skillcache::SkillFile>) -> Result<Unknown<'_>> {
-    defined::array_of(env, files, |env, f| held(f).into_unknown(env))
+    let held = files
+        .into_iter()
+        .map(|f| held(f).into_unknown(env))
+        .collect::<Result<Vec<_>>>()?;
+    defined::unthenable(env, held)
 }

@@ -33,6 +33,31 @@ pub(crate) fn array<'env>(env: &'env Env, items: Vec<Unknown<'env>>) -> Result<U
     Array::into_unknown(out, env)
 }
 
+/// An array of `items` for `index.js` alone, which unpacks it: what a Promise is resolved with.
+/// Resolving looks up `then` on the value, and a host's `then` on `Array.prototype` would be
+/// shown the addon's handles and could answer others; an own `then` (`undefined`, fixed) answers
+/// that lookup before any prototype is consulted.
+pub(crate) fn unthenable<'env>(env: &'env Env, items: Vec<Unknown<'env>>) -> Result<Unknown<'env>> {
+    let mut out = env.create_array(0)?;
+    let undefined = ().into_unknown(env)?;
+    let mut properties = vec![
+        Property::new()
+            .with_utf8_name("then")?
+            .with_value(&undefined)
+            .with_property_attributes(PropertyAttributes::Default),
+    ];
+    for (i, item) in items.iter().enumerate() {
+        properties.push(
+            Property::new()
+                .with_utf8_name(&i.to_string())?
+                .with_value(item)
+                .with_property_attributes(data()),
+        );
+    }
+    out.define_properties(&properties)?;
+    Array::into_unknown(out, env)
+}
+
 /// An array of `items`, each converted by `convert`.
 pub(crate) fn array_of<'env, T>(
     env: &'env Env,
