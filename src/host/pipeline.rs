@@ -11,7 +11,6 @@
 use std::sync::Arc;
 
 use super::file::{Provenance, SkillFile};
-use super::flight::Gate;
 use super::state::State;
 use crate::core::{CachedRead, QUICK_HIT_MAX_BYTES};
 use crate::entry::{ManifestFile, SkillEntry, select_content};
@@ -212,21 +211,14 @@ impl Pipeline<'_> {
         let mut digests: Vec<_> = wanted.iter().map(|&(i, _)| files[i].digest()).collect();
         digests.sort_unstable();
         digests.dedup();
-        let flights = self.state.flights();
-        let gates: Vec<(_, Gate)> = digests
-            .iter()
-            .map(|&d| (d, flights.gate(self.origin, d)))
-            .collect();
-        let mut turns = Vec::with_capacity(gates.len());
-        for (_, gate) in &gates {
+        // Given back when dropped, on every path: a cancelled call drops this future at any
+        // `await` below. The turns are declared after it, so they are dropped first.
+        let gates = self.state.flights().gates(self.origin, &digests);
+        let mut turns = Vec::with_capacity(digests.len());
+        for gate in gates.iter() {
             turns.push(Arc::clone(gate).lock_owned().await);
         }
-        let result = self.fetch_in_turn(files, wanted, out, &mut turns).await;
-        drop(turns);
-        for (d, gate) in &gates {
-            flights.release(self.origin, *d, gate);
-        }
-        result
+        self.fetch_in_turn(files, wanted, out, &mut turns).await
     }
 
     async fn fetch_in_turn(
