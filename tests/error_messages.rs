@@ -141,7 +141,9 @@ fn d5_the_cli_names_the_origin_of_an_unknown_skill() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(
-        stderr.contains("skillcache: error: skills/get to origin docs failed on the server: "),
+        stderr.contains(
+            "skillcache: error: skill://nope/SKILL.md: skills/get to origin docs failed on the server: "
+        ),
         "{stderr}"
     );
 }
