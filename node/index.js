@@ -127,13 +127,15 @@ function copied(list) {
   }
   return out;
 }
-/** The same for an options object: each of `names` and each own enumerable key read once, onto
- * an object with no prototype (so none of `Object.prototype` is read either). */
+/** The same for an options object: each of `names` the object has as its own property, and each
+ * own key, read once onto an object with no prototype (so none of `Object.prototype` is read). */
 function plain(options, names) {
   if (options === null || (typeof options !== 'object' && typeof options !== 'function')) return options;
   const out = { __proto__: null };
   const take = (name) => {
-    if (hasOwn(out, name)) return;
+    // Own properties only: an option inherited from `Object.prototype` (a polluted
+    // `Object.prototype.approval = 'notRequired'`) is no choice of the host's.
+    if (hasOwn(out, name) || !hasOwn(options, name)) return;
     const value = options[name];
     if (value !== undefined) defineProperty(out, name, { __proto__: null, value, writable: true, enumerable: true, configurable: true });
   };
@@ -199,28 +201,43 @@ const turned = () => {
   atOnce = 0;
   turning = false;
 };
-function settledNow(value) {
+/** Counts one call answered with no turn of the event loop since the last; true once the turn is
+ * due. A refusal counts as a hit does: a loop of refused reads starved timers just the same. */
+function turnDue() {
   if (!turning) {
     turning = true;
     immediately(turned);
   }
   atOnce += 1;
-  if (atOnce < YIELD_EVERY) return resolved(value);
+  return atOnce >= YIELD_EVERY;
+}
+function settledNow(value) {
+  if (!turnDue()) return resolved(value);
   return new PromiseOf((resolve) => immediately(resolve, value));
 }
+function refusedNow(error) {
+  if (!turnDue()) return rejected(error);
+  return new PromiseOf((_, reject) => immediately(reject, error));
+}
+/** What the addon's Promise settles with, on the next turn once one is due. */
+function paced(promise) {
+  if (!turnDue()) return promise;
+  return apply(then, promise, [(v) => new PromiseOf((resolve) => immediately(resolve, v)), (e) => refusedLater(e)]);
+}
+const refusedLater = (e) => new PromiseOf((_, reject) => immediately(reject, e));
 
 skillProto.read = function (reference, options) {
-  if (!wellFormed(reference)) return rejected(malformedReference());
+  if (!wellFormed(reference)) return refusedNow(malformedReference());
   const call = (a) => {
     const value = apply(read, this, [reference, a]);
-    return isExternal(value) ? settledNow(make(value)) : apply(then, value, [file]);
+    return isExternal(value) ? settledNow(make(value)) : paced(apply(then, value, [file]));
   };
   const signal = options?.signal;
   if (signal != null) return withSignal(signal, call);
   try {
     return call(undefined);
   } catch (error) {
-    return rejected(error);
+    return refusedNow(error);
   }
 };
 skillProto.readAll = function (options) {

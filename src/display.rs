@@ -76,6 +76,42 @@ impl fmt::Display for SafePath<'_> {
     }
 }
 
+/// How many characters of a refused URI or reference an error shows: enough to recognise it,
+/// while a 10 MB reference a model chose makes a message of a few hundred bytes, not 10 MB.
+pub(crate) const SHOWN_URI: usize = 256;
+
+/// `text` quoted and display-safe, as `{:?}` of [`display_safe`] shows it, cut after
+/// [`SHOWN_URI`] characters with how many more there were: for input an error names that may be
+/// of any length (a refused reference, a URI a server sent).
+pub(crate) fn display_cut(text: &str) -> impl fmt::Display + '_ {
+    Cut(text, true)
+}
+
+/// [`display_cut`] without the quotes, for a URI a message names as it is (a file's).
+pub(crate) fn display_cut_bare(text: &str) -> impl fmt::Display + '_ {
+    Cut(text, false)
+}
+
+struct Cut<'a>(&'a str, bool);
+
+impl fmt::Display for Cut<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (shown, more) = match self.0.char_indices().nth(SHOWN_URI) {
+            Some((cut, _)) => (&self.0[..cut], self.0[cut..].chars().count()),
+            None => (self.0, 0),
+        };
+        if self.1 {
+            write!(f, "{:?}", Safe(shown))?;
+        } else {
+            write!(f, "{}", Safe(shown))?;
+        }
+        if more > 0 {
+            write!(f, "… ({more} more characters)")?;
+        }
+        Ok(())
+    }
+}
+
 /// The value [`display_safe`] returns.
 struct Safe<'a>(&'a str);
 
@@ -233,6 +269,17 @@ mod tests {
 
     fn shown(text: &str) -> String {
         display_safe(text).to_string()
+    }
+
+    #[test]
+    fn e5_a_long_refused_text_is_shown_cut_with_the_count_of_what_was_left_out() {
+        let long = "a".repeat(super::SHOWN_URI + 10);
+        let shown = super::display_cut(&long).to_string();
+        assert_eq!(
+            shown,
+            format!("\"{}\"… (10 more characters)", "a".repeat(super::SHOWN_URI))
+        );
+        assert_eq!(super::display_cut("x\ny").to_string(), "\"x\\ny\"");
     }
 
     #[test]
