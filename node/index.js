@@ -273,7 +273,26 @@ for (const [name, names] of [
   const method = cacheProto[name];
   cacheProto[name] = {
     [name](origin, target, options) {
-      return apply(method, this, [origin, name === 'connectStdio' ? copied(target) : target, plain(options, names)]);
+      const argv = name === 'connectStdio' ? copied(target) : target;
+      const opts = plain(options, names);
+      // The strings inside are checked as the arguments are: a lone surrogate in an argument,
+      // an environment variable or a header would reach the server as U+FFFD.
+      if (isArray(argv)) for (let i = 0; i < argv.length; i += 1) if (!wellFormed(argv[i])) throw malformedReference('an argument');
+      const tables = ['env', 'headers'];
+      for (let t = 0; t < 2; t += 1) {
+        const key = tables[t];
+        const table = opts !== null && typeof opts === 'object' ? opts[key] : undefined;
+        if (table === null || typeof table !== 'object') continue;
+        const copy = plain(table, []);
+        const keysOf = ownKeys(copy);
+        for (let i = 0; i < keysOf.length; i += 1) {
+          if (!wellFormed(keysOf[i]) || (typeof copy[keysOf[i]] === 'string' && !wellFormed(copy[keysOf[i]]))) {
+            throw malformedReference(key === 'env' ? 'an environment variable' : 'a header');
+          }
+        }
+        defineProperty(opts, key, { __proto__: null, value: copy, writable: true, enumerable: true, configurable: true });
+      }
+      return apply(method, this, [origin, argv, opts]);
     },
   }[name];
 }
@@ -284,6 +303,11 @@ const { make: _make, ...classes } = errors;
 // `SkillFile` (to report text the bytes never held while `verified` stays true), a method of the
 // cache, or what the package exports. A host's own subclass still extends them.
 for (const exported of [...Object.values(api), ...Object.values(classes)]) {
-  if (typeof exported === 'function' && exported.prototype) freeze(exported.prototype);
+  // The class too, not only its prototype: a `Symbol.hasInstance` defined on it would make any
+  // object pass `instanceof` (`new Error() instanceof ServerError`).
+  if (typeof exported === 'function' && exported.prototype) {
+    freeze(exported.prototype);
+    freeze(exported);
+  }
 }
 module.exports = freeze({ ...api, SkillCache: SkillCacheChecked, SkillFile, ...classes });

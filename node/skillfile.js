@@ -84,6 +84,13 @@ function define(native) {
     get [Symbol.toStringTag]() {
       return 'SkillFile';
     }
+
+    // `instanceof SkillFile` is true of the package's own files only (those holding a file of the
+    // addon), not of an object made with `Object.create(SkillFile.prototype)` and given own
+    // `text` and `verified`.
+    static [Symbol.hasInstance](value) {
+      return value !== null && typeof value === 'object' && #held in value;
+    }
   }
 
   // Frozen: a dependency loaded after the package cannot redefine a getter (`text`, `bytes`) to
@@ -92,7 +99,9 @@ function define(native) {
   Object.freeze(SkillFile);
 
   /** The file the addon holds as `held`. */
-  const make = (held) => new SkillFile(MAKE, held);
+  // Each file frozen too: no own `text` or `verified` can be defined over the getters.
+  const freeze = Object.freeze;
+  const make = (held) => freeze(new SkillFile(MAKE, held));
   return { SkillFile, make };
 }
 
