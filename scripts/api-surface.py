@@ -87,6 +87,9 @@ GRANTED = [
     # One binding layer (issue 39, B5): the stderr target of a stdio server the host names by
     # descriptor lives in the platform layer, not once per binding...
     ("issue 39, B5", "stderr_to_descriptor"),
+    # ...and so is the duplicate of the host's own stderr a server inherits (Node marks its
+    # descriptor 2 close-on-exec, B7).
+    ("issue 39, B7", "stderr_duplicate"),
     # ...and a binding given one of the two limits takes the other's default from the library,
     # not from a copy of the baseline.
     ("issue 39, B5", "Limits::max_files"),

@@ -127,20 +127,11 @@ fn stderr_target(target: Either<String, u32>) -> std::result::Result<Stdio, Erro
     skillcache_binding::options::stderr(target)
 }
 
-/// This process's stderr, for a server to inherit. Node marks its descriptor 2 close-on-exec, so
-/// a child that merely inherits it starts with no stderr at all (and its complaints vanish): the
-/// child is given a duplicate, which the spawn installs as its descriptor 2.
+/// This process's stderr, for a server to inherit: a duplicate (the library's platform layer
+/// says why); with no stderr to duplicate (a daemon's descriptor 2 closed), nothing to show it
+/// on anyway.
 fn own_stderr() -> Stdio {
-    #[cfg(unix)]
-    let duplicate = std::os::fd::AsFd::as_fd(&std::io::stderr())
-        .try_clone_to_owned()
-        .map(Stdio::from);
-    #[cfg(windows)]
-    let duplicate = std::os::windows::io::AsHandle::as_handle(&std::io::stderr())
-        .try_clone_to_owned()
-        .map(Stdio::from);
-    // No stderr to duplicate (a daemon's descriptor 2 closed): nothing to show it on anyway.
-    duplicate.unwrap_or_else(|_| Stdio::inherit())
+    skillcache::source::stderr_duplicate().unwrap_or_else(|_| Stdio::inherit())
 }
 
 /// The options as JS gave them, read by `skillcache-binding`.

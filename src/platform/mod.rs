@@ -74,7 +74,9 @@ pub(crate) use os::{
 // Where the user's folders are, and the random bytes of a new host key.
 pub(crate) use os::{cache_home, config_home, home, random};
 // A descriptor of the host's as a server's stderr (the bindings' `stderr` option).
-pub(crate) use os::append_to_descriptor;
+pub(crate) use os::{append_to_descriptor, duplicate_stderr};
+// How a server's process ended, in the source's words for it.
+pub(crate) use os::exit_signal;
 
 // The part the CLI needs too: one file, compiled into the library here and into the binary by
 // `#[path]` (the binary cannot reach the library's private modules).

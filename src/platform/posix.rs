@@ -699,3 +699,16 @@ pub(crate) fn append_to_descriptor(fd: u32) -> io::Result<File> {
         .append(true)
         .open(format!("/dev/fd/{fd}"))
 }
+
+/// A duplicate of this process's stderr, for a child to inherit: a host that marked its
+/// descriptor 2 close-on-exec (Node does) would otherwise start the child with none.
+pub(crate) fn duplicate_stderr() -> io::Result<std::process::Stdio> {
+    std::os::fd::AsFd::as_fd(&io::stderr())
+        .try_clone_to_owned()
+        .map(std::process::Stdio::from)
+}
+
+/// The signal that ended a child, if one did.
+pub(crate) fn exit_signal(status: std::process::ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(&status)
+}

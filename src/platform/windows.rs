@@ -1152,3 +1152,15 @@ pub(crate) fn append_to_descriptor(fd: u32) -> io::Result<std::fs::File> {
         format!("file descriptor {fd} cannot be reopened on Windows"),
     ))
 }
+
+/// A duplicate of this process's stderr handle, for a child to inherit.
+pub(crate) fn duplicate_stderr() -> io::Result<std::process::Stdio> {
+    std::os::windows::io::AsHandle::as_handle(&io::stderr())
+        .try_clone_to_owned()
+        .map(std::process::Stdio::from)
+}
+
+/// A Windows process is not ended by a signal.
+pub(crate) fn exit_signal(_status: std::process::ExitStatus) -> Option<i32> {
+    None
+}

@@ -85,8 +85,7 @@ fn exit(status: ExitStatus) -> String {
     if let Some(code) = status.code() {
         return format!("exit status {code}");
     }
-    #[cfg(unix)]
-    if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
+    if let Some(signal) = crate::platform::exit_signal(status) {
         return format!("killed by signal {signal}");
     }
     "exit status unknown".to_owned()

@@ -78,6 +78,17 @@ pub fn stderr_to_descriptor(fd: u32) -> std::io::Result<std::process::Stdio> {
     crate::platform::append_to_descriptor(fd).map(std::process::Stdio::from)
 }
 
+/// This process's own stderr for a stdio server to inherit, as a duplicate: a host runtime that
+/// marks its stderr close-on-exec (Node does) would otherwise start the server with none, and
+/// its complaints would vanish. For the `Command` a host builds for
+/// [`McpSource::stdio`](crate::source::McpSource::stdio).
+///
+/// # Errors
+/// The operating system's, when this process has no stderr to duplicate.
+pub fn stderr_duplicate() -> std::io::Result<std::process::Stdio> {
+    crate::platform::duplicate_stderr()
+}
+
 /// A change a server announced (R-B5).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
