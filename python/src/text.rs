@@ -1,12 +1,14 @@
-//! Python text that names something: an origin label ([`Label`]) and a file reference
-//! ([`Reference`]) (B3).
+//! Python text that names something: an origin label ([`Label`]), a file reference or a skill
+//! URI ([`Reference`]), and the plain text of an option ([`Text`]: a principal, a local skill
+//! name, an argument, a header, a URL) (B3).
 //!
 //! A Python `str` can hold a lone surrogate (`"team\udcff"`, from `surrogateescape` decoding or a
 //! JSON `\ud800` escape), which no Rust string can. Replaced by U+FFFD, two labels or two
 //! references would become one; so such text is refused, as the library refuses a label or a
 //! reference it cannot take: a `ConfigError` for a label (as for a label with an invisible
-//! character) and a `UriError` for a reference (a model-chosen reference is caught with the
-//! other refused ones). The original `UnicodeEncodeError` is the cause.
+//! character) or an option, and a `UriError` for a reference or a URI (a model-chosen one is
+//! caught with the other refused ones), so a host's `except skillcache.Error` catches every one.
+//! The original `UnicodeEncodeError` is the cause.
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -37,7 +39,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Label {
     }
 }
 
-/// A file reference from Python, as given (the library resolves and checks it).
+/// A file reference or a skill URI from Python, as given (the library resolves and checks it).
 pub(crate) struct Reference(pub(crate) String);
 
 impl<'a, 'py> FromPyObject<'a, 'py> for Reference {
@@ -51,6 +53,26 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Reference {
             })
         })
         .map(Reference)
+    }
+}
+
+/// The text of an option from Python, as given (the library checks what it must).
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Text(pub(crate) String);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Text {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Text> {
+        text(obj, |shown, code| {
+            Error::Config(ConfigError::Invalid {
+                what: format!(
+                    "text {shown} refused: it is not well-formed Unicode (a lone surrogate, \
+                     U+{code:04X}); decode the bytes it came from strictly"
+                ),
+            })
+        })
+        .map(Text)
     }
 }
 
