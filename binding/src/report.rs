@@ -186,10 +186,15 @@ pub const OTHER: &str = "other";
 #[must_use]
 pub fn report(e: &Error) -> Report {
     let mut r = describe(e);
+    // A source's causes carry what a server (or the host's session) said, of any length: each
+    // is cut as `server_message` is, so the report stays bounded however much was sent.
+    let from_source = matches!(e, Error::Source(_));
     // `Error`'s `source()` is its layer error's own (transparent): this starts at the cause.
     let mut next = e.source();
     while let Some(cause) = next {
-        r.causes.push(safe(&cause.to_string()));
+        let text = cause.to_string();
+        r.causes
+            .push(safe(if from_source { cut(&text) } else { text }.as_str()));
         next = cause.source();
     }
     let mut message = safe(&e.to_string());
@@ -217,11 +222,16 @@ fn safe(text: &str) -> String {
 /// A server's own text, display-safe and cut to [`SERVER_TEXT_MAX`] characters.
 #[must_use]
 pub fn server_text(text: &str) -> String {
+    display_safe(&cut(text)).to_string()
+}
+
+/// `text` cut to [`SERVER_TEXT_MAX`] characters, with an ellipsis where it was cut.
+fn cut(text: &str) -> String {
     let mut cut: String = text.chars().take(SERVER_TEXT_MAX).collect();
     if cut.len() < text.len() {
         cut.push('…');
     }
-    display_safe(&cut).to_string()
+    cut
 }
 
 fn path(p: &std::path::Path) -> String {

@@ -43,10 +43,23 @@ StrPath = str | os.PathLike[str]
 # (counted across the process) yields once (`asyncio.sleep(0)`), so such a loop holds the event
 # loop for at most that many hits: about 0.1 ms of memory-tier hits, or a few ms of hits that
 # re-hash up to 64 KiB each. The turn costs a few microseconds, under 0.1 us a hit.
+# A refusal answered on the calling thread (a reference the window does not list, a URI out of
+# its root) raises inside the call just as fast, so it is counted the same way: a host loop that
+# retries refused, model-chosen references would otherwise never yield either.
 # (Inline in each hit path below: a call of a helper coroutine per hit would cost more than the
-# count.)
+# count; the refusal path, rarer, takes the helper.)
 _HITS_PER_TURN = 32
 _hits = 0
+
+
+async def _count_refusal() -> None:
+    """Counts a call refused on the calling thread as a hit, yielding on every
+    `_HITS_PER_TURN`-th."""
+    global _hits
+    _hits += 1
+    if _hits >= _HITS_PER_TURN:
+        _hits = 0
+        await asyncio.sleep(0)
 
 
 class LoadedSkill:
@@ -87,7 +100,11 @@ class LoadedSkill:
         """Reads a file: `reference` is resolved against the skill root (a relative path, or an
         absolute URI inside the root) and must be listed in the held entry; otherwise a
         `UriError` or `VerifyError`, and nothing is sent. Every byte is verified on this access."""
-        started = self._native.read(reference)
+        try:
+            started = self._native.read(reference)
+        except Exception:
+            await _count_refusal()
+            raise
         if type(started) is _Pending:
             return await started
         global _hits
@@ -100,7 +117,11 @@ class LoadedSkill:
     async def read_all(self) -> list[SkillFile]:
         """Every file of the held entry, in manifest order, each verified (one batch when
         cold)."""
-        started = self._native.read_all()
+        try:
+            started = self._native.read_all()
+        except Exception:
+            await _count_refusal()
+            raise
         if type(started) is _Pending:
             return await started
         global _hits
@@ -264,7 +285,11 @@ class SkillCache:
         """Loads a skill: the limits, the dynamic policy, the lock and the approval are checked
         before any request (`DeclinedError`); then its `SKILL.md` is read, verified and checked
         against the entry's frontmatter."""
-        started = self._native.load(origin, entry)
+        try:
+            started = self._native.load(origin, entry)
+        except Exception:
+            await _count_refusal()
+            raise
         if type(started) is _Pending:
             return LoadedSkill(await started)
         global _hits
@@ -277,7 +302,11 @@ class SkillCache:
     async def load_all(self, origin: str, entry: SkillEntry) -> tuple[LoadedSkill, list[SkillFile]]:
         """`load`, then every file, as one batch: `(LoadedSkill, [SkillFile])` in manifest
         order."""
-        started = self._native.load_all(origin, entry)
+        try:
+            started = self._native.load_all(origin, entry)
+        except Exception:
+            await _count_refusal()
+            raise
         if type(started) is _Pending:
             native, files = await started
             return LoadedSkill(native), files

@@ -30,14 +30,15 @@ use crate::fork::Owned;
 use crate::json;
 use crate::lockfile::PyLockFile;
 use crate::session::{SessionSource, Shared};
-use crate::text::{Label, Reference};
+use crate::text::{Label, Reference, Text};
 use crate::types::{
     Loaded, PyCachedEntry, PyEntryInfo, PyGcReport, PyInventory, PySkillEntry, PySkillFile,
     PyVerifyReport, py_repr,
 };
 
-fn skill_uri(uri: &str) -> PyResult<SkillUri> {
-    SkillUri::parse(uri).map_err(|e| to_py_err(&Error::Uri(e)))
+fn skill_uri(uri: Reference) -> PyResult<SkillUri> {
+    let Reference(uri) = uri;
+    SkillUri::parse(&uri).map_err(|e| to_py_err(&Error::Uri(e)))
 }
 
 fn err(e: &Error) -> PyErr {
@@ -120,7 +121,7 @@ impl PySkillCache {
         offline: bool,
         allow_stale: bool,
         locked: Option<PyRef<'_, PyLockFile>>,
-        principal: Option<String>,
+        principal: Option<Text>,
         request_timeout: Option<f64>,
         connect_timeout: Option<f64>,
         lock_timeout: Option<f64>,
@@ -141,7 +142,7 @@ impl PySkillCache {
             offline,
             allow_stale,
             locked: locked.map(|lock| lock.snapshot()),
-            principal,
+            principal: principal.map(|p| p.0),
             request_timeout,
             connect_timeout,
             lock_timeout,
@@ -181,11 +182,11 @@ impl PySkillCache {
 
     /// A handle on the same cache acting as `principal` (whose approvals it checks and
     /// records); a principal with an invisible character is refused as a `ConfigError`.
-    fn for_principal(&self, principal: String) -> PyResult<PySkillCache> {
+    fn for_principal(&self, principal: Text) -> PyResult<PySkillCache> {
         Ok(PySkillCache {
             inner: Owned::new(
                 self.cache()?
-                    .for_principal(principal)
+                    .for_principal(principal.0)
                     .map_err(|e| err(&Error::from(e)))?,
             ),
             limits: self.limits,
@@ -202,12 +203,12 @@ impl PySkillCache {
         &self,
         py: Python<'_>,
         origin: Label,
-        argv: Vec<String>,
-        env: Option<BTreeMap<String, String>>,
+        argv: Vec<Text>,
+        env: Option<BTreeMap<Text, Text>>,
         cwd: Option<PathBuf>,
         stderr: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let mut argv = argv.into_iter();
+        let mut argv = argv.into_iter().map(|arg| arg.0);
         let Some(program) = argv.next() else {
             return Err(err(&Error::Config(
                 skillcache::error::ConfigError::Invalid {
@@ -221,7 +222,9 @@ impl PySkillCache {
         };
         // The command as a Rust host builds it for `McpSource::stdio`, stderr included.
         let mut command = tokio::process::Command::new(program);
-        command.args(argv).envs(env.unwrap_or_default());
+        command
+            .args(argv)
+            .envs(env.unwrap_or_default().into_iter().map(|(k, v)| (k.0, v.0)));
         if let Some(dir) = cwd {
             command.current_dir(dir);
         }
@@ -239,12 +242,16 @@ impl PySkillCache {
     fn connect_http(
         &self,
         origin: Label,
-        url: String,
-        headers: Option<BTreeMap<String, String>>,
+        url: Text,
+        headers: Option<BTreeMap<Text, Text>>,
     ) -> PyResult<()> {
         let config = ServerConfig::Http {
-            url,
-            headers: headers.unwrap_or_default(),
+            url: url.0,
+            headers: headers
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k.0, v.0))
+                .collect(),
         };
         let source = config.source().map_err(|e| err(&e))?;
         self.bind(origin.0, Arc::new(self.with_limits(source)))
@@ -268,7 +275,7 @@ impl PySkillCache {
     /// `notifications/resources/updated`, `None` for `list_changed`. Only for origins bound
     /// with `connect_session` (the others receive their notifications themselves).
     #[pyo3(signature = (origin, uri=None))]
-    fn notify(&self, origin: Label, uri: Option<String>) -> PyResult<()> {
+    fn notify(&self, origin: Label, uri: Option<Reference>) -> PyResult<()> {
         self.cache()?;
         let source = self
             .sessions
@@ -281,7 +288,7 @@ impl PySkillCache {
                 skillcache::error::SourceError::NotConnected { origin: origin.0 },
             )));
         };
-        source.notify(uri.map_or(Change::ListChanged, |uri| Change::Updated { uri }));
+        source.notify(uri.map_or(Change::ListChanged, |uri| Change::Updated { uri: uri.0 }));
         Ok(())
     }
 
@@ -316,7 +323,12 @@ impl PySkillCache {
     }
 
     /// The entry for `uri`: from the index while fresh, else `skills/get`. No file.
-    fn entry<'py>(&self, py: Python<'py>, origin: Label, uri: &str) -> PyResult<Bound<'py, PyAny>> {
+    fn entry<'py>(
+        &self,
+        py: Python<'py>,
+        origin: Label,
+        uri: Reference,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let (cache, origin, uri) = (self.cache()?.clone(), origin.0, skill_uri(uri)?);
         crate::spawn(py, async move {
             let info = cache.entry(&origin, &uri).await.map_err(|e| err(&e))?;
@@ -329,7 +341,7 @@ impl PySkillCache {
         &self,
         py: Python<'py>,
         origin: Label,
-        uri: &str,
+        uri: Reference,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (cache, origin, uri) = (self.cache()?.clone(), origin.0, skill_uri(uri)?);
         crate::spawn(py, async move {
@@ -482,14 +494,10 @@ impl PySkillCache {
     /// including with `local_names`, the host's own filesystem skills, which an MCP skill never
     /// shadows. An origin that cannot be listed is in `failures`, not raised.
     #[pyo3(signature = (local_names=Vec::new()))]
-    fn catalog<'py>(
-        &self,
-        py: Python<'py>,
-        local_names: Vec<String>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    fn catalog<'py>(&self, py: Python<'py>, local_names: Vec<Text>) -> PyResult<Bound<'py, PyAny>> {
         let cache = self.cache()?.clone();
         crate::spawn(py, async move {
-            let names: Vec<&str> = local_names.iter().map(String::as_str).collect();
+            let names: Vec<&str> = local_names.iter().map(|name| name.0.as_str()).collect();
             let catalog = cache.catalog(&names).await.map_err(|e| err(&e))?;
             Python::attach(|py| PyCatalog::new(py, catalog))
         })

@@ -17,6 +17,7 @@ use serde_json::Value;
 use skillcache::Error;
 use skillcache::source::{Change, ChangeSink, OnChange, Requests, SourceFuture};
 use skillcache_binding::outcome::{Reply, answer, too_large, transport};
+use skillcache_binding::report::SERVER_TEXT_MAX;
 use tokio::sync::oneshot;
 
 /// How a request on the host's loop ended.
@@ -66,13 +67,29 @@ fn outcome(future: &Bound<'_, PyAny>) -> PyResult<Outcome> {
     if let Ok(error) = exception.getattr("error")
         && let (Ok(code), Ok(message)) = (
             error.getattr("code").and_then(|c| c.extract::<i64>()),
-            error.getattr("message").and_then(|m| m.extract::<String>()),
+            error.getattr("message").and_then(|m| shown(&m)),
         )
     {
         return Ok(Outcome::Server { code, message });
     }
     let name = exception.get_type().name()?.to_string();
-    Ok(Outcome::Failed(format!("{name}: {}", exception.str()?)))
+    Ok(Outcome::Failed(format!(
+        "{name}: {}",
+        shown(exception.str()?.as_any())?
+    )))
+}
+
+/// A server's or the session's own text as a report shows it: a lone surrogate (a JSON
+/// `\ud800` escape the host's session kept) replaced by U+FFFD, as this text only describes a
+/// failure and names nothing, and cut to [`SERVER_TEXT_MAX`] characters (with an ellipsis), so
+/// however much a server sent, no report holds more of it.
+fn shown(text: &Bound<'_, PyAny>) -> PyResult<String> {
+    let text = text.cast::<PyString>()?.to_string_lossy();
+    let mut cut: String = text.chars().take(SERVER_TEXT_MAX).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    Ok(cut)
 }
 
 /// Cancels the request's future on the host's loop unless the answer was taken: dropping the

@@ -1,15 +1,17 @@
-//! Python text that names something: an origin label ([`Label`]) and a file reference
-//! ([`Reference`]) (B3).
+//! Python text that names something: an origin label ([`Label`]), a file reference or a skill
+//! URI ([`Reference`]), and the plain text of an option ([`Text`]: a principal, a local skill
+//! name, an argument, a header, a URL) (B3).
 //!
 //! A Python `str` can hold a lone surrogate (`"team\udcff"`, from `surrogateescape` decoding or a
 //! JSON `\ud800` escape), which no Rust string can. Replaced by U+FFFD, two labels or two
 //! references would become one; so such text is refused, as the library refuses a label or a
 //! reference it cannot take: a `ConfigError` for a label (as for a label with an invisible
-//! character) and a `UriError` for a reference (a model-chosen reference is caught with the
-//! other refused ones). The original `UnicodeEncodeError` is the cause.
+//! character) or an option, and a `UriError` for a reference or a URI (a model-chosen one is
+//! caught with the other refused ones), so a host's `except skillcache.Error` catches every one.
+//! The original `UnicodeEncodeError` is the cause.
 
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBytes, PyString};
 use skillcache::error::{ConfigError, Rule, UriError};
 use skillcache::{Error, Origin};
 
@@ -37,7 +39,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Label {
     }
 }
 
-/// A file reference from Python, as given (the library resolves and checks it).
+/// A file reference or a skill URI from Python, as given (the library resolves and checks it).
 pub(crate) struct Reference(pub(crate) String);
 
 impl<'a, 'py> FromPyObject<'a, 'py> for Reference {
@@ -54,8 +56,28 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Reference {
     }
 }
 
+/// The text of an option from Python, as given (the library checks what it must).
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Text(pub(crate) String);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Text {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Text> {
+        text(obj, |shown, code| {
+            Error::Config(ConfigError::Invalid {
+                what: format!(
+                    "text {shown} refused: it is not well-formed Unicode (a lone surrogate, \
+                     U+{code:04X}); decode the bytes it came from strictly"
+                ),
+            })
+        })
+        .map(Text)
+    }
+}
+
 /// `obj` as a Rust string; for a `str` with a lone surrogate, the error `refuse` makes from the
-/// text shown with its surrogates escaped (`team\udcff`) and the first surrogate's code point.
+/// text shown ([`shown`]) and the first surrogate's code point.
 fn text(
     obj: Borrowed<'_, '_, PyAny>,
     refuse: impl FnOnce(String, u32) -> Error,
@@ -66,18 +88,37 @@ fn text(
         Ok(s) => Ok(s.to_owned()),
         Err(cause) => {
             let start: usize = cause.value(py).getattr("start")?.extract()?;
+            // `str`'s own methods, never the object's: a subclass's would choose what they say.
+            let exact = py.get_type::<PyString>();
             let code: u32 = py
                 .import("builtins")?
                 .getattr("ord")?
-                .call1((string.get_item(start)?,))?
+                .call1((exact.getattr("__getitem__")?.call1((string, start))?,))?
                 .extract()?;
-            let shown: String = string
-                .call_method1("encode", ("utf-8", "backslashreplace"))?
-                .call_method1("decode", ("utf-8",))?
-                .extract()?;
-            let refused = raise(py, &refuse(shown, code));
+            let refused = raise(py, &refuse(shown(&string)?, code));
             refused.set_cause(py, Some(cause));
             Err(refused)
         }
     }
+}
+
+/// The most characters of refused text a message shows, as for a refused label (`Origin`).
+const SHOWN: usize = 40;
+
+/// `string` as a refusal shows it: its surrogates escaped (`team\udcff`) by `str.encode` itself
+/// (the C-level conversion of the `str` it holds, whatever a subclass defines), cut after
+/// [`SHOWN`] characters with an ellipsis, so however long it is the message stays short.
+fn shown(string: &Bound<'_, PyString>) -> PyResult<String> {
+    let py = string.py();
+    let encoded = py.get_type::<PyString>().getattr("encode")?.call1((
+        string,
+        "utf-8",
+        "backslashreplace",
+    ))?;
+    // `backslashreplace` leaves nothing but UTF-8 (escapes are ASCII): lossless.
+    let text = String::from_utf8_lossy(encoded.cast::<PyBytes>()?.as_bytes()).into_owned();
+    Ok(match text.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    })
 }

@@ -361,6 +361,40 @@ async def test_b1_a_server_error_and_a_broken_session_keep_their_kind(tmp_path: 
     assert any("peer went away" in c for c in broken.value.causes)
 
 
+class ServerSaid(Exception):
+    """What a host's own session raises for a JSON-RPC error, as the SDK does: `.error` with
+    the server's `code` and `message` (a JSON `\\ud800` escape kept as a lone surrogate)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.error = type("ErrorData", (), {"code": -32000, "message": message})()
+
+
+async def test_b1_a_servers_huge_message_with_a_lone_surrogate_is_a_bounded_server_error(
+    tmp_path: Path,
+) -> None:
+    """A server's message with a lone surrogate and megabytes of text is still the server's
+    refusal (its code kept) and no part of the report holds more than the bound of it; nor does
+    a broken session's own huge text. Before, the message could not be taken as Rust text, and
+    the fallback kept all 3.6 MB of it in `str(e)` and `causes`."""
+    evil = "\x1b]0;pwned\x07\r\nX" * 300_000
+    cache = open_cache(tmp_path)
+    cache.connect_session("refusing", Answering(lambda m, _: ServerSaid("\ud800" + evil)))
+    with pytest.raises(skillcache.ServerError) as server:
+        await within(cache.entry("refusing", NOTES))
+    e = server.value
+    assert e.code == -32000
+    assert e.server_message.startswith("\ufffd") and "\\x1b]0;pwned" in e.server_message[:20]
+    cache.connect_session("broken", Answering(lambda m, _: ConnectionResetError("\ud800" + evil)))
+    with pytest.raises(skillcache.TransportError) as broken:
+        await within(cache.entry("broken", NOTES))
+    for raised in (e, broken.value):
+        parts = [str(raised), raised.server_message or "", *raised.causes]
+        assert max(map(len, parts)) < 8192, [len(p) for p in parts]
+        assert not any(c in p for p in parts for c in "\x1b\x07\r\n"), parts
+    assert any(c.startswith("ConnectionResetError: \ufffd") for c in broken.value.causes)
+
+
 async def test_b1_a_real_servers_refusal_is_a_server_error(tmp_path: Path, skills_dir: Path) -> None:
     cache = open_cache(tmp_path)
     cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))

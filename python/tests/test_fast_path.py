@@ -276,3 +276,29 @@ async def test_t4_a_loop_of_awaited_hits_gives_the_event_loop_turns_for_timers_a
         loop.remove_signal_handler(signal.SIGUSR1)
     assert done < cap, f"the loop of {done} hits never let a timer or a signal run: {seen}"
     assert set(seen) == {"timer", "signal"}
+
+
+@pytest.mark.parametrize("reference", ["../other/SKILL.md", "not-listed.md"], ids=["outside", "unlisted"])
+async def test_t4_a_loop_of_awaited_refused_reads_gives_the_event_loop_turns(
+    reference: str, tmp_path: Path, skills_dir: Path
+) -> None:
+    """A refusal answered on the calling thread (a reference outside the root or not listed)
+    raises inside the call as fast as a hit answers: a host loop retrying model-chosen references
+    would never give the event loop a turn unless refusals are counted as hits are. Before they
+    were, a timer due in 10 ms waited for the whole loop (its cap below)."""
+    log = tmp_path / "requests.log"
+    _, _, skill = await warm_skill(tmp_path, skills_dir, log)
+    loop = asyncio.get_running_loop()
+    seen: dict[str, int] = {}
+    done = 0
+    loop.call_later(0.01, lambda: seen.setdefault("timer", done))
+    cap = 20_000
+    hops = native._hops()
+    sent = requests(log)
+    while done < cap and not seen:
+        with pytest.raises(skillcache.Error):
+            await skill.read(reference)
+        done += 1
+    assert native._hops() == hops  # every refusal was answered on the calling thread
+    assert done < cap, f"the loop of {done} refused reads never let a timer run"
+    assert requests(log) == sent  # nothing was sent for a refusal

@@ -31,7 +31,7 @@ def refused_label(call: Callable[[], Any], label: str) -> skillcache.ConfigError
     with pytest.raises(skillcache.ConfigError) as caught:
         call()
     e = caught.value
-    shown = label.encode("utf-8", "backslashreplace").decode()
+    shown = str.encode(label, "utf-8", "backslashreplace").decode()
     message = str(e)
     assert "origin label" in message and shown in message, message
     assert "not well-formed Unicode" in message and f"U+{ord(label[-1]):04X}" in message, message
@@ -110,3 +110,93 @@ async def test_b3_a_reference_with_a_lone_surrogate_is_a_uri_error_and_never_rea
         assert e.uri == reference.encode("utf-8", "backslashreplace").decode()
         assert "not well-formed Unicode" in str(e), str(e)
         assert isinstance(e.__cause__, UnicodeEncodeError)
+
+
+async def refused(call: Callable[[], Any], kind: type[skillcache.Error], text: str) -> skillcache.Error:
+    """`call` (awaited if it is a coroutine) refuses `text` as a `kind`, with the strict decode's
+    error as its cause and the text shown with its surrogate escaped."""
+    import asyncio
+
+    with pytest.raises(kind) as caught:
+        result = call()
+        if asyncio.iscoroutine(result):
+            await within(result)
+    e = caught.value
+    assert "not well-formed Unicode" in str(e), str(e)
+    shown = text.encode("utf-8", "backslashreplace").decode()
+    assert shown in (e.uri if isinstance(e, skillcache.UriError) else str(e)), str(e)
+    assert isinstance(e.__cause__, UnicodeEncodeError)
+    return e
+
+
+async def test_b3_every_other_text_a_call_takes_with_a_lone_surrogate_is_a_skillcache_error(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    """Skill URIs (often model-chosen from a catalog) are refused as a `UriError`; a principal, a
+    local skill name, an argument, an environment variable, a URL and a header as a
+    `ConfigError`: each one a `skillcache.Error`, caught with the other refusals. Before, each
+    was a bare `UnicodeEncodeError` that `except skillcache.Error` missed."""
+    cache = open_cache(tmp_path, approval="not_required")
+    cache.connect_stdio("docs", serve_argv(skills_dir, tmp_path))
+    bad = "x\udcff"
+    for uri in [f"skill://{bad}/SKILL.md", f"skill://release-notes/{bad}.md"]:
+        await refused(lambda: cache.entry("docs", uri), skillcache.UriError, uri)
+        await refused(lambda: cache.refresh("docs", uri), skillcache.UriError, uri)
+    cache.connect_session("host", Unused())
+    await refused(lambda: cache.notify("host", f"skill://{bad}/SKILL.md"), skillcache.UriError, bad)
+    calls: list[Callable[[], Any]] = [
+        lambda: cache.for_principal(bad),
+        lambda: open_cache(tmp_path, "other", principal=bad),
+        lambda: cache.catalog(["fine", bad]),
+        lambda: cache.connect_stdio("a", ["skillcache", bad]),
+        lambda: cache.connect_stdio("a", [bad]),
+        lambda: cache.connect_stdio("a", ["skillcache"], env={"V": bad}),
+        lambda: cache.connect_stdio("a", ["skillcache"], env={bad: "v"}),
+        lambda: cache.connect_http("h", f"http://127.0.0.1:9/{bad}"),
+        lambda: cache.connect_http("h", "http://127.0.0.1:9/", {"x": bad}),
+        lambda: cache.connect_http("h", "http://127.0.0.1:9/", {bad: "v"}),
+    ]
+    for call in calls:
+        await refused(call, skillcache.ConfigError, bad)
+    # Nothing refused was bound, and the cache still answers.
+    assert (await within(cache.entry("docs", NOTES))).entry.name == "release-notes"
+
+
+class Lying(str):
+    """A `str` whose `encode` answers for it: raw control characters, megabytes of them."""
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:  # type: ignore[override]
+        return b"\x1b]0;pwned\x07\r\nall good: origin 'trusted' connected\n" * 200_000
+
+
+class Renaming(str):
+    """A `str` whose `encode` names another label."""
+
+    def encode(self, *args: Any, **kwargs: Any) -> bytes:  # type: ignore[override]
+        return b"trusted"
+
+
+async def test_b3_a_refused_texts_shown_form_is_the_packages_own_and_cut_like_a_labels(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    """The text a refusal shows is made by Python's own conversion of the `str` it holds, never
+    by the object's `encode` (a subclass's chooses what it returns), and cut after 40 characters
+    with an ellipsis, as a refused label is shown. Before, a subclass put megabytes of raw escape
+    sequences, or another label's name, into the message."""
+    cache = open_cache(tmp_path, approval="not_required")
+    for label in [Lying("team\udcff"), Renaming("evil\udcff")]:
+        e = refused_label(lambda: cache.connect_stdio(label, serve_argv(skills_dir, tmp_path)), label)
+        assert "trusted" not in str(e) and "\x1b" not in str(e) and len(str(e)) < 1024, str(e)[:80]
+    long = "a" * 50 + "\udcff"
+    with pytest.raises(skillcache.ConfigError) as caught:
+        cache.connect_http(long, "http://127.0.0.1:9/mcp")
+    assert "a" * 40 + "…" in str(caught.value) and "a" * 41 not in str(caught.value), str(caught.value)
+    cache.connect_stdio("docs", serve_argv(skills_dir, tmp_path))
+    info = await within(cache.entry("docs", NOTES))
+    skill = await within(cache.load("docs", info.entry))
+    with pytest.raises(skillcache.UriError) as uri:
+        await within(skill.read(Lying("x\udcff")))
+    assert uri.value.uri == "x\\udcff" and len(str(uri.value)) < 1024, str(uri.value)[:80]
+    with pytest.raises(skillcache.UriError) as uri:
+        await within(skill.read("b" * 50 + "\udcff"))
+    assert uri.value.uri == "b" * 40 + "…", uri.value.uri
