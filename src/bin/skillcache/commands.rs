@@ -372,6 +372,18 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
     failed(errors)
 }
 
+/// Every origin `lock` pins (only `only`, if given), each once, in order.
+fn pinned_origins(lock: &LockFile, only: Option<&Origin>) -> Vec<Origin> {
+    let mut origins: Vec<Origin> = lock
+        .skills()
+        .map(|l| l.origin().clone())
+        .filter(|o| only.is_none_or(|only| only == o))
+        .collect();
+    origins.sort();
+    origins.dedup();
+    origins
+}
+
 /// `lock --check`: every origin the lock pins (of `only`, if given) listed — no file fetched —
 /// at most `--jobs` servers at once, and compared with the lock by the library
 /// (`LockCheck::from_listings`). A pinned origin the config does not name is not started: the
@@ -384,14 +396,7 @@ async fn lock_check(
 ) -> Result<Outcome> {
     let lock = LockFile::read(path).map_err(Failure::given)?;
     let cache = open(ctx, target, ApprovalPolicy::NotRequired, None)?;
-    let mut origins: Vec<Origin> = lock
-        .skills()
-        .map(|l| l.origin().clone())
-        .filter(|o| only.is_none_or(|only| only == o))
-        .collect();
-    origins.sort();
-    origins.dedup();
-    let servers = origins
+    let servers = pinned_origins(&lock, only)
         .into_iter()
         .filter_map(|o| match source(ctx, &o, &target.reach) {
             Ok(source) => Some(Ok((o, source))),
@@ -505,14 +510,7 @@ async fn approve_from_lock(
 ) -> Result<Outcome> {
     let lock = Arc::new(LockFile::read(path).map_err(Failure::given)?);
     let cache = open(ctx, target, ApprovalPolicy::NotRequired, None)?;
-    let mut origins: Vec<Origin> = lock
-        .skills()
-        .map(|l| l.origin().clone())
-        .filter(|o| only.is_none_or(|only| only == o))
-        .collect();
-    origins.sort();
-    origins.dedup();
-    let servers = origins
+    let servers = pinned_origins(&lock, only)
         .into_iter()
         .map(|o| {
             let source = source(ctx, &o, &target.reach)?;
