@@ -48,8 +48,8 @@ pub(super) fn published(
     snap: &Arc<Snapshot>,
     uri: &FileUri,
 ) -> Result<Value, RpcError> {
-    // The answer names the URI asked for: a person reading it learns which one was wrong.
-    let unknown = || (INVALID_PARAMS, format!("no resource is served at {uri}"));
+    // Fixed words (R-E3: nothing a client sent is echoed back); the client names the URI.
+    let unknown = || (INVALID_PARAMS, "no resource is served at that URI".to_owned());
     let (built, i) = snap.file(uri).ok_or_else(unknown)?;
     let entry = built.entry().ok_or_else(unknown)?;
     let file = &entry.skill.files[i];

@@ -472,7 +472,7 @@ async fn entry(ctx: &Ctx, origin: Origin, uri: &SkillUri, target: &Target) -> Re
     let info = cache
         .entry(&origin, uri)
         .await
-        .map_err(|e| Failure::about(uri, e))?;
+        .map_err(|e| Failure::about(uri.as_str(), e))?;
     render::entry(ctx.json, &origin, &info, revision(source.as_ref()));
     Ok(Outcome::Ok)
 }
@@ -488,7 +488,7 @@ async fn approve(
     let info = cache
         .entry(&origin, uri)
         .await
-        .map_err(|e| Failure::about(uri, e))?;
+        .map_err(|e| Failure::about(uri.as_str(), e))?;
     let grant = grant_tools
         .then(|| info.entry.requested_tools().cloned())
         .flatten();
@@ -579,7 +579,7 @@ async fn load(ctx: &Ctx, load: Load) -> Result<Outcome> {
     let info = cache
         .entry(&load.origin, &load.uri)
         .await
-        .map_err(|e| Failure::about(&load.uri, e))?;
+        .map_err(|e| Failure::about(load.uri.as_str(), e))?;
     // `--all`: every file through the verified path; on a cold cache the whole skill (its
     // SKILL.md included) is published as one batch.
     let (skill, every) = if load.all {
@@ -589,7 +589,7 @@ async fn load(ctx: &Ctx, load: Load) -> Result<Outcome> {
         (cache.load(&load.origin, &info.entry).await?, None)
     };
     let file = match &load.reference {
-        Some(r) => skill.read(r).await?,
+        Some(r) => skill.read(r).await.map_err(|e| Failure::about(r, e))?,
         None => skill.skill_md().clone(),
     };
     if !ctx.json {

@@ -21,11 +21,12 @@ pub(crate) enum Failure {
 }
 
 impl Failure {
-    /// `e`, after `uri` when it is the server's answer to a request about it.
-    pub(crate) fn about(uri: &skillcache::SkillUri, e: Error) -> Failure {
+    /// `e`, after `what` (the URI or reference the user gave) when it is the server's answer to
+    /// a request about it.
+    pub(crate) fn about(what: &str, e: Error) -> Failure {
         match e {
             Error::Source(skillcache::error::SourceError::Server { .. }) => {
-                Failure::About(uri.as_str().to_owned(), Box::new(e))
+                Failure::About(what.to_owned(), Box::new(e))
             }
             e => e.into(),
         }
