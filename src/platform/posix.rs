@@ -709,6 +709,7 @@ pub(crate) fn duplicate_stderr() -> io::Result<std::process::Stdio> {
 }
 
 /// The signal that ended a child, if one did.
+#[cfg(feature = "mcp")]
 pub(crate) fn exit_signal(status: std::process::ExitStatus) -> Option<i32> {
     std::os::unix::process::ExitStatusExt::signal(&status)
 }

@@ -1161,6 +1161,7 @@ pub(crate) fn duplicate_stderr() -> io::Result<std::process::Stdio> {
 }
 
 /// A Windows process is not ended by a signal.
+#[cfg(feature = "mcp")]
 pub(crate) fn exit_signal(_status: std::process::ExitStatus) -> Option<i32> {
     None
 }
