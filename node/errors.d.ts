@@ -41,6 +41,8 @@ export declare class SourceError extends SkillcacheError {
   readonly method: string;
 }
 export declare class ServerError extends SourceError {
+  /** The skill's or file's URI the request named; `null` for `skills/list`. */
+  readonly uri: string | null;
   readonly code: number;
   /** The server's own error text: display-safe, at most 1,024 characters (then `…`). */
   readonly serverMessage: string;

@@ -96,6 +96,11 @@ struct Cut<'a>(&'a str, bool);
 
 impl fmt::Display for Cut<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.width().is_some() {
+            // Padding (a table's column) counts the characters shown: built first.
+            let shown = Cut(self.0, self.1).to_string();
+            return f.pad(&shown);
+        }
         let (shown, more) = match self.0.char_indices().nth(SHOWN_URI) {
             Some((cut, _)) => (&self.0[..cut], self.0[cut..].chars().count()),
             None => (self.0, 0),

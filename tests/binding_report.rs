@@ -72,6 +72,7 @@ fn entry_and_source_errors() -> Vec<Error> {
         .into(),
         SourceError::Server {
             origin: Some(origin()),
+            uri: None,
             method: "skills/get".into(),
             code: -32602,
             message: "\x1b]0;pwned\x07".repeat(10_000),
@@ -344,6 +345,7 @@ fn b2_every_message_is_display_safe_names_no_type_and_carries_its_causes() {
 fn b2_a_servers_own_text_is_a_bounded_display_safe_field_apart_from_the_message() {
     let r = report(&Error::Source(SourceError::Server {
         origin: Some(origin()),
+        uri: None,
         method: "skills/get".into(),
         code: -32602,
         message: "\x1b]0;pwned\x07\n".repeat(1_000_000),

@@ -7,9 +7,10 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::double::Double;
 use skillcache::error::SourceError;
 use skillcache::local::SkillServer;
-use skillcache::{Error, Origin, SkillCache, SkillUri};
+use skillcache::{ApprovalPolicy, Error, Origin, SkillCache, SkillUri};
 
 #[test]
 fn d5_an_empty_origin_label_says_what_a_label_must_be() {
@@ -110,16 +111,103 @@ async fn d5_an_unknown_skill_names_its_origin() {
         Error::Source(SourceError::Server {
             origin: Some(named),
             method,
+            uri: Some(uri),
             code: -32602,
             ..
-        }) => assert_eq!((named, method.as_str()), (&origin, "skills/get")),
+        }) => assert_eq!(
+            (named, method.as_str(), uri.as_str()),
+            (&origin, "skills/get", "skill://nope/SKILL.md")
+        ),
         other => panic!("expected the server's refusal naming its origin: {other:?}"),
     }
     let why = e.to_string();
     assert!(
-        why.starts_with("skills/get to origin docs failed on the server: "),
+        why.starts_with(
+            "skills/get of skill://nope/SKILL.md to origin docs failed on the server: "
+        ),
         "{why}"
     );
+}
+
+/// A cache over `double` as origin `docs`.
+fn over(dir: &std::path::Path, double: Arc<Double>) -> (SkillCache, Origin) {
+    let cache = SkillCache::builder()
+        .approval(ApprovalPolicy::NotRequired)
+        .root(dir.join("cache"))
+        .key_file(dir.join("host.key"))
+        .open()
+        .expect("open");
+    let origin = Origin::new("docs").expect("label");
+    cache.connect(origin.clone(), double);
+    (cache, origin)
+}
+
+#[tokio::test]
+async fn u1_a_refused_file_read_names_the_file_it_asked_for() {
+    // The server lists a.md but refuses to serve it: the error is about that file, by name,
+    // whatever the server's own words say.
+    let dir = common::scratch();
+    let (entry, files) = common::skill("notes", &[("a.md", b"listed, never served")]);
+    let double = Arc::new(Double::new());
+    double.publish_json(entry.uri().as_str(), entry.to_json());
+    let md = &files[0];
+    assert!(md.0.ends_with("SKILL.md"));
+    double.serve_bytes(&md.0, &md.1);
+    let (cache, origin) = over(dir.path(), double);
+    let skill = cache
+        .load(&origin, &entry)
+        .await
+        .expect("SKILL.md is served");
+    let e = skill.read("a.md").await.expect_err("a.md is refused");
+    match &e {
+        Error::Source(SourceError::Server {
+            method,
+            uri: Some(uri),
+            ..
+        }) => assert_eq!(
+            (method.as_str(), uri.as_str()),
+            ("resources/read", "skill://notes/a.md")
+        ),
+        other => panic!("expected the server's refusal of a.md: {other:?}"),
+    }
+    let why = e.to_string();
+    assert!(
+        why.starts_with(
+            "resources/read of skill://notes/a.md to origin docs failed on the server: "
+        ),
+        "{why}"
+    );
+}
+
+#[tokio::test]
+async fn u1_a_refusal_of_a_very_long_uri_shows_it_cut_and_keeps_it_whole_as_data() {
+    let dir = common::scratch();
+    let (cache, origin) = over(dir.path(), Arc::new(Double::new()));
+    let long = format!("skill://{}/SKILL.md", "n".repeat(64 * 1024));
+    let uri = SkillUri::parse(&long).expect("a long URI is still a URI");
+    let e = cache
+        .entry(&origin, &uri)
+        .await
+        .expect_err("nothing is served");
+    match &e {
+        Error::Source(SourceError::Server { uri: Some(u), .. }) => assert_eq!(u, &long),
+        other => panic!("expected the server's refusal: {other:?}"),
+    }
+    let why = e.to_string();
+    let shown = format!(
+        "skills/get of skill://{}",
+        "n".repeat(256 - "skill://".len())
+    );
+    assert!(
+        why.starts_with(&format!(
+            "{shown}… ({} more characters) to origin docs",
+            long.len() - 256
+        )),
+        "{}",
+        &why[..why.len().min(600)]
+    );
+    // The server's own text (which quotes the URI here) is cut too: the line stays short.
+    assert!(why.len() < 2_000, "{} bytes", why.len());
 }
 
 #[test]
@@ -142,7 +230,7 @@ fn d5_the_cli_names_the_origin_of_an_unknown_skill() {
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(
         stderr.contains(
-            "skillcache: error: skill://nope/SKILL.md: skills/get to origin docs failed on the server: "
+            "skillcache: error: skills/get of skill://nope/SKILL.md to origin docs failed on the server: "
         ),
         "{stderr}"
     );

@@ -60,6 +60,7 @@ pub fn answer(method: &str, reply: Reply, max: u64) -> Result<Value, Error> {
         })),
         Reply::Server { code, message } => Err(Error::Source(SourceError::Server {
             origin: None,
+            uri: None,
             method: method.to_owned(),
             code,
             message,

@@ -310,11 +310,13 @@ fn source(e: &SourceError) -> Report {
         SourceError::Server {
             origin,
             method,
+            uri,
             code,
             message,
         } => Report::new("ServerError", "server")
             .with("origin", label(origin.as_ref()))
             .with("method", method.as_str())
+            .with("uri", uri.clone())
             .with("code", *code)
             .with("server_message", server_text(message)),
         SourceError::Transport { origin, method, .. } => Report::new("TransportError", "transport")

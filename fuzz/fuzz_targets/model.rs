@@ -145,6 +145,7 @@ struct Server {
 fn not_found(method: &str, uri: &str) -> Error {
     Error::Source(skillcache::error::SourceError::Server {
         origin: None,
+        uri: None,
         method: method.to_owned(),
         code: -32602,
         message: format!("nothing at {uri}"),

@@ -54,7 +54,8 @@ test("B2: a server's text is serverMessage, bounded and inert; message is the li
   cache.connectClient('hostile', client);
   await assert.rejects(cache.entry('hostile', 'skill://notes/SKILL.md'), (e) => {
     assert.ok(e instanceof ServerError && e instanceof SkillcacheError, `${e.name}`);
-    assert.ok(e.message.startsWith('skills/get to origin hostile failed on the server: '), e.message.slice(0, 200));
+    assert.ok(e.message.startsWith('skills/get of skill://notes/SKILL.md to origin hostile failed on the server: '), e.message.slice(0, 200));
+    assert.equal(e.uri, 'skill://notes/SKILL.md');
     // eslint-disable-next-line no-control-regex
     assert.ok(!/[\u0000-\u001f\u007f-\u009f]/.test(e.message), 'a control character in message');
     // eslint-disable-next-line no-control-regex

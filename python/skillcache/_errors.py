@@ -90,8 +90,9 @@ class SourceError(Error):
 
 
 class ServerError(SourceError):
-    """The server answered with a JSON-RPC error: `origin`, `method`, `code`, `server_message`
-    (the server's own text: display-safe, at most 1,024 characters, then `…`)."""
+    """The server answered with a JSON-RPC error: `origin`, `method`, `uri` (the skill's or
+    file's URI the request named; `None` for `skills/list`), `code`, `server_message` (the
+    server's own text: display-safe, at most 1,024 characters, then `…`)."""
 
 
 class TransportError(SourceError):

@@ -69,8 +69,12 @@ pub enum EntryError {
     },
 }
 
+/// The entry's `uri` as a message names it: display-safe and cut, as every URI a message shows
+/// (a server chose it, of any length).
 fn skill_label(skill: Option<&str>) -> String {
-    skill.map_or_else(String::new, |s| format!(" {}", display_safe(s)))
+    skill.map_or_else(String::new, |s| {
+        format!(" {}", crate::display::display_cut_bare(s))
+    })
 }
 
 /// A limit of R-W7.

@@ -22,7 +22,7 @@ impl State {
         origin: &Origin,
         source: &dyn SkillSource,
         method: &'static str,
-        uri: &str,
+        uri: Option<&str>,
         request: SourceFuture<'_>,
     ) -> Result<Value, Error> {
         let timeout = |method: &str, after: Duration| {
@@ -47,7 +47,7 @@ impl State {
         // A source's error names no origin (it cannot know the host's label): every error that
         // leaves here does (issue 19).
         let named = |e: Error| match e {
-            Error::Source(e) => Error::Source(e.sent_to(origin)),
+            Error::Source(e) => Error::Source(e.sent_to(origin, uri)),
             other => other,
         };
         tokio::time::timeout(connect, source.ready())

@@ -197,7 +197,7 @@ impl SkillCache {
                 origin,
                 source.as_ref(),
                 "skills/get",
-                uri.as_str(),
+                Some(uri.as_str()),
                 source.get_skill(uri.as_str()),
             )
             .await?;
@@ -292,7 +292,7 @@ impl SkillCache {
                     origin,
                     source.as_ref(),
                     "skills/list",
-                    cursor.as_deref().unwrap_or_default(),
+                    None,
                     source.list_skills(cursor.as_deref()),
                 )
                 .await?;

@@ -482,7 +482,7 @@ impl Fetch {
                 &self.origin,
                 self.source.as_ref(),
                 "resources/read",
-                uri,
+                Some(uri),
                 self.source.read_resource(uri),
             )
             .await?;

@@ -253,7 +253,7 @@ impl LoadedSkill {
                 &self.origin,
                 self.source.as_ref(),
                 "resources/read",
-                uri.as_str(),
+                Some(uri.as_str()),
                 self.source.read_resource(uri.as_str()),
             )
             .await?;

@@ -364,6 +364,7 @@ impl SkillSource for SkillServer {
 fn server_err(method: &str, (code, message): RpcError) -> Error {
     Error::Source(crate::error::SourceError::Server {
         origin: None,
+        uri: None,
         method: method.to_owned(),
         code,
         message,

@@ -12,7 +12,8 @@ pub enum SourceError {
     /// reach no terminal; and cut to its first 1,024 characters, so a server cannot make one
     /// error line megabytes long.
     #[error(
-        "{method}{} failed on the server: {} (code {code})",
+        "{method}{}{} failed on the server: {} (code {code})",
+        OfUri(uri.as_deref()),
         ToOrigin(origin.as_ref()),
         ServerText(message)
     )]
@@ -23,6 +24,10 @@ pub enum SourceError {
         origin: Option<Origin>,
         /// The method.
         method: String,
+        /// The skill's or file's URI the request named (`skills/get`, `resources/read`), filled
+        /// in by the cache as `origin` is: a server's own words need not quote the request, so
+        /// the error does. `None` for `skills/list`, and from a source.
+        uri: Option<String>,
         /// The JSON-RPC error code.
         code: i64,
         /// The server's message.
@@ -84,17 +89,20 @@ impl SourceError {
     /// The error as the cache hands it out: a server's refusal, a failed connection and a
     /// message over the bound name the origin the request went to (a source cannot know the
     /// host's label for it).
-    pub(crate) fn sent_to(self, to: &Origin) -> SourceError {
+    /// A server's refusal names the URI the request named, `about`, as well.
+    pub(crate) fn sent_to(self, to: &Origin, about: Option<&str>) -> SourceError {
         let to = || Some(to.clone());
         match self {
             SourceError::Server {
                 origin: None,
                 method,
+                uri,
                 code,
                 message,
             } => SourceError::Server {
                 origin: to(),
                 method,
+                uri: uri.or_else(|| about.map(str::to_owned)),
                 code,
                 message,
             },
@@ -117,6 +125,19 @@ impl SourceError {
                 max,
             },
             other => other,
+        }
+    }
+}
+
+/// ` of skill://docs/a.md` after a method, when the request named a URI: cut as every URI a
+/// message shows is, since a server may choose one of any length.
+struct OfUri<'a>(Option<&'a str>);
+
+impl std::fmt::Display for OfUri<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(uri) => write!(f, " of {}", crate::display::display_cut_bare(uri)),
+            None => Ok(()),
         }
     }
 }

@@ -482,6 +482,7 @@ impl McpSource {
             Err(ServiceError::McpError(e)) => {
                 Err(Error::Source(crate::error::SourceError::Server {
                     origin: None,
+                    uri: None,
                     method: method.to_owned(),
                     code: i64::from(e.code.0),
                     message: e.message.into_owned(),

@@ -94,10 +94,12 @@ impl Ord for FileUri {
     }
 }
 // Display-safe (R-E5): a URI is the server's text, and may hold a bidi override or an escape
-// code (only C0 controls are refused). `as_str` is the URI as given.
+// code (only C0 controls are refused). And cut after 256 characters, with how many more there
+// were: a server may choose a URI of any length, and every message naming it would carry it
+// whole. `as_str` is the URI as given, for data.
 impl fmt::Display for FileUri {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&crate::display::display_safe(&self.raw), f)
+        fmt::Display::fmt(&crate::display::display_cut_bare(&self.raw), f)
     }
 }
 impl fmt::Debug for FileUri {
@@ -225,10 +227,10 @@ impl SkillUri {
     }
 }
 
-// Display-safe, as `FileUri`'s (R-E5).
+// Display-safe and cut, as `FileUri`'s (R-E5).
 impl fmt::Display for SkillUri {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&crate::display::display_safe(self.as_str()), f)
+        fmt::Display::fmt(&crate::display::display_cut_bare(self.as_str()), f)
     }
 }
 impl fmt::Debug for SkillUri {

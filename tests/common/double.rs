@@ -125,6 +125,7 @@ impl Double {
 fn not_found(method: &str, uri: &str) -> Error {
     Error::Source(skillcache::error::SourceError::Server {
         origin: None,
+        uri: None,
         method: method.to_owned(),
         code: -32602,
         message: format!("nothing at {uri}"),

@@ -469,10 +469,7 @@ async fn every_skill(
 
 async fn entry(ctx: &Ctx, origin: Origin, uri: &SkillUri, target: &Target) -> Result<Outcome> {
     let (cache, source) = connect(ctx, &origin, target, ApprovalPolicy::NotRequired, None)?;
-    let info = cache
-        .entry(&origin, uri)
-        .await
-        .map_err(|e| Failure::about(uri.as_str(), e))?;
+    let info = cache.entry(&origin, uri).await?;
     render::entry(ctx.json, &origin, &info, revision(source.as_ref()));
     Ok(Outcome::Ok)
 }
@@ -485,10 +482,7 @@ async fn approve(
     target: &Target,
 ) -> Result<Outcome> {
     let (cache, source) = connect(ctx, &origin, target, ApprovalPolicy::NotRequired, None)?;
-    let info = cache
-        .entry(&origin, uri)
-        .await
-        .map_err(|e| Failure::about(uri.as_str(), e))?;
+    let info = cache.entry(&origin, uri).await?;
     let grant = grant_tools
         .then(|| info.entry.requested_tools().cloned())
         .flatten();
@@ -576,10 +570,7 @@ async fn load(ctx: &Ctx, load: Load) -> Result<Outcome> {
         .transpose()
         .map_err(Failure::given)?;
     let (cache, source) = connect(ctx, &load.origin, &load.target, load.gate.approval, lock)?;
-    let info = cache
-        .entry(&load.origin, &load.uri)
-        .await
-        .map_err(|e| Failure::about(load.uri.as_str(), e))?;
+    let info = cache.entry(&load.origin, &load.uri).await?;
     // `--all`: every file through the verified path; on a cold cache the whole skill (its
     // SKILL.md included) is published as one batch.
     let (skill, every) = if load.all {
@@ -589,7 +580,7 @@ async fn load(ctx: &Ctx, load: Load) -> Result<Outcome> {
         (cache.load(&load.origin, &info.entry).await?, None)
     };
     let file = match &load.reference {
-        Some(r) => skill.read(r).await.map_err(|e| Failure::about(r, e))?,
+        Some(r) => skill.read(r).await?,
         None => skill.skill_md().clone(),
     };
     if !ctx.json {

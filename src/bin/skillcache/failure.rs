@@ -14,23 +14,6 @@ pub(crate) enum Failure {
     Given(Box<Error>),
     /// Anything else (exit 1).
     Other(Box<dyn std::error::Error + Send + Sync>),
-    /// A server's refusal of the skill the command named (its kind picks the exit code), printed
-    /// after the URI: a server's own words never quote a request (R-E3), so the URI the user gave
-    /// is named here.
-    About(String, Box<Error>),
-}
-
-impl Failure {
-    /// `e`, after `what` (the URI or reference the user gave) when it is the server's answer to
-    /// a request about it.
-    pub(crate) fn about(what: &str, e: Error) -> Failure {
-        match e {
-            Error::Source(skillcache::error::SourceError::Server { .. }) => {
-                Failure::About(what.to_owned(), Box::new(e))
-            }
-            e => e.into(),
-        }
-    }
 }
 
 impl From<Error> for Failure {

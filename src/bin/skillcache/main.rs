@@ -210,14 +210,6 @@ where
             report(e.as_ref());
             1
         }
-        Err(failure::Failure::About(uri, e)) => {
-            eprintln!(
-                "skillcache: error: {}: {}",
-                skillcache::display_safe(&uri),
-                chain(e.as_ref())
-            );
-            exit_code(&e)
-        }
     }
 }
 
