@@ -77,6 +77,8 @@ GRANTED = [
     ("issue 42, L1", "LockDrift"),
     ("issue 42, L1", "LockDrift::origin"),
     ("issue 42, L1", "LockDrift::skill"),
+    ("issue 42, L1", "LockDrift::kind"),
+    ("issue 42, L1", "LockDrift::files"),
     ("issue 42, L1", "FileDrift"),
     ("issue 42, L1", "FileDrift::uri"),
     ("issue 42, L1", "FileDrift::pinned"),

@@ -119,6 +119,31 @@ impl LockDrift {
         }
     }
 
+    /// Its kind as a stable name, for a report a program reads (`lock --check --json`, the
+    /// bindings): `files`, `became_dynamic`, `binding`, `removed`, `added`, `refused`,
+    /// `unlisted`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LockDrift::Files { .. } => "files",
+            LockDrift::BecameDynamic { .. } => "became_dynamic",
+            LockDrift::Binding { .. } => "binding",
+            LockDrift::Removed { .. } => "removed",
+            LockDrift::Added { .. } => "added",
+            LockDrift::Refused { .. } => "refused",
+            LockDrift::Unlisted { .. } => "unlisted",
+        }
+    }
+
+    /// The files that differ from their pins: those of [`LockDrift::Files`], none for the rest.
+    #[must_use]
+    pub fn files(&self) -> &[FileDrift] {
+        match self {
+            LockDrift::Files { files, .. } => files,
+            _ => &[],
+        }
+    }
+
     /// The skill it concerns, if one.
     #[must_use]
     pub fn skill(&self) -> Option<&SkillUri> {

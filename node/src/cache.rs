@@ -491,6 +491,23 @@ impl SkillCache {
         )
     }
 
+    /// Whether every origin `lock` pins still publishes exactly what it pins, as
+    /// `skillcache lock --check` asks: one `skills/list` per origin, no file fetched. A server's
+    /// failure is drift (`unlisted`, `refused`), never a rejection.
+    #[napi(ts_return_type = "Promise<LockCheck>")]
+    pub fn check_lock<'env>(
+        &self,
+        env: &'env Env,
+        lock: &crate::lockfile::LockFile,
+    ) -> Result<PromiseRaw<'env, Unknown<'env>>> {
+        let (cache, lock) = (self.inner.clone(), lock.snapshot());
+        start(
+            env,
+            async move { Ok::<_, skillcache::Error>(cache.check_lock(&lock).await) },
+            |env, c| defined::serialized(env, &crate::lockfile::LockCheck::from(&c)),
+        )
+    }
+
     /// Re-hashes every cached blob (of `origin`, or all); a corrupt one is quarantined.
     #[napi(ts_return_type = "Promise<VerifyReport>")]
     pub fn verify<'env>(

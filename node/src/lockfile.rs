@@ -103,3 +103,91 @@ impl LockFile {
         defined::serialized(env, &skills)
     }
 }
+
+/// A file's digest and size, as a lock pins it or a server lists it.
+#[napi(object, object_to_js = false)]
+#[derive(serde::Serialize)]
+pub struct Pin {
+    pub digest: String,
+    pub size: f64,
+}
+
+/// One file that differs from its pin: `pinned` is null for a file added since, `now` for one no
+/// longer listed.
+#[napi(object, object_to_js = false)]
+#[derive(serde::Serialize)]
+pub struct FileDrift {
+    pub uri: String,
+    pub pinned: Option<Pin>,
+    pub now: Option<Pin>,
+}
+
+/// One way a server's listing differs from the lock: its `kind`, origin, skill (null for an
+/// origin that could not be listed), the library's message, and for `files` each file.
+#[napi(object, object_to_js = false)]
+#[derive(serde::Serialize)]
+pub struct LockDrift {
+    #[napi(
+        ts_type = "'files' | 'became_dynamic' | 'binding' | 'removed' | 'added' | 'refused' | 'unlisted'"
+    )]
+    pub kind: String,
+    pub origin: String,
+    pub skill: Option<String>,
+    pub message: String,
+    pub files: Vec<FileDrift>,
+}
+
+/// What `checkLock` found: every drift in the lock's order, and the dynamic skills listed beside
+/// the pins (`[origin, uri]`: not drift, nothing of them can be pinned).
+#[napi(object, object_to_js = false)]
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockCheck {
+    pub pinned: f64,
+    pub matched: f64,
+    pub is_clean: bool,
+    pub drift: Vec<LockDrift>,
+    #[napi(ts_type = "Array<[string, string]>")]
+    pub dynamic: Vec<(String, String)>,
+}
+
+#[allow(clippy::cast_precision_loss)]
+impl From<&skillcache::LockCheck> for LockCheck {
+    fn from(c: &skillcache::LockCheck) -> LockCheck {
+        let pin = |p: &Option<(skillcache::Digest, u64)>| {
+            p.map(|(digest, size)| Pin {
+                digest: digest.to_string(),
+                size: size as f64,
+            })
+        };
+        LockCheck {
+            pinned: c.pinned as f64,
+            matched: c.matched as f64,
+            is_clean: c.is_clean(),
+            drift: c
+                .drift
+                .iter()
+                .map(|d| LockDrift {
+                    kind: d.kind().to_owned(),
+                    origin: d.origin().as_str().to_owned(),
+                    skill: d.skill().map(|s| s.as_str().to_owned()),
+                    message: d.to_string(),
+                    files: d
+                        .files()
+                        .iter()
+                        .map(|f| FileDrift {
+                            uri: f.uri.as_str().to_owned(),
+                            pinned: pin(&f.pinned),
+                            now: pin(&f.now),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            dynamic: c
+                .dynamic
+                .iter()
+                .map(|(o, u)| (o.as_str().to_owned(), u.as_str().to_owned()))
+                .collect(),
+        }
+    }
+}

@@ -26,6 +26,7 @@ from ._skillcache import (
     EntryInfo,
     GcReport,
     Inventory,
+    LockCheck,
     LockFile,
     ManifestFile,
     Pending as _Pending,
@@ -317,6 +318,15 @@ class SkillCache:
             await asyncio.sleep(0)
         native, files = started
         return LoadedSkill(native), files
+
+    async def check_lock(self, lock: LockFile) -> LockCheck:
+        """Whether every origin `lock` pins still publishes exactly what it pins, as
+        `skillcache lock --check` asks: one `skills/list` per origin, no file fetched. Every
+        difference is a `LockDrift` in `drift` (a file added, removed or changed, with its pinned
+        and listed digest and size; a skill added, removed, refused or now dynamic; an origin not
+        connected or that could not be listed); nothing is raised for a server's failure, so the
+        check answers for every origin. `is_clean` when there is none."""
+        return await self._native.check_lock(lock)
 
     async def verify(self, origin: str | None = None) -> VerifyReport:
         """Re-hashes every cached blob (of `origin`, or all); a corrupt one is quarantined."""

@@ -28,7 +28,7 @@ use crate::catalog::PyCatalog;
 use crate::errors::{as_value, raise, to_py_err};
 use crate::fork::Owned;
 use crate::json;
-use crate::lockfile::PyLockFile;
+use crate::lockfile::{PyLockCheck, PyLockFile};
 use crate::session::{SessionSource, Shared};
 use crate::text::{Label, Reference, Text};
 use crate::types::{
@@ -433,6 +433,20 @@ impl PySkillCache {
                 .await
                 .map_err(|e| err(&e))?;
             Ok(PyVerifyReport::from(report))
+        })
+    }
+
+    /// Whether every origin `lock` pins still publishes exactly what it pins: one listing per
+    /// origin, no file fetched; an origin that cannot be listed is drift, never raised.
+    fn check_lock<'py>(
+        &self,
+        py: Python<'py>,
+        lock: &Bound<'py, PyLockFile>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (cache, lock) = (self.cache()?.clone(), lock.get().snapshot());
+        crate::spawn(py, async move {
+            let check = cache.check_lock(&lock).await;
+            Python::attach(|py| PyLockCheck::new(py, &check))
         })
     }
 

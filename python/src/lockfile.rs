@@ -130,3 +130,106 @@ impl PyLockFile {
         self.lock().skills().count()
     }
 }
+
+/// One file that differs from its pin: `pinned` is `None` for a file added since, `now` for one
+/// no longer listed; each a `(digest, size)`.
+#[pyclass(module = "skillcache", name = "FileDrift", frozen, get_all)]
+pub(crate) struct PyFileDrift {
+    uri: String,
+    pinned: Option<(String, u64)>,
+    now: Option<(String, u64)>,
+}
+
+/// One way a server's listing differs from the lock: `kind` (`"files"`, `"became_dynamic"`,
+/// `"binding"`, `"removed"`, `"added"`, `"refused"`, `"unlisted"`), the `origin`, the `skill`
+/// (`None` for an origin that could not be listed), the library's `message`, and for `"files"`
+/// every file that differs.
+#[pyclass(module = "skillcache", name = "LockDrift", frozen, get_all)]
+pub(crate) struct PyLockDrift {
+    kind: &'static str,
+    origin: String,
+    skill: Option<String>,
+    message: String,
+    files: Vec<Py<PyFileDrift>>,
+}
+
+#[pymethods]
+impl PyLockDrift {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "LockDrift(kind={}, message={})",
+            py_repr(py, self.kind)?,
+            py_repr(py, &self.message)?
+        ))
+    }
+}
+
+/// What `SkillCache.check_lock` found: every drift in the lock's order, and the dynamic skills
+/// the servers list beside the pins (`(origin, uri)`: not drift, nothing of them can be pinned).
+#[pyclass(module = "skillcache", name = "LockCheck", frozen, get_all)]
+pub(crate) struct PyLockCheck {
+    pinned: usize,
+    matched: usize,
+    is_clean: bool,
+    drift: Vec<Py<PyLockDrift>>,
+    dynamic: Vec<(String, String)>,
+}
+
+#[pymethods]
+impl PyLockCheck {
+    fn __repr__(&self) -> String {
+        format!(
+            "LockCheck(pinned={}, matched={}, drift={})",
+            self.pinned,
+            self.matched,
+            self.drift.len()
+        )
+    }
+}
+
+impl PyLockCheck {
+    pub(crate) fn new(py: Python<'_>, check: &skillcache::LockCheck) -> PyResult<PyLockCheck> {
+        let pin = |p: &Option<(skillcache::Digest, u64)>| p.map(|(d, size)| (d.to_string(), size));
+        let drift = check
+            .drift
+            .iter()
+            .map(|d| {
+                let files = d
+                    .files()
+                    .iter()
+                    .map(|f| {
+                        Py::new(
+                            py,
+                            PyFileDrift {
+                                uri: f.uri.as_str().to_owned(),
+                                pinned: pin(&f.pinned),
+                                now: pin(&f.now),
+                            },
+                        )
+                    })
+                    .collect::<PyResult<_>>()?;
+                Py::new(
+                    py,
+                    PyLockDrift {
+                        kind: d.kind(),
+                        origin: d.origin().as_str().to_owned(),
+                        skill: d.skill().map(|s| s.as_str().to_owned()),
+                        message: d.to_string(),
+                        files,
+                    },
+                )
+            })
+            .collect::<PyResult<_>>()?;
+        Ok(PyLockCheck {
+            pinned: check.pinned,
+            matched: check.matched,
+            is_clean: check.is_clean(),
+            drift,
+            dynamic: check
+                .dynamic
+                .iter()
+                .map(|(o, u)| (o.as_str().to_owned(), u.as_str().to_owned()))
+                .collect(),
+        })
+    }
+}

@@ -17,7 +17,7 @@ import skillcache
 import skillcache._errors as errors
 import skillcache._skillcache as native
 
-from conftest import REPO, FIXTURE_SKILLS, open_cache, serve_argv, within
+from conftest import REPO, FIXTURE_SKILLS, open_cache, serve_argv, sha256, within, write_skills
 
 PACKAGE = Path(skillcache.__file__).resolve().parent
 SOURCES = REPO / "python"
@@ -164,6 +164,47 @@ async def test_l1_a_lock_file_round_trips_and_a_broken_one_is_refused_naming_the
     with pytest.raises(skillcache.StoreError) as missing:
         skillcache.LockFile.read(tmp_path / "absent.lock")
     assert missing.value.kind == "io" and missing.value.errno == 2
+
+
+async def test_l1_check_lock_names_each_file_that_changed_and_each_origin_it_could_not_list(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    cache = open_cache(tmp_path)
+    cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))
+    lock = skillcache.LockFile()
+    for listed in await within(cache.list("local")):
+        assert isinstance(listed, skillcache.EntryInfo), listed
+        lock.insert("local", listed.entry)
+    clean = await within(cache.check_lock(lock))
+    assert isinstance(clean, skillcache.LockCheck)
+    assert (clean.is_clean, clean.pinned, clean.matched, clean.drift) == (True, 2, 2, [])
+
+    # The server's folder changes under the lock: one file edited, one skill added.
+    notes = skills_dir / "release-notes" / "templates" / "notes.md"
+    pinned = FIXTURE_SKILLS["release-notes"]["templates/notes.md"]
+    notes.write_bytes(b"# changed\n")
+    write_skills(skills_dir, {"extra": {"SKILL.md": b"---\nname: extra\ndescription: Added.\n---\n"}})
+    fresh = open_cache(tmp_path)
+    fresh.connect_stdio("local", serve_argv(skills_dir, tmp_path))
+    # A pinned origin with no server bound is drift too, never raised.
+    lock.insert("gone", (await within(fresh.entry("local", NOTES))).entry)
+    check = await within(fresh.check_lock(lock))
+    assert not check.is_clean and check.pinned == 3
+    kinds = sorted((d.kind, d.origin, d.skill) for d in check.drift)
+    assert kinds == [
+        ("added", "local", "skill://extra/SKILL.md"),
+        ("files", "local", NOTES),
+        ("unlisted", "gone", None),
+    ], kinds
+    (files,) = [d for d in check.drift if d.kind == "files"]
+    (changed,) = files.files
+    assert isinstance(changed, skillcache.FileDrift)
+    assert changed.uri == "skill://release-notes/templates/notes.md"
+    assert changed.pinned == (sha256(pinned), len(pinned))
+    assert changed.now == (sha256(b"# changed\n"), len(b"# changed\n"))
+    assert "skill://release-notes/templates/notes.md changed" in files.message
+    (gone,) = [d for d in check.drift if d.kind == "unlisted"]
+    assert "origin gone" in gone.message
 
 
 # --- maintenance: V9 and the admin calls ------------------------------------------------------

@@ -219,31 +219,18 @@ pub(crate) fn lock_checked(json: bool, lock: &Path, check: &skillcache::LockChec
 
 /// One drift as `lock --check --json` prints it.
 fn drift_json(d: &skillcache::LockDrift) -> Value {
-    use skillcache::LockDrift as D;
-    let kind = match d {
-        D::Files { .. } => "files",
-        D::BecameDynamic { .. } => "became_dynamic",
-        D::Binding { .. } => "binding",
-        D::Removed { .. } => "removed",
-        D::Added { .. } => "added",
-        D::Refused { .. } => "refused",
-        D::Unlisted { .. } => "unlisted",
-        _ => "other",
-    };
     let pin = |p: &Option<(skillcache::Digest, u64)>| {
         p.map(|(digest, size)| json!({"digest": digest.to_string(), "size": size}))
     };
-    let files: Vec<Value> = match d {
-        D::Files { files, .. } => files
-            .iter()
-            .map(|f| json!({"uri": f.uri.as_str(), "pinned": pin(&f.pinned), "now": pin(&f.now)}))
-            .collect(),
-        _ => Vec::new(),
-    };
+    let files: Vec<Value> = d
+        .files()
+        .iter()
+        .map(|f| json!({"uri": f.uri.as_str(), "pinned": pin(&f.pinned), "now": pin(&f.now)}))
+        .collect();
     json!({
         "origin": d.origin().as_str(),
         "skill": d.skill().map(skillcache::SkillUri::as_str),
-        "kind": kind,
+        "kind": d.kind(),
         "message": d.to_string(),
         "files": files,
     })
