@@ -88,7 +88,7 @@ async def load_corpus(session: Any, skills: Path, scratch: Path, name: str) -> t
 
 async def main(skills: Path) -> None:
     scratch = Path(tempfile.mkdtemp())
-    serve = [binary(), "serve", str(skills), "--root", str(scratch / "srv"), "--key-file", str(scratch / "srv.key")]
+    serve = [binary(), "serve", str(skills)]
     version = getattr(mcp, "__version__", None)
     if version is None:
         from importlib.metadata import version as dist_version
