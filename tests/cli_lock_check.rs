@@ -182,3 +182,91 @@ fn l1_lock_check_of_a_pinned_origin_the_config_no_longer_names_is_drift_and_a_mi
         stderr(&missing)
     );
 }
+
+#[test]
+fn l1_the_frozen_mode_approves_loads_and_reads_only_what_the_lock_pins_exactly() {
+    let env = Env::keyed();
+    let config = claude_json(&env);
+    let locked = env.with(&config, &["lock", "--all"]);
+    assert_eq!(code(&locked), 0, "{}", stderr(&locked));
+    let (lock, notes) = ("skills.lock", "skill://notes/SKILL.md");
+    // As pinned: approved, loaded and read under --frozen (the name CI tools use for --locked).
+    let approve = env.with(
+        &config,
+        &["approve", "--origin", "docs", "--frozen", lock, notes],
+    );
+    assert_eq!(code(&approve), 0, "{}", stderr(&approve));
+    let load = env.with(
+        &config,
+        &[
+            "load",
+            "--origin",
+            "docs",
+            "--frozen",
+            lock,
+            "--require-approval",
+            notes,
+        ],
+    );
+    assert_eq!(code(&load), 0, "{}", stderr(&load));
+    assert!(stdout(&load).contains("# notes"), "{}", stdout(&load));
+
+    // The server's file changes: each refuses (exit 5) naming the change, and nothing is approved.
+    std::fs::write(env.path("top/notes/notes.md"), "v2").expect("write");
+    let approve = env.with(
+        &config,
+        &["approve", "--origin", "docs", "--locked", lock, notes],
+    );
+    assert_eq!(code(&approve), 5, "{}", stderr(&approve));
+    assert!(
+        stderr(&approve).contains("skill://notes/notes.md"),
+        "the refusal names the changed file: {}",
+        stderr(&approve)
+    );
+    let read = env.with(
+        &config,
+        &[
+            "read", "--origin", "docs", "--frozen", lock, notes, "notes.md",
+        ],
+    );
+    assert_eq!(code(&read), 5, "{}", stderr(&read));
+    let approved = env.with(
+        &config,
+        &["load", "--origin", "docs", "--require-approval", notes],
+    );
+    assert_eq!(
+        code(&approved),
+        5,
+        "the drifted skill was not approved by the refused approve: {}",
+        stderr(&approved)
+    );
+    // A skill the lock does not pin is refused too, and a missing lock is a usage error.
+    env.skill("top", "fresh", "new");
+    let unpinned = env.with(
+        &config,
+        &[
+            "approve",
+            "--origin",
+            "docs",
+            "--frozen",
+            lock,
+            "skill://fresh/SKILL.md",
+        ],
+    );
+    assert_eq!(code(&unpinned), 5, "{}", stderr(&unpinned));
+    let missing = env.with(
+        &config,
+        &[
+            "approve",
+            "--origin",
+            "docs",
+            "--frozen",
+            "absent.lock",
+            notes,
+        ],
+    );
+    assert_eq!(code(&missing), 2, "{}", stderr(&missing));
+    // --from-lock approves the pinned set; --frozen with it is refused as contradictory.
+    let both = env.with(&config, &["approve", "--from-lock", lock, "--frozen", lock]);
+    assert_eq!(code(&both), 2, "{}", stderr(&both));
+}

@@ -299,6 +299,15 @@ pub(crate) struct ApproveArgs {
     /// it names), each only if its entry is still as pinned (exit 5 otherwise).
     #[arg(long, value_name = "FILE")]
     pub(crate) from_lock: Option<PathBuf>,
+    /// Refuse (exit 5) to approve the skill unless this lock file pins it exactly as it is now
+    /// (the frozen mode: nothing is approved that the lock does not pin).
+    #[arg(
+        long,
+        value_name = "FILE",
+        visible_alias = "frozen",
+        conflicts_with = "from_lock"
+    )]
+    pub(crate) locked: Option<PathBuf>,
     /// Also grant the tools its frontmatter requests (allowed-tools).
     #[arg(long)]
     pub(crate) grant_tools: bool,
@@ -320,8 +329,9 @@ pub(crate) struct GateArgs {
     /// Refuse (exit 5) unless the skill is approved as it is now.
     #[arg(long)]
     pub(crate) require_approval: bool,
-    /// Refuse (exit 5) unless the skill is pinned in this lock file exactly as it is now.
-    #[arg(long, value_name = "FILE")]
+    /// Refuse (exit 5) unless the skill is pinned in this lock file exactly as it is now, before
+    /// any file is read (the frozen mode).
+    #[arg(long, value_name = "FILE", visible_alias = "frozen")]
     pub(crate) locked: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) server: ServerArgs,

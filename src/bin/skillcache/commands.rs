@@ -40,9 +40,10 @@ pub(crate) async fn run(plan: Plan) -> Result<Outcome> {
         Job::Approve {
             origin,
             uri,
+            locked,
             grant_tools,
             target,
-        } => approve(ctx, origin, &uri, grant_tools, &target).await,
+        } => approve(ctx, origin, &uri, locked.as_deref(), grant_tools, &target).await,
         Job::ApproveFromLock {
             only,
             lock,
@@ -478,11 +479,21 @@ async fn approve(
     ctx: &Ctx,
     origin: Origin,
     uri: &SkillUri,
+    locked: Option<&Path>,
     grant_tools: bool,
     target: &Target,
 ) -> Result<Outcome> {
+    // The lock is read before any server starts: a missing or refused one is a usage error.
+    let lock = locked
+        .map(LockFile::read)
+        .transpose()
+        .map_err(Failure::given)?;
     let (cache, source) = connect(ctx, &origin, target, ApprovalPolicy::NotRequired, None)?;
     let info = cache.entry(&origin, uri).await?;
+    // `--locked`: the entry as the server lists it now must be the pinned one (Declined, exit 5).
+    if let Some(lock) = &lock {
+        lock.check(&origin, &info.entry)?;
+    }
     let grant = grant_tools
         .then(|| info.entry.requested_tools().cloned())
         .flatten();

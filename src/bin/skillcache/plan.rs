@@ -119,6 +119,8 @@ pub(crate) enum Job {
     Approve {
         origin: Origin,
         uri: SkillUri,
+        /// `--locked`: approved only if this lock pins it exactly.
+        locked: Option<PathBuf>,
         grant_tools: bool,
         target: Target,
     },
@@ -325,9 +327,12 @@ fn job(command: Command) -> Result<(Job, Shared)> {
         }
         Command::Approve(a) => {
             let shared = Shared::new(a.cache, a.out).reach(a.reach).jobs(a.jobs);
-            let job = shared
-                .flags()
-                .approve(a.skill_uri, a.from_lock, a.grant_tools, a.server)?;
+            let job = shared.flags().approve(
+                a.skill_uri,
+                (a.from_lock, a.locked),
+                a.grant_tools,
+                a.server,
+            )?;
             (job, shared)
         }
         Command::Entry(a) => {
@@ -484,7 +489,7 @@ impl Flags {
     fn approve(
         &self,
         skill_uri: Option<String>,
-        from_lock: Option<PathBuf>,
+        (from_lock, locked): (Option<PathBuf>, Option<PathBuf>),
         grant_tools: bool,
         server: ServerArgs,
     ) -> Result<Job> {
@@ -494,6 +499,7 @@ impl Flags {
             return Ok(Job::Approve {
                 origin,
                 uri,
+                locked,
                 grant_tools,
                 target,
             });
