@@ -69,6 +69,20 @@ from ._skillcache import _quiesce
 
 _atexit.register(_quiesce)
 
+# A fork (gunicorn, `multiprocessing`'s fork start method) waits for the library's SQLite work in
+# other threads to end and starts none until the child exists: a lock a parent thread held at
+# that instant would stay held in the child, and the child's own `SkillCache` would hang.
+import os as _os
+
+from ._skillcache import _after_fork_in_child, _after_fork_in_parent, _before_fork
+
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(
+        before=_before_fork,
+        after_in_parent=_after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )
+
 # `IndexError` and `TimeoutError` keep the Rust names and would shadow the builtins under a star
 # import, so they are left out of it: use `skillcache.IndexError`, `skillcache.TimeoutError`
 # (which is also a builtin `TimeoutError`).

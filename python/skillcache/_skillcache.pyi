@@ -404,6 +404,12 @@ async def _ready() -> None:
 def _quiesce() -> None:
     """Waits (at exit) until no result is being handed back; not part of the API."""
 
+def _before_fork() -> bool:
+    """`os.register_at_fork`'s `before`: no SQLite work runs across the fork; not part of the
+    API."""
+
+def _after_fork_in_parent() -> None: ...
+def _after_fork_in_child() -> None: ...
 def _hops() -> int:
     """How many calls went to skillcache's runtime so far (the tests count them); not part of
     the API."""

@@ -175,3 +175,29 @@ impl<T> Drop for Owned<T> {
         }
     }
 }
+
+/// How long a fork waits for index work already under way in other threads (see
+/// [`_before_fork`]): a `purge`'s rewrite of a large index is the longest.
+const FORK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `os.register_at_fork(before=...)`: closes the library's fork gate, so that no thread is
+/// inside SQLite at the instant the child is made (a lock a parent thread held then would stay
+/// held in the child forever, and its own `SkillCache` would hang opening the index). New index
+/// work waits; work under way gets [`FORK_WAIT`] to end. The threads inside never need the GIL,
+/// so waiting with it held cannot deadlock.
+#[pyfunction]
+pub(crate) fn _before_fork() -> bool {
+    skillcache::SkillCache::before_fork(FORK_WAIT)
+}
+
+/// `os.register_at_fork(after_in_parent=...)`: the parent's index work goes on.
+#[pyfunction]
+pub(crate) fn _after_fork_in_parent() {
+    skillcache::SkillCache::after_fork(false);
+}
+
+/// `os.register_at_fork(after_in_child=...)`: the child's own caches may use the index.
+#[pyfunction]
+pub(crate) fn _after_fork_in_child() {
+    skillcache::SkillCache::after_fork(true);
+}

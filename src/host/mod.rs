@@ -18,6 +18,7 @@ mod cache;
 pub(crate) mod error;
 mod file;
 mod flight;
+mod fork;
 mod lock;
 mod marks;
 mod offline;

@@ -197,12 +197,8 @@ impl Index {
         let Some(writer) = &self.writer else {
             return skipped(&"the index is read-only");
         };
-        let conn = match writer.try_lock() {
-            Ok(c) => c,
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => {
-                return skipped(&"another write of this process is under way");
-            }
+        let Some(conn) = super::try_lock(writer) else {
+            return skipped(&"another write of this process is under way");
         };
         // No busy wait for this one statement; the writer's timeout is restored after it.
         if let Err(e) = conn.busy_timeout(std::time::Duration::ZERO) {

@@ -14,7 +14,7 @@
 //! with no busy timeout; anything else is "ask the index" (the caller's blocking path).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, TryLockError};
+use std::sync::Mutex;
 
 use rusqlite::Connection;
 
@@ -64,11 +64,7 @@ pub(super) fn version(conn: &Connection) -> Option<i64> {
 
 /// The version now, if the reader is free; `None` if another read holds it.
 pub(super) fn version_now(reader: &Mutex<Connection>) -> Option<i64> {
-    let conn = match reader.try_lock() {
-        Ok(c) => c,
-        Err(TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(TryLockError::WouldBlock) => return None,
-    };
+    let conn = super::try_lock(reader)?;
     version(&conn)
 }
 

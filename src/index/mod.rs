@@ -24,6 +24,7 @@ mod approvals;
 mod blobs;
 pub(crate) mod error;
 mod entries;
+pub(crate) mod gate;
 mod heal;
 mod memo;
 mod open;
@@ -69,10 +70,47 @@ pub(crate) fn db_err(what: &'static str) -> impl FnOnce(rusqlite::Error) -> Inde
     }
 }
 
-fn lock(m: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+/// A connection in use, and the fork gate's pass for it ([`gate`]): dropped in that order, so
+/// the pass outlives every `SQLite` call made through the connection.
+pub(crate) struct Held<'a> {
+    conn: MutexGuard<'a, Connection>,
+    _pass: gate::Pass,
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+}
+
+fn lock(m: &Mutex<Connection>) -> Held<'_> {
+    // The pass first: a fork being prepared waits for this thread's calls, never for its lock.
+    let pass = gate::enter();
     // A panic while holding the lock cannot leave SQLite half-written (transactions roll back
     // on drop), so a poisoned lock is safe to reuse.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    Held {
+        conn: m.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+        _pass: pass,
+    }
+}
+
+/// [`lock`] without waiting for the connection: `None` while another call of this process holds
+/// it.
+fn try_lock(m: &Mutex<Connection>) -> Option<Held<'_>> {
+    let pass = gate::enter();
+    let conn = match m.try_lock() {
+        Ok(c) => c,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return None,
+    };
+    Some(Held { conn, _pass: pass })
 }
 
 impl Index {
@@ -89,6 +127,8 @@ impl Index {
     /// [`IndexError::Database`](IndexError::Database) if the database cannot be opened or migrated; [`StoreError::Io`](crate::error::StoreError::Io) if a damaged
     /// database cannot be moved aside.
     pub fn open(path: &Path, key: SealKey) -> Result<Index, IndexError> {
+        // Opening runs SQLite too (and may heal): inside the fork gate.
+        let _pass = gate::enter();
         let mut healed = None;
         // A bounded number of tries: another process may heal the same file at the same time.
         let mut tries = 0;
@@ -135,7 +175,7 @@ impl Index {
         })
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
+    fn conn(&self) -> Held<'_> {
         lock(&self.reader)
     }
 

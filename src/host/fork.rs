@@ -1,0 +1,36 @@
+//! What a binding whose host language forks calls around the fork (issue 39, B4): the index's
+//! fork gate, so no thread is inside `SQLite` at the instant a child is made.
+
+use std::time::Duration;
+
+use super::cache::SkillCache;
+
+impl SkillCache {
+    /// Prepares this process to fork: new index work of every cache in the process waits, and
+    /// this waits up to `within` for the work already under way to end. Whether it all ended:
+    /// `false` means a call was still inside `SQLite` (a long `purge` rewrite), and a child
+    /// forked now may find one of its locks held. Call [`after_fork`](Self::after_fork) on the
+    /// same thread after the fork, in the parent and in the child, whatever this returned.
+    ///
+    /// This is for a binding whose host forks while other threads may be working (Python's
+    /// `os.register_at_fork`); a Rust host that forks should exec at once, as `Command` does.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use skillcache::SkillCache;
+    /// assert!(SkillCache::before_fork(Duration::from_secs(5)));
+    /// // ... fork here ...
+    /// SkillCache::after_fork(false); // in the parent; `true` in the child
+    /// ```
+    #[must_use]
+    pub fn before_fork(within: Duration) -> bool {
+        crate::index::gate::close(within)
+    }
+
+    /// Lets index work run again after a fork that [`before_fork`](Self::before_fork) prepared:
+    /// `in_child` in the forked child (the parent's other threads, and their work, do not exist
+    /// there), not in the parent.
+    pub fn after_fork(in_child: bool) {
+        crate::index::gate::open(in_child);
+    }
+}
