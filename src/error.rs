@@ -105,6 +105,15 @@ impl From<FrontmatterProblem> for Error {
 }
 
 impl Error {
+    /// The error as the cache hands it out, for one that came of talking to `origin`'s server:
+    /// a refusal of what the server sent names the origin, as a failed request does.
+    pub(crate) fn sent_by(self, origin: &Origin) -> Error {
+        match self {
+            Error::Entry(e) => Error::Entry(e.sent_by(origin)),
+            other => other,
+        }
+    }
+
     /// Whether the index found the disk full (R-H5: gc and purge free space and carry on).
     pub(crate) fn is_disk_full(&self) -> bool {
         matches!(self, Error::Index(e) if e.is_disk_full())

@@ -47,6 +47,7 @@ fn entry_and_source_errors() -> Vec<Error> {
         }
         .into(),
         EntryError::Invalid {
+            origin: Some(origin()),
             skill: Some("skill://notes/SKILL.md".into()),
             field: "name".into(),
             rule: Rule::Missing,
@@ -60,6 +61,7 @@ fn entry_and_source_errors() -> Vec<Error> {
         }
         .into(),
         EntryError::Response {
+            origin: None,
             method: "skills/list",
             rule: Rule::Missing,
         }

@@ -395,3 +395,52 @@ async fn u1_every_connection_failure_reads_without_types_or_internal_steps() {
     assert!(all.contains("answered HTTP 404"), "{all}");
     assert!(all.contains("answered HTTP 500"), "{all}");
 }
+
+#[tokio::test]
+async fn u1_a_malformed_answer_and_a_refused_entry_name_the_origin_that_sent_them() {
+    // `{"skills": 5}` is no listing: the refusal says which server sent it, as a failed request
+    // does, in its message and as data.
+    let dir = common::scratch();
+    let double = Arc::new(Double::new());
+    double.set_hints(serde_json::json!({"skills": 5}));
+    let (cache, origin) = over(dir.path(), double.clone());
+    let e = cache.list(&origin).await.expect_err("not a listing");
+    match &e {
+        Error::Entry(skillcache::error::EntryError::Response {
+            origin: Some(named),
+            method: "skills/list",
+            ..
+        }) => assert_eq!(named, &origin),
+        other => panic!("expected a refused response naming its origin: {other:?}"),
+    }
+    let why = e.to_string();
+    assert!(
+        why.starts_with("invalid skills/list response from origin docs: "),
+        "{why}"
+    );
+
+    // One entry of a listing refused: its error names the origin too.
+    double.set_hints(serde_json::json!({}));
+    double.publish_json(
+        "skill://bad/SKILL.md",
+        serde_json::json!({"uri": "skill://bad/SKILL.md", "name": "bad"}),
+    );
+    let listed = cache.list(&origin).await.expect("a listing");
+    let refused = listed
+        .iter()
+        .find_map(|r| r.as_ref().err())
+        .expect("the bad entry is refused");
+    match refused {
+        Error::Entry(skillcache::error::EntryError::Invalid {
+            origin: Some(named),
+            ..
+        }) => assert_eq!(named, &origin),
+        other => panic!("expected an invalid entry naming its origin: {other:?}"),
+    }
+    assert!(
+        refused
+            .to_string()
+            .starts_with("invalid skill entry skill://bad/SKILL.md from origin docs: "),
+        "{refused}"
+    );
+}

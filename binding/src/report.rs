@@ -270,7 +270,13 @@ fn entry(e: &EntryError) -> Report {
         EntryError::Digest { text, rule } => Report::new("EntryError", "digest")
             .with("text", text.as_str())
             .with("rule", rule.to_string()),
-        EntryError::Invalid { skill, field, rule } => Report::new("EntryError", "invalid")
+        EntryError::Invalid {
+            origin,
+            skill,
+            field,
+            rule,
+        } => Report::new("EntryError", "invalid")
+            .with("origin", label(origin.as_ref()))
             .with("skill", skill.clone())
             .with("uri", skill.clone())
             .with("field", field.as_str())
@@ -293,7 +299,12 @@ fn entry(e: &EntryError) -> Report {
             )
             .with("declared", *declared)
             .with("max", *max),
-        EntryError::Response { method, rule } => Report::new("EntryError", "response")
+        EntryError::Response {
+            origin,
+            method,
+            rule,
+        } => Report::new("EntryError", "response")
+            .with("origin", label(origin.as_ref()))
             .with("method", *method)
             .with("rule", rule.to_string()),
         EntryError::Frontmatter { problem } => {

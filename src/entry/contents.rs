@@ -30,6 +30,7 @@ const METHOD: &str = "resources/read";
 /// [`EntryError::Response`] naming the rule.
 pub fn select_content(result: &Value, requested: &FileUri) -> Result<Vec<u8>, EntryError> {
     let fail = |rule| EntryError::Response {
+        origin: None,
         method: METHOD,
         rule,
     };

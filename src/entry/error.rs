@@ -4,6 +4,7 @@ use std::fmt;
 
 use crate::display::{SafePath, display_safe};
 use crate::frontmatter::FrontmatterProblem;
+use crate::origin::Origin;
 use crate::rule::Rule;
 use crate::uri::SkillUri;
 
@@ -20,8 +21,11 @@ pub enum EntryError {
     },
 
     /// A skill entry from a server breaks a rule; nothing from it is cached or loaded (R-W*).
-    #[error("invalid skill entry{}: {}: {rule}", skill_label(skill.as_deref()), display_safe(field))]
+    #[error("invalid skill entry{}{}: {}: {rule}", skill_label(skill.as_deref()), from_label(origin.as_ref()), display_safe(field))]
     Invalid {
+        /// The origin whose server sent the entry; `None` for an entry that came from no server
+        /// (a lock file's, a host's own JSON).
+        origin: Option<Origin>,
         /// The entry's `uri`, when it could be read.
         skill: Option<String>,
         /// Where in the entry the problem is, e.g. `resources[3].digest`.
@@ -44,8 +48,11 @@ pub enum EntryError {
     },
 
     /// A server's response broke the protocol (R-W9).
-    #[error("invalid {method} response: {rule}")]
+    #[error("invalid {method} response{}: {rule}", from_label(origin.as_ref()))]
     Response {
+        /// The origin whose server answered; filled in by the cache, which knows the host's label
+        /// for the server (the code that reads a response does not).
+        origin: Option<Origin>,
         /// The method whose response was wrong.
         method: &'static str,
         /// The rule it broke.
@@ -75,6 +82,41 @@ fn skill_label(skill: Option<&str>) -> String {
     skill.map_or_else(String::new, |s| {
         format!(" {}", crate::display::display_cut_bare(s))
     })
+}
+
+/// `from origin X`, for a message about what a server sent.
+fn from_label(origin: Option<&Origin>) -> String {
+    origin.map_or_else(String::new, |o| format!(" from origin {o}"))
+}
+
+impl EntryError {
+    /// The error as the cache hands it out: what a server sent names the origin it came from,
+    /// as its request errors do ([`SourceError`](crate::error::SourceError)'s).
+    pub(crate) fn sent_by(self, from: &Origin) -> EntryError {
+        match self {
+            EntryError::Invalid {
+                origin: None,
+                skill,
+                field,
+                rule,
+            } => EntryError::Invalid {
+                origin: Some(from.clone()),
+                skill,
+                field,
+                rule,
+            },
+            EntryError::Response {
+                origin: None,
+                method,
+                rule,
+            } => EntryError::Response {
+                origin: Some(from.clone()),
+                method,
+                rule,
+            },
+            other => other,
+        }
+    }
 }
 
 /// A limit of R-W7.

@@ -73,7 +73,7 @@ impl CacheHints {
             method: &'static str,
             result: &Map<String, Value>,
         ) -> Result<CacheHints, EntryError> {
-            let fail = |rule| EntryError::Response { method, rule };
+            let fail = |rule| EntryError::Response { origin: None, method, rule };
             let ttl_ms = match result.get("ttlMs") {
                 None | Some(Value::Null) => 0,
                 Some(v) => v.as_u64().ok_or_else(|| {

@@ -45,6 +45,7 @@ impl SkillEntry {
         // rmcp's `Skill` serializes to a JSON object of string keys, which cannot fail; should a
         // later version's value not, it is refused like any entry that is not an object.
         let json = serde_json::to_value(skill).map_err(|_| EntryError::Invalid {
+            origin: None,
             skill: Some(skill.uri.clone()),
             field: String::new(),
             rule: Rule::WrongType { expected: "object" },

@@ -69,6 +69,7 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     fn err(&self, field: impl Into<String>, rule: Rule) -> EntryError {
         EntryError::Invalid {
+            origin: None,
             skill: self.skill.map(str::to_owned),
             field: field.into(),
             rule,

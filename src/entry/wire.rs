@@ -29,6 +29,7 @@ fn object<'a>(
     result: &'a Value,
 ) -> Result<&'a serde_json::Map<String, Value>, EntryError> {
     result.as_object().ok_or(EntryError::Response {
+        origin: None,
         method,
         rule: Rule::WrongType {
             expected: "an object",
@@ -47,6 +48,7 @@ pub fn parse_list_result(result: &Value, validation: &Validation) -> Result<List
         Some(Value::Array(items)) => items,
         Some(_) => {
             return Err(EntryError::Response {
+                origin: None,
                 method: METHOD,
                 rule: Rule::WrongType {
                     expected: "skills: an array",
@@ -55,6 +57,7 @@ pub fn parse_list_result(result: &Value, validation: &Validation) -> Result<List
         }
         None => {
             return Err(EntryError::Response {
+                origin: None,
                 method: METHOD,
                 rule: Rule::Missing,
             });
@@ -65,6 +68,7 @@ pub fn parse_list_result(result: &Value, validation: &Validation) -> Result<List
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => {
             return Err(EntryError::Response {
+                origin: None,
                 method: METHOD,
                 rule: Rule::WrongType {
                     expected: "nextCursor: a string",
@@ -97,6 +101,7 @@ pub fn parse_get_result(
     const METHOD: &str = "skills/get";
     let obj = object(METHOD, result)?;
     let skill = obj.get("skill").ok_or(EntryError::Response {
+        origin: None,
         method: METHOD,
         rule: Rule::Missing,
     })?;
@@ -106,6 +111,7 @@ pub fn parse_get_result(
         && FileUri::parse(returned).map_or(true, |u| &u != requested.file())
     {
         return Err(EntryError::Response {
+            origin: None,
             method: METHOD,
             rule: Rule::WrongSkill {
                 requested: requested.as_str().to_owned(),
@@ -154,6 +160,7 @@ impl Listing {
         self.pages += 1;
         if self.pages > MAX_PAGES {
             return Err(EntryError::Response {
+                origin: None,
                 method: METHOD,
                 rule: Rule::Value {
                     allowed: "at most 10000 pages",
@@ -190,6 +197,7 @@ impl Listing {
         }
         match page.next_cursor {
             Some(c) if !self.cursors.insert(c.clone()) => Err(EntryError::Response {
+                origin: None,
                 method: METHOD,
                 rule: Rule::RepeatedCursor { cursor: c },
             }),
@@ -209,6 +217,7 @@ impl Listing {
                     Err(_) => String::new(),
                 };
                 self.skills[i] = Err(EntryError::Invalid {
+                    origin: None,
                     skill: Some(uri.clone()),
                     field: "uri".into(),
                     rule: Rule::RepeatedSkill { uri },
@@ -238,10 +247,12 @@ pub fn check_result_type(method: &'static str, result: &Value) -> Result<(), Ent
         None | Some(Value::Null) => Ok(()),
         Some(Value::String(s)) if s == "complete" => Ok(()),
         Some(Value::String(s)) => Err(EntryError::Response {
+            origin: None,
             method,
             rule: Rule::ResultType { actual: s.clone() },
         }),
         Some(_) => Err(EntryError::Response {
+            origin: None,
             method,
             rule: Rule::WrongType {
                 expected: "resultType: a string",

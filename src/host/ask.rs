@@ -48,7 +48,7 @@ impl State {
         // leaves here does (issue 19).
         let named = |e: Error| match e {
             Error::Source(e) => Error::Source(e.sent_to(origin, uri)),
-            other => other,
+            other => other.sent_by(origin),
         };
         tokio::time::timeout(connect, source.ready())
             .await
@@ -65,7 +65,7 @@ impl State {
             .inspect_err(|e| {
                 tracing::info!(origin = origin.as_str(), method, uri, error = %e, "request failed");
             })?;
-        check_result_type(method, &result)?;
+        check_result_type(method, &result).map_err(|e| Error::from(e).sent_by(origin))?;
         tracing::debug!(origin = origin.as_str(), method, uri, "answer received");
         Ok(result)
     }

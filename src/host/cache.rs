@@ -201,7 +201,8 @@ impl SkillCache {
                 source.get_skill(uri.as_str()),
             )
             .await?;
-        let (entry, hints) = parse_get_result(&result, uri, &self.state.settings().validation)?;
+        let (entry, hints) = parse_get_result(&result, uri, &self.state.settings().validation)
+            .map_err(|e| e.sent_by(origin))?;
         self.keep(origin, entry, hints).await
     }
 
@@ -296,7 +297,8 @@ impl SkillCache {
                     source.list_skills(cursor.as_deref()),
                 )
                 .await?;
-            match listing.add_page(parse_list_result(&page, validation)?)? {
+            let page = parse_list_result(&page, validation).map_err(|e| e.sent_by(origin))?;
+            match listing.add_page(page).map_err(|e| e.sent_by(origin))? {
                 Some(next) => cursor = Some(next),
                 None => break,
             }
@@ -307,7 +309,7 @@ impl SkillCache {
         for (slot, skill) in skills.into_iter().enumerate() {
             match skill {
                 Ok(entry) => valid.push(entry),
-                Err(e) => refused.push((slot, Error::from(e))),
+                Err(e) => refused.push((slot, Error::from(e.sent_by(origin)))),
             }
         }
         // The valid entries kept in one transaction, then every refusal put back in its slot.

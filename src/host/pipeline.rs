@@ -486,7 +486,8 @@ impl Fetch {
                 self.source.read_resource(uri),
             )
             .await?;
-        let bytes = select_content(&result, self.file.uri())?;
+        let bytes =
+            select_content(&result, self.file.uri()).map_err(|e| e.sent_by(&self.origin))?;
         self.state.counters().fetched(bytes.len());
         let verified = self.check(bytes)?;
         if let Some(t) = &self.tier {

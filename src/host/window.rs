@@ -257,7 +257,7 @@ impl LoadedSkill {
                 self.source.read_resource(uri.as_str()),
             )
             .await?;
-        let bytes = select_content(&result, uri)?;
+        let bytes = select_content(&result, uri).map_err(|e| e.sent_by(&self.origin))?;
         self.state.counters().fetched(bytes.len());
         let total = self
             .received

@@ -576,6 +576,7 @@ fn checked(peer: &Peer<RoleClient>) -> Result<String, Error> {
     };
     let fail = |missing| {
         Err(Error::Entry(crate::error::EntryError::Response {
+            origin: None,
             method,
             rule: Rule::Capability { missing },
         }))
