@@ -97,4 +97,5 @@ function make(className, message, fields) {
   return new Class(message, fields);
 }
 
-module.exports = { ...classes, make };
+// Frozen: `index.js` takes `make` once at load, and a host cannot put another in its place.
+module.exports = Object.freeze({ ...classes, make });

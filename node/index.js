@@ -19,13 +19,18 @@ const PromiseOf = Promise;
 const then = Promise.prototype.then;
 const immediately = setImmediate;
 const TypeErrorOf = TypeError;
+// Taken at load too, from the package's own modules: `errors.js`'s exports are frozen, and
+// `native.js` is napi-rs's loader, whose exports object a host could write to before a call.
+const makeError = errors.make;
+const { AbortError } = errors;
+const { Aborter } = native;
 
 // An error the addon makes is made by `errors.js` in JS, where a host's setter (on
 // `Object.prototype`, say) may throw: what it throws is then the rejection, so a call's Promise
 // always settles.
 native.registerErrors((className, message, fields) => {
   try {
-    return errors.make(className, message, fields);
+    return makeError(className, message, fields);
   } catch (thrown) {
     return thrown;
   }
@@ -39,7 +44,7 @@ function withSignal(signal, call) {
   let done = () => {};
   let settled;
   try {
-    const aborter = new native.Aborter();
+    const aborter = new Aborter();
     const abort = () => aborter.abort();
     if (signal.aborted) abort();
     else {
@@ -59,7 +64,7 @@ function withSignal(signal, call) {
     },
     (error) => {
       done();
-      if (error instanceof errors.AbortError) error.cause = signal.reason;
+      if (error instanceof AbortError) error.cause = signal.reason;
       throw error;
     },
   ]);
@@ -70,14 +75,14 @@ function withSignal(signal, call) {
 // reference would name another file. Refused here, before the addon sees them.
 const wellFormed = (s) => typeof s !== 'string' || apply(isWellFormed, s, []);
 function malformedLabel(what = 'an origin label') {
-  return errors.make('ConfigError', `${what} must be well-formed Unicode: this one holds a lone surrogate`, {
+  return makeError('ConfigError', `${what} must be well-formed Unicode: this one holds a lone surrogate`, {
     kind: 'invalid',
     what,
     causes: [],
   });
 }
 function malformedReference(what = 'a file reference') {
-  return errors.make('UriError', `${what} must be well-formed Unicode: this one holds a lone surrogate`, {
+  return makeError('UriError', `${what} must be well-formed Unicode: this one holds a lone surrogate`, {
     kind: 'uri',
     uri: null,
     rule: 'well-formed Unicode',
@@ -182,9 +187,21 @@ function filesOf(list) {
   for (let i = 0; i < n; i += 1) {
     defineProperty(out, i, { __proto__: null, value: file(list[i]), writable: true, enumerable: true, configurable: true });
   }
-  return out;
+  return unthenable(out);
 }
-const loaded = (pair) => [pair[0], filesOf(pair[1])];
+/** `value` (an array this file made) with an own `then` (`undefined`, fixed, not enumerable):
+ * a Promise resolved with it looks `then` up, and one a host defined on `Array.prototype` or
+ * `Object.prototype` would be handed the Promise's resolve and could settle it with other files. */
+function unthenable(value) {
+  defineProperty(value, 'then', { __proto__: null, value: undefined });
+  return value;
+}
+const loaded = (pair) => {
+  const out = [];
+  defineProperty(out, 0, { __proto__: null, value: pair[0], writable: true, enumerable: true, configurable: true });
+  defineProperty(out, 1, { __proto__: null, value: filesOf(pair[1]), writable: true, enumerable: true, configurable: true });
+  return unthenable(out);
+};
 cacheProto.loadAll = function (origin, entry, options) {
   const signal = options?.signal;
   if (signal == null) return apply(then, apply(loadAll, this, [origin, entry]), [loaded]);
@@ -306,6 +323,11 @@ for (const exported of [...Object.values(api), ...Object.values(classes)]) {
   // The class too, not only its prototype: a `Symbol.hasInstance` defined on it would make any
   // object pass `instanceof` (`new Error() instanceof ServerError`).
   if (typeof exported === 'function' && exported.prototype) {
+    // A Promise resolved with an instance (a loaded skill, an entry, a file) looks `then` up: an
+    // own `then` of the prototype answers before `Object.prototype`'s, where a host's dependency
+    // could define one that settles the Promise with something else.
+    // (`SkillFile`'s own is defined by skillfile.js, which freezes it.)
+    if (!hasOwn(exported.prototype, 'then')) defineProperty(exported.prototype, 'then', { __proto__: null, value: undefined });
     freeze(exported.prototype);
     freeze(exported);
   }

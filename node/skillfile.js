@@ -93,6 +93,10 @@ function define(native) {
     }
   }
 
+  // A Promise resolved with a file (every read's) looks `then` up on it: this own `then` answers
+  // before `Object.prototype`'s, where a host's dependency could define one that settles the read
+  // with another value.
+  Object.defineProperty(SkillFile.prototype, 'then', { __proto__: null, value: undefined });
   // Frozen: a dependency loaded after the package cannot redefine a getter (`text`, `bytes`) to
   // report what the bytes never held while `verified` stays true.
   Object.freeze(SkillFile.prototype);

@@ -342,10 +342,11 @@ impl SkillCache {
             env,
             async move { cache.list(&origin).await },
             |env, items| {
-                defined::array_of(env, items, |env, item| match item {
+                let items = defined::array_of(env, items, |env, item| match item {
                     Ok(info) => EntryInfo::from(info).into_unknown(env),
                     Err(e) => crate::errors::object(env, &e),
-                })
+                })?;
+                defined::settled(env, items)
             },
         )
     }
@@ -504,7 +505,10 @@ impl SkillCache {
         start(
             env,
             async move { Ok::<_, skillcache::Error>(cache.check_lock(&lock).await) },
-            |env, c| defined::serialized(env, &crate::lockfile::LockCheck::from(&c)),
+            |env, c| {
+                let check = defined::serialized(env, &crate::lockfile::LockCheck::from(&c))?;
+                defined::settled(env, check)
+            },
         )
     }
 
@@ -520,7 +524,10 @@ impl SkillCache {
         start(
             env,
             async move { cache.verify(origin.as_ref(), |_, _| {}).await },
-            |env, r| defined::serialized(env, &VerifyReport::from(&r)),
+            |env, r| {
+                let report = defined::serialized(env, &VerifyReport::from(&r))?;
+                defined::settled(env, report)
+            },
         )
     }
 
@@ -540,7 +547,8 @@ impl SkillCache {
             })
             .transpose()?;
         start(env, async move { cache.gc(max).await }, |env, r| {
-            defined::serialized(env, &GcReport::from(&r))
+            let report = defined::serialized(env, &GcReport::from(&r))?;
+            defined::settled(env, report)
         })
     }
 
@@ -603,7 +611,8 @@ impl SkillCache {
     pub fn inventory<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let cache = self.inner.clone();
         start(env, async move { cache.inventory().await }, |env, i| {
-            defined::serialized(env, &Inventory::from(i))
+            let inventory = defined::serialized(env, &Inventory::from(i))?;
+            defined::settled(env, inventory)
         })
     }
 
@@ -622,7 +631,8 @@ impl SkillCache {
             |env, entries| {
                 let entries: Vec<CachedEntry> =
                     entries.into_iter().map(CachedEntry::from).collect();
-                defined::serialized(env, &entries)
+                let entries = defined::serialized(env, &entries)?;
+                defined::settled(env, entries)
             },
         )
     }
@@ -643,7 +653,8 @@ impl SkillCache {
 
 /// Origins as an array of their labels.
 fn labels(env: &Env, origins: Vec<Origin>) -> Result<Unknown<'_>> {
-    defined::strings(env, origins.into_iter().map(|o| o.as_str().to_owned()))
+    let labels = defined::strings(env, origins.into_iter().map(|o| o.as_str().to_owned()))?;
+    defined::settled(env, labels)
 }
 
 /// A loaded skill: the acting window. Reads stay inside the held entry's files and go to its

@@ -6,8 +6,8 @@
 //! and the object is made without it. [`array`], [`object`] and [`json`] define each property on
 //! the new object itself (`napi_define_properties`): no prototype is consulted and no JS runs.
 
-use napi::bindgen_prelude::{Array, JsObjectValue, Object, ToNapiValue, Unknown};
-use napi::{Env, Property, PropertyAttributes, Result};
+use napi::bindgen_prelude::{Array, FromNapiValue, JsObjectValue, Object, ToNapiValue, Unknown};
+use napi::{Env, Property, PropertyAttributes, Result, ValueType};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -33,29 +33,30 @@ pub(crate) fn array<'env>(env: &'env Env, items: Vec<Unknown<'env>>) -> Result<U
     Array::into_unknown(out, env)
 }
 
-/// An array of `items` for `index.js` alone, which unpacks it: what a Promise is resolved with.
-/// Resolving looks up `then` on the value, and a host's `then` on `Array.prototype` would be
-/// shown the addon's handles and could answer others; an own `then` (`undefined`, fixed) answers
-/// that lookup before any prototype is consulted.
-pub(crate) fn unthenable<'env>(env: &'env Env, items: Vec<Unknown<'env>>) -> Result<Unknown<'env>> {
-    let mut out = env.create_array(0)?;
-    let undefined = ().into_unknown(env)?;
-    let mut properties = vec![
-        Property::new()
-            .with_utf8_name("then")?
-            .with_value(&undefined)
-            .with_property_attributes(PropertyAttributes::Default),
-    ];
-    for (i, item) in items.iter().enumerate() {
-        properties.push(
-            Property::new()
-                .with_utf8_name(&i.to_string())?
-                .with_value(item)
-                .with_property_attributes(data()),
-        );
+/// `value`, to resolve a Promise with. Resolving looks up `then` on the value, and a `then` a
+/// host's dependency defined on `Object.prototype` or `Array.prototype` would be called with the
+/// Promise's own resolve and could settle it with a forged answer (a lock check that is clean, a
+/// verify report with nothing corrupt). An object gets an own `then` (`undefined`, fixed, not
+/// enumerable), which answers that lookup before any prototype is consulted; a primitive is
+/// looked up nowhere.
+pub(crate) fn settled<'env>(env: &'env Env, value: Unknown<'env>) -> Result<Unknown<'env>> {
+    if value.get_type()? != ValueType::Object {
+        return Ok(value);
     }
-    out.define_properties(&properties)?;
-    Array::into_unknown(out, env)
+    let mut object = Object::from_unknown(value)?;
+    let undefined = ().into_unknown(env)?;
+    object.define_properties(&[Property::new()
+        .with_utf8_name("then")?
+        .with_value(&undefined)
+        .with_property_attributes(PropertyAttributes::Default)])?;
+    Object::into_unknown(object, env)
+}
+
+/// An array of `items` for `index.js` alone, which unpacks it: what a Promise is resolved with
+/// ([`settled`]).
+pub(crate) fn unthenable<'env>(env: &'env Env, items: Vec<Unknown<'env>>) -> Result<Unknown<'env>> {
+    let out = array(env, items)?;
+    settled(env, out)
 }
 
 /// An array of `items`, each converted by `convert`.

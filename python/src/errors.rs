@@ -5,7 +5,6 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyModule;
 use skillcache::Error;
 use skillcache_binding::report::{self, Field};
 
@@ -14,17 +13,43 @@ use crate::types::PyEntryDiff;
 /// The Python module that defines the classes.
 const MODULE: &str = "skillcache._errors";
 
-fn module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
-    static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-    ERRORS
-        .get_or_try_init(py, || Ok::<_, PyErr>(py.import(MODULE)?.unbind()))
-        .map(|m| m.bind(py))
+/// Every class of [`CLASSES`](report::CLASSES) (and `AbortError`'s kin the table names), taken
+/// from [`MODULE`] once, when the extension module is initialised: an error raised later is of
+/// the class the package defined, even if a host's code has since rebound a name in
+/// `skillcache._errors` (to `KeyError`, say, so a handler for `VerifyError` would miss it).
+static TAKEN: PyOnceLock<Vec<(&'static str, Py<PyAny>)>> = PyOnceLock::new();
+
+/// Takes the classes from [`MODULE`]; called by the module's initialisation, before any error
+/// can be raised. `skillcache/__init__.py` imports `_errors` before the extension.
+pub(crate) fn take_classes(py: Python<'_>) -> PyResult<()> {
+    TAKEN.get_or_try_init(py, || {
+        let module = py.import(MODULE)?;
+        report::CLASSES
+            .iter()
+            .map(|(name, _)| Ok((*name, module.getattr(*name)?.unbind())))
+            .collect::<PyResult<Vec<_>>>()
+    })?;
+    Ok(())
+}
+
+/// The class named `name`, as taken at initialisation.
+fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    take_classes(py)?;
+    TAKEN
+        .get(py)
+        .and_then(|taken| taken.iter().find(|(n, _)| *n == name))
+        .map(|(_, class)| class.bind(py).clone())
+        .ok_or_else(|| {
+            pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "skillcache: no error class {name} in {MODULE}"
+            ))
+        })
 }
 
 /// The exception for `e`, with its fields set.
 fn exception(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
     let report = report::report(e);
-    let class = module(py)?.getattr(report.class)?;
+    let class = class(py, report.class)?;
     let exc = class.call1((report.message,))?;
     exc.setattr("kind", report.kind)?;
     for (name, value) in report.fields {

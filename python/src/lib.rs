@@ -180,8 +180,12 @@ fn _ready(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 #[pymodule]
 fn _skillcache(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::take_classes(m.py())?;
     m.add_function(wrap_pyfunction!(_ready, m)?)?;
     m.add_function(wrap_pyfunction!(_quiesce, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::_before_fork, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::_after_fork_in_parent, m)?)?;
+    m.add_function(wrap_pyfunction!(fork::_after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(_hops, m)?)?;
     m.add_function(wrap_pyfunction!(_in_flight, m)?)?;
     m.add_function(wrap_pyfunction!(run_cli, m)?)?;

@@ -34,7 +34,7 @@ enum Outcome {
 
 /// The callback the loop calls when the request's future is done: it reads the outcome and hands
 /// it to the waiting Rust future.
-#[pyclass]
+#[pyclass(frozen)]
 struct Done {
     tx: Mutex<Option<oneshot::Sender<Outcome>>>,
 }

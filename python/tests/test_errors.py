@@ -41,3 +41,19 @@ def test_b5_a_refused_option_is_a_config_error_and_still_a_value_error(tmp_path:
     )
     with pytest.raises(skillcache.ConfigError, match="origin_quota must be a whole number"):
         skillcache.SkillCache(tmp_path / "root", key_file=tmp_path / "k", origin_quota=-1)
+
+
+def test_b2_an_error_is_raised_as_the_packages_class_after_a_host_rebinds_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The extension took its classes when it loaded: a dependency that rebinds a name in
+    `skillcache._errors` (to `KeyError`, so a handler for `StoreError` would miss the error)
+    changes nothing the package raises."""
+    original = _errors.StoreError
+    monkeypatch.setattr(_errors, "StoreError", KeyError)
+    monkeypatch.setattr(_errors, "Error", KeyError)
+    with pytest.raises(original) as caught:
+        skillcache.LockFile.read(tmp_path / "absent.lock")
+    assert not isinstance(caught.value, KeyError)
+    assert isinstance(caught.value, skillcache.Error)
+

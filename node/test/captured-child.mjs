@@ -1,0 +1,85 @@
+// Run by captured.test.mjs in a process of its own. After the package loaded, a host's
+// dependency writes over what the package's own modules export (the error factory of errors.js,
+// the addon loader's `Aborter`) and defines a `then` on `Object.prototype` that settles every
+// Promise it is consulted for with a forged answer. Every call must still answer with the
+// package's own values. Prints one JSON line.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const sc = require('skillcache');
+const [dir, bin] = process.argv.slice(2);
+
+const out = { forgedAborter: false, forgedThen: 0, wrong: [] };
+const modules = Object.values(require.cache);
+const errorsModule = modules.find((m) => m.filename.endsWith(join('node', 'errors.js')))?.exports;
+const native = modules.map((m) => m.exports).find((e) => e && typeof e.registerErrors === 'function');
+out.errorsFrozen = Object.isFrozen(errorsModule);
+try {
+  errorsModule.make = () => new Error('forged');
+} catch {}
+native.Aborter = function Aborter() {
+  out.forgedAborter = true;
+  return { abort() {} };
+};
+
+const skills = join(dir, 'skills');
+mkdirSync(join(skills, 'notes', 'refs'), { recursive: true });
+writeFileSync(join(skills, 'notes', 'SKILL.md'), '---\nname: notes\ndescription: Takes notes.\n---\nSee refs/a.md.\n');
+writeFileSync(join(skills, 'notes', 'refs', 'a.md'), 'verified bytes\n');
+const cache = new sc.SkillCache({ root: join(dir, 'root'), keyFile: join(dir, 'host.key'), approval: 'notRequired' });
+cache.connectStdio('docs', [bin, 'serve', skills]);
+const lock = new sc.LockFile();
+const [listed] = await cache.list('docs');
+lock.insert('docs', listed.entry);
+lock.insert('gone', listed.entry);
+
+// From here on every Promise resolved with an object asks this getter for its `then`.
+Object.defineProperty(Object.prototype, 'then', {
+  configurable: true,
+  get() {
+    return (resolve) => {
+      out.forgedThen += 1;
+      resolve({ forged: true, isClean: true, drift: [], verified: true, text: 'forged' });
+    };
+  },
+});
+const check = (what, ok) => {
+  if (!ok) out.wrong.push(what);
+};
+try {
+  const info = await cache.entry('docs', 'skill://notes/SKILL.md');
+  check('entry', info instanceof sc.EntryInfo);
+  const skill = await cache.load('docs', info.entry);
+  check('load', skill instanceof sc.LoadedSkill);
+  const file = await skill.read('refs/a.md');
+  check('read', file instanceof sc.SkillFile && file.text === 'verified bytes\n');
+  const all = await skill.readAll();
+  check('readAll', Array.isArray(all) && all.length === 2 && all.every((f) => f instanceof sc.SkillFile));
+  const pair = await cache.loadAll('docs', info.entry);
+  check('loadAll', Array.isArray(pair) && pair[0] instanceof sc.LoadedSkill && pair[1].length === 2);
+  const lockCheck = await cache.checkLock(lock);
+  check('checkLock', lockCheck.isClean === false && lockCheck.drift.length === 1 && lockCheck.drift[0].kind === 'unlisted');
+  check('list', (await cache.list('docs')).length === 1);
+  check('origins', JSON.stringify(await cache.origins()) === '["docs"]');
+  check('inventory', typeof (await cache.inventory()).blobs === 'number');
+  check('cachedEntries', (await cache.cachedEntries()).length === 1);
+  check('verify', (await cache.verify()).corrupt.length === 0);
+  check('gc', !('forged' in (await cache.gc())));
+  const refused = await cache.list('never-connected').then(
+    () => null,
+    (e) => e,
+  );
+  check('error', refused instanceof sc.NotConnectedError && refused.origin === 'never-connected');
+  const aborted = await cache.load('docs', info.entry, { signal: AbortSignal.abort() }).then(
+    () => null,
+    (e) => e,
+  );
+  check('abort', aborted instanceof sc.AbortError);
+} finally {
+  delete Object.prototype.then;
+}
+cache.disconnect('docs');
+process.stdout.write(`${JSON.stringify(out)}\n`);
+process.exit(0);
