@@ -229,20 +229,36 @@ impl fmt::Display for LockDrift {
                 skill: Some(skill),
                 error,
             } => {
-                write!(f, "{skill} from origin {origin} is refused: {error}")
+                write!(f, "{skill} from origin {origin} is refused: ")?;
+                with_causes(f, error)
             }
             LockDrift::Refused {
                 origin,
                 skill: None,
                 error,
             } => {
-                write!(f, "an entry from origin {origin} is refused: {error}")
+                write!(f, "an entry from origin {origin} is refused: ")?;
+                with_causes(f, error)
             }
             LockDrift::Unlisted { origin, error } => {
-                write!(f, "origin {origin} could not be listed: {error}")
+                write!(f, "origin {origin} could not be listed: ")?;
+                with_causes(f, error)
             }
         }
     }
+}
+
+/// `error` and its cause chain, joined by `: `: a drift is a line a person reads in a CI log,
+/// where "the connection to the server failed" alone does not say what to fix. Each cause is
+/// made display-safe (a transport's or the system's text may hold anything a server sent).
+fn with_causes(f: &mut fmt::Formatter<'_>, error: &Error) -> fmt::Result {
+    write!(f, "{error}")?;
+    let mut cause = std::error::Error::source(error);
+    while let Some(c) = cause {
+        write!(f, ": {}", crate::display::display_safe(&c.to_string()))?;
+        cause = c.source();
+    }
+    Ok(())
 }
 
 /// One origin's listing, as [`SkillCache::list`](crate::SkillCache::list) returns it: `Err` when

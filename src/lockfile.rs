@@ -278,6 +278,13 @@ impl LockFile {
         Ok(())
     }
 
+    /// Drops the pin of (`origin`, `uri`) and returns it; `None` if the lock held none. For a
+    /// lock refreshed from a server that no longer publishes the skill.
+    pub fn remove(&mut self, origin: &Origin, uri: &SkillUri) -> Option<LockedSkill> {
+        self.skills
+            .remove(&(origin.clone(), uri.canonical().to_owned()))
+    }
+
     /// Every pinned skill, by origin then URI.
     pub fn skills(&self) -> impl Iterator<Item = &LockedSkill> {
         self.skills.values()

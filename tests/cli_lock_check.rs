@@ -106,6 +106,31 @@ fn l1_lock_check_passes_as_locked_and_exits_6_naming_each_drift_of_a_claude_json
         |l| l.contains("skill://triage/SKILL.md from origin team") && l.contains("not pinned")
     ));
     assert!(stdout(&check).contains("3 skills pinned, 1 as pinned, 3 differences"));
+    assert!(
+        stdout(&check)
+            .contains("to accept what the servers publish now: run skillcache lock --all"),
+        "{}",
+        stdout(&check)
+    );
+
+    // Accepting it: `lock --all` again pins the new state and drops the skill no server lists
+    // any more, saying so; the gate then passes.
+    let relocked = env.with(&config, &["lock", "--all"]);
+    assert_eq!(code(&relocked), 0, "{}", stderr(&relocked));
+    assert!(
+        stdout(&relocked).contains(
+            "dropped skill://deploy/SKILL.md from docs: its server no longer publishes it"
+        ),
+        "{}",
+        stdout(&relocked)
+    );
+    assert!(
+        stdout(&relocked).contains("(3 skills pinned)"),
+        "{}",
+        stdout(&relocked)
+    );
+    let check = env.with(&config, &["lock", "--check"]);
+    assert_eq!(code(&check), 0, "{}{}", stdout(&check), stderr(&check));
 }
 
 #[test]

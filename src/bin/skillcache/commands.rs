@@ -341,6 +341,9 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
         Err(e) => return Err(e.into()),
     };
     let mut errors = Vec::new();
+    // Origins listed whole by `--all`: a pin of theirs that the listing no longer holds is
+    // dropped (the server stopped publishing it). A listing that failed drops nothing.
+    let mut listed_whole = Vec::new();
     let pinned = match scope {
         LockScope::Skills(origin, uris) => {
             let (cache, _) = connect(ctx, &origin, target, ApprovalPolicy::NotRequired, None)?;
@@ -355,13 +358,33 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
         }
         LockScope::EveryOf(origin) => {
             let (cache, _) = connect(ctx, &origin, target, ApprovalPolicy::NotRequired, None)?;
-            every_skill(ctx, &cache, vec![(origin, None)], &mut errors).await
+            every_skill(
+                ctx,
+                &cache,
+                vec![(origin, None)],
+                &mut errors,
+                &mut listed_whole,
+            )
+            .await
         }
         LockScope::EveryConfigured => {
             let (cache, servers) = every_configured(ctx, target)?;
-            every_skill(ctx, &cache, servers, &mut errors).await
+            every_skill(ctx, &cache, servers, &mut errors, &mut listed_whole).await
         }
     };
+    let gone: Vec<(Origin, SkillUri)> = lock
+        .skills()
+        .filter(|l| listed_whole.contains(l.origin()))
+        .filter(|l| {
+            !pinned
+                .iter()
+                .any(|(o, e)| o == l.origin() && e.uri() == l.uri())
+        })
+        .map(|l| (l.origin().clone(), l.uri().clone()))
+        .collect();
+    for (origin, uri) in &gone {
+        lock.remove(origin, uri);
+    }
     for (origin, entry) in &pinned {
         if let Err(e) = lock.insert(origin, entry) {
             errors.push(e);
@@ -369,7 +392,7 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
     }
     lock.write(output)?;
     let rows: Vec<Value> = pinned.iter().map(|(o, e)| render::pin_row(o, e)).collect();
-    render::locked(ctx.json, output, &rows, lock.skills().count());
+    render::locked(ctx.json, output, &rows, &gone, lock.skills().count());
     failed(errors)
 }
 
@@ -430,6 +453,7 @@ async fn every_skill(
     cache: &SkillCache,
     servers: Vec<many::Server>,
     errors: &mut Vec<Error>,
+    listed_whole: &mut Vec<Origin>,
 ) -> Vec<(Origin, SkillEntry)> {
     let bar = render::progress(
         ctx.json,
@@ -451,6 +475,10 @@ async fn every_skill(
     for (origin, listed) in listings {
         match listed {
             Ok(listed) => {
+                // A refused entry may be a pinned skill still published: its origin's pins stay.
+                if listed.iter().all(std::result::Result::is_ok) {
+                    listed_whole.push(origin.clone());
+                }
                 for r in listed {
                     match r {
                         Ok(info) if info.entry.is_dynamic() => eprintln!(

@@ -8,7 +8,8 @@ use std::path::Path;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 use skillcache::{
-    Counter, EntryInfo, Origin, SkillCache, SkillEntry, SkillFile, Verification, display_safe,
+    Counter, EntryInfo, Origin, SkillCache, SkillEntry, SkillFile, SkillUri, Verification,
+    display_safe,
 };
 
 /// `--json`: one value whose text is inert (R-E5) and whose strings are exactly the server's.
@@ -161,10 +162,25 @@ pub(crate) fn pin_row(origin: &Origin, e: &SkillEntry) -> Value {
 }
 
 /// `lock`: what was pinned, and the file written.
-pub(crate) fn locked(json: bool, output: &Path, rows: &[Value], pinned: usize) {
+pub(crate) fn locked(
+    json: bool,
+    output: &Path,
+    rows: &[Value],
+    dropped: &[(Origin, SkillUri)],
+    pinned: usize,
+) {
     if json {
-        print_json(&json!({"lock": output.display().to_string(), "locked": rows}));
+        let dropped: Vec<Value> = dropped
+            .iter()
+            .map(|(o, u)| json!({"origin": o.as_str(), "uri": u.as_str()}))
+            .collect();
+        print_json(
+            &json!({"lock": output.display().to_string(), "locked": rows, "dropped": dropped}),
+        );
         return;
+    }
+    for (origin, uri) in dropped {
+        outln!("dropped {uri} from {origin}: its server no longer publishes it");
     }
     for r in rows {
         outln!(
@@ -215,6 +231,13 @@ pub(crate) fn lock_checked(json: bool, lock: &Path, check: &skillcache::LockChec
         check.pinned,
         check.matched
     );
+    if !check.is_clean() {
+        // What to do next, for the person reading a failed CI job.
+        outln!(
+            "to accept what the servers publish now: run skillcache lock --all with the same \
+             options (it rewrites {lock}), then review the lock's diff before committing it"
+        );
+    }
 }
 
 /// One drift as `lock --check --json` prints it.
