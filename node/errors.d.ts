@@ -20,8 +20,11 @@ export declare class UriError extends SkillcacheError {
   readonly uri: string;
   readonly rule: string;
 }
-/** An entry the server sent that is refused (`kind`: `digest`, `invalid`, `response`, …). */
-export declare class EntryError extends SkillcacheError {}
+/** An entry the server sent that is refused (`kind`: `digest`, `invalid`, `response`, …);
+ * `origin` names the server (`null` for an entry that came from no server). */
+export declare class EntryError extends SkillcacheError {
+  readonly origin: string | null;
+}
 /** An entry over the file-count or total-size limit. */
 export declare class LimitExceededError extends EntryError {
   readonly skill: string;

@@ -3,8 +3,10 @@
 
 use std::fmt;
 
-// Every string a rule carries came from a server or a file: shown display-safe (R-E5).
-use crate::display::display_safe as safe;
+// Every string a rule carries came from a server or a file: shown display-safe (R-E5), and cut
+// after a few hundred characters with the count of the rest, since the server chose its length
+// (a 200,000-character `nextCursor` made a message of that size).
+use crate::display::{display_cut as quoted, display_cut_bare as safe};
 
 /// A rule that untrusted input broke. Each variant's message names the rule.
 #[non_exhaustive]
@@ -216,16 +218,16 @@ impl Rule {
             Rule::Name { why } => write!(f, "invalid skill name: {why}"),
             Rule::NameMismatch { segment, name } => write!(
                 f,
-                "the skill path ends in {:?} but frontmatter.name is {:?}",
-                safe(segment),
-                safe(name)
+                "the skill path ends in {} but frontmatter.name is {}",
+                quoted(segment),
+                quoted(name)
             ),
             Rule::DescriptionLength { chars } => {
                 write!(f, "must be 1 to 1024 characters, not {chars}")
             }
             Rule::Strict { why } => write!(f, "strict Agent Skills rule: {why}"),
             Rule::Authority { why } => write!(f, "invalid authority: {why}"),
-            Rule::Segment { segment, why } => write!(f, "path segment {:?} {why}", safe(segment)),
+            Rule::Segment { segment, why } => write!(f, "path segment {} {why}", quoted(segment)),
             Rule::Value { allowed } => write!(f, "must be {allowed}"),
             Rule::WrongSkill {
                 requested,
@@ -248,8 +250,8 @@ impl Rule {
             Rule::RepeatedCursor { cursor } => {
                 write!(
                     f,
-                    "nextCursor {:?} was already seen; paging stopped",
-                    safe(cursor)
+                    "nextCursor {} was already seen; paging stopped",
+                    quoted(cursor)
                 )
             }
             Rule::NoContent { uri } => write!(f, "no content item for {}", safe(uri)),
@@ -259,8 +261,8 @@ impl Rule {
             Rule::ResultType { actual } => {
                 write!(
                     f,
-                    "resultType is {:?}; only \"complete\" is accepted",
-                    safe(actual)
+                    "resultType is {}; only \"complete\" is accepted",
+                    quoted(actual)
                 )
             }
             Rule::Capability { missing } => write!(f, "the server did not declare {missing}"),

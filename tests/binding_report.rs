@@ -54,6 +54,7 @@ fn entry_and_source_errors() -> Vec<Error> {
         }
         .into(),
         EntryError::LimitExceeded {
+            origin: Some(origin()),
             skill: skill(),
             limit: Limit::Files,
             declared: 9000,

@@ -444,3 +444,57 @@ async fn u1_a_malformed_answer_and_a_refused_entry_name_the_origin_that_sent_the
         "{refused}"
     );
 }
+
+#[tokio::test]
+async fn u1_what_a_server_chose_is_cut_in_a_message_and_a_skill_over_the_limits_names_its_origin()
+{
+    // A `nextCursor` of 200,000 characters, sent again on the next page: the refusal quotes it
+    // cut, so the message stays a few hundred bytes whatever the server sends.
+    let dir = common::scratch();
+    let double = Arc::new(Double::new());
+    let cursor = "c".repeat(200_000);
+    double.set_hints(serde_json::json!({"nextCursor": cursor}));
+    let (cache, origin) = over(dir.path(), double.clone());
+    let e = cache.list(&origin).await.expect_err("paging loops");
+    let why = e.to_string();
+    assert!(why.len() < 1_000, "{} bytes", why.len());
+    assert!(why.contains("… (199744 more characters)"), "{why}");
+
+    // 600 files, over the 512 a skill may list: declined from its entry, naming the origin.
+    double.set_hints(serde_json::json!({}));
+    let resources: Vec<serde_json::Value> = (0..600)
+        .map(|i| {
+            serde_json::json!({
+                "uri": format!("skill://big/f{i}.md"),
+                "digest": format!("sha256:{}", "0".repeat(64)),
+                "size": 1,
+            })
+        })
+        .collect();
+    double.publish_json(
+        "skill://big/SKILL.md",
+        serde_json::json!({
+            "uri": "skill://big/SKILL.md",
+            "frontmatter": {"name": "big", "description": "Too many files."},
+            "resources": resources,
+        }),
+    );
+    let listed = cache.list(&origin).await.expect("a listing");
+    let over_limit = listed
+        .iter()
+        .find_map(|r| r.as_ref().err())
+        .expect("the big skill is declined");
+    match over_limit {
+        Error::Entry(skillcache::error::EntryError::LimitExceeded {
+            origin: Some(named),
+            ..
+        }) => assert_eq!(named, &origin),
+        other => panic!("expected a limit naming its origin: {other:?}"),
+    }
+    assert!(
+        over_limit
+            .to_string()
+            .starts_with("skill skill://big/SKILL.md from origin docs declined: "),
+        "{over_limit}"
+    );
+}

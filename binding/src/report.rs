@@ -282,11 +282,13 @@ fn entry(e: &EntryError) -> Report {
             .with("field", field.as_str())
             .with("rule", rule.to_string()),
         EntryError::LimitExceeded {
+            origin,
             skill,
             limit,
             declared,
             max,
         } => Report::new("LimitExceededError", "limit_exceeded")
+            .with("origin", label(origin.as_ref()))
             .with("skill", skill.as_str())
             .with("uri", skill.as_str())
             .with(

@@ -68,12 +68,13 @@ class UriError(Error):
 
 class EntryError(Error):
     """Untrusted input (a server's answer, a folder) broke a rule. By `kind`: `"digest"` (`text`, `rule`), `"invalid"`
-    (`skill`, `field`, `rule`), `"limit_exceeded"` (see `LimitExceededError`), `"response"`
-    (`method`, `rule`), `"frontmatter"` (`problem`), `"folder"` (`path`, `why`)."""
+    (`origin`, `skill`, `field`, `rule`), `"limit_exceeded"` (see `LimitExceededError`), `"response"`
+    (`origin`, `method`, `rule`), `"frontmatter"` (`problem`), `"folder"` (`path`, `why`). `origin`
+    names the server that sent the answer (`None` for an entry that came from no server)."""
 
 
 class LimitExceededError(EntryError):
-    """A skill is larger than the limits, declined from its entry alone: `skill` (and
+    """A skill is larger than the limits, declined from its entry alone: `origin`, `skill` (and
     `uri`), `limit` (`"files"` or `"total_bytes"`), `declared`, `max`."""
 
 

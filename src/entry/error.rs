@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::display::{SafePath, display_safe};
+use crate::display::{SafePath, display_cut, display_cut_bare};
 use crate::frontmatter::FrontmatterProblem;
 use crate::origin::Origin;
 use crate::rule::Rule;
@@ -12,7 +12,7 @@ use crate::uri::SkillUri;
 #[derive(Debug, thiserror::Error)]
 pub enum EntryError {
     /// A digest string is not `sha256:` followed by 64 lowercase hex digits (R-W1).
-    #[error("invalid digest {:?}: {rule}", display_safe(text))]
+    #[error("invalid digest {}: {rule}", display_cut(text))]
     Digest {
         /// The text that was offered as a digest.
         text: String,
@@ -21,7 +21,7 @@ pub enum EntryError {
     },
 
     /// A skill entry from a server breaks a rule; nothing from it is cached or loaded (R-W*).
-    #[error("invalid skill entry{}{}: {}: {rule}", skill_label(skill.as_deref()), from_label(origin.as_ref()), display_safe(field))]
+    #[error("invalid skill entry{}{}: {}: {rule}", skill_label(skill.as_deref()), from_label(origin.as_ref()), display_cut_bare(field))]
     Invalid {
         /// The origin whose server sent the entry; `None` for an entry that came from no server
         /// (a lock file's, a host's own JSON).
@@ -35,8 +35,10 @@ pub enum EntryError {
     },
 
     /// A skill is larger than the configured limits; declined from its entry alone (R-W7).
-    #[error("skill {skill} declined: {limit} is {declared}, above the limit of {max}")]
+    #[error("skill {skill}{} declined: {limit} is {declared}, above the limit of {max}", from_label(origin.as_ref()))]
     LimitExceeded {
+        /// The origin whose server published the entry, once the cache names it.
+        origin: Option<Origin>,
         /// The skill's URI.
         skill: SkillUri,
         /// Which limit.
@@ -113,6 +115,19 @@ impl EntryError {
                 origin: Some(from.clone()),
                 method,
                 rule,
+            },
+            EntryError::LimitExceeded {
+                origin: None,
+                skill,
+                limit,
+                declared,
+                max,
+            } => EntryError::LimitExceeded {
+                origin: Some(from.clone()),
+                skill,
+                limit,
+                declared,
+                max,
             },
             other => other,
         }

@@ -235,6 +235,7 @@ fn manifest(
     limits: Limits,
 ) -> Result<Manifest, EntryError> {
     let declined = |limit, declared, max| EntryError::LimitExceeded {
+        origin: None,
         skill: skill.clone(),
         limit,
         declared,

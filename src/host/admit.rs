@@ -30,7 +30,7 @@ impl State {
         entry: &SkillEntry,
         principal: &str,
     ) -> Result<Admitted, Error> {
-        self.check_size(entry)?;
+        self.check_size(entry).map_err(|e| e.sent_by(origin))?;
         self.check_quota(origin, entry)?;
         let settings = self.settings();
         if entry.manifest().is_none() && settings.dynamic == DynamicPolicy::Decline {
@@ -102,6 +102,7 @@ impl State {
         let limits = self.settings().validation.current_limits();
         let over = |limit, declared, max| {
             Err(Error::Entry(crate::error::EntryError::LimitExceeded {
+                origin: None,
                 skill: entry.uri().clone(),
                 limit,
                 declared,

@@ -238,6 +238,7 @@ impl LoadedSkill {
             .max_total_bytes();
         let over = |declared| {
             Error::Entry(crate::error::EntryError::LimitExceeded {
+                origin: Some(self.origin.clone()),
                 skill: self.entry.uri().clone(),
                 limit: Limit::TotalBytes,
                 declared,

@@ -218,6 +218,7 @@ fn within_limits(
     let limits = validation.current_limits();
     let over = |limit, declared, max| match skill_uri {
         Some(skill) => Error::Entry(EntryError::LimitExceeded {
+            origin: None,
             skill: skill.clone(),
             limit,
             declared,
