@@ -12,6 +12,17 @@ const KEPT = new Set(['message', 'name', 'stack', 'constructor']);
 // cannot forge or drop an error's fields.
 const { keys, defineProperty } = Object;
 const keptHas = Set.prototype.has.bind(KEPT);
+// Every field any kind of error has (the shared report's names, camelCase; errors.d.ts types
+// them): each is an own property of every error, `null` where its kind has none, so reading one
+// a kind lacks (`origin` of a `LimitExceededError`, `changes` of a refused approval) never falls
+// through to `Error.prototype`, where a host's getter could answer it. node/test/errors.test.mjs
+// checks the list against the report's source.
+const FIELDS = [
+  'kind', 'causes', 'actual', 'after', 'ageMs', 'changes', 'code', 'column', 'declared', 'diffs', 'digest',
+  'errno', 'expected', 'field', 'found', 'holder', 'limit', 'line', 'location', 'max', 'method',
+  'mismatch', 'missing', 'op', 'origin', 'path', 'problem', 'quota', 'reason', 'root', 'rule',
+  'serverMessage', 'size', 'skill', 'supported', 'text', 'uri', 'waited', 'what', 'why',
+];
 
 class SkillcacheError extends Error {
   constructor(message, fields) {
@@ -20,6 +31,9 @@ class SkillcacheError extends Error {
     // Every field of the variant (`kind`, `origin`, `uri`, …) and `causes`, the messages of
     // the Rust cause chain. Plain data, never anything the addon holds; defined, never set, so
     // a setter on a prototype sees none of it.
+    for (let i = 0; i < FIELDS.length; i += 1) {
+      defineProperty(this, FIELDS[i], { value: null, enumerable: true, writable: true, configurable: true });
+    }
     const names = keys(fields ?? {});
     for (let i = 0; i < names.length; i += 1) {
       const key = names[i];
@@ -91,6 +105,21 @@ const classes = {
   AbortError,
 };
 
+// `instanceof` asks the class, then its parents up to `Error` and `Function.prototype`, for a
+// `Symbol.hasInstance`: one a host defined on `Error` would answer for every class of the package
+// (`new Error() instanceof ServerError`, or a real error failing `instanceof SkillcacheError`).
+// Each class answers itself, by the prototype chain as `instanceof` ordinarily does, with the
+// built-in taken at load.
+const ordinaryHasInstance = Function.prototype[Symbol.hasInstance];
+const { apply } = Reflect;
+for (const Class of Object.values(classes)) {
+  defineProperty(Class, Symbol.hasInstance, {
+    value(value) {
+      return apply(ordinaryHasInstance, this, [value]);
+    },
+  });
+}
+
 /** Called by the addon: `className` is always one of `classes` (src/errors.rs names them). */
 function make(className, message, fields) {
   const Class = classes[className] ?? SkillcacheError;
@@ -98,4 +127,4 @@ function make(className, message, fields) {
 }
 
 // Frozen: `index.js` takes `make` once at load, and a host cannot put another in its place.
-module.exports = Object.freeze({ ...classes, make });
+module.exports = Object.freeze({ ...classes, make, FIELDS: Object.freeze(FIELDS.slice()) });

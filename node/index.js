@@ -19,6 +19,32 @@ const PromiseOf = Promise;
 const then = Promise.prototype.then;
 const immediately = setImmediate;
 const TypeErrorOf = TypeError;
+
+/** A Promise of the package's own (`Promise` taken at load) that settles with `onValue(v)` (or
+ * rejects with `onError(e)`'s throw) once `promise` settles. Never `promise.then(...)`'s own
+ * result: `then` makes the Promise it returns with `promise.constructor[Symbol.species]`, which a
+ * host may redefine to settle it with anything. Here the built-in `then` only registers the two
+ * reactions on the addon's Promise, which the engine calls with what it really settled with. */
+function after(promise, onValue, onError) {
+  return new PromiseOf((resolve, reject) => {
+    apply(then, promise, [
+      (value) => {
+        try {
+          resolve(onValue(value));
+        } catch (error) {
+          reject(error);
+        }
+      },
+      (error) => {
+        try {
+          reject(onError === undefined ? error : onError(error));
+        } catch (thrown) {
+          reject(thrown);
+        }
+      },
+    ]);
+  });
+}
 // Taken at load too, from the package's own modules: `errors.js`'s exports are frozen, and
 // `native.js` is napi-rs's loader, whose exports object a host could write to before a call.
 const makeError = errors.make;
@@ -57,7 +83,8 @@ function withSignal(signal, call) {
     done();
     return rejected(error);
   }
-  return apply(then, settled, [
+  return after(
+    settled,
     (value) => {
       done();
       return value;
@@ -65,9 +92,9 @@ function withSignal(signal, call) {
     (error) => {
       done();
       if (error instanceof AbortError) error.cause = signal.reason;
-      throw error;
+      return error;
     },
-  ]);
+  );
 }
 
 // Origin labels and file references are JS strings, which may hold a lone surrogate; the addon
@@ -204,8 +231,8 @@ const loaded = (pair) => {
 };
 cacheProto.loadAll = function (origin, entry, options) {
   const signal = options?.signal;
-  if (signal == null) return apply(then, apply(loadAll, this, [origin, entry]), [loaded]);
-  return apply(then, withSignal(signal, (a) => apply(loadAll, this, [origin, entry, a])), [loaded]);
+  if (signal == null) return after(apply(loadAll, this, [origin, entry]), loaded);
+  return after(withSignal(signal, (a) => apply(loadAll, this, [origin, entry, a])), loaded);
 };
 
 // A hit settles inside its call: a loop of awaited hits runs on microtasks alone and would never
@@ -239,15 +266,16 @@ function refusedNow(error) {
 /** What the addon's Promise settles with, on the next turn once one is due. */
 function paced(promise) {
   if (!turnDue()) return promise;
-  return apply(then, promise, [(v) => new PromiseOf((resolve) => immediately(resolve, v)), (e) => refusedLater(e)]);
+  return new PromiseOf((resolve, reject) => {
+    apply(then, promise, [(v) => immediately(resolve, v), (e) => immediately(reject, e)]);
+  });
 }
-const refusedLater = (e) => new PromiseOf((_, reject) => immediately(reject, e));
 
 skillProto.read = function (reference, options) {
   if (!wellFormed(reference)) return refusedNow(malformedReference());
   const call = (a) => {
     const value = apply(read, this, [reference, a]);
-    return isExternal(value) ? settledNow(make(value)) : paced(apply(then, value, [file]));
+    return isExternal(value) ? settledNow(make(value)) : paced(after(value, file));
   };
   const signal = options?.signal;
   if (signal != null) return withSignal(signal, call);
@@ -259,8 +287,8 @@ skillProto.read = function (reference, options) {
 };
 skillProto.readAll = function (options) {
   const signal = options?.signal;
-  if (signal == null) return apply(then, apply(readAll, this, []), [filesOf]);
-  return apply(then, withSignal(signal, (a) => apply(readAll, this, [a])), [filesOf]);
+  if (signal == null) return after(apply(readAll, this, []), filesOf);
+  return after(withSignal(signal, (a) => apply(readAll, this, [a])), filesOf);
 };
 Object.defineProperty(skillProto, 'skillMd', {
   get() {
@@ -315,7 +343,7 @@ for (const [name, names] of [
 }
 
 const { registerErrors: _registerErrors, errorKinds: _errorKinds, _fileBytes, _fileText, _fileFramed, _fileOrigin, _fileUri, _fileDigest, _fileSize, _fileFlags, ...api } = native;
-const { make: _make, ...classes } = errors;
+const { make: _make, FIELDS: _fields, ...classes } = errors;
 // Frozen, prototypes and all: a dependency loaded after the package cannot redefine a getter of
 // `SkillFile` (to report text the bytes never held while `verified` stays true), a method of the
 // cache, or what the package exports. A host's own subclass still extends them.

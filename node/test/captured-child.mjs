@@ -1,7 +1,9 @@
 // Run by captured.test.mjs in a process of its own. After the package loaded, a host's
 // dependency writes over what the package's own modules export (the error factory of errors.js,
-// the addon loader's `Aborter`) and defines a `then` on `Object.prototype` that settles every
-// Promise it is consulted for with a forged answer. Every call must still answer with the
+// the addon loader's `Aborter`), defines a `then` on `Object.prototype` that settles every
+// Promise it is consulted for with a forged answer, then a `Promise[Symbol.species]` that does
+// the same for every Promise `then` derives, a `Symbol.hasInstance` on `Error` and a field getter
+// on `Error.prototype`. Every call must still answer with the
 // package's own values. Prints one JSON line.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -79,6 +81,49 @@ try {
   check('abort', aborted instanceof sc.AbortError);
 } finally {
   delete Object.prototype.then;
+}
+
+// Then `Promise[Symbol.species]`, which the built-in `then` makes its result with: a species
+// that settles every derived Promise with a forged file. And `Symbol.hasInstance` on `Error`,
+// which `instanceof` reaches from every error class, and a getter on `Error.prototype` for a
+// field an error's kind lacks.
+const forged = { forged: true, text: 'forged', verified: true };
+const NativePromise = Promise;
+class Forging extends NativePromise {
+  constructor(executor) {
+    super((resolve, reject) => executor(() => resolve(forged), reject));
+  }
+  static get [Symbol.species]() {
+    return NativePromise;
+  }
+}
+Object.defineProperty(NativePromise, Symbol.species, { configurable: true, get: () => Forging });
+Object.defineProperty(Error, Symbol.hasInstance, { configurable: true, value: (v) => v?.message === 'forged' });
+Object.defineProperty(Error.prototype, 'uri', { configurable: true, get: () => 'skill://forged/SKILL.md' });
+try {
+  const info = await cache.entry('docs', 'skill://notes/SKILL.md');
+  const signal = new AbortController().signal;
+  const skill = await cache.load('docs', info.entry, { signal });
+  check('species load', skill instanceof sc.LoadedSkill);
+  const file = await skill.read('refs/a.md', { signal });
+  check('species read', file instanceof sc.SkillFile && file.text === 'verified bytes\n');
+  const all = await skill.readAll();
+  check('species readAll', Array.isArray(all) && all.every((f) => f instanceof sc.SkillFile));
+  const pair = await cache.loadAll('docs', info.entry);
+  check('species loadAll', pair[0] instanceof sc.LoadedSkill && pair[1].every((f) => f.text !== 'forged'));
+  check('hasInstance forged', !(new Error('forged') instanceof sc.ServerError));
+  let refused = null;
+  try {
+    await cache.list('never-connected');
+  } catch (e) {
+    refused = e;
+  }
+  check('hasInstance genuine', refused instanceof sc.SkillcacheError && refused instanceof sc.NotConnectedError);
+  check('absent field', Object.hasOwn(refused, 'uri') && refused.uri === null);
+} finally {
+  delete NativePromise[Symbol.species];
+  delete Error[Symbol.hasInstance];
+  delete Error.prototype.uri;
 }
 cache.disconnect('docs');
 process.stdout.write(`${JSON.stringify(out)}\n`);

@@ -76,3 +76,15 @@ test('B5: a refused option is a ConfigError naming the option as JS spells it', 
   assert.throws(() => new SkillCache({ originQuota: -1 }), errors.ConfigError);
   assert.throws(() => new SkillCache({ maxFiles: 1.5 }), /maxFiles must be a whole number/);
 });
+
+test('B2: every field of the shared report is an own property of every error, null where its kind has none', () => {
+  // The report's field names, read from its source (`.with("name", …)`), in camelCase.
+  const report = readFileSync(new URL('../../binding/src/report.rs', import.meta.url), 'utf8');
+  const names = new Set([...report.matchAll(/\.with\(\s*"([a-z_]+)"/g)].map((m) => m[1].replace(/_([a-z])/g, (_, c) => c.toUpperCase())));
+  assert.ok(names.size > 30, `${names.size} field names read`);
+  for (const name of names) assert.ok(errors.FIELDS.includes(name), `errors.js's FIELDS lacks ${name}`);
+  const e = errors.make('NotConnectedError', 'origin x is not connected', { kind: 'not_connected', origin: 'x', causes: [] });
+  for (const name of errors.FIELDS) assert.ok(Object.hasOwn(e, name), `${name} is not an own property`);
+  assert.equal(e.origin, 'x');
+  assert.equal(e.uri, null);
+});
