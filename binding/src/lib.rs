@@ -10,6 +10,8 @@
 //!   raises, the kind, the fields, and a message that is display-safe and carries the cause
 //!   chain; plus the enumerable lists of every kind and every decline reason, which each
 //!   binding's tests check it maps.
+//! - [`connect`]: the stdio and Streamable HTTP sources `connect_stdio` and `connect_http`
+//!   bind, with the message bound of the limits in force.
 //! - [`outcome`]: how a request sent through the host's own session (Python's
 //!   `connect_session`, Node's `connectClient`) ended, as the error or answer the cache takes.
 //!
@@ -18,6 +20,7 @@
 //! published: it uses the library's public API only, so the library's sealed surface is not
 //! widened for the bindings' sake.
 
+pub mod connect;
 pub mod options;
 pub mod outcome;
 pub mod report;

@@ -2,6 +2,7 @@
 //! method's future, started by [`crate::run::start`].
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
@@ -10,8 +11,9 @@ use napi_derive::napi;
 use serde_json::Value;
 use skillcache::entry::Limits;
 use skillcache::error::SourceError;
-use skillcache::source::{Change, McpSource, SkillSource, message_bound};
-use skillcache::{Error, Origin, ServerConfig, SkillUri};
+use skillcache::source::{Change, SkillSource, message_bound};
+use skillcache::{Error, Origin, SkillUri};
+use skillcache_binding::connect;
 use skillcache_binding::options::{Case, Number, Opened, Options, Spelling, Stderr};
 
 use crate::catalog::Catalog;
@@ -234,14 +236,6 @@ impl SkillCache {
         Ok(())
     }
 
-    /// `source` with the limits' message bound (the baseline's without limits).
-    fn with_limits(&self, source: McpSource) -> Arc<dyn SkillSource> {
-        Arc::new(match &self.limits {
-            Some(limits) => source.limits(limits),
-            None => source,
-        })
-    }
-
     /// Binds `origin` to a server spawned from `argv` over stdio. Nothing starts until a request
     /// needs it.
     #[napi]
@@ -252,24 +246,16 @@ impl SkillCache {
         argv: Vec<String>,
         options: Option<StdioOptions>,
     ) -> Result<()> {
-        let mut argv = argv.into_iter();
-        let Some(program) = argv.next() else {
-            return Err(throwable(
-                &env,
-                &config_error("argv must name a program".into()),
-            ));
-        };
         let (vars, cwd, stderr) = options.map_or((None, None, None), |o| (o.env, o.cwd, o.stderr));
-        // The command as a Rust host builds it for `McpSource::stdio`, stderr included.
-        let mut command = tokio::process::Command::new(program);
-        command.args(argv).envs(vars.unwrap_or_default());
-        if let Some(dir) = cwd {
-            command.current_dir(dir);
-        }
         // The default is "inherit", given a duplicate as `own_stderr` says why.
         let target = stderr.unwrap_or_else(|| Either::A("inherit".to_owned()));
-        command.stderr(stderr_target(target).map_err(|e| throwable(&env, &e))?);
-        self.bind(&env, &origin, self.with_limits(McpSource::stdio(command)))
+        let source = stderr_target(target)
+            .and_then(|stderr| {
+                let (vars, cwd) = (vars.unwrap_or_default(), cwd.map(PathBuf::from));
+                connect::stdio(argv, vars, cwd, Some(stderr), self.limits.as_ref())
+            })
+            .map_err(|e| throwable(&env, &e))?;
+        self.bind(&env, &origin, source)
     }
 
     /// Binds `origin` to a Streamable HTTP endpoint.
@@ -282,10 +268,9 @@ impl SkillCache {
         options: Option<HttpOptions>,
     ) -> Result<()> {
         let headers = options.and_then(|o| o.headers).unwrap_or_default();
-        let source = ServerConfig::Http { url, headers }
-            .source()
-            .map_err(|e| throwable(&env, &e))?;
-        self.bind(&env, &origin, self.with_limits(source))
+        let source =
+            connect::http(url, headers, self.limits.as_ref()).map_err(|e| throwable(&env, &e))?;
+        self.bind(&env, &origin, source)
     }
 
     /// Binds `origin` to the host's own connected `Client` of `@modelcontextprotocol/client`:

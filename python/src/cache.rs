@@ -20,8 +20,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 use skillcache::entry::Limits;
-use skillcache::source::{Change, McpSource, message_bound};
-use skillcache::{Error, Origin, ServerConfig, SkillCache, SkillUri};
+use skillcache::source::{Change, message_bound};
+use skillcache::{Error, Origin, SkillCache, SkillUri};
+use skillcache_binding::connect;
 use skillcache_binding::options::{Case, Number, Options, Spelling, Stderr};
 
 use crate::catalog::PyCatalog;
@@ -66,13 +67,6 @@ impl PySkillCache {
     /// The library's cache: in a forked child, a `RuntimeError` at once (B4).
     fn cache(&self) -> PyResult<&SkillCache> {
         self.inner.get("SkillCache", OPEN_IN_CHILD)
-    }
-
-    fn with_limits(&self, source: McpSource) -> McpSource {
-        match &self.limits {
-            Some(limits) => source.limits(limits),
-            None => source,
-        }
     }
 
     fn bind(
@@ -208,33 +202,19 @@ impl PySkillCache {
         cwd: Option<PathBuf>,
         stderr: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let mut argv = argv.into_iter().map(|arg| arg.0);
-        let Some(program) = argv.next() else {
-            return Err(err(&Error::Config(
-                skillcache::error::ConfigError::Invalid {
-                    what: "argv must name a program".to_owned(),
-                },
-            )));
-        };
         let stderr = match stderr {
             Some(target) => stderr_target(py, &target)?,
             None => None,
         };
-        // The command as a Rust host builds it for `McpSource::stdio`, stderr included.
-        let mut command = tokio::process::Command::new(program);
-        command
-            .args(argv)
-            .envs(env.unwrap_or_default().into_iter().map(|(k, v)| (k.0, v.0)));
-        if let Some(dir) = cwd {
-            command.current_dir(dir);
-        }
-        if let Some(stderr) = stderr {
-            command.stderr(stderr);
-        }
-        self.bind(
-            origin.0,
-            Arc::new(self.with_limits(McpSource::stdio(command))),
+        let source = connect::stdio(
+            argv.into_iter().map(|arg| arg.0),
+            env.unwrap_or_default().into_iter().map(|(k, v)| (k.0, v.0)),
+            cwd,
+            stderr,
+            self.limits.as_ref(),
         )
+        .map_err(|e| err(&e))?;
+        self.bind(origin.0, source)
     }
 
     /// Binds `origin` to a Streamable HTTP endpoint, with `headers` on every request.
@@ -245,16 +225,14 @@ impl PySkillCache {
         url: Text,
         headers: Option<BTreeMap<Text, Text>>,
     ) -> PyResult<()> {
-        let config = ServerConfig::Http {
-            url: url.0,
-            headers: headers
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k.0, v.0))
-                .collect(),
-        };
-        let source = config.source().map_err(|e| err(&e))?;
-        self.bind(origin.0, Arc::new(self.with_limits(source)))
+        let headers = headers.unwrap_or_default().into_iter();
+        let source = connect::http(
+            url.0,
+            headers.map(|(k, v)| (k.0, v.0)),
+            self.limits.as_ref(),
+        )
+        .map_err(|e| err(&e))?;
+        self.bind(origin.0, source)
     }
 
     /// Binds `origin` to an MCP session the host already holds (an `mcp.ClientSession`, or
