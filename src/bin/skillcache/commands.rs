@@ -341,9 +341,10 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
         Err(e) => return Err(e.into()),
     };
     let mut errors = Vec::new();
-    // Origins listed whole by `--all`: a pin of theirs that the listing no longer holds is
-    // dropped (the server stopped publishing it). A listing that failed drops nothing.
-    let mut listed_whole = Vec::new();
+    // What `--all` listed: the origins listed whole, whose pins the listing no longer holds are
+    // dropped (the server stopped publishing the skill, or publishes it as dynamic, which no lock
+    // can pin), and their dynamic skills. A listing that failed drops nothing.
+    let mut listed = Listed::default();
     let pinned = match scope {
         LockScope::Skills(origin, uris) => {
             let (cache, _) = connect(ctx, &origin, target, ApprovalPolicy::NotRequired, None)?;
@@ -358,32 +359,31 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
         }
         LockScope::EveryOf(origin) => {
             let (cache, _) = connect(ctx, &origin, target, ApprovalPolicy::NotRequired, None)?;
-            every_skill(
-                ctx,
-                &cache,
-                vec![(origin, None)],
-                &mut errors,
-                &mut listed_whole,
-            )
-            .await
+            every_skill(ctx, &cache, vec![(origin, None)], &mut errors, &mut listed).await
         }
         LockScope::EveryConfigured => {
             let (cache, servers) = every_configured(ctx, target)?;
-            every_skill(ctx, &cache, servers, &mut errors, &mut listed_whole).await
+            every_skill(ctx, &cache, servers, &mut errors, &mut listed).await
         }
     };
-    let gone: Vec<(Origin, SkillUri)> = lock
+    let gone: Vec<render::Dropped> = lock
         .skills()
-        .filter(|l| listed_whole.contains(l.origin()))
+        .filter(|l| listed.whole.contains(l.origin()))
         .filter(|l| {
             !pinned
                 .iter()
                 .any(|(o, e)| o == l.origin() && e.uri() == l.uri())
         })
-        .map(|l| (l.origin().clone(), l.uri().clone()))
+        .map(|l| render::Dropped {
+            origin: l.origin().clone(),
+            uri: l.uri().clone(),
+            dynamic: listed
+                .dynamic
+                .contains(&(l.origin().clone(), l.uri().clone())),
+        })
         .collect();
-    for (origin, uri) in &gone {
-        lock.remove(origin, uri);
+    for d in &gone {
+        lock.remove(&d.origin, &d.uri);
     }
     for (origin, entry) in &pinned {
         if let Err(e) = lock.insert(origin, entry) {
@@ -394,6 +394,15 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
     let rows: Vec<Value> = pinned.iter().map(|(o, e)| render::pin_row(o, e)).collect();
     render::locked(ctx.json, output, &rows, &gone, lock.skills().count());
     failed(errors)
+}
+
+/// What `lock --all` listed, beside the entries it pins.
+#[derive(Default)]
+struct Listed {
+    /// Origins whose listing succeeded with no refused entry.
+    whole: Vec<Origin>,
+    /// The dynamic skills they list.
+    dynamic: Vec<(Origin, SkillUri)>,
 }
 
 /// Every origin `lock` pins (only `only`, if given), each once, in order.
@@ -453,7 +462,7 @@ async fn every_skill(
     cache: &SkillCache,
     servers: Vec<many::Server>,
     errors: &mut Vec<Error>,
-    listed_whole: &mut Vec<Origin>,
+    seen: &mut Listed,
 ) -> Vec<(Origin, SkillEntry)> {
     let bar = render::progress(
         ctx.json,
@@ -477,14 +486,18 @@ async fn every_skill(
             Ok(listed) => {
                 // A refused entry may be a pinned skill still published: its origin's pins stay.
                 if listed.iter().all(std::result::Result::is_ok) {
-                    listed_whole.push(origin.clone());
+                    seen.whole.push(origin.clone());
                 }
                 for r in listed {
                     match r {
-                        Ok(info) if info.entry.is_dynamic() => eprintln!(
-                            "skillcache: notice: {} from {origin} is dynamic and cannot be locked",
-                            info.entry.uri()
-                        ),
+                        Ok(info) if info.entry.is_dynamic() => {
+                            eprintln!(
+                                "skillcache: notice: {} from {origin} is dynamic and cannot be locked",
+                                info.entry.uri()
+                            );
+                            seen.dynamic
+                                .push((origin.clone(), info.entry.uri().clone()));
+                        }
                         Ok(info) => pinned.push((origin.clone(), info.entry)),
                         Err(e) => errors.push(e),
                     }

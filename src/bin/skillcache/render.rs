@@ -162,25 +162,40 @@ pub(crate) fn pin_row(origin: &Origin, e: &SkillEntry) -> Value {
 }
 
 /// `lock`: what was pinned, and the file written.
+/// A pin `lock --all` dropped.
+pub(crate) struct Dropped {
+    pub(crate) origin: Origin,
+    pub(crate) uri: SkillUri,
+    /// Still listed, but dynamic: no lock can pin it. Otherwise no longer listed.
+    pub(crate) dynamic: bool,
+}
+
 pub(crate) fn locked(
     json: bool,
     output: &Path,
     rows: &[Value],
-    dropped: &[(Origin, SkillUri)],
+    dropped: &[Dropped],
     pinned: usize,
 ) {
+    let why = |d: &Dropped| {
+        if d.dynamic {
+            "it is now dynamic, and a dynamic skill cannot be pinned"
+        } else {
+            "its server no longer publishes it"
+        }
+    };
     if json {
         let dropped: Vec<Value> = dropped
             .iter()
-            .map(|(o, u)| json!({"origin": o.as_str(), "uri": u.as_str()}))
+            .map(|d| json!({"origin": d.origin.as_str(), "uri": d.uri.as_str(), "why": why(d)}))
             .collect();
         print_json(
             &json!({"lock": output.display().to_string(), "locked": rows, "dropped": dropped}),
         );
         return;
     }
-    for (origin, uri) in dropped {
-        outln!("dropped {uri} from {origin}: its server no longer publishes it");
+    for d in dropped {
+        outln!("dropped {} from {}: {}", d.uri, d.origin, why(d));
     }
     for r in rows {
         outln!(
