@@ -206,6 +206,14 @@ fn l1_lock_check_of_a_pinned_origin_the_config_no_longer_names_is_drift_and_a_mi
         "{}",
         stderr(&missing)
     );
+    // No server named at all: the usage says a config alone will do (no `--origin` needed).
+    let bare = env.run(&["lock", "--check"]);
+    assert_eq!(code(&bare), 2, "{}", stderr(&bare));
+    assert!(
+        stderr(&bare).contains("servers are required: --config FILE (every server it names"),
+        "{}",
+        stderr(&bare)
+    );
 }
 
 #[test]

@@ -606,6 +606,14 @@ impl Flags {
             ),
             (None, Some(url)) => Reach::Url(url),
             (None, None) if self.has_config || self.offline => Reach::Configured,
+            // A command that may ask every configured server needs no `--origin` with `--config`.
+            (None, None) if all => {
+                return Err(Failure::Usage(
+                    "servers are required: --config FILE (every server it names, or one with \
+                     --origin NAME), or --stdio/--url with --origin NAME (or --offline)"
+                        .into(),
+                ));
+            }
             (None, None) => {
                 return Err(Failure::Usage(
                     "a server is required: --stdio, --url, or --config with --origin NAME (or --offline)"
