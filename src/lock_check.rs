@@ -250,12 +250,13 @@ impl fmt::Display for LockDrift {
 
 /// `error` and its cause chain, joined by `: `: a drift is a line a person reads in a CI log,
 /// where "the connection to the server failed" alone does not say what to fix. Each cause is
-/// made display-safe (a transport's or the system's text may hold anything a server sent).
+/// made display-safe and cut (a transport's or the system's text may hold anything a server
+/// sent, of any length).
 fn with_causes(f: &mut fmt::Formatter<'_>, error: &Error) -> fmt::Result {
     write!(f, "{error}")?;
     let mut cause = std::error::Error::source(error);
     while let Some(c) = cause {
-        write!(f, ": {}", crate::display::display_safe(&c.to_string()))?;
+        write!(f, ": {}", crate::display::display_cut_bare(&c.to_string()))?;
         cause = c.source();
     }
     Ok(())

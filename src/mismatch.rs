@@ -49,12 +49,18 @@ impl fmt::Display for Mismatch {
                 write!(f, "digest is {actual}, entry says {expected}")
             }
             Mismatch::Frontmatter { diffs } => {
+                // The file chooses how many keys differ: the first few are named, the rest
+                // counted (every one is in `diffs`, as data).
+                const NAMED: usize = 8;
                 f.write_str("frontmatter differs from the entry: ")?;
-                for (i, d) in diffs.iter().enumerate() {
+                for (i, d) in diffs.iter().take(NAMED).enumerate() {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
                     write!(f, "{d}")?;
+                }
+                if diffs.len() > NAMED {
+                    write!(f, " and {} more", diffs.len() - NAMED)?;
                 }
                 Ok(())
             }
@@ -64,5 +70,34 @@ impl fmt::Display for Mismatch {
             Mismatch::Unlisted => f.write_str("the file is not listed in the held entry"),
             Mismatch::NotARegularFile => f.write_str("the cached copy is not a regular file"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frontmatter::DiffKind;
+
+    #[test]
+    fn u1_a_frontmatter_mismatch_names_a_few_keys_cut_and_counts_the_rest() {
+        // The file chooses its keys: 3,000 of them, one of 200,000 characters.
+        let mut diffs: Vec<FieldDiff> = (0..3_000)
+            .map(|i| FieldDiff {
+                key: format!("k{i:04}"),
+                kind: DiffKind::ExtraInFile,
+            })
+            .collect();
+        diffs[0].key = "x".repeat(200_000);
+        let shown = Mismatch::Frontmatter { diffs }.to_string();
+        assert!(shown.len() < 1_000, "{} bytes", shown.len());
+        assert!(
+            shown.contains("… (199744 more characters) (not in the entry)"),
+            "{shown}"
+        );
+        assert!(shown.ends_with(" and 2992 more"), "{shown}");
+        let duplicate = FrontmatterProblem::DuplicateKey {
+            key: "d".repeat(300_000),
+        };
+        assert!(duplicate.to_string().len() < 400, "{duplicate}");
     }
 }

@@ -34,8 +34,8 @@ impl fmt::Display for FieldDiff {
             DiffKind::ExtraInFile => "not in the entry",
             DiffKind::Different => "different value",
         };
-        // The key is the SKILL.md's or the server's text (R-E5).
-        write!(f, "{} ({how})", crate::display::display_safe(&self.key))
+        // The key is the SKILL.md's or the server's text (R-E5), of any length: cut.
+        write!(f, "{} ({how})", crate::display::display_cut_bare(&self.key))
     }
 }
 

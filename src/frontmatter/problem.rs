@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use crate::display::display_safe as safe;
+// What the file holds is of any length: shown display-safe and cut (`display_cut`).
+use crate::display::{display_cut as quoted, display_cut_bare as safe};
 
 /// Why a `SKILL.md` frontmatter could not be read (R-V6: these fail closed).
 #[non_exhaustive]
@@ -71,10 +72,10 @@ impl fmt::Display for FrontmatterProblem {
             Self::Anchor => f.write_str("anchors are not allowed"),
             Self::Alias => f.write_str("aliases are not allowed"),
             Self::Tag => f.write_str("explicit tags are not allowed"),
-            Self::DuplicateKey { key } => write!(f, "duplicate key {:?}", safe(key)),
+            Self::DuplicateKey { key } => write!(f, "duplicate key {}", quoted(key)),
             Self::NonStringKey => f.write_str("keys must be strings"),
             Self::NonFinite { scalar } => {
-                write!(f, "{:?} is not a finite number and has no JSON form", safe(scalar))
+                write!(f, "{} is not a finite number and has no JSON form", quoted(scalar))
             }
             Self::TooDeep { max } => write!(f, "nested deeper than {max} levels"),
             Self::TooManyNodes { max } => write!(f, "more than {max} nodes"),

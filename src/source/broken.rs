@@ -140,7 +140,7 @@ pub(crate) fn handshake(
         ClientInitializeError::ConnectionClosed(_) => closed(peer, exited),
         ClientInitializeError::JsonRpcError(data) => Broken::Said(format!(
             "the server refused the handshake: {} (code {})",
-            display_safe(&data.message),
+            crate::display::display_cut_bare(&data.message),
             data.code.0
         )),
         // The revision of 2026-07-28 was tried first; the fallback's failure is the one that
@@ -292,7 +292,7 @@ fn streamable(e: &StreamableHttpError<reqwest::Error>, url: String) -> Broken {
         )),
         StreamableHttpError::ReinitializationFailed(data) => Broken::Said(format!(
             "the server refused to open a new session: {} (code {})",
-            display_safe(&data.message),
+            crate::display::display_cut_bare(&data.message),
             data.code.0
         )),
         // The rest have a readable sentence of their own (no type, no `Debug`).
