@@ -8,8 +8,12 @@
 
 // Built-ins taken at load: what runs on an answer must not be one a host redefined later (a
 // `JSON.stringify` that rewrote a result would make its entry and its bytes agree on a forgery).
-const { apply } = Reflect;
+const { apply, defineProperty } = Reflect;
 const { parse, stringify } = JSON;
+const { keys: ownKeys } = Object;
+const { isArray } = Array;
+const PromiseOf = Promise;
+const then = Promise.prototype.then;
 const { isInteger } = Number;
 const StringOf = String;
 const ErrorOf = Error;
@@ -18,7 +22,6 @@ const AbortControllerOf = AbortController;
 const TypeErrorOf = TypeError;
 const { get: mapGet, set: mapSet, delete: mapDelete } = Map.prototype;
 const setHas = Set.prototype.has;
-const lastly = Promise.prototype.finally;
 const abortOf = AbortController.prototype.abort;
 const signalOf = Object.getOwnPropertyDescriptor(AbortController.prototype, 'signal').get;
 
@@ -58,21 +61,119 @@ function requester(client) {
     }
     const controller = new AbortControllerOf();
     apply(mapSet, pending, [id, controller]);
-    return apply(lastly, ask(client, method, params, apply(signalOf, controller, [])), [() => apply(mapDelete, pending, [id])]);
+    const done = () => apply(mapDelete, pending, [id]);
+    return unhooked(ask(client, method, params, apply(signalOf, controller, []), done));
   };
 }
 
-async function ask(client, method, params, signal) {
-  try {
-    const result = await client.request({ method, params: parse(params) }, asSent, { signal, timeout: LONGEST });
-    return stringify(result);
-  } catch (error) {
-    // The SDK's ProtocolError (an error response from the server) has a numeric JSON-RPC code;
-    // its own errors (SdkError: a closed connection, a timeout) and an abort do not.
-    const local = error?.name === 'McpError' && apply(setHas, SDK1_LOCAL, [error.code]);
-    if (isInteger(error?.code) && !local) return { code: error.code, message: StringOf(error.message) };
-    return { failed: error instanceof ErrorOf ? `${error.name}: ${error.message}` : StringOf(error) };
+/** The Promise of one request, settled with its outcome and never rejected. Only the host's
+ * client runs here, and the built-ins taken at load: the client's Promise gets its reactions with
+ * the built-in `then` (and an own `constructor` that is `undefined`, so `then` makes its own
+ * Promise with the built-in `Promise`, never a host's `Symbol.species`); the result becomes JSON
+ * by `json`, which no `toJSON` a host defined on `Object.prototype` can rewrite. */
+function ask(client, method, params, signal, done) {
+  return new PromiseOf((resolve) => {
+    const settle = (outcome) => {
+      done();
+      resolve(outcome);
+    };
+    let sent;
+    try {
+      sent = client.request({ method, params: parse(params) }, asSent, { signal, timeout: LONGEST });
+    } catch (error) {
+      settle(failure(error));
+      return;
+    }
+    const reactions = [
+      (result) => {
+        let text;
+        try {
+          text = json(result);
+        } catch (error) {
+          settle(failure(error));
+          return;
+        }
+        settle(text === undefined ? { failed: 'the client answered with no result' } : text);
+      },
+      (error) => settle(failure(error)),
+    ];
+    if (sent === null || (typeof sent !== 'object' && typeof sent !== 'function')) {
+      reactions[0](sent);
+      return;
+    }
+    // A client that answers with a thenable of its own: its `then` is the client's.
+    if (!(sent instanceof PromiseOf)) {
+      sent.then(reactions[0], reactions[1]);
+      return;
+    }
+    defineProperty(sent, 'constructor', { __proto__: null, value: undefined });
+    apply(then, sent, reactions);
+  });
+}
+
+/** How a request failed, as the addon reads it. */
+function failure(error) {
+  // The SDK's ProtocolError (an error response from the server) has a numeric JSON-RPC code;
+  // its own errors (SdkError: a closed connection, a timeout) and an abort do not.
+  const local = error?.name === 'McpError' && apply(setHas, SDK1_LOCAL, [error.code]);
+  if (isInteger(error?.code) && !local) return { code: error.code, message: StringOf(error.message) };
+  return { failed: error instanceof ErrorOf ? `${error.name}: ${error.message}` : StringOf(error) };
+}
+
+/** `promise` as the addon takes it: the addon calls its `then`, and `catch` on what that
+ * returns, by name, which a host may have redefined on `Promise.prototype`; own ones, the
+ * built-in `then`'s, answer first, and each Promise they return is made the same way. */
+function unhooked(promise) {
+  defineProperty(promise, 'constructor', { __proto__: null, value: undefined });
+  defineProperty(promise, 'then', {
+    __proto__: null,
+    value(onValue, onError) {
+      return unhooked(apply(then, this, [onValue, onError]));
+    },
+  });
+  defineProperty(promise, 'catch', {
+    __proto__: null,
+    value(onError) {
+      return unhooked(apply(then, this, [undefined, onError]));
+    },
+  });
+  return promise;
+}
+
+/** `value` as JSON text, as `JSON.stringify` writes it, except that no `toJSON` is called: a host's
+ * `Object.prototype.toJSON` would rewrite every result (an entry and its bytes agreeing on a
+ * forgery). Own enumerable keys of objects, arrays by index; strings, numbers and booleans by the
+ * built-in (a primitive has no `toJSON` looked up). `undefined` for what JSON has no form of. */
+function json(value) {
+  if (value === null) return 'null';
+  switch (typeof value) {
+    case 'string':
+    case 'number':
+    case 'boolean':
+      return stringify(value);
+    case 'object':
+      break;
+    default:
+      return undefined;
   }
+  if (isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i += 1) {
+      const item = json(value[i]);
+      out += `${i === 0 ? '' : ','}${item === undefined ? 'null' : item}`;
+    }
+    return `${out}]`;
+  }
+  const names = ownKeys(value);
+  let out = '{';
+  let first = true;
+  for (let i = 0; i < names.length; i += 1) {
+    const item = json(value[names[i]]);
+    if (item === undefined) continue;
+    out += `${first ? '' : ','}${stringify(names[i])}:${item}`;
+    first = false;
+  }
+  return `${out}}`;
 }
 
 module.exports = { requester };

@@ -72,6 +72,10 @@ class AbortError extends Error {
   constructor(message, fields) {
     super(message);
     defineProperty(this, 'name', { value: 'AbortError', writable: true, configurable: true });
+    // The report's fields too, `null` (an abort has none), as every error of the package has them.
+    for (let i = 0; i < FIELDS.length; i += 1) {
+      defineProperty(this, FIELDS[i], { value: null, enumerable: true, writable: true, configurable: true });
+    }
     const names = keys(fields ?? {});
     for (let i = 0; i < names.length; i += 1) {
       defineProperty(this, names[i], {

@@ -20,6 +20,16 @@ const then = Promise.prototype.then;
 const immediately = setImmediate;
 const TypeErrorOf = TypeError;
 
+/** Registers `reactions` ([onValue, onError]) on `promise` with the built-in `then`. `then`
+ * also makes a Promise of its own, with `promise.constructor[Symbol.species]`, whose getters a
+ * host may have redefined to throw (the throw would be the call's rejection): an own
+ * `constructor` that is `undefined` makes it the built-in `Promise`, and nothing of the host's
+ * runs. */
+function react(promise, reactions) {
+  defineProperty(promise, 'constructor', { __proto__: null, value: undefined });
+  apply(then, promise, reactions);
+}
+
 /** A Promise of the package's own (`Promise` taken at load) that settles with `onValue(v)` (or
  * rejects with `onError(e)`'s throw) once `promise` settles. Never `promise.then(...)`'s own
  * result: `then` makes the Promise it returns with `promise.constructor[Symbol.species]`, which a
@@ -27,7 +37,7 @@ const TypeErrorOf = TypeError;
  * reactions on the addon's Promise, which the engine calls with what it really settled with. */
 function after(promise, onValue, onError) {
   return new PromiseOf((resolve, reject) => {
-    apply(then, promise, [
+    react(promise, [
       (value) => {
         try {
           resolve(onValue(value));
@@ -91,7 +101,10 @@ function withSignal(signal, call) {
     },
     (error) => {
       done();
-      if (error instanceof AbortError) error.cause = signal.reason;
+      // Defined, not assigned: a setter on `Error.prototype.cause` sees none of it.
+      if (error instanceof AbortError) {
+        defineProperty(error, 'cause', { __proto__: null, value: signal.reason, writable: true, configurable: true });
+      }
       return error;
     },
   );
@@ -267,7 +280,7 @@ function refusedNow(error) {
 function paced(promise) {
   if (!turnDue()) return promise;
   return new PromiseOf((resolve, reject) => {
-    apply(then, promise, [(v) => immediately(resolve, v), (e) => immediately(reject, e)]);
+    react(promise, [(v) => immediately(resolve, v), (e) => immediately(reject, e)]);
   });
 }
 

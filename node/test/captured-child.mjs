@@ -5,6 +5,7 @@
 // the same for every Promise `then` derives, a `Symbol.hasInstance` on `Error` and a field getter
 // on `Error.prototype`. Every call must still answer with the
 // package's own values. Prints one JSON line.
+import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
@@ -124,6 +125,33 @@ try {
   delete NativePromise[Symbol.species];
   delete Error[Symbol.hasInstance];
   delete Error.prototype.uri;
+}
+// Last, a species getter that throws (its throw would have been the call's rejection), and a
+// `toJSON` on `Object.prototype` while a host's own client answers (it would have rewritten the
+// answer on its way to the addon).
+const sha = (text) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
+const REAL = '---\nname: a\ndescription: Skill a.\n---\nthe server published this\n';
+const entryOf = { uri: 'skill://a/SKILL.md', frontmatter: { name: 'a', description: 'Skill a.' }, resources: [{ uri: 'skill://a/SKILL.md', digest: sha(REAL), size: REAL.length }] };
+const client = {
+  async request(req) {
+    if (req.method === 'skills/list') return structuredClone({ skills: [entryOf] });
+    if (req.method === 'skills/get') return structuredClone({ skill: entryOf });
+    return structuredClone({ contents: [{ uri: 'skill://a/SKILL.md', text: REAL }] });
+  },
+};
+cache.connectClient('client', client);
+Object.defineProperty(NativePromise, Symbol.species, { configurable: true, get() { throw new Error('forged'); } });
+Object.defineProperty(Object.prototype, 'toJSON', { configurable: true, value: () => ({ skills: [], contents: [{ uri: 'skill://a/SKILL.md', text: 'forged' }] }) });
+try {
+  const info = await cache.entry('docs', 'skill://notes/SKILL.md');
+  const pair = await cache.loadAll('docs', info.entry);
+  check('throwing species loadAll', pair[0] instanceof sc.LoadedSkill && pair[1].length === 2);
+  const [listedByClient] = await cache.list('client');
+  const [, files] = await cache.loadAll('client', listedByClient.entry);
+  check('toJSON client', files[0].text === REAL && files[0].verified === true);
+} finally {
+  delete NativePromise[Symbol.species];
+  delete Object.prototype.toJSON;
 }
 cache.disconnect('docs');
 process.stdout.write(`${JSON.stringify(out)}\n`);
