@@ -446,8 +446,7 @@ async fn u1_a_malformed_answer_and_a_refused_entry_name_the_origin_that_sent_the
 }
 
 #[tokio::test]
-async fn u1_what_a_server_chose_is_cut_in_a_message_and_a_skill_over_the_limits_names_its_origin()
-{
+async fn u1_what_a_server_chose_is_cut_in_a_message_and_a_skill_over_the_limits_names_its_origin() {
     // A `nextCursor` of 200,000 characters, sent again on the next page: the refusal quotes it
     // cut, so the message stays a few hundred bytes whatever the server sends.
     let dir = common::scratch();
