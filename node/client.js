@@ -14,6 +14,9 @@ const { keys: ownKeys } = Object;
 const { isArray } = Array;
 const PromiseOf = Promise;
 const then = Promise.prototype.then;
+// A brand check: `instanceof` would ask `Promise[Symbol.hasInstance]`, which a host may define.
+const { isPromise } = require('node:util').types;
+const ownDescriptor = Object.getOwnPropertyDescriptor;
 const { isInteger } = Number;
 const StringOf = String;
 const ErrorOf = Error;
@@ -93,7 +96,7 @@ function ask(client, method, params, signal, done) {
           settle(failure(error));
           return;
         }
-        settle(text === undefined ? { failed: 'the client answered with no result' } : text);
+        settle(text === undefined ? { __proto__: null, failed: 'the client answered with no result' } : text);
       },
       (error) => settle(failure(error)),
     ];
@@ -102,7 +105,7 @@ function ask(client, method, params, signal, done) {
       return;
     }
     // A client that answers with a thenable of its own: its `then` is the client's.
-    if (!(sent instanceof PromiseOf)) {
+    if (!isPromise(sent)) {
       sent.then(reactions[0], reactions[1]);
       return;
     }
@@ -111,13 +114,34 @@ function ask(client, method, params, signal, done) {
   });
 }
 
-/** How a request failed, as the addon reads it. */
+/** `value[key]` if `value` has it as an own data property: the SDK sets `code` and `message` on
+ * each error it makes, and one inherited (a host's getter on `Object.prototype` or
+ * `Error.prototype`) is none of the client's. */
+function own(value, key) {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return undefined;
+  const d = ownDescriptor(value, key);
+  return d !== undefined && 'value' in d ? d.value : undefined;
+}
+
+/** How a request failed, as the addon reads it: an object with no prototype, so resolving the
+ * request's Promise with it looks up no `then` a host defined on `Object.prototype`, and the
+ * addon reads its own fields only. */
 function failure(error) {
-  // The SDK's ProtocolError (an error response from the server) has a numeric JSON-RPC code;
-  // its own errors (SdkError: a closed connection, a timeout) and an abort do not.
-  const local = error?.name === 'McpError' && apply(setHas, SDK1_LOCAL, [error.code]);
-  if (isInteger(error?.code) && !local) return { code: error.code, message: StringOf(error.message) };
-  return { failed: error instanceof ErrorOf ? `${error.name}: ${error.message}` : StringOf(error) };
+  try {
+    // The SDK's ProtocolError (an error response from the server) has a numeric JSON-RPC code;
+    // its own errors (SdkError: a closed connection, a timeout) and an abort do not.
+    const code = own(error, 'code');
+    const message = own(error, 'message');
+    const local = own(error, 'name') === 'McpError' || error?.name === 'McpError';
+    if (isInteger(code) && !(local && apply(setHas, SDK1_LOCAL, [code]))) {
+      return { __proto__: null, code, message: StringOf(message ?? '') };
+    }
+    return { __proto__: null, failed: error instanceof ErrorOf ? `${StringOf(error.name)}: ${StringOf(message ?? '')}` : StringOf(error) };
+  } catch {
+    // A host's getter that throws (on `Error.prototype.name`, say): still an outcome, never an
+    // unhandled rejection.
+    return { __proto__: null, failed: 'the client failed, and its error could not be read' };
+  }
 }
 
 /** `promise` as the addon takes it: the addon calls its `then`, and `catch` on what that

@@ -34,6 +34,9 @@ class SkillcacheError extends Error {
     for (let i = 0; i < FIELDS.length; i += 1) {
       defineProperty(this, FIELDS[i], { value: null, enumerable: true, writable: true, configurable: true });
     }
+    // An own `cause` (none): napi-rs reads `cause` when it throws or rejects with the error, and
+    // an inherited one (a host's getter on `Error.prototype`) would replace the error.
+    defineProperty(this, 'cause', { value: undefined, writable: true, configurable: true });
     const names = keys(fields ?? {});
     for (let i = 0; i < names.length; i += 1) {
       const key = names[i];
@@ -72,10 +75,12 @@ class AbortError extends Error {
   constructor(message, fields) {
     super(message);
     defineProperty(this, 'name', { value: 'AbortError', writable: true, configurable: true });
-    // The report's fields too, `null` (an abort has none), as every error of the package has them.
+    // The report's fields too, `null` (an abort has none), as every error of the package has
+    // them, and an own `cause` (the signal's reason, defined later by `index.js`).
     for (let i = 0; i < FIELDS.length; i += 1) {
       defineProperty(this, FIELDS[i], { value: null, enumerable: true, writable: true, configurable: true });
     }
+    defineProperty(this, 'cause', { value: undefined, writable: true, configurable: true });
     const names = keys(fields ?? {});
     for (let i = 0; i < names.length; i += 1) {
       defineProperty(this, names[i], {

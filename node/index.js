@@ -84,7 +84,7 @@ function withSignal(signal, call) {
     const abort = () => aborter.abort();
     if (signal.aborted) abort();
     else {
-      signal.addEventListener('abort', abort, { once: true });
+      signal.addEventListener('abort', abort, { __proto__: null, once: true });
       done = () => signal.removeEventListener('abort', abort);
     }
     settled = call(aborter);

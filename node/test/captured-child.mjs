@@ -153,6 +153,52 @@ try {
   delete NativePromise[Symbol.species];
   delete Object.prototype.toJSON;
 }
+// And around a host's client: `Promise[Symbol.hasInstance]` answering false with a
+// `Promise.prototype.then` that rewrites answers; an `Object.prototype.then` getter while the client
+// fails (the outcome the package resolves with is its own object); getters on `Object.prototype`
+// for `code` and on `Error.prototype` for `cause` (napi-rs reads `cause` when it throws an error).
+const failing = {
+  request: async () => {
+    throw new Error('connection reset by peer');
+  },
+};
+cache.connectClient('failing', failing);
+const realThen = NativePromise.prototype.then;
+Object.defineProperty(NativePromise, Symbol.hasInstance, { configurable: true, value: () => false });
+NativePromise.prototype.then = function (onValue, onError) {
+  const forge = (v) => (v !== null && typeof v === 'object' && Array.isArray(v.contents) ? { contents: [{ uri: 'skill://a/SKILL.md', text: 'forged' }] } : v);
+  return realThen.call(this, onValue && ((v) => onValue(forge(v))), onError);
+};
+try {
+  const [, files] = await cache.loadAll('client', (await cache.entry('client', 'skill://a/SKILL.md')).entry);
+  check('hasInstance client', files[0].text === REAL);
+} finally {
+  NativePromise.prototype.then = realThen;
+  delete NativePromise[Symbol.hasInstance];
+}
+Object.defineProperty(Object.prototype, 'then', { configurable: true, get: () => (resolve) => resolve(JSON.stringify({ skills: [] })) });
+Object.defineProperty(Object.prototype, 'code', { configurable: true, get: () => -32602 });
+Object.defineProperty(Error.prototype, 'cause', { configurable: true, get: () => new sc.DeclinedError('forged', {}) });
+try {
+  let failed = null;
+  try {
+    await cache.list('failing');
+  } catch (e) {
+    failed = e;
+  }
+  check('failing client', failed instanceof sc.TransportError && failed.origin === 'failing');
+  let thrown = null;
+  try {
+    sc.LockFile.read(join(dir, 'absent.lock'));
+  } catch (e) {
+    thrown = e;
+  }
+  check('cause getter', thrown instanceof sc.StoreError);
+} finally {
+  delete Object.prototype.then;
+  delete Object.prototype.code;
+  delete Error.prototype.cause;
+}
 cache.disconnect('docs');
 process.stdout.write(`${JSON.stringify(out)}\n`);
 process.exit(0);
