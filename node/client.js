@@ -8,18 +8,19 @@
 
 // Built-ins taken at load: what runs on an answer must not be one a host redefined later (a
 // `JSON.stringify` that rewrote a result would make its entry and its bytes agree on a forgery).
+// What was replaced before the package loaded cannot be told apart from the built-in, and it was
+// replaced for the SDK too, which reads every message of the server with the realm's
+// `JSON.parse`: through `connectClient` the host's realm is the transport, as the pipe or the
+// socket is for `connectStdio` and `connectHttp` (docs/reliability.md says where that ends).
 const { apply, defineProperty } = Reflect;
 const { parse, stringify } = JSON;
 const { keys: ownKeys } = Object;
 const { isArray } = Array;
-const PromiseOf = Promise;
 const then = Promise.prototype.then;
 // A brand check: `instanceof` would ask `Promise[Symbol.hasInstance]`, which a host may define.
 const { isPromise } = require('node:util').types;
 const ownDescriptor = Object.getOwnPropertyDescriptor;
 const { isInteger } = Number;
-const StringOf = String;
-const ErrorOf = Error;
 const MapOf = Map;
 const AbortControllerOf = AbortController;
 const TypeErrorOf = TypeError;
@@ -47,71 +48,83 @@ const SDK1_LOCAL = new Set([-32000, -32001]);
 // deadline governs, and a request the cache abandons is aborted through its signal.
 const LONGEST = 2 ** 31 - 1;
 
-/** `client`'s requester, for the addon: `(id, method, params)` sends one request and settles
- * with the result as JSON text, or `{ code, message }` (a JSON-RPC error) or `{ failed }`; it
- * never rejects. `(id, null, null)` aborts request `id`. */
+/** `client`'s requester, for the addon, as a factory: the addon calls it once with its settle
+ * function, a native function `(id, outcome)` that only this closure ever holds, and gets the
+ * requester `(id, method, params)`, which sends one request and settles it by calling `settle`
+ * with the result as JSON text, or `{ code, message }` (a JSON-RPC error) or `{ failed }`.
+ * `(id, null, null)` aborts request `id`. No Promise passes between the two: a Promise the
+ * package made and the addon waited on could be given its own `then` by a Promise hook
+ * (`v8.promiseHooks`, `async_hooks`) that sees every Promise at its birth, and answer for it. */
 function requester(client) {
   if (typeof client?.request !== 'function') {
     throw new TypeErrorOf('connectClient needs a connected Client of @modelcontextprotocol/client or @modelcontextprotocol/sdk');
   }
   const pending = new MapOf();
-  return function call(id, method, params) {
-    if (method === null) {
-      const controller = apply(mapGet, pending, [id]);
-      if (controller !== undefined) apply(abortOf, controller, []);
-      apply(mapDelete, pending, [id]);
-      return undefined;
-    }
-    const controller = new AbortControllerOf();
-    apply(mapSet, pending, [id, controller]);
-    const done = () => apply(mapDelete, pending, [id]);
-    return unhooked(ask(client, method, params, apply(signalOf, controller, []), done));
+  return function connect(settle) {
+    return function call(id, method, params) {
+      // Never throws: the addon calls this from its queue, where a throw would be uncaught.
+      try {
+        if (method === null) {
+          const controller = apply(mapGet, pending, [id]);
+          if (controller !== undefined) apply(abortOf, controller, []);
+          apply(mapDelete, pending, [id]);
+          return;
+        }
+        const controller = new AbortControllerOf();
+        apply(mapSet, pending, [id, controller]);
+        ask(client, method, params, apply(signalOf, controller, []), (outcome) => {
+          apply(mapDelete, pending, [id]);
+          settle(id, outcome);
+        });
+      } catch (error) {
+        settle(id, failure(error));
+      }
+    };
   };
 }
 
-/** The Promise of one request, settled with its outcome and never rejected. Only the host's
- * client runs here, and the built-ins taken at load: the client's Promise gets its reactions with
- * the built-in `then` (and an own `constructor` that is `undefined`, so `then` makes its own
- * Promise with the built-in `Promise`, never a host's `Symbol.species`); the result becomes JSON
- * by `json`, which no `toJSON` a host defined on `Object.prototype` can rewrite. */
-function ask(client, method, params, signal, done) {
-  return new PromiseOf((resolve) => {
-    const settle = (outcome) => {
-      done();
-      resolve(outcome);
-    };
-    let sent;
+/** Sends one request through the host's client and calls `settle` once with its outcome. Only
+ * the host's client runs here, and the built-ins taken at load: the client's Promise gets its
+ * two reactions with the built-in `then`, which the engine calls with what it really settled
+ * with (a `then` of the Promise's own, or a species a host defined, cannot answer for it; a
+ * species that throws is a failure of the request); the result becomes JSON by `json`, which no
+ * `toJSON` a host defined on `Object.prototype` can rewrite. */
+function ask(client, method, params, signal, settle) {
+  let settled = false;
+  const once = (outcome) => {
+    if (settled) return;
+    settled = true;
+    settle(outcome);
+  };
+  const onValue = (result) => {
+    let text;
     try {
-      sent = client.request({ method, params: parse(params) }, asSent, { signal, timeout: LONGEST });
+      text = json(result);
     } catch (error) {
-      settle(failure(error));
+      once(failure(error));
       return;
     }
-    const reactions = [
-      (result) => {
-        let text;
-        try {
-          text = json(result);
-        } catch (error) {
-          settle(failure(error));
-          return;
-        }
-        settle(text === undefined ? { __proto__: null, failed: 'the client answered with no result' } : text);
-      },
-      (error) => settle(failure(error)),
-    ];
+    once(text === undefined ? { __proto__: null, failed: 'the client answered with no result' } : text);
+  };
+  const onError = (error) => once(failure(error));
+  let sent;
+  try {
+    sent = client.request({ method, params: parse(params) }, asSent, { signal, timeout: LONGEST });
     if (sent === null || (typeof sent !== 'object' && typeof sent !== 'function')) {
-      reactions[0](sent);
-      return;
+      onValue(sent);
+    } else if (isPromise(sent)) {
+      // Best effort: with an own `constructor` that is `undefined`, `then` makes its own Promise
+      // with the built-in `Promise` and runs nothing of the host's. Where that fails (a hook made
+      // the Promise non-extensible) the host's species runs, and can only throw.
+      defineProperty(sent, 'constructor', { __proto__: null, value: undefined });
+      apply(then, sent, [onValue, onError]);
+    } else {
+      // A client that answers with a thenable of its own: its `then` is the client's.
+      sent.then(onValue, onError);
     }
-    // A client that answers with a thenable of its own: its `then` is the client's.
-    if (!isPromise(sent)) {
-      sent.then(reactions[0], reactions[1]);
-      return;
-    }
-    defineProperty(sent, 'constructor', { __proto__: null, value: undefined });
-    apply(then, sent, reactions);
-  });
+  } catch (error) {
+    once(failure(error));
+  }
 }
 
 /** `value[key]` if `value` has it as an own data property: the SDK sets `code` and `message` on
@@ -129,39 +142,24 @@ function own(value, key) {
 function failure(error) {
   try {
     // The SDK's ProtocolError (an error response from the server) has a numeric JSON-RPC code;
-    // its own errors (SdkError: a closed connection, a timeout) and an abort do not.
+    // its own errors (SdkError: a closed connection, a timeout) and an abort do not. Every field
+    // read is the error's own: the SDKs set `code`, `message` and `name` on each error they make,
+    // and one inherited (a getter a host defined on `Error.prototype`) is none of the client's.
     const code = own(error, 'code');
     const message = own(error, 'message');
-    const local = own(error, 'name') === 'McpError' || error?.name === 'McpError';
-    if (isInteger(code) && !(local && apply(setHas, SDK1_LOCAL, [code]))) {
-      return { __proto__: null, code, message: StringOf(message ?? '') };
+    const name = own(error, 'name');
+    if (isInteger(code) && !(name === 'McpError' && apply(setHas, SDK1_LOCAL, [code]))) {
+      return { __proto__: null, code, message: typeof message === 'string' ? message : '' };
     }
-    return { __proto__: null, failed: error instanceof ErrorOf ? `${StringOf(error.name)}: ${StringOf(message ?? '')}` : StringOf(error) };
+    let failed;
+    if (typeof message === 'string') failed = `${typeof name === 'string' ? name : 'Error'}: ${message}`;
+    else if (typeof error === 'string') failed = error;
+    else failed = 'the client failed without saying why';
+    return { __proto__: null, failed };
   } catch {
-    // A host's getter that throws (on `Error.prototype.name`, say): still an outcome, never an
-    // unhandled rejection.
+    // A getter of the error's own that throws: still an outcome.
     return { __proto__: null, failed: 'the client failed, and its error could not be read' };
   }
-}
-
-/** `promise` as the addon takes it: the addon calls its `then`, and `catch` on what that
- * returns, by name, which a host may have redefined on `Promise.prototype`; own ones, the
- * built-in `then`'s, answer first, and each Promise they return is made the same way. */
-function unhooked(promise) {
-  defineProperty(promise, 'constructor', { __proto__: null, value: undefined });
-  defineProperty(promise, 'then', {
-    __proto__: null,
-    value(onValue, onError) {
-      return unhooked(apply(then, this, [onValue, onError]));
-    },
-  });
-  defineProperty(promise, 'catch', {
-    __proto__: null,
-    value(onError) {
-      return unhooked(apply(then, this, [undefined, onError]));
-    },
-  });
-  return promise;
 }
 
 /** `value` as JSON text, as `JSON.stringify` writes it, except that no `toJSON` is called: a host's

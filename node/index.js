@@ -20,14 +20,21 @@ const then = Promise.prototype.then;
 const immediately = setImmediate;
 const TypeErrorOf = TypeError;
 
-/** Registers `reactions` ([onValue, onError]) on `promise` with the built-in `then`. `then`
- * also makes a Promise of its own, with `promise.constructor[Symbol.species]`, whose getters a
- * host may have redefined to throw (the throw would be the call's rejection): an own
- * `constructor` that is `undefined` makes it the built-in `Promise`, and nothing of the host's
- * runs. */
+/** Registers `reactions` ([onValue, onError]) on `promise` with the built-in `then`, which the
+ * engine calls with what the addon's Promise really settled with. `then` also makes a Promise of
+ * its own, with `promise.constructor[Symbol.species]`, whose getters a host may have redefined:
+ * an own `constructor` that is `undefined` makes it the built-in `Promise`, and nothing of the
+ * host's runs. Where that define fails (a Promise hook made the Promise non-extensible, or gave
+ * it a `constructor` of its own, at its birth) the host's species runs: it cannot change what the
+ * reactions are called with, and if it throws, `onError` gets the package's own refusal, never
+ * the host's value. */
 function react(promise, reactions) {
   defineProperty(promise, 'constructor', { __proto__: null, value: undefined });
-  apply(then, promise, reactions);
+  try {
+    apply(then, promise, reactions);
+  } catch {
+    reactions[1](new TypeErrorOf("skillcache: the call's Promise was altered by the host (a Promise hook or species threw), so its answer could not be taken"));
+  }
 }
 
 /** A Promise of the package's own (`Promise` taken at load) that settles with `onValue(v)` (or
@@ -199,8 +206,8 @@ cacheProto.purgeAbsent = function purgeAbsent_(keep) {
   return apply(purgeAbsent, this, [labels]);
 };
 const { load } = cacheProto;
-// `connectClient` hands the addon the requester of the host's client (client.js), which sends
-// each request through it; the addon's method takes that requester.
+// `connectClient` hands the addon the requester factory of the host's client (client.js), which
+// sends each request through it and reports each outcome to the addon's own settle function.
 const connectRequester = cacheProto.connectClient;
 cacheProto.connectClient = function connectClient(origin, client) {
   return apply(connectRequester, this, [origin, requester(client)]);

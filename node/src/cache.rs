@@ -17,7 +17,7 @@ use skillcache_binding::connect;
 use skillcache_binding::options::{Case, Number, Opened, Options, Spelling, Stderr};
 
 use crate::catalog::Catalog;
-use crate::client::{ClientSource, Requester};
+use crate::client::{ClientSource, Connect};
 use crate::defined;
 use crate::errors::throwable;
 use crate::lockfile::LockFile;
@@ -277,11 +277,11 @@ impl SkillCache {
     /// skillcache's requests (`skills/list`, `skills/get`, `resources/read`) go through it, and
     /// one the cache abandons is aborted on it. The host forwards the client's change
     /// notifications with `notify`.
-    // `index.js` wraps this method: it hands over `client`'s requester (`client.js`), not the
-    // client itself.
+    // `index.js` wraps this method: it hands over `client`'s requester factory (`client.js`),
+    // not the client itself.
     #[napi(ts_args_type = "origin: string, client: import('./client').RequestClient")]
-    pub fn connect_client(&self, env: Env, origin: String, requester: Requester<'_>) -> Result<()> {
-        let source = Arc::new(ClientSource::new(&requester, self.message_bound)?);
+    pub fn connect_client(&self, env: Env, origin: String, connect: Connect<'_>) -> Result<()> {
+        let source = Arc::new(ClientSource::new(&env, &connect, self.message_bound)?);
         self.bind(&env, &origin, Arc::clone(&source) as _)?;
         self.clients().insert(origin, source);
         Ok(())

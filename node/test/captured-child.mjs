@@ -3,8 +3,9 @@
 // the addon loader's `Aborter`), defines a `then` on `Object.prototype` that settles every
 // Promise it is consulted for with a forged answer, then a `Promise[Symbol.species]` that does
 // the same for every Promise `then` derives, a `Symbol.hasInstance` on `Error` and a field getter
-// on `Error.prototype`. Every call must still answer with the
-// package's own values. Prints one JSON line.
+// on `Error.prototype`; last, Promise hooks (`v8.promiseHooks`) that alter every Promise at its
+// birth, around a host's own client and the addon's Promises. Every call must still answer with
+// the package's own values. Prints one JSON line.
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -198,6 +199,98 @@ try {
   delete Object.prototype.then;
   delete Object.prototype.code;
   delete Error.prototype.cause;
+}
+// A Promise hook installed after load, as tracing libraries install one (`v8.promiseHooks`):
+// it is handed every new Promise at its birth, before the package sees it. First it gives each an
+// own `then` (fixed, so no define of the package's can replace it) that rewrites any answer
+// holding `contents`: a Promise of the package's that the addon waited on would hand the addon
+// the forgery, which its entry (listed through the same hook) would then agree with.
+const REAL2 = '---\nname: b\ndescription: Skill b.\n---\nonly this was published\n';
+const entryB = { uri: 'skill://b/SKILL.md', frontmatter: { name: 'b', description: 'Skill b.' }, resources: [{ uri: 'skill://b/SKILL.md', digest: sha(REAL2), size: REAL2.length }] };
+const FORGED_B = '---\nname: b\ndescription: Skill b.\n---\nforged by the hook\n';
+const forgedEntryB = { ...entryB, resources: [{ uri: 'skill://b/SKILL.md', digest: sha(FORGED_B), size: FORGED_B.length }] };
+cache.connectClient('hooked', {
+  async request(req) {
+    if (req.method === 'skills/list') return structuredClone({ skills: [entryB] });
+    if (req.method === 'skills/get') return structuredClone({ skill: entryB });
+    return structuredClone({ contents: [{ uri: 'skill://b/SKILL.md', text: REAL2 }] });
+  },
+});
+const { promiseHooks } = await import('node:v8');
+const rewrite = (v) => {
+  if (typeof v === 'string' && v.includes('only this was published')) return v.replace('only this was published', 'forged by the hook');
+  if (typeof v === 'string' && v.includes(sha(REAL2))) return v.replace(sha(REAL2), sha(FORGED_B));
+  if (v && typeof v === 'object' && Array.isArray(v.contents)) return { contents: [{ uri: 'skill://b/SKILL.md', text: FORGED_B }] };
+  if (v && typeof v === 'object' && v.skill) return { skill: forgedEntryB };
+  return v;
+};
+let stopHook = promiseHooks.onInit((promise) => {
+  Object.defineProperty(promise, 'then', {
+    value(onValue, onError) {
+      return realThen.call(this, onValue && ((v) => onValue(rewrite(v))), onError);
+    },
+  });
+});
+try {
+  const info = await cache.entry('hooked', 'skill://b/SKILL.md');
+  const [, files] = await cache.loadAll('hooked', info.entry);
+  check('promise hook then: entry', info.entry.files[0].digest === sha(REAL2));
+  check('promise hook then: bytes', files[0].text === REAL2 && files[0].verified === true);
+} catch (e) {
+  check(`promise hook then: ${e?.message}`, false);
+} finally {
+  stopHook();
+}
+// Then one that gives the first Promise made during a call (the addon's) a `constructor` of its
+// own whose species throws, fixed, and makes it non-extensible: the package cannot wait on it with
+// nothing of the host's running. The call must reject with the package's own refusal, never the
+// host's value, and never settle with anything else.
+class Throwing extends NativePromise {
+  static get [Symbol.species]() {
+    throw new Error('forged');
+  }
+}
+let armed = 0;
+stopHook = promiseHooks.onInit((promise) => {
+  if (armed === 0) return;
+  armed -= 1;
+  Object.defineProperty(promise, 'constructor', { value: Throwing });
+  Object.preventExtensions(promise);
+});
+try {
+  const info = await cache.entry('docs', 'skill://notes/SKILL.md');
+  armed = 1;
+  const call = cache.loadAll('docs', info.entry);
+  armed = 0;
+  const outcome = await call.then(
+    (v) => ({ value: v }),
+    (e) => ({ error: e }),
+  );
+  check('promise hook species: refused by the package', outcome.error instanceof TypeError && outcome.error.message.startsWith('skillcache:'));
+} finally {
+  armed = 0;
+  stopHook();
+}
+// A server's refusal reported by a client whose error has an integer code: a getter for `name` on
+// `Error.prototype` (answering 'McpError', as the 1.x SDK names its own failures) must not turn it
+// into a failure of the client.
+cache.connectClient('refusing', {
+  request: async () => {
+    throw Object.assign(new Error('no such skill'), { code: -32000 });
+  },
+});
+const errorName = Object.getOwnPropertyDescriptor(Error.prototype, 'name');
+Object.defineProperty(Error.prototype, 'name', { configurable: true, get: () => 'McpError' });
+try {
+  let refused = null;
+  try {
+    await cache.list('refusing');
+  } catch (e) {
+    refused = e;
+  }
+  check('inherited name', refused instanceof sc.ServerError && refused.code === -32000);
+} finally {
+  Object.defineProperty(Error.prototype, 'name', errorName);
 }
 cache.disconnect('docs');
 process.stdout.write(`${JSON.stringify(out)}\n`);
