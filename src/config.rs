@@ -68,7 +68,9 @@ impl ServerConfig {
                 cwd,
             } => {
                 let mut c = tokio::process::Command::new(command);
-                c.args(args).envs(env);
+                // Piped: skillcache passes the server's stderr on to this process's as it
+                // arrives, and names its last line when the server exits before answering.
+                c.args(args).envs(env).stderr(std::process::Stdio::piped());
                 if let Some(dir) = cwd {
                     c.current_dir(dir);
                 }

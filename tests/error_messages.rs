@@ -354,6 +354,37 @@ async fn u1_a_child_that_exits_at_once_is_said_to_have_exited_with_its_status() 
 }
 
 #[tokio::test]
+async fn u1_a_child_whose_stderr_is_piped_is_named_with_its_last_stderr_line() {
+    // The host piped the server's stderr: skillcache reads it, and the error says what the
+    // server last said there (display-safe: the escape is shown, never sent to a terminal).
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(r"printf 'starting\n' >&2; printf 'fatal: no skills folder \033[31m/srv/skills\n\n' >&2; exit 2")
+        .stderr(std::process::Stdio::piped());
+    let e = listing_error(skillcache::source::McpSource::stdio(command)).await;
+    let said = chain(&e);
+    assert!(
+        said.contains(
+            "the server exited before answering (exit status 2); its last stderr line: fatal: no skills folder "
+        ) && said.ends_with("/srv/skills"),
+        "{said}"
+    );
+    assert!(!said.contains('\u{1b}'), "{said}");
+    assert_readable("piped stderr", &said);
+    // Inherited (the default), it is the host's alone: nothing of it is named.
+    let e = listing_error(skillcache::source::McpSource::stdio(common::sh(
+        "sh -c 'echo quiet >&2; exit 2'",
+    )))
+    .await;
+    assert!(
+        chain(&e).ends_with("the server exited before answering (exit status 2)"),
+        "{}",
+        chain(&e)
+    );
+}
+
+#[tokio::test]
 async fn u1_every_connection_failure_reads_without_types_or_internal_steps() {
     let sources = [
         (

@@ -13,7 +13,8 @@ use skillcache::{Error, Limits, ServerConfig};
 
 /// A server spawned from `argv` over stdio, nothing started until a request needs it: `env`
 /// adds to the inherited environment, `cwd` is its working folder, `stderr` where its stderr
-/// goes (`None`: this process's own, inherited).
+/// goes (`None`: this process's own, through skillcache, which then names the server's last
+/// stderr line when it exits before answering).
 ///
 /// # Errors
 /// [`ConfigError::Invalid`] for an empty `argv`.
@@ -35,9 +36,7 @@ pub fn stdio(
     if let Some(dir) = cwd {
         command.current_dir(dir);
     }
-    if let Some(stderr) = stderr {
-        command.stderr(stderr);
-    }
+    command.stderr(stderr.unwrap_or_else(Stdio::piped));
     Ok(bounded(McpSource::stdio(command), limits))
 }
 

@@ -313,7 +313,8 @@ pub fn builder(o: Options, spelling: &Spelling<'_>) -> Result<Opened, Error> {
 /// Where a stdio server's stderr goes, as the host named it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stderr {
-    /// This process's own stderr (the default).
+    /// This process's own stderr (the default), through skillcache: it passes every byte on as
+    /// it arrives and names the server's last line when the server exits before answering.
     Inherit,
     /// Nowhere.
     Ignore,
@@ -327,7 +328,7 @@ pub enum Stderr {
 /// [`ConfigError::Invalid`] for a negative descriptor, or one the system cannot reopen.
 pub fn stderr(target: Stderr) -> Result<Stdio, Error> {
     match target {
-        Stderr::Inherit => Ok(Stdio::inherit()),
+        Stderr::Inherit => Ok(Stdio::piped()),
         Stderr::Ignore => Ok(Stdio::null()),
         Stderr::Descriptor(fd) => {
             let fd = u32::try_from(fd)

@@ -116,7 +116,7 @@ fn skill_uri(env: &Env, uri: &str) -> Result<SkillUri> {
 /// Where a server `connectStdio` starts writes its stderr (`skillcache-binding`'s rules).
 fn stderr_target(target: Either<String, u32>) -> std::result::Result<Stdio, Error> {
     let target = match target {
-        Either::A(name) if name == "inherit" => return Ok(own_stderr()),
+        Either::A(name) if name == "inherit" => Stderr::Inherit,
         Either::A(name) if name == "ignore" => Stderr::Ignore,
         Either::A(name) => {
             return Err(config_error(format!(
@@ -127,13 +127,6 @@ fn stderr_target(target: Either<String, u32>) -> std::result::Result<Stdio, Erro
         Either::B(fd) => Stderr::Descriptor(i64::from(fd)),
     };
     skillcache_binding::options::stderr(target)
-}
-
-/// This process's stderr, for a server to inherit: a duplicate (the library's platform layer
-/// says why); with no stderr to duplicate (a daemon's descriptor 2 closed), nothing to show it
-/// on anyway.
-fn own_stderr() -> Stdio {
-    skillcache::source::stderr_duplicate().unwrap_or_else(|_| Stdio::inherit())
 }
 
 /// The options as JS gave them, read by `skillcache-binding`.

@@ -15,6 +15,8 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::process::ExitStatus;
 
+use super::stdio::ChildEnd;
+
 use rmcp::service::{ClientInitializeError, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
@@ -45,6 +47,8 @@ pub(crate) enum Broken {
     Exited {
         /// How it ended, when known.
         status: Option<ExitStatus>,
+        /// The last line it wrote to its stderr, when skillcache read it.
+        last_line: Option<String>,
     },
     /// The peer closed the connection before it answered (the process may still run).
     Closed,
@@ -65,10 +69,21 @@ impl fmt::Display for Broken {
             Broken::Unreachable { url, why } => {
                 write!(f, "cannot connect to {}: {why}", display_safe(url))
             }
-            Broken::Exited { status: Some(s) } => {
-                write!(f, "the server exited before answering ({})", exit(*s))
+            Broken::Exited { status, last_line } => {
+                f.write_str("the server exited before answering")?;
+                if let Some(s) = status {
+                    write!(f, " ({})", exit(*s))?;
+                }
+                if let Some(line) = last_line {
+                    // The server chose it: shown display-safe, and cut.
+                    write!(
+                        f,
+                        "; its last stderr line: {}",
+                        crate::display::display_cut_bare(line)
+                    )?;
+                }
+                Ok(())
             }
-            Broken::Exited { status: None } => f.write_str("the server exited before answering"),
             Broken::Closed => f.write_str("the server closed the connection before answering"),
             Broken::Status { url, status } => {
                 write!(f, "{} answered HTTP {status}", display_safe(url))
@@ -128,11 +143,7 @@ fn sentence(text: &str) -> String {
 }
 
 /// The handshake (`server/discover`, or `initialize`) failed.
-pub(crate) fn handshake(
-    e: &ClientInitializeError,
-    peer: &Place,
-    exited: Option<ExitStatus>,
-) -> Broken {
+pub(crate) fn handshake(e: &ClientInitializeError, peer: &Place, exited: &ChildEnd) -> Broken {
     match e {
         ClientInitializeError::TransportError { error, .. } => {
             transport(error.error.as_ref(), peer, exited)
@@ -172,7 +183,7 @@ pub(crate) fn handshake(
 }
 
 /// A request after the handshake failed (a JSON-RPC error is the caller's own case).
-pub(crate) fn request(e: &ServiceError, peer: &Place, exited: Option<ExitStatus>) -> Broken {
+pub(crate) fn request(e: &ServiceError, peer: &Place, exited: &ChildEnd) -> Broken {
     match e {
         ServiceError::TransportSend(error) => transport(error.error.as_ref(), peer, exited),
         ServiceError::TransportClosed => closed(peer, exited),
@@ -187,10 +198,18 @@ pub(crate) fn request(e: &ServiceError, peer: &Place, exited: Option<ExitStatus>
     }
 }
 
-fn closed(peer: &Place, exited: Option<ExitStatus>) -> Broken {
-    match (peer, exited) {
-        (Place::Child, status) => Broken::Exited { status },
+fn closed(peer: &Place, exited: &ChildEnd) -> Broken {
+    match peer {
+        Place::Child => gone(exited),
         _ => Broken::Closed,
+    }
+}
+
+/// The child is gone, as `end` tells it.
+fn gone(end: &ChildEnd) -> Broken {
+    Broken::Exited {
+        status: end.status,
+        last_line: end.last_line.clone(),
     }
 }
 
@@ -198,7 +217,7 @@ fn closed(peer: &Place, exited: Option<ExitStatus>) -> Broken {
 fn transport(
     e: &(dyn StdError + Send + Sync + 'static),
     peer: &Place,
-    exited: Option<ExitStatus>,
+    exited: &ChildEnd,
 ) -> Broken {
     if let Some(http) = e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
         let url = match peer {
@@ -209,9 +228,7 @@ fn transport(
     }
     match (io_cause(e), peer) {
         // Writing to a child that is gone: it exited (or closed its input) before answering.
-        (Some(io), Place::Child) if io.kind() == std::io::ErrorKind::BrokenPipe => {
-            Broken::Exited { status: exited }
-        }
+        (Some(io), Place::Child) if io.kind() == std::io::ErrorKind::BrokenPipe => gone(exited),
         (Some(io), _) => Broken::Said(os_words(io)),
         (None, _) => Broken::Said("the transport failed".to_owned()),
     }
@@ -310,7 +327,7 @@ fn streamable(e: &StreamableHttpError<reqwest::Error>, url: String) -> Broken {
 
 #[cfg(test)]
 mod tests {
-    use super::{Broken, Place, handshake, request};
+    use super::{Broken, ChildEnd, Place, handshake, request};
     use rmcp::service::{ClientInitializeError, ServiceError};
 
     #[test]
@@ -323,13 +340,31 @@ mod tests {
             ),
             context: "send discover request".into(),
         };
-        let said = handshake(&error, &Place::Child, None).to_string();
+        let said = handshake(&error, &Place::Child, &ChildEnd::default()).to_string();
         assert_eq!(said, "the server exited before answering");
         let closed = request(
             &ServiceError::TransportClosed,
             &Place::Http("http://h/".into()),
-            None,
+            &ChildEnd::default(),
         );
         assert!(matches!(closed, Broken::Closed));
+    }
+
+    #[test]
+    fn u1_a_child_that_exits_is_named_with_its_last_stderr_line_shown_safe_and_cut() {
+        let end = ChildEnd {
+            status: None,
+            last_line: Some(format!(
+                "fatal: \u{1b}[31mno such folder{}",
+                "x".repeat(400)
+            )),
+        };
+        let said = request(&ServiceError::TransportClosed, &Place::Child, &end).to_string();
+        assert!(
+            said.starts_with("the server exited before answering; its last stderr line: fatal: "),
+            "{said}"
+        );
+        assert!(!said.contains('\u{1b}'), "{said}");
+        assert!(said.len() < 400, "{said}");
     }
 }

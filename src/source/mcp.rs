@@ -34,7 +34,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 
 use super::broken::{self, Place};
-use super::stdio::{ChildTransport, EndSlot, Exit, exit_status};
+use super::stdio::{ChildEnd, ChildTransport, EndSlot, Exit, child_end};
 use super::{Change, OnChange, SKILLS_EXTENSION, SkillSource, SourceFuture, message_bound};
 use crate::entry::Limits;
 use crate::error::{Error, Rule};
@@ -250,6 +250,12 @@ impl McpSource {
     /// takes over stdin and stdout (piped: the MCP stream, read within the message bound, R-B2)
     /// and kills the child when the source is dropped. Nothing is started until a request needs
     /// the server (R-B4); a connection attempt that fails spawns the command again next time.
+    ///
+    /// A command whose stderr is [`Stdio::piped()`](std::process::Stdio::piped) hands it to
+    /// skillcache: every byte goes on to this process's stderr as it arrives, and when the server
+    /// exits before answering, the error names its last stderr line ("the server exited before
+    /// answering (exit status 1); its last stderr line: …"). Inherited (the default), discarded
+    /// or sent to a file, it is the host's alone.
     #[must_use]
     pub fn stdio(command: tokio::process::Command) -> McpSource {
         McpSource::new(Target::Stdio(Mutex::new(command)))
@@ -404,8 +410,8 @@ impl McpSource {
                 if let Some(why) = ended_reason(&ended) {
                     return Err(ended_error("initialize", why));
                 }
-                let status = exited(exit.as_mut()).await;
-                let why = broken::handshake(&e, &self.place(), status);
+                let end = exited(exit.as_mut()).await;
+                let why = broken::handshake(&e, &self.place(), &end);
                 return Err(transport_err("initialize")(Box::new(why)));
             }
         };
@@ -492,8 +498,8 @@ impl McpSource {
                 if let Some(why) = ended_reason(&connection.ended) {
                     return Err(ended_error(method, why));
                 }
-                let status = exited(connection.exit.clone().as_mut()).await;
-                let why = broken::request(&e, &self.place(), status);
+                let end = exited(connection.exit.clone().as_mut()).await;
+                let why = broken::request(&e, &self.place(), &end);
                 Err(transport_err(method)(Box::new(why)))
             }
         }
@@ -525,8 +531,11 @@ impl McpSource {
 
 /// How the child ended, when the source has one and it ends within a moment: a closed pipe comes
 /// a moment before the exit status.
-async fn exited(exit: Option<&mut Exit>) -> Option<std::process::ExitStatus> {
-    exit_status(exit?, std::time::Duration::from_secs(2)).await
+async fn exited(exit: Option<&mut Exit>) -> ChildEnd {
+    match exit {
+        Some(exit) => child_end(exit, std::time::Duration::from_secs(2)).await,
+        None => ChildEnd::default(),
+    }
 }
 
 fn ended_reason(slot: &EndSlot) -> Option<super::stdio::Ended> {

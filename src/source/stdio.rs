@@ -154,17 +154,111 @@ impl<R: tokio::io::AsyncRead + Unpin> LineReader<R> {
     }
 }
 
-/// How the child ended, once it has: the source waits on it (briefly) to say so in an error
-/// ("the server exited before answering (exit status 1)").
-pub(crate) type Exit = tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>;
+/// What skillcache read of a child's stderr, when the host's command handed it a pipe: the
+/// last line the child wrote there, and whether the stream has ended.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Tail {
+    last_line: Option<String>,
+    ended: bool,
+}
 
-/// Waits at most `within` for the child behind `exit` to end, and says how it did.
-pub(crate) async fn exit_status(
-    exit: &mut Exit,
-    within: std::time::Duration,
-) -> Option<std::process::ExitStatus> {
-    let ended = tokio::time::timeout(within, exit.wait_for(Option::is_some)).await;
-    ended.ok()?.ok().and_then(|status| *status)
+/// How the child ends, watched: its exit status once it has one, and what skillcache reads of
+/// its stderr. The source waits on it (briefly) to say so in an error ("the server exited before
+/// answering (exit status 1); its last stderr line: …").
+#[derive(Debug, Clone)]
+pub(crate) struct Exit {
+    status: tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>,
+    stderr: Option<tokio::sync::watch::Receiver<Tail>>,
+}
+
+/// How a child ended, as an error tells it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ChildEnd {
+    /// Its exit status, when it ended in time to be known.
+    pub(crate) status: Option<std::process::ExitStatus>,
+    /// The last line it wrote to its stderr, when skillcache read it (the host's command piped
+    /// it), as it was written: shown display-safe and cut.
+    pub(crate) last_line: Option<String>,
+}
+
+/// Waits at most `within` for the child behind `exit` to end (and its stderr, when read, to
+/// close: the last line comes with the end), and says how it did.
+pub(crate) async fn child_end(exit: &mut Exit, within: std::time::Duration) -> ChildEnd {
+    let deadline = tokio::time::Instant::now() + within;
+    let status = tokio::time::timeout_at(deadline, exit.status.wait_for(Option::is_some))
+        .await
+        .ok()
+        .and_then(|ended| ended.ok().and_then(|status| *status));
+    let last_line = match &mut exit.stderr {
+        Some(tail) => {
+            let _ = tokio::time::timeout_at(deadline, tail.wait_for(|t| t.ended)).await;
+            tail.borrow().last_line.clone()
+        }
+        None => None,
+    };
+    ChildEnd { status, last_line }
+}
+
+/// The most of one stderr line kept for an error (its start; a person reads a line from there).
+const TAIL_MAX: usize = 1024;
+
+/// Reads a child's piped stderr on a thread of its own: every byte goes on to this process's
+/// stderr as it arrives, as an inherited stderr would show it, and the last line is kept for an
+/// error. A thread, not a task: writing to this process's stderr may block (a pipe nobody
+/// reads), which must hold neither the runtime's threads nor the child's other pipes. `None`
+/// when the thread cannot start (the pipe is then closed: the child's stderr is lost, nothing
+/// else).
+fn forward_stderr(
+    stderr: tokio::process::ChildStderr,
+) -> Option<tokio::sync::watch::Receiver<Tail>> {
+    #[cfg(unix)]
+    let file = std::fs::File::from(stderr.into_owned_fd().ok()?);
+    #[cfg(windows)]
+    let file = std::fs::File::from(stderr.into_owned_handle().ok()?);
+    let (tell, tail) = tokio::sync::watch::channel(Tail::default());
+    let spawned = std::thread::Builder::new()
+        .name("skillcache-server-stderr".to_owned())
+        .spawn(move || {
+            use std::io::{BufRead as _, ErrorKind, Write as _};
+            let mut read = std::io::BufReader::with_capacity(8 * 1024, file);
+            let mut line = Vec::new();
+            loop {
+                let chunk = match read.fill_buf() {
+                    Ok([]) => break,
+                    Ok(chunk) => chunk,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                        continue;
+                    }
+                    Err(_) => break,
+                };
+                // A failed write (this process's stderr is closed) loses only the copy.
+                let _ = std::io::stderr().write_all(chunk);
+                for &b in chunk {
+                    if b == b'\n' {
+                        note_line(&tell, &line);
+                        line.clear();
+                    } else if line.len() < TAIL_MAX {
+                        line.push(b);
+                    }
+                }
+                let n = chunk.len();
+                read.consume(n);
+            }
+            note_line(&tell, &line);
+            tell.send_modify(|t| t.ended = true);
+        });
+    spawned.ok().map(|_| tail)
+}
+
+/// Keeps `line` as the last one, unless it is blank.
+fn note_line(tell: &tokio::sync::watch::Sender<Tail>, line: &[u8]) {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end();
+    if !text.trim_start().is_empty() {
+        tell.send_modify(|t| t.last_line = Some(text.to_owned()));
+    }
 }
 
 /// A spawned child speaking MCP on stdio. Dropping it kills the child.
@@ -178,8 +272,9 @@ pub(crate) struct ChildTransport {
 
 impl ChildTransport {
     /// Spawns the host's `command` with piped stdin/stdout (the MCP stream); its stderr is as
-    /// the host set it (inherited by default). The child dies with the transport; how it ended
-    /// is told to the returned [`Exit`].
+    /// the host set it (inherited by default), and when the host piped it, skillcache reads it
+    /// ([`forward_stderr`]). The child dies with the transport; how it ended is told to the
+    /// returned [`Exit`].
     pub(crate) fn spawn(
         command: &mut tokio::process::Command,
         max: usize,
@@ -193,7 +288,9 @@ impl ChildTransport {
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(std::io::Error::other("the child has no stdin or stdout"));
         };
-        let (kill, exit) = watch(child);
+        let stderr = child.stderr.take().and_then(forward_stderr);
+        let (kill, status) = watch(child);
+        let exit = Exit { status, stderr };
         let transport = ChildTransport {
             kill: Some(kill),
             // A large buffer keeps a 32 MiB message to a few hundred reads.
@@ -217,7 +314,12 @@ impl ChildTransport {
 /// after rmcp dropped the transport; the child is killed (and reaped) when the returned sender is
 /// dropped or used. `kill_on_drop` stays as the last word: a runtime shutting down drops the
 /// task, and with it the child.
-fn watch(mut child: Child) -> (tokio::sync::oneshot::Sender<()>, Exit) {
+fn watch(
+    mut child: Child,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::sync::watch::Receiver<Option<std::process::ExitStatus>>,
+) {
     let (kill, killed) = tokio::sync::oneshot::channel::<()>();
     let (tell, exit) = tokio::sync::watch::channel(None);
     tokio::spawn(async move {
