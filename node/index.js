@@ -19,47 +19,80 @@ const PromiseOf = Promise;
 const then = Promise.prototype.then;
 const immediately = setImmediate;
 const TypeErrorOf = TypeError;
+// An `AbortSignal` is read through the built-in accessors and methods, taken at load: a host's
+// dependency that redefines them later (`EventTarget.prototype.addEventListener`, a getter for
+// `aborted`) must not make a call unabortable or settle it with its own value.
+const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
+const reasonOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'reason').get;
+const { addEventListener: listen, removeEventListener: unlisten } = EventTarget.prototype;
 
-/** Registers `reactions` ([onValue, onError]) on `promise` with the built-in `then`, which the
- * engine calls with what the addon's Promise really settled with. `then` also makes a Promise of
- * its own, with `promise.constructor[Symbol.species]`, whose getters a host may have redefined:
- * an own `constructor` that is `undefined` makes it the built-in `Promise`, and nothing of the
- * host's runs. Where that define fails (a Promise hook made the Promise non-extensible, or gave
- * it a `constructor` of its own, at its birth) the host's species runs: it cannot change what the
- * reactions are called with, and if it throws, `onError` gets the package's own refusal, never
- * the host's value. */
-function react(promise, reactions) {
-  defineProperty(promise, 'constructor', { __proto__: null, value: undefined });
+/** The refusal of a call whose Promise the package could not wait on. */
+const altered = () =>
+  new TypeErrorOf("skillcache: the call's Promise was altered by the host (a Promise hook or a species), so its answer was not taken");
+
+/** Waits on `promise`, an addon Promise that settles as a pair (`[true, value]` or
+ * `[false, error]`, frozen, never a rejection), and calls `onValue(value)` or `onError(error)`.
+ * Its reactions are registered with the built-in `then`, which the engine calls with what the
+ * addon really settled with. `then` also makes a Promise of its own, with
+ * `promise.constructor[Symbol.species]`, which a host may have redefined: an own `constructor`
+ * that is `undefined` makes it the built-in `Promise`, so nothing of the host's runs. Where that
+ * define fails (a Promise hook made the Promise non-extensible, or gave it a `constructor` of its
+ * own, at its birth), or `then` throws, the call is refused with the package's own error, and
+ * the addon's Promise is left alone: it never rejects, so nothing goes unhandled. The reactions
+ * return nothing: what a reaction returns is what `then`'s own Promise settles with, which a
+ * host's species would be handed. */
+function react(promise, onValue, onError) {
+  if (!defineProperty(promise, 'constructor', { __proto__: null, value: undefined })) {
+    onError(altered());
+    return;
+  }
   try {
-    apply(then, promise, reactions);
+    apply(then, promise, [
+      (pair) => {
+        if (pair[0] === true) onValue(pair[1]);
+        else onError(pair[1]);
+      },
+      () => {
+        onError(altered());
+      },
+    ]);
   } catch {
-    reactions[1](new TypeErrorOf("skillcache: the call's Promise was altered by the host (a Promise hook or species threw), so its answer could not be taken"));
+    onError(altered());
   }
 }
 
 /** A Promise of the package's own (`Promise` taken at load) that settles with `onValue(v)` (or
- * rejects with `onError(e)`'s throw) once `promise` settles. Never `promise.then(...)`'s own
- * result: `then` makes the Promise it returns with `promise.constructor[Symbol.species]`, which a
- * host may redefine to settle it with anything. Here the built-in `then` only registers the two
- * reactions on the addon's Promise, which the engine calls with what it really settled with. */
-function after(promise, onValue, onError) {
+ * rejects with `onError(e)`, or what either throws) once the addon's pair Promise `promise`
+ * settles; on the next turn of the event loop when `pace` is true. Never `promise.then(...)`'s
+ * own result: `then` makes the Promise it returns with `promise.constructor[Symbol.species]`,
+ * which a host may redefine to settle it with anything. */
+function after(promise, onValue, onError, pace = false) {
   return new PromiseOf((resolve, reject) => {
-    react(promise, [
+    const fulfil = (value) => {
+      if (pace) immediately(resolve, value);
+      else resolve(value);
+    };
+    const refuse = (error) => {
+      if (pace) immediately(reject, error);
+      else reject(error);
+    };
+    react(
+      promise,
       (value) => {
         try {
-          resolve(onValue(value));
+          fulfil(onValue(value));
         } catch (error) {
-          reject(error);
+          refuse(error);
         }
       },
       (error) => {
         try {
-          reject(onError === undefined ? error : onError(error));
+          refuse(onError === undefined ? error : onError(error));
         } catch (thrown) {
-          reject(thrown);
+          refuse(thrown);
         }
       },
-    ]);
+    );
   });
 }
 // Taken at load too, from the package's own modules: `errors.js`'s exports are frozen, and
@@ -82,38 +115,64 @@ native.registerErrors((className, message, fields) => {
 // `{ signal }` (an AbortSignal) on load, loadAll, read and readAll: the addon's method takes an
 // Aborter, aborted when the signal is (at once if it already is), which drops the call's work
 // where it stands; the AbortError it rejects with gets the signal's reason as its `cause`. The
-// listener goes when the call settles, so one signal may serve any number of calls.
-function withSignal(signal, call) {
+// listener goes when the call settles, so one signal may serve any number of calls. `call`
+// starts the addon's call with the Aborter: what it returns (a pair Promise, or for a read
+// answered at once the file it holds) settles the Promise returned with `onValue(value)`.
+function withSignal(signal, call, onValue, pace = false) {
   let done = () => {};
-  let settled;
+  let aborter;
   try {
-    const aborter = new Aborter();
-    const abort = () => aborter.abort();
-    if (signal.aborted) abort();
+    aborter = new Aborter();
+    const abort = () => {
+      aborter.abort();
+    };
+    if (apply(abortedOf, signal, [])) abort();
     else {
-      signal.addEventListener('abort', abort, { __proto__: null, once: true });
-      done = () => signal.removeEventListener('abort', abort);
+      apply(listen, signal, ['abort', abort, { __proto__: null, once: true }]);
+      done = () => {
+        apply(unlisten, signal, ['abort', abort]);
+      };
     }
-    settled = call(aborter);
+  } catch {
+    // Not an AbortSignal (the built-in accessors refuse anything else), or one whose listener
+    // cannot be added: the package's own refusal, never what a host's code threw.
+    return refusedNow(new TypeErrorOf('skillcache: options.signal must be an AbortSignal'));
+  }
+  let started;
+  try {
+    started = call(aborter);
   } catch (error) {
-    // Not an AbortSignal, or the call refused its arguments: a rejection, as any other error.
+    // The call refused its arguments: a rejection, as any other error.
     done();
-    return rejected(error);
+    return refusedNow(error);
+  }
+  if (isExternal(started)) {
+    done();
+    return settledNow(onValue(started));
   }
   return after(
-    settled,
+    started,
     (value) => {
       done();
-      return value;
+      return onValue(value);
     },
     (error) => {
       done();
-      // Defined, not assigned: a setter on `Error.prototype.cause` sees none of it.
+      // Defined, not assigned: a setter on `Error.prototype.cause` sees none of it. Then frozen,
+      // as every other error of a call is.
       if (error instanceof AbortError) {
-        defineProperty(error, 'cause', { __proto__: null, value: signal.reason, writable: true, configurable: true });
+        let reason;
+        try {
+          reason = apply(reasonOf, signal, []);
+        } catch {
+          reason = undefined;
+        }
+        defineProperty(error, 'cause', { __proto__: null, value: reason, writable: true, configurable: true });
+        freeze(error);
       }
       return error;
     },
+    pace,
   );
 }
 
@@ -217,7 +276,7 @@ cacheProto.connectClient = function connectClient(origin, client) {
 cacheProto.load = function (origin, entry, options) {
   const signal = options?.signal;
   if (signal == null) return apply(load, this, [origin, entry]);
-  return withSignal(signal, (a) => apply(load, this, [origin, entry, a]));
+  return withSignal(signal, (a) => apply(load, this, [origin, entry, a]), (skill) => skill);
 };
 
 /** A file the addon handed over: only ever an `External` it made. What a Promise settles with
@@ -227,14 +286,15 @@ function file(held) {
   return make(held);
 }
 /** Files, from the addon's array (built with define semantics), by index, each defined on a
- * new array: an assignment would hand it to a setter on `Array.prototype` first. */
+ * new array: an assignment would hand it to a setter on `Array.prototype` first. Frozen, as
+ * everything a call settles with is: a hook that reacts to the Promise first cannot write to it. */
 function filesOf(list) {
   const n = list.length;
   const out = [];
   for (let i = 0; i < n; i += 1) {
     defineProperty(out, i, { __proto__: null, value: file(list[i]), writable: true, enumerable: true, configurable: true });
   }
-  return unthenable(out);
+  return freeze(unthenable(out));
 }
 /** `value` (an array this file made) with an own `then` (`undefined`, fixed, not enumerable):
  * a Promise resolved with it looks `then` up, and one a host defined on `Array.prototype` or
@@ -247,12 +307,12 @@ const loaded = (pair) => {
   const out = [];
   defineProperty(out, 0, { __proto__: null, value: pair[0], writable: true, enumerable: true, configurable: true });
   defineProperty(out, 1, { __proto__: null, value: filesOf(pair[1]), writable: true, enumerable: true, configurable: true });
-  return unthenable(out);
+  return freeze(unthenable(out));
 };
 cacheProto.loadAll = function (origin, entry, options) {
   const signal = options?.signal;
   if (signal == null) return after(apply(loadAll, this, [origin, entry]), loaded);
-  return after(withSignal(signal, (a) => apply(loadAll, this, [origin, entry, a])), loaded);
+  return withSignal(signal, (a) => apply(loadAll, this, [origin, entry, a]), loaded);
 };
 
 // A hit settles inside its call: a loop of awaited hits runs on microtasks alone and would never
@@ -283,32 +343,22 @@ function refusedNow(error) {
   if (!turnDue()) return rejected(error);
   return new PromiseOf((_, reject) => immediately(reject, error));
 }
-/** What the addon's Promise settles with, on the next turn once one is due. */
-function paced(promise) {
-  if (!turnDue()) return promise;
-  return new PromiseOf((resolve, reject) => {
-    react(promise, [(v) => immediately(resolve, v), (e) => immediately(reject, e)]);
-  });
-}
-
 skillProto.read = function (reference, options) {
   if (!wellFormed(reference)) return refusedNow(malformedReference());
-  const call = (a) => {
-    const value = apply(read, this, [reference, a]);
-    return isExternal(value) ? settledNow(make(value)) : paced(after(value, file));
-  };
   const signal = options?.signal;
-  if (signal != null) return withSignal(signal, call);
+  if (signal != null) return withSignal(signal, (a) => apply(read, this, [reference, a]), file, turnDue());
+  let value;
   try {
-    return call(undefined);
+    value = apply(read, this, [reference]);
   } catch (error) {
     return refusedNow(error);
   }
+  return isExternal(value) ? settledNow(make(value)) : after(value, file, undefined, turnDue());
 };
 skillProto.readAll = function (options) {
   const signal = options?.signal;
   if (signal == null) return after(apply(readAll, this, []), filesOf);
-  return after(withSignal(signal, (a) => apply(readAll, this, [a])), filesOf);
+  return withSignal(signal, (a) => apply(readAll, this, [a]), filesOf);
 };
 Object.defineProperty(skillProto, 'skillMd', {
   get() {

@@ -21,7 +21,7 @@ use crate::client::{ClientSource, Connect};
 use crate::defined;
 use crate::errors::throwable;
 use crate::lockfile::LockFile;
-use crate::run::{Aborter, now_or_later, start, start_abortable};
+use crate::run::{Aborter, Settles, now_or_later, start, start_abortable};
 use crate::types::{
     CachedEntry, EntryInfo, GcReport, Held, Inventory, SkillEntry, VerifyReport, held,
 };
@@ -431,11 +431,18 @@ impl SkillCache {
             self::origin(env, &origin)?,
             entry.inner.clone(),
         );
+        // With a signal, `index.js` waits on the Promise (to end the signal's listener): a pair.
+        let settles = if aborter.is_some() {
+            Settles::Pair
+        } else {
+            Settles::Plain
+        };
         start_abortable(
             env,
             async move { cache.load(&origin, &entry).await },
             |_, l| Ok(LoadedSkill::from(l)),
             aborter,
+            settles,
         )
     }
 
@@ -467,6 +474,8 @@ impl SkillCache {
                 defined::unthenable(env, vec![skill, files])
             },
             aborter,
+            // `index.js` unpacks it.
+            Settles::Pair,
         )
     }
 
@@ -721,6 +730,8 @@ impl LoadedSkill {
             async move { loaded.read_all().await },
             held_files,
             aborter,
+            // `index.js` unpacks it.
+            Settles::Pair,
         )
     }
 }

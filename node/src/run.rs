@@ -12,18 +12,39 @@
 //! An aborted call ([`Aborter`], which `index.js` links to the host's `AbortSignal`) drops its
 //! future where it stands, as a deadline does: the cache's futures leave nothing half-written
 //! when dropped.
+//!
+//! Every value a call settles with is frozen, deep, before any JS sees it ([`frozen`]): a Promise
+//! hook (`v8.promiseHooks`, `async_hooks`) is handed each Promise at its birth and may register a
+//! reaction of its own that runs before anyone else's, which could otherwise write into the
+//! value (swap a skill's files for another origin's, define an own `read` on a `LoadedSkill`).
+//! And a call whose Promise `index.js` waits on (it unpacks or paces the answer) settles
+//! [`Settles::Pair`]: always fulfilled, so one `index.js` must refuse to wait on (a hook altered
+//! it) never rejects unobserved, which would end the process.
 
 use std::future::{Future, poll_fn};
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 
-use napi::bindgen_prelude::{Either, PromiseRaw, ToNapiValue, within_runtime_if_available};
-use napi::{Env, Result};
+use napi::bindgen_prelude::{
+    Either, FromNapiValue, JsObjectValue, JsValue, KeyCollectionMode, KeyConversion, KeyFilter,
+    Object, PromiseRaw, ToNapiValue, Unknown, within_runtime_if_available,
+};
+use napi::{Env, Result, ValueType};
 use napi_derive::napi;
 use tokio::sync::watch;
 
 use crate::errors;
+
+/// How a call's Promise settles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Settles {
+    /// As the host sees it: fulfilled with the value, or rejected with the error.
+    Plain,
+    /// For `index.js`, which unpacks it: always fulfilled, with `[true, value]` or
+    /// `[false, error]` (frozen).
+    Pair,
+}
 
 /// How a call ended without its value.
 enum Stop {
@@ -95,17 +116,24 @@ where
     F: Future<Output = std::result::Result<T, skillcache::Error>> + Send + 'static,
     C: FnOnce(&'env Env, T) -> Result<V> + 'static,
 {
-    begin(env, async move { fut.await.map_err(Stop::Failed) }, convert)
+    let promise = begin(
+        env,
+        async move { fut.await.map_err(Stop::Failed) },
+        convert,
+        Settles::Plain,
+    )?;
+    Ok(retyped(env, &promise))
 }
 
 /// [`start`], and with an `aborter`, the future is dropped when it aborts (checked before the
-/// first poll too: a call made with an aborted signal starts nothing) and the Promise rejects
-/// with an `AbortError`.
+/// first poll too: a call made with an aborted signal starts nothing) and the call ends with an
+/// `AbortError`. Settled as `settles` says.
 pub(crate) fn start_abortable<'env, T, V, F, C>(
     env: &'env Env,
     fut: F,
     convert: C,
     aborter: Option<&Aborter>,
+    settles: Settles,
 ) -> Result<PromiseRaw<'env, V>>
 where
     T: Send + 'static,
@@ -113,13 +141,85 @@ where
     F: Future<Output = std::result::Result<T, skillcache::Error>> + Send + 'static,
     C: FnOnce(&'env Env, T) -> Result<V> + 'static,
 {
-    match aborter {
-        None => start(env, fut, convert),
-        Some(aborter) => begin(env, abortable(fut, aborter), convert),
-    }
+    let promise = match aborter {
+        None => begin(
+            env,
+            async move { fut.await.map_err(Stop::Failed) },
+            convert,
+            settles,
+        )?,
+        Some(aborter) => begin(env, abortable(fut, aborter), convert, settles)?,
+    };
+    Ok(retyped(env, &promise))
 }
 
-fn begin<'env, T, V, F, C>(env: &'env Env, fut: F, convert: C) -> Result<PromiseRaw<'env, V>>
+/// `promise`, typed as the value it settles with before [`frozen`] made that an `Unknown`: what
+/// the package's type definitions say the method returns.
+fn retyped<'env, V>(
+    env: &'env Env,
+    promise: &PromiseRaw<'env, Unknown<'env>>,
+) -> PromiseRaw<'env, V> {
+    PromiseRaw::new(env.raw(), promise.raw())
+}
+
+/// The most levels of a settled value [`frozen`] walks: the deepest the addon makes is a lock
+/// check's drift (report → drift → file → change), far within it.
+const FREEZE_DEPTH: u32 = 16;
+
+/// `value` as JS, frozen with every object and array it holds (own properties, to
+/// [`FREEZE_DEPTH`] levels): what a call settles with cannot be written to by a hook that reacts
+/// to the call's Promise before the host does.
+fn frozen<V: ToNapiValue>(env: &Env, value: V) -> Result<Unknown<'_>> {
+    let value = value.into_unknown(env)?;
+    freeze(value, 0)?;
+    Ok(value)
+}
+
+fn freeze(value: Unknown<'_>, depth: u32) -> Result<()> {
+    if depth > FREEZE_DEPTH || value.get_type()? != ValueType::Object {
+        return Ok(());
+    }
+    let mut object = Object::from_unknown(value)?;
+    object.freeze()?;
+    let names = object.get_all_property_names(
+        KeyCollectionMode::OwnOnly,
+        KeyFilter::SkipSymbols,
+        KeyConversion::NumbersToStrings,
+    )?;
+    for i in 0..names.get_array_length_unchecked()? {
+        let name: String = names.get_element(i)?;
+        freeze(
+            object.get_named_property_unchecked::<Unknown>(&name)?,
+            depth + 1,
+        )?;
+    }
+    Ok(())
+}
+
+/// `[ok, value]`, frozen: what a [`Settles::Pair`] call is fulfilled with.
+fn pair<'env>(env: &'env Env, ok: bool, value: Unknown<'env>) -> Result<Unknown<'env>> {
+    let ok = ok.into_unknown(env)?;
+    let out = crate::defined::unthenable(env, vec![ok, value])?;
+    Object::from_unknown(out)?.freeze()?;
+    Ok(out)
+}
+
+/// What a call that ended without its value settles with: the error, frozen unless it is an
+/// abort (`index.js` gives an `AbortError` the signal's reason as its `cause`, then freezes it).
+fn stopped<'env>(env: &'env Env, stop: &Stop) -> Result<Unknown<'env>> {
+    let error = rejection(env, stop)?;
+    if matches!(stop, Stop::Failed(_)) {
+        freeze(error, 0)?;
+    }
+    Ok(error)
+}
+
+fn begin<'env, T, V, F, C>(
+    env: &'env Env,
+    fut: F,
+    convert: C,
+    settles: Settles,
+) -> Result<PromiseRaw<'env, Unknown<'env>>>
 where
     T: Send + 'static,
     V: ToNapiValue + 'env,
@@ -127,15 +227,40 @@ where
     C: FnOnce(&'env Env, T) -> Result<V> + 'static,
 {
     match poll_first(fut) {
-        First::Ready(Ok(value)) => PromiseRaw::resolve(env, convert(env, value)?),
-        First::Ready(Err(stop)) => PromiseRaw::reject(env, rejection(env, &stop)?),
-        First::Pending(fut) => later(env, fut, convert),
+        First::Ready(out) => {
+            let value = settled(env, out, convert, settles)?;
+            match value {
+                Ok(value) => PromiseRaw::resolve(env, value),
+                Err(error) => PromiseRaw::reject(env, error),
+            }
+        }
+        First::Pending(fut) => later(env, fut, convert, settles),
     }
+}
+
+/// What a call that ended settles with: `Ok` to fulfil, `Err` to reject (only
+/// [`Settles::Plain`] rejects).
+fn settled<'env, T, V, C>(
+    env: &'env Env,
+    out: std::result::Result<T, Stop>,
+    convert: C,
+    settles: Settles,
+) -> Result<std::result::Result<Unknown<'env>, Unknown<'env>>>
+where
+    V: ToNapiValue + 'env,
+    C: FnOnce(&'env Env, T) -> Result<V>,
+{
+    Ok(match (out, settles) {
+        (Ok(value), Settles::Plain) => Ok(frozen(env, convert(env, value)?)?),
+        (Ok(value), Settles::Pair) => Ok(pair(env, true, frozen(env, convert(env, value)?)?)?),
+        (Err(stop), Settles::Plain) => Err(stopped(env, &stop)?),
+        (Err(stop), Settles::Pair) => Ok(pair(env, false, stopped(env, &stop)?)?),
+    })
 }
 
 /// [`start_abortable`] for a method that `index.js` wraps, which makes the Promise itself: the
 /// value, converted by `now`, is returned at once when the first poll answered it (an error is
-/// thrown); otherwise a Promise of it, converted by `later`. Making a Promise in JS, and no
+/// thrown); otherwise a [`Settles::Pair`] Promise of it, converted by `later`. Making a Promise in JS, and no
 /// wrapped object, is what lets a hit cost what `docs/performance.md` (J3) measures.
 pub(crate) fn now_or_later<'env, T, N, V, F, CN, CL>(
     env: &'env Env,
@@ -157,8 +282,11 @@ where
     };
     match first {
         First::Ready(Ok(value)) => Ok(Either::A(now(env, value)?)),
-        First::Ready(Err(stop)) => Err(napi::Error::from(rejection(env, &stop)?)),
-        First::Pending(fut) => Ok(Either::B(later(env, fut, later_convert)?)),
+        First::Ready(Err(stop)) => Err(napi::Error::from(stopped(env, &stop)?)),
+        First::Pending(fut) => Ok(Either::B(retyped(
+            env,
+            &later(env, fut, later_convert, Settles::Pair)?,
+        ))),
     }
 }
 
@@ -224,7 +352,8 @@ fn later<'env, T, V, F, C>(
     env: &'env Env,
     fut: std::pin::Pin<Box<F>>,
     convert: C,
-) -> Result<PromiseRaw<'env, V>>
+    settles: Settles,
+) -> Result<PromiseRaw<'env, Unknown<'env>>>
 where
     T: Send + 'static,
     V: ToNapiValue + 'env,
@@ -233,12 +362,9 @@ where
 {
     HOPS.fetch_add(1, Ordering::Relaxed);
     env.spawn_future_with_callback(async move { Ok(fut.await) }, {
-        move |env, out| match out {
-            Ok(value) => convert(env, value),
-            Err(stop) => Err(match rejection(env, &stop) {
-                Ok(obj) => napi::Error::from(obj),
-                Err(failed) => failed,
-            }),
+        move |env, out| match settled(env, out, convert, settles)? {
+            Ok(value) => Ok(value),
+            Err(error) => Err(napi::Error::from(error)),
         }
     })
 }
