@@ -2,7 +2,8 @@
 //! system. Everything above it — the library's other layers, the CLI, and both bindings — is the
 //! same source on Linux, macOS and Windows, so a guarantee written once holds on each platform
 //! the way `docs/guarantees.md` says, and a new `cfg` elsewhere is a platform difference that
-//! table does not know about.
+//! table does not know about. Here too: the layer table of docs/design.md matches `src/` (U5),
+//! and the shape holds (U6: no function past 80 lines, the README within 450).
 
 use std::path::{Path, PathBuf};
 
@@ -120,4 +121,122 @@ fn u5_the_layer_table_in_design_md_names_every_module_of_src_and_nothing_else() 
         missing.is_empty() && gone.is_empty(),
         "docs/design.md's layer table: no row for {missing:?}; rows for what src/ no longer has: {gone:?}"
     );
+}
+
+/// The longest a function of the project's own code may be (issue 40, U6): past it, a function
+/// does more than one thing a reader can hold at once.
+const LONGEST_FUNCTION: usize = 80;
+
+/// Each function of `text` longer than [`LONGEST_FUNCTION`] lines, as `name (lines)`: a line that
+/// declares a function with a body, to the line that closes it, counted by braces outside strings
+/// and comments roughly (what a person sees as the function). A test module (`#[cfg(test)]`)
+/// ends the scan: tests are tables of cases, read one case at a time.
+fn long_functions(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].trim_start();
+        if line.starts_with("#[cfg(test)]") {
+            break;
+        }
+        // `fn` among the words before the parameters (`pub(crate)`'s parenthesis is not them).
+        let declares = !line.starts_with("//")
+            && line
+                .split_whitespace()
+                .take_while(|w| w.starts_with("pub(") || !w.contains('('))
+                .any(|w| w == "fn");
+        if !declares {
+            i += 1;
+            continue;
+        }
+        let (mut depth, mut opened, mut end) = (0i32, false, None);
+        for (j, l) in lines.iter().enumerate().skip(i) {
+            let code = l.split("//").next().unwrap_or_default();
+            for c in code.chars() {
+                match c {
+                    '{' => {
+                        depth += 1;
+                        opened = true;
+                    }
+                    '}' => depth -= 1,
+                    ';' if !opened && depth == 0 => break,
+                    _ => {}
+                }
+            }
+            if (opened && depth <= 0) || (!opened && code.trim_end().ends_with(';')) {
+                end = Some(j);
+                break;
+            }
+        }
+        let Some(end) = end else { break };
+        let length = end - i + 1;
+        if opened && length > LONGEST_FUNCTION {
+            let name = line
+                .split("fn ")
+                .nth(1)
+                .unwrap_or(line)
+                .split(['(', '<'])
+                .next();
+            out.push(format!("{} ({length} lines)", name.unwrap_or_default()));
+        }
+        i = if opened { end + 1 } else { i + 1 };
+    }
+    out
+}
+
+#[test]
+fn u6_no_function_of_the_library_the_cli_or_the_bindings_runs_past_80_lines() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "cli/src", "binding/src", "node/src", "python/src"] {
+        if repo.join(dir).is_dir() {
+            rust_files(&repo.join(dir), &mut files);
+        }
+    }
+    let long: Vec<String> = files
+        .iter()
+        .flat_map(|path| {
+            let text = std::fs::read_to_string(path).expect("a source file");
+            let shown = path
+                .strip_prefix(repo)
+                .unwrap_or(path)
+                .display()
+                .to_string();
+            long_functions(&text)
+                .into_iter()
+                .map(move |f| format!("{shown}: {f}"))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "functions over {LONGEST_FUNCTION} lines: {long:#?}"
+    );
+}
+
+#[test]
+fn u6_the_readme_stays_within_450_lines() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(repo.join("README.md")).expect("README.md");
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 450,
+        "README.md has {lines} lines; the bound is 450"
+    );
+}
+
+#[test]
+fn u6_the_length_check_finds_a_long_function_and_passes_a_short_one() {
+    let body = "    let x = 1;\n".repeat(LONGEST_FUNCTION);
+    let long = format!(
+        "/// a {{ brace in a comment\npub(crate) async fn long_one<T>(x: T) -> u8 {{\n{body}    0\n}}\n"
+    );
+    let short = "fn short() -> &'static str {\n    \"}\"\n}\nfn declared(x: u8);\n";
+    assert_eq!(
+        long_functions(&long),
+        vec![format!("long_one ({} lines)", LONGEST_FUNCTION + 3)]
+    );
+    assert!(long_functions(short).is_empty());
+    let tests_only = format!("#[cfg(test)]\nmod tests {{\n{long}}}\n");
+    assert!(long_functions(&tests_only).is_empty());
 }

@@ -75,9 +75,9 @@ pub(crate) use os::{
 pub(crate) use os::{cache_home, config_home, home, random};
 // A descriptor of the host's as a server's stderr (the bindings' `stderr` option).
 pub(crate) use os::{append_to_descriptor, duplicate_stderr};
-// How a server's process ended, in the MCP source's words for it.
+// How a server's process ended, in the MCP source's words for it, and its stderr read.
 #[cfg(feature = "mcp")]
-pub(crate) use os::exit_signal;
+pub(crate) use os::{child_stderr_file, exit_signal};
 
 // The part the CLI needs too: one file, compiled into the library here and into the binary by
 // `#[path]` (the binary cannot reach the library's private modules).

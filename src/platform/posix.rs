@@ -708,6 +708,13 @@ pub(crate) fn duplicate_stderr() -> io::Result<std::process::Stdio> {
         .map(std::process::Stdio::from)
 }
 
+/// A child's piped stderr as a file this process reads with blocking reads (on a thread of its
+/// own).
+#[cfg(feature = "mcp")]
+pub(crate) fn child_stderr_file(stderr: tokio::process::ChildStderr) -> io::Result<std::fs::File> {
+    stderr.into_owned_fd().map(std::fs::File::from)
+}
+
 /// The signal that ended a child, if one did.
 #[cfg(feature = "mcp")]
 pub(crate) fn exit_signal(status: std::process::ExitStatus) -> Option<i32> {

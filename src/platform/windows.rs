@@ -1160,6 +1160,13 @@ pub(crate) fn duplicate_stderr() -> io::Result<std::process::Stdio> {
         .map(std::process::Stdio::from)
 }
 
+/// A child's piped stderr as a file this process reads with blocking reads (on a thread of its
+/// own).
+#[cfg(feature = "mcp")]
+pub(crate) fn child_stderr_file(stderr: tokio::process::ChildStderr) -> io::Result<std::fs::File> {
+    stderr.into_owned_handle().map(std::fs::File::from)
+}
+
 /// A Windows process is not ended by a signal.
 #[cfg(feature = "mcp")]
 pub(crate) fn exit_signal(_status: std::process::ExitStatus) -> Option<i32> {

@@ -240,35 +240,38 @@ fn http_status(text: &str) -> Option<u16> {
     code.parse().ok().filter(|c| (100..600).contains(c))
 }
 
+/// The HTTP client's own error, for `url`: a status, a timeout, or why it could not connect.
+fn http_client(client: &reqwest::Error, url: String) -> Broken {
+    if let Some(status) = client.status() {
+        return Broken::Status {
+            url,
+            status: status.as_u16(),
+        };
+    }
+    if client.is_timeout() {
+        return Broken::Unreachable {
+            url,
+            why: "timed out".to_owned(),
+        };
+    }
+    let why = io_cause(client).map_or_else(
+        || {
+            if client.is_connect() {
+                "the connection failed".to_owned()
+            } else {
+                "the HTTP request failed".to_owned()
+            }
+        },
+        os_words,
+    );
+    Broken::Unreachable { url, why }
+}
+
 /// The Streamable HTTP client's error, for `url`.
 fn streamable(e: &StreamableHttpError<reqwest::Error>, url: String) -> Broken {
     let said = |text: &str| Broken::Said(text.to_owned());
     match e {
-        StreamableHttpError::Client(client) => {
-            if let Some(status) = client.status() {
-                return Broken::Status {
-                    url,
-                    status: status.as_u16(),
-                };
-            }
-            if client.is_timeout() {
-                return Broken::Unreachable {
-                    url,
-                    why: "timed out".to_owned(),
-                };
-            }
-            let why = io_cause(client).map_or_else(
-                || {
-                    if client.is_connect() {
-                        "the connection failed".to_owned()
-                    } else {
-                        "the HTTP request failed".to_owned()
-                    }
-                },
-                os_words,
-            );
-            Broken::Unreachable { url, why }
-        }
+        StreamableHttpError::Client(client) => http_client(client, url),
         StreamableHttpError::Io(io) => Broken::Unreachable {
             url,
             why: os_words(io),

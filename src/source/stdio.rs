@@ -211,10 +211,7 @@ const TAIL_MAX: usize = 1024;
 fn forward_stderr(
     stderr: tokio::process::ChildStderr,
 ) -> Option<tokio::sync::watch::Receiver<Tail>> {
-    #[cfg(unix)]
-    let file = std::fs::File::from(stderr.into_owned_fd().ok()?);
-    #[cfg(windows)]
-    let file = std::fs::File::from(stderr.into_owned_handle().ok()?);
+    let file = crate::platform::child_stderr_file(stderr).ok()?;
     let (tell, tail) = tokio::sync::watch::channel(Tail::default());
     let spawned = std::thread::Builder::new()
         .name("skillcache-server-stderr".to_owned())
