@@ -69,11 +69,11 @@ function react(promise, onValue, onError) {
 function after(promise, onValue, onError, pace = false) {
   return new PromiseOf((resolve, reject) => {
     const fulfil = (value) => {
-      if (pace) immediately(resolve, value);
+      if (pace) nextTurn(resolve, value);
       else resolve(value);
     };
     const refuse = (error) => {
-      if (pace) immediately(reject, error);
+      if (pace) nextTurn(reject, error);
       else reject(error);
     };
     react(
@@ -142,9 +142,10 @@ function withSignal(signal, call, onValue, pace = false) {
   try {
     started = call(aborter);
   } catch (error) {
-    // The call refused its arguments: a rejection, as any other error.
+    // The call refused its arguments (a rejection, as any other error), or its signal had
+    // aborted already.
     done();
-    return refusedNow(error);
+    return refusedNow(error instanceof AbortError ? abortedBy(signal) : error);
   }
   if (isExternal(started)) {
     done();
@@ -158,22 +159,33 @@ function withSignal(signal, call, onValue, pace = false) {
     },
     (error) => {
       done();
-      // Defined, not assigned: a setter on `Error.prototype.cause` sees none of it. Then frozen,
-      // as every other error of a call is.
-      if (error instanceof AbortError) {
-        let reason;
-        try {
-          reason = apply(reasonOf, signal, []);
-        } catch {
-          reason = undefined;
-        }
-        defineProperty(error, 'cause', { __proto__: null, value: reason, writable: true, configurable: true });
-        freeze(error);
-      }
-      return error;
+      // The addon settles an abort as `null`: the error is made here.
+      return error === null ? abortedBy(signal) : error;
     },
     pace,
   );
+}
+
+/** The `AbortError` of a call `signal` aborted, made here, never the addon's: `cause` is the
+ * signal's reason (defined, not assigned: a setter on `Error.prototype.cause` sees none of it),
+ * and it is frozen with its fields, as every error a call settles with is. */
+function abortedBy(signal) {
+  let reason;
+  try {
+    reason = apply(reasonOf, signal, []);
+  } catch {
+    reason = undefined;
+  }
+  const error = new AbortError('the operation was aborted', { __proto__: null, code: 'ABORT_ERR', causes: freeze([]) });
+  defineProperty(error, 'cause', { __proto__: null, value: reason, writable: true, configurable: true });
+  return freeze(error);
+}
+
+/** `options.signal` if the host's options object has it as its own: one inherited from
+ * `Object.prototype` is no choice of the host's (it would abort every call). */
+function signalIn(options) {
+  if (options === null || (typeof options !== 'object' && typeof options !== 'function')) return undefined;
+  return hasOwn(options, 'signal') ? options.signal : undefined;
 }
 
 // Origin labels and file references are JS strings, which may hold a lone surrogate; the addon
@@ -198,7 +210,6 @@ function malformedReference(what = 'a file reference') {
 
 const cacheProto = native.SkillCache.prototype;
 const skillProto = native.LoadedSkill.prototype;
-const { loadAll } = cacheProto;
 const { read, readAll } = skillProto;
 const skillMd = Object.getOwnPropertyDescriptor(skillProto, 'skillMd').get;
 const { SkillFile, make } = define(native);
@@ -222,6 +233,12 @@ for (const name of ['connectStdio', 'connectHttp', 'connectClient', 'notify', 'd
 }
 // A principal names whose approvals apply: two that became one would share them.
 cacheProto.forPrincipal = checked(cacheProto.forPrincipal, 'forPrincipal', 'a principal');
+// A catalog handle (`origin:name`) names an origin too.
+for (const name of ['get', 'has']) {
+  native.Catalog.prototype[name] = checked(native.Catalog.prototype[name], name, 'a catalog handle');
+}
+// Taken once the checks are in place: the wrappers below call the checked methods.
+const { loadAll } = cacheProto;
 for (const name of ['insert', 'check']) {
   native.LockFile.prototype[name] = checked(native.LockFile.prototype[name], name);
 }
@@ -274,7 +291,7 @@ cacheProto.connectClient = function connectClient(origin, client) {
 // Without a signal, straight to the addon: a hit is a few microseconds, a closure is not free.
 // The signal is read once: what the check saw is what the call uses.
 cacheProto.load = function (origin, entry, options) {
-  const signal = options?.signal;
+  const signal = signalIn(options);
   if (signal == null) return apply(load, this, [origin, entry]);
   return withSignal(signal, (a) => apply(load, this, [origin, entry, a]), (skill) => skill);
 };
@@ -310,7 +327,7 @@ const loaded = (pair) => {
   return freeze(unthenable(out));
 };
 cacheProto.loadAll = function (origin, entry, options) {
-  const signal = options?.signal;
+  const signal = signalIn(options);
   if (signal == null) return after(apply(loadAll, this, [origin, entry]), loaded);
   return withSignal(signal, (a) => apply(loadAll, this, [origin, entry, a]), loaded);
 };
@@ -335,17 +352,43 @@ function turnDue() {
   atOnce += 1;
   return atOnce >= YIELD_EVERY;
 }
+// What is settled on the next turn waits here, never in the `Immediate` itself: an
+// `async_hooks` `init` hook is handed every `Immediate` at its birth, and one that held a
+// `resolve` and its answer would let the hook settle the call first, or swap the answer.
+let queue = [];
+let scheduled = false;
+/** Settles what waited for this turn (an `Immediate` with no arguments runs it). */
+function drain() {
+  const batch = queue;
+  queue = [];
+  scheduled = false;
+  for (let i = 0; i + 1 < batch.length; i += 2) batch[i](batch[i + 1]);
+}
+/** `settle(value)` on the next turn of the event loop. */
+function nextTurn(settle, value) {
+  const at = queue.length;
+  defineProperty(queue, at, { __proto__: null, value: settle, writable: true, enumerable: true, configurable: true });
+  defineProperty(queue, at + 1, { __proto__: null, value, writable: true, enumerable: true, configurable: true });
+  if (!scheduled) {
+    scheduled = true;
+    immediately(drain);
+  }
+}
 function settledNow(value) {
   if (!turnDue()) return resolved(value);
-  return new PromiseOf((resolve) => immediately(resolve, value));
+  return new PromiseOf((resolve) => {
+    nextTurn(resolve, value);
+  });
 }
 function refusedNow(error) {
   if (!turnDue()) return rejected(error);
-  return new PromiseOf((_, reject) => immediately(reject, error));
+  return new PromiseOf((_, reject) => {
+    nextTurn(reject, error);
+  });
 }
 skillProto.read = function (reference, options) {
   if (!wellFormed(reference)) return refusedNow(malformedReference());
-  const signal = options?.signal;
+  const signal = signalIn(options);
   if (signal != null) return withSignal(signal, (a) => apply(read, this, [reference, a]), file, turnDue());
   let value;
   try {
@@ -356,7 +399,7 @@ skillProto.read = function (reference, options) {
   return isExternal(value) ? settledNow(make(value)) : after(value, file, undefined, turnDue());
 };
 skillProto.readAll = function (options) {
-  const signal = options?.signal;
+  const signal = signalIn(options);
   if (signal == null) return after(apply(readAll, this, []), filesOf);
   return withSignal(signal, (a) => apply(readAll, this, [a]), filesOf);
 };

@@ -28,7 +28,7 @@ use std::task::{Context, Poll, Waker};
 
 use napi::bindgen_prelude::{
     Either, FromNapiValue, JsObjectValue, JsValue, KeyCollectionMode, KeyConversion, KeyFilter,
-    Object, PromiseRaw, ToNapiValue, Unknown, within_runtime_if_available,
+    Null, Object, PromiseRaw, ToNapiValue, Unknown, within_runtime_if_available,
 };
 use napi::{Env, Result, ValueType};
 use napi_derive::napi;
@@ -42,7 +42,7 @@ pub(crate) enum Settles {
     /// As the host sees it: fulfilled with the value, or rejected with the error.
     Plain,
     /// For `index.js`, which unpacks it: always fulfilled, with `[true, value]` or
-    /// `[false, error]` (frozen).
+    /// `[false, error]` (frozen), `[false, null]` for an abort.
     Pair,
 }
 
@@ -188,6 +188,11 @@ fn freeze(value: Unknown<'_>, depth: u32) -> Result<()> {
     )?;
     for i in 0..names.get_array_length_unchecked()? {
         let name: String = names.get_element(i)?;
+        // An error's `stack` is V8's own accessor, which runs the host's
+        // `Error.prepareStackTrace` when first read: never read here (it holds a string).
+        if name == "stack" {
+            continue;
+        }
         freeze(
             object.get_named_property_unchecked::<Unknown>(&name)?,
             depth + 1,
@@ -204,13 +209,10 @@ fn pair<'env>(env: &'env Env, ok: bool, value: Unknown<'env>) -> Result<Unknown<
     Ok(out)
 }
 
-/// What a call that ended without its value settles with: the error, frozen unless it is an
-/// abort (`index.js` gives an `AbortError` the signal's reason as its `cause`, then freezes it).
+/// What a call that ended without its value settles with: the error, frozen.
 fn stopped<'env>(env: &'env Env, stop: &Stop) -> Result<Unknown<'env>> {
     let error = rejection(env, stop)?;
-    if matches!(stop, Stop::Failed(_)) {
-        freeze(error, 0)?;
-    }
+    freeze(error, 0)?;
     Ok(error)
 }
 
@@ -254,6 +256,9 @@ where
         (Ok(value), Settles::Plain) => Ok(frozen(env, convert(env, value)?)?),
         (Ok(value), Settles::Pair) => Ok(pair(env, true, frozen(env, convert(env, value)?)?)?),
         (Err(stop), Settles::Plain) => Err(stopped(env, &stop)?),
+        // An abort is `[false, null]`: `index.js` makes the `AbortError` itself, with the
+        // signal's reason, so no error a hook could have been shown is the one the host gets.
+        (Err(Stop::Aborted), Settles::Pair) => Ok(pair(env, false, Null.into_unknown(env)?)?),
         (Err(stop), Settles::Pair) => Ok(pair(env, false, stopped(env, &stop)?)?),
     })
 }

@@ -208,5 +208,137 @@ try {
 } finally {
   Object.defineProperty(AbortSignal.prototype, 'aborted', aborted);
 }
+
+// 6. A hook that reacts first to a call's Promise and is shown its error: an abort, or a refusal,
+// cannot be rewritten (another class, another origin, another cause); an already aborted signal
+// gives the same frozen `AbortError` with the signal's reason.
+let inHook6 = false;
+stop = promiseHooks.onInit((p) => {
+  if (inHook6) return;
+  inHook6 = true;
+  try {
+    realThen.call(
+      p,
+      (v) => {
+        const e = Array.isArray(v) && v[0] === false ? v[1] : null;
+        if (e === null || typeof e !== 'object') return;
+        try {
+          Object.setPrototypeOf(e, sc.ServerError.prototype);
+          Object.defineProperty(e, 'origin', { value: 'forged', enumerable: true });
+        } catch {}
+      },
+      () => {},
+    );
+  } finally {
+    inHook6 = false;
+  }
+});
+try {
+  await cache.purge('trusted');
+  holding = true;
+  const controller = new AbortController();
+  const reason = new Error('the real reason');
+  const call = cache.loadAll('trusted', trusted.entry, { signal: controller.signal });
+  setTimeout(() => controller.abort(reason), 100);
+  const got = await call.then(
+    () => null,
+    (e) => e,
+  );
+  check('abort error rewritten', got instanceof sc.AbortError && got.cause === reason && Object.isFrozen(got) && Object.isFrozen(got.causes));
+  holding = false;
+  const refused = await cache.loadAll('never-connected', trusted.entry, { signal: new AbortController().signal }).then(
+    () => null,
+    (e) => e,
+  );
+  check('refusal rewritten', refused instanceof sc.NotConnectedError && refused.origin === 'never-connected' && Object.isFrozen(refused));
+  const early = await skill.read('refs/x.md', { signal: AbortSignal.abort(reason) }).then(
+    () => null,
+    (e) => e,
+  );
+  check('already aborted read', early instanceof sc.AbortError && early.cause === reason && Object.isFrozen(early));
+} finally {
+  holding = false;
+  stop();
+}
+
+// 7. `Error.prepareStackTrace` replaced after load, throwing (source-map tools install one): the
+// package's errors are still what calls reject with, and every call settles.
+const prepare = Error.prepareStackTrace;
+Error.prepareStackTrace = () => {
+  throw new Error('the host threw');
+};
+try {
+  const refusedEntry = await cache.entry('never-connected', 'skill://a/SKILL.md').then(
+    () => null,
+    (e) => e,
+  );
+  check('prepareStackTrace: entry', refusedEntry instanceof sc.NotConnectedError);
+  let thrown = null;
+  try {
+    await cache.load('never-connected', trusted.entry);
+  } catch (e) {
+    thrown = e;
+  }
+  check('prepareStackTrace: load', thrown instanceof sc.NotConnectedError);
+} finally {
+  Error.prepareStackTrace = prepare;
+}
+
+// 8. An `async_hooks` `init` hook shown every `Immediate` at its birth, while hits are paced to
+// the next turn: nothing in one is the package's `resolve` or an answer to swap.
+const { createHook } = await import('node:async_hooks');
+const evilFile = await (await cache.load('evil', evil.entry)).read('refs/x.md');
+await skill.read('refs/x.md');
+let reached = 0;
+const immediates = createHook({
+  init(_id, type, _trigger, resource) {
+    if (type !== 'Immediate') return;
+    const argv = resource._argv;
+    if (Array.isArray(argv) && argv.length > 0) {
+      reached += 1;
+      argv[0] = evilFile;
+    }
+  },
+}).enable();
+try {
+  let foreign = 0;
+  for (let i = 0; i < 600; i += 1) {
+    const f = await skill.read('refs/x.md');
+    if (f.origin !== 'trusted' || f.text !== 'trusted x\n') foreign += 1;
+  }
+  check('immediate carries an answer', foreign === 0 && reached === 0);
+} finally {
+  immediates.disable();
+}
+
+// 9. Labels and options the host did not choose: a lone surrogate through `loadAll` and a catalog
+// handle; a `signal` inherited from `Object.prototype`.
+cache.connectClient('team\ufffd', client({ 'SKILL.md': md('replacement') }));
+// A refused label throws, as every method taking one does.
+let merged = null;
+try {
+  await cache.loadAll('team\ud800', trusted.entry);
+} catch (e) {
+  merged = e;
+}
+check('loadAll lone surrogate', merged instanceof sc.ConfigError);
+const catalog = await cache.catalog();
+let handle = null;
+try {
+  catalog.get('team\ud800:a');
+} catch (e) {
+  handle = e;
+}
+check('catalog lone surrogate', handle instanceof sc.ConfigError);
+Object.defineProperty(Object.prototype, 'signal', { configurable: true, get: () => AbortSignal.abort() });
+try {
+  const f = await skill.read('refs/x.md', {}).then(
+    (v) => v,
+    (e) => e,
+  );
+  check('inherited signal', f instanceof sc.SkillFile);
+} finally {
+  delete Object.prototype.signal;
+}
 process.stdout.write(`${JSON.stringify({ wrong })}\n`);
 process.exit(0);
