@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The public surface of the skillcache library, counted from rustdoc's JSON (issue 11).
 
-Builds the JSON with the default features only (what a host gets from crates.io; the
-`internals` feature is for the crate's own tests) and prints the public modules and the number
-of public items by kind. It fails (exit 1) when the surface breaks what is sealed:
+Builds the JSON with the default features and `serve` (what a host gets from crates.io, with the
+embeddable server the command line uses; the `internals` feature is for the crate's own tests)
+and prints the public modules and the number of public items by kind. It fails (exit 1) when the surface breaks what is sealed:
 
 - at most 6 public modules besides the crate root;
 - no public path runs through `store` or `index`;
@@ -134,8 +134,8 @@ def build():
     env = dict(os.environ, RUSTDOC=wrapper)
     env.pop("RUSTC_BOOTSTRAP", None)
     subprocess.run(
-        ["cargo", "rustdoc", "-q", "--lib", "--", "-Z", "unstable-options",
-         "--output-format", "json"],
+        ["cargo", "rustdoc", "-q", "-p", "skillcache", "--lib", "--features", "serve", "--",
+         "-Z", "unstable-options", "--output-format", "json"],
         cwd=root, env=env, check=True,
     )
 

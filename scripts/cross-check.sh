@@ -33,12 +33,12 @@ mkdir -p "$libnode" && : >"$libnode/libnode.dll"
 tools=$(( $(date +%s) - started ))
 
 # Two feature sets a target, each checked once (a check of every dependency for a new target
-# and feature set is most of this step's cost): the library and CLI with their default features
-# together with the Python extension (whose CLI crate asks for the same features), and the Node
-# addon, which asks for the library alone (`default-features = false, features = ["mcp"]`),
-# the set a Rust host that wants no CLI builds. aarch64 macOS takes the platform layer's same
-# modules as x86_64 macOS (only the C parts differ by architecture), so one check of all four
-# crates, their features unified, covers it.
+# and feature set is most of this step's cost): the library, the command line (cli/, which asks
+# the library for `mcp` and `serve`) and the Python extension (which links the command line),
+# their features unified; and the Node addon, which asks for the library with `mcp` alone, the
+# library's default features: the set a Rust host builds. aarch64 macOS takes the platform
+# layer's same modules as x86_64 macOS (only the C parts differ by architecture), so one check
+# of every crate, their features unified, covers it.
 for t in "${TARGETS[@]}"; do
   case "$t" in
     # zig's C compiler for the C parts (SQLite); nothing is linked by a check.
@@ -51,13 +51,13 @@ for t in "${TARGETS[@]}"; do
   # needs Node's real libnode.dll). PyO3's abi3 needs no interpreter of the target to check.
   if [ "$t" = aarch64-apple-darwin ]; then
     echo "-- $t: library, CLI, Python extension and Node addon (features unified)"
-    LIBNODE_PATH="$libnode" "${check[@]}" "${on[@]}" -p skillcache -p skillcache-python \
-      -p skillcache-node --lib --bins
+    LIBNODE_PATH="$libnode" "${check[@]}" "${on[@]}" -p skillcache -p skillcache-cli \
+      -p skillcache-python -p skillcache-node --lib --bins
     continue
   fi
-  echo "-- $t: library, CLI and Python extension (default features)"
-  "${check[@]}" "${on[@]}" -p skillcache -p skillcache-python --lib --bins
-  echo "-- $t: the Node addon, and the library alone (features: mcp)"
+  echo "-- $t: library, CLI and Python extension (features unified: mcp, serve)"
+  "${check[@]}" "${on[@]}" -p skillcache -p skillcache-cli -p skillcache-python --lib --bins
+  echo "-- $t: the Node addon, and the library at its default features (mcp)"
   LIBNODE_PATH="$libnode" "${check[@]}" "${on[@]}" -p skillcache-node
 done
 echo "cross-check: $(( $(date +%s) - started )) s (tools $tools s)"

@@ -4,7 +4,8 @@
 # dependency line and the features the README's "Your first host, outside this repository"
 # gives, one binary per example (each ```rust block with a `main`, hidden `# ` lines shown, as
 # rustdoc compiles it). The host example against a real server is run with the `skillcache`
-# binary and the bundled samples as its arguments.
+# binary and the bundled samples as its arguments. The host's dependency tree must hold none of
+# the command line's dependencies.
 #
 #   sh scripts/readme-outside.sh
 #
@@ -60,7 +61,7 @@ edition = "2024"
 publish = false
 
 [dependencies]
-skillcache = { path = "$clone", default-features = false, features = ["mcp"] }
+skillcache = { path = "$clone" }
 tokio = { version = "1", features = ["macros", "rt-multi-thread", "process"] }
 tempfile = "3"
 
@@ -70,10 +71,18 @@ opt-level = 3
 EOF
 
 # The server the real-server example starts: the clone's own binary.
-(cd "$clone" && cargo build --quiet --bin skillcache)
+(cd "$clone" && cargo build --quiet -p skillcache-cli --bin skillcache)
 server="$CARGO_TARGET_DIR/debug/skillcache"
 
 cd "$host"
+# The host depends on the library at its default features: nothing of the command line is in its
+# build (clap, indicatif, tracing-subscriber, hyper's server side; the CLI is the cli/ crate).
+tree=$(cargo tree --quiet -e normal,features --prefix none)
+if cli=$(printf '%s\n' "$tree" | grep -E '^(clap|indicatif|tracing-subscriber) |^hyper feature "server"'); then
+    echo "readme-outside: a host's build has the command line's dependencies:"
+    printf '%s\n' "$cli" | sort -u
+    exit 1
+fi
 cargo build --quiet --bins
 while read -r name kind; do
     echo "readme-outside: $name"

@@ -54,7 +54,7 @@ impl Place {
 }
 
 fn skillcache_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_skillcache"))
+    common::bin().to_path_buf()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cli_env::{BIN, Env, code};
+use cli_env::{Env, bin, code};
 use common::double::Double;
 use serde_json::{Value, json};
 use skillcache::local::SkillServer;
@@ -302,7 +302,7 @@ fn config(env: &Env, labels: &[&str]) -> std::path::PathBuf {
         .map(|l| {
             (
                 (*l).to_owned(),
-                json!({"command": BIN, "args": ["serve", env.path(l)]}),
+                json!({"command": bin(), "args": ["serve", env.path(l)]}),
             )
         })
         .collect();

@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use cli_env::{BIN, Env, code, serve_cmd, stderr};
+use cli_env::{Env, bin, code, serve_cmd, stderr};
 use serde_json::Value;
 
 fn hostile_server() -> PathBuf {
@@ -445,7 +445,7 @@ fn cli_usage_errors_exit_2() {
 
 #[test]
 fn cli_demo_completes_and_shows_every_step() {
-    let out = Command::new(BIN).arg("demo").output().expect("run demo");
+    let out = Command::new(bin()).arg("demo").output().expect("run demo");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", stderr(&out));
     for needle in [
@@ -573,7 +573,7 @@ fn cli_load_all_reads_every_file_and_a_later_read_is_a_cache_hit() {
 
 /// The long options `skillcache COMMAND --help` lists.
 fn help_options(command: &str) -> Vec<String> {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args([command, "--help"])
         .output()
         .expect("help");
@@ -629,7 +629,7 @@ fn u2_each_command_lists_and_accepts_only_the_options_that_apply_to_it() {
         );
     }
     let tmp = common::scratch();
-    let refused = Command::new(BIN)
+    let refused = Command::new(bin())
         .arg("serve")
         .arg(tmp.path())
         .args(["--root", "elsewhere"])
@@ -693,7 +693,8 @@ fn u2_approving_a_dynamic_skill_exits_5_and_a_missing_lock_file_exits_2() {
     let env = Env::new();
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/skills");
     let server = format!(
-        "'{BIN}' serve '{}' --dynamic live-status",
+        "'{}' serve '{}' --dynamic live-status",
+        bin().display(),
         samples.display()
     );
     let server_args = ["--origin", "docs", "--stdio", server.as_str()];
@@ -723,7 +724,7 @@ fn u2_approving_a_dynamic_skill_exits_5_and_a_missing_lock_file_exits_2() {
 #[test]
 fn u2_messages_name_the_key_file_the_uri_and_the_folder_the_user_gave() {
     let env = Env::new();
-    let key = Command::new(BIN)
+    let key = Command::new(bin())
         .args(["stats", "--key-file", "/proc/host.key"])
         .env("SKILLCACHE_ROOT", env.root())
         .output()
@@ -736,7 +737,7 @@ fn u2_messages_name_the_key_file_the_uri_and_the_folder_the_user_gave() {
         stderr(&key)
     );
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/skills");
-    let server = format!("'{BIN}' serve '{}'", samples.display());
+    let server = format!("'{}' serve '{}'", bin().display(), samples.display());
     let unknown = env.run(&[
         "load",
         "skill://nope/SKILL.md",
@@ -751,7 +752,7 @@ fn u2_messages_name_the_key_file_the_uri_and_the_folder_the_user_gave() {
         "{}",
         stderr(&unknown)
     );
-    let missing = Command::new(BIN)
+    let missing = Command::new(bin())
         .args(["serve", "/nonexistent/folder"])
         .output()
         .expect("serve");
@@ -787,7 +788,7 @@ fn u2_the_l2_flag_of_a_build_without_it_names_the_feature() {
 #[test]
 fn u2_serve_http_takes_localhost() {
     let tmp = common::scratch();
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(bin())
         .arg("serve")
         .arg(tmp.path())
         .args(["--http", "localhost:0"])

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 
-use cli_env::{BIN, Env, code, stderr, stdout};
+use cli_env::{Env, bin, code, stderr, stdout};
 use serde_json::{Value, json};
 
 const HOUR_MS: &str = "3600000";
@@ -44,7 +44,7 @@ impl Env {
 
     /// A configured `skillcache serve FOLDER` with `ttl_ms`.
     fn serve(&self, folder: &str, ttl_ms: &str) -> Value {
-        json!({"command": BIN, "args": ["serve", "--ttl-ms", ttl_ms, self.path(folder)]})
+        json!({"command": bin(), "args": ["serve", "--ttl-ms", ttl_ms, self.path(folder)]})
     }
 
     /// `run` with `--config` right after the command (`args[0]`).
@@ -225,7 +225,8 @@ fn cli_a_config_that_gives_a_server_or_a_field_twice_is_refused_naming_it() {
         ),
         (
             format!(
-                r#"{{"mcpServers": {{"docs": {{"command": "/nonexistent/other", "command": "{BIN}"}}}}}}"#
+                r#"{{"mcpServers": {{"docs": {{"command": "/nonexistent/other", "command": "{}"}}}}}}"#,
+                bin().display()
             ),
             "/mcpServers/docs/command",
         ),
@@ -254,19 +255,19 @@ fn cli_a_server_a_process_cannot_be_given_as_written_is_refused_naming_the_field
     let path = env.path("mcp.json");
     for (server, field) in [
         (
-            json!({"command": BIN, "env": {"PATH=/tmp/evil:/usr/bin": "x"}}),
+            json!({"command": bin(), "env": {"PATH=/tmp/evil:/usr/bin": "x"}}),
             "/mcpServers/x/env/PATH=~1tmp~1evil:~1usr~1bin",
         ),
         (
-            json!({"command": BIN, "env": {"": "x"}}),
+            json!({"command": bin(), "env": {"": "x"}}),
             "/mcpServers/x/env/",
         ),
         (
-            json!({"command": BIN, "env": {"K": "a\0b"}}),
+            json!({"command": bin(), "env": {"K": "a\0b"}}),
             "/mcpServers/x/env/K",
         ),
         (
-            json!({"command": BIN, "args": ["serve", "a\0b"]}),
+            json!({"command": bin(), "args": ["serve", "a\0b"]}),
             "/mcpServers/x/args/1",
         ),
         (json!({"command": "sk\0illcache"}), "/mcpServers/x/command"),
@@ -693,7 +694,7 @@ fn with_descriptors(env: &Env, files: u32, args: &[&str]) -> Output {
     command
         .arg(format!("--nofile={files}:{files}"))
         .arg("--")
-        .arg(BIN)
+        .arg(bin())
         .env("SKILLCACHE_ROOT", env.root())
         .env("SKILLCACHE_KEY_FILE", env.path("host.key"))
         .current_dir(env.home())

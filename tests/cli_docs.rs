@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use cli_env::BIN;
+use cli_env::bin;
 
 /// One `$` line of a transcript and what the document says it prints.
 #[derive(Debug)]
@@ -144,7 +144,7 @@ fn run(steps: &[Step], home: &Path) -> Vec<String> {
         script.push_str(&step.command);
         script.push('\n');
     }
-    let bin_dir = PathBuf::from(BIN).parent().expect("bin dir").to_owned();
+    let bin_dir = PathBuf::from(bin()).parent().expect("bin dir").to_owned();
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut paths = vec![bin_dir];
     paths.extend(std::env::split_paths(&path));
@@ -212,7 +212,7 @@ fn u3_every_console_transcript_of_docs_cli_md_prints_what_the_document_says() {
 
 /// The commands `skillcache --help` lists.
 fn commands() -> Vec<String> {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .arg("--help")
         .output()
         .expect("run --help");
@@ -229,7 +229,7 @@ fn commands() -> Vec<String> {
 
 /// The long options `skillcache COMMAND --help` lists.
 fn options(command: &str) -> Vec<String> {
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args([command, "--help"])
         .output()
         .expect("run COMMAND --help");

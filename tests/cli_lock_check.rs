@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use cli_env::{BIN, Env, code, stderr, stdout};
+use cli_env::{Env, bin, code, stderr, stdout};
 use serde_json::{Value, json};
 
 impl Env {
@@ -27,7 +27,7 @@ impl Env {
     }
 
     fn serve(&self, folder: &str) -> Value {
-        json!({"command": BIN, "args": ["serve", self.path(folder)]})
+        json!({"command": bin(), "args": ["serve", self.path(folder)]})
     }
 
     /// `skillcache ARGS[0] --config CONFIG ARGS[1..]`.

@@ -148,7 +148,7 @@ fn e5_descriptions_and_uris_with_escape_codes_are_inert_in_list_entry_and_load()
 fn on_a_terminal(env: &Env, args: &[&str]) -> String {
     use std::fmt::Write as _;
     // The command's name first, then the cache's options (each command takes them after it).
-    let mut line = format!("'{}' '{}'", cli_env::BIN, args[0]);
+    let mut line = format!("'{}' '{}'", cli_env::bin().display(), args[0]);
     let _ = write!(
         line,
         " --root '{}' --key-file '{}'",

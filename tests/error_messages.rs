@@ -214,13 +214,13 @@ async fn u1_a_refusal_of_a_very_long_uri_shows_it_cut_and_keeps_it_whole_as_data
 fn d5_the_cli_names_the_origin_of_an_unknown_skill() {
     let dir = common::scratch();
     let skills = one_skill(dir.path());
-    let bin = env!("CARGO_BIN_EXE_skillcache");
+    let bin = common::bin();
     let mut command = std::process::Command::new(bin);
     command
         .env("SKILLCACHE_ROOT", dir.path().join("cache"))
         .env("SKILLCACHE_KEY_FILE", dir.path().join("host.key"))
         .args(["load", "--origin", "docs", "--stdio"])
-        .arg(format!("{bin} serve {}", skills.display()))
+        .arg(format!("{} serve {}", bin.display(), skills.display()))
         .arg("skill://nope/SKILL.md")
         .stdin(std::process::Stdio::null());
     let out = common::within(Duration::from_secs(120), move || command.output())

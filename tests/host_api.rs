@@ -918,7 +918,7 @@ async fn b4_mcp_source_stdio_spawns_the_command_the_host_built_with_its_environm
     command
         .arg("-c")
         .arg(r#"exec "$SKILLCACHE_BIN" serve "$SERVED""#)
-        .env("SKILLCACHE_BIN", env!("CARGO_BIN_EXE_skillcache"))
+        .env("SKILLCACHE_BIN", common::bin())
         .env("SERVED", &skills)
         .current_dir(dir.path());
     let cache = open(&dir);

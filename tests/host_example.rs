@@ -9,8 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
-
 /// A folder of skills to serve: the bundled samples, and one folder `serve` refuses to publish
 /// (its frontmatter names another skill), about which it warns on its stderr.
 fn served(dir: &Path) -> PathBuf {
@@ -60,7 +58,7 @@ fn example(tmp: &Path, skills: &Path, as_nobody: bool) -> Output {
         Command::new(example)
     };
     command
-        .arg(BIN)
+        .arg(common::bin())
         .arg(skills)
         .env("TMPDIR", tmp)
         .env("HOME", tmp)
@@ -141,7 +139,7 @@ fn d5_without_the_example_s_routing_the_server_s_warnings_reach_the_terminal() {
     // warnings.
     let dir = common::scratch();
     let skills = served(dir.path());
-    let mut serve = Command::new(BIN);
+    let mut serve = Command::new(common::bin());
     serve.arg("serve").arg(&skills);
     let out = finish(serve);
     assert!(

@@ -314,7 +314,7 @@ fn peak_kib(env: &Env, args: &[String]) -> (u64, Output) {
         .arg("%M")
         .arg("-o")
         .arg(&report)
-        .arg(cli_env::BIN)
+        .arg(cli_env::bin())
         .env("SKILLCACHE_ROOT", env.root())
         .env("SKILLCACHE_KEY_FILE", env.path("host.key"))
         .args(args);

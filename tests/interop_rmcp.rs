@@ -34,11 +34,9 @@ use skillcache::entry::Validation;
 use skillcache::source::McpSource;
 use skillcache::{ApprovalPolicy, Origin, SkillCache, SkillEntry};
 
-const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
-
 /// rmcp's client over stdio to `skillcache serve DIR`.
 async fn rmcp_to_serve(dir: &Path) -> RunningService<RoleClient, ()> {
-    let mut command = tokio::process::Command::new(BIN);
+    let mut command = tokio::process::Command::new(common::bin());
     command.arg("serve").arg(dir);
     let child = rmcp::transport::TokioChildProcess::new(command).expect("start serve");
     ().serve(child).await.expect("initialize with serve")

@@ -42,7 +42,6 @@ use common::peers::{
 };
 use http::ServeChild as HttpServe;
 
-const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
 const SCENARIOS: [&str; 3] = [
     "sep-2640-skills-enumeration",
     "sep-2640-skills-manifest",
@@ -51,7 +50,7 @@ const SCENARIOS: [&str; 3] = [
 
 /// Whether `skillcache inspect` accepts the folder as a skill.
 fn inspect_accepts(dir: &Path) -> bool {
-    Command::new(BIN)
+    Command::new(common::bin())
         .arg("inspect")
         .arg(dir)
         .output()
@@ -253,7 +252,7 @@ async fn serve_our_client_loads_every_skill_serve_publishes_over_stdio_and_http_
     ] {
         let http = HttpServe::start(&served, flags);
         let stdio = || {
-            let mut command = tokio::process::Command::new(BIN);
+            let mut command = tokio::process::Command::new(common::bin());
             command.arg("serve").arg(&served).args(flags);
             McpSource::stdio(command)
         };
@@ -342,7 +341,7 @@ fn interop_serve_the_python_sdk_verifies_every_file_over_stdio_and_http_in_both_
     let served = tmp.path().join("skills");
     let publishable = valid_corpus(&served);
     let http = HttpServe::start(&served, &[]);
-    let stdio = format!("'{BIN}' serve '{}'", served.display());
+    let stdio = format!("'{}' serve '{}'", common::bin().display(), served.display());
     let mut table = String::from(
         "| transport | mode | protocol | pages | skills | files verified | bytes | failures |\n|---|---|---|---|---|---|---|---|",
     );
@@ -442,7 +441,7 @@ async fn serve_tells_a_subscribed_peer_which_file_changed_and_that_the_list_chan
     use rmcp::ServiceExt as _;
     let tmp = common::scratch();
     let served = notes_folder(tmp.path(), "first");
-    let mut command = tokio::process::Command::new(BIN);
+    let mut command = tokio::process::Command::new(common::bin());
     command.arg("serve").arg(&served).args(["--watch-ms", "20"]);
     let transport = rmcp::transport::TokioChildProcess::new(command).expect("spawn serve");
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -486,7 +485,7 @@ async fn serve_tells_a_subscribed_peer_which_file_changed_and_that_the_list_chan
 async fn serve_w8_an_edit_makes_our_clients_fresh_entry_stale_through_the_notification() {
     let tmp = common::scratch();
     let served = notes_folder(tmp.path(), "first");
-    let mut command = tokio::process::Command::new(BIN);
+    let mut command = tokio::process::Command::new(common::bin());
     // Fresh for an hour: only the notification can make the cache ask again.
     command
         .arg("serve")
@@ -530,7 +529,7 @@ fn serve_b2_refuses_a_request_over_the_bound_as_it_arrives_and_answers_the_next(
     use std::io::Write as _;
     let tmp = common::scratch();
     let served = notes_folder(tmp.path(), "first");
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(common::bin())
         .arg("serve")
         .arg(&served)
         .stdin(Stdio::piped())
@@ -643,7 +642,7 @@ async fn serve_tells_a_2026_07_28_listener_what_it_asked_for_on_its_stream() {
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
     let tmp = common::scratch();
     let served = notes_folder(tmp.path(), "first");
-    let mut command = tokio::process::Command::new(BIN);
+    let mut command = tokio::process::Command::new(common::bin());
     command.arg("serve").arg(&served).args(["--watch-ms", "20"]);
     let transport = rmcp::transport::TokioChildProcess::new(command).expect("spawn serve");
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();

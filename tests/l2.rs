@@ -839,7 +839,7 @@ fn l2_urls_other_than_s3_and_bad_prefixes_are_configuration_errors() {
 fn l2_cli_refuses_a_bad_l2_url_as_a_usage_error_and_reports_the_counters() {
     let home = common::scratch();
     let cli = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_skillcache"))
+        std::process::Command::new(common::bin())
             .env("SKILLCACHE_ROOT", home.path().join("root"))
             .env("SKILLCACHE_KEY_FILE", home.path().join("host.key"))
             .args(args)
@@ -1227,8 +1227,8 @@ fn l2_cli_hosts_share_blobs_through_real_s3_with_the_l2_option() {
         common::skill_md("name: notes\ndescription: The notes skill."),
     )
     .expect("write");
-    let bin = env!("CARGO_BIN_EXE_skillcache");
-    let serve = format!("{bin} serve {}", corpus.path().display());
+    let bin = common::bin();
+    let serve = format!("{} serve {}", bin.display(), corpus.path().display());
     let run = |home: &std::path::Path| {
         let out = std::process::Command::new(bin)
             .env("SKILLCACHE_ROOT", home.join("root"))

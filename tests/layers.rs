@@ -45,7 +45,7 @@ fn x1_only_the_platform_layer_names_an_operating_system() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let platform = repo.join("src").join("platform");
     let mut files = Vec::new();
-    for dir in ["src", "python/src", "node/src"] {
+    for dir in ["src", "cli/src", "python/src", "node/src"] {
         rust_files(&repo.join(dir), &mut files);
     }
     let (inside, outside): (Vec<_>, Vec<_>) = files.iter().partition(|f| f.starts_with(&platform));

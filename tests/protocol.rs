@@ -17,8 +17,6 @@ use std::sync::Arc;
 use skillcache::source::{McpSource, SkillSource};
 use skillcache::{ApprovalPolicy, Error, Origin, SkillCache};
 
-const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
-
 /// argv: MODE LOG. Modes: `modern` (answers `server/discover`, refuses `initialize`),
 /// `legacy` (refuses `server/discover` with "Method not found", answers `initialize`),
 /// `modern-no-skills` (discovery declares `resources` but not the skills extension),
@@ -130,7 +128,7 @@ impl Place {
     }
 
     fn cli(&self, mode: &str, args: &[&str]) -> std::process::Output {
-        Command::new(BIN)
+        Command::new(common::bin())
             .env("SKILLCACHE_ROOT", self.path().join("root"))
             .env("SKILLCACHE_KEY_FILE", self.path().join("key"))
             .args(args)

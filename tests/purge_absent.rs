@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cli_env::{BIN, Env, code};
+use cli_env::{Env, bin, code};
 use serde_json::{Value, json};
 use skillcache::local::SkillServer;
 use skillcache::{Origin, Provenance, SkillCache, SkillUri};
@@ -185,7 +185,7 @@ fn write_config(env: &Env, name: &str, labels: &[&str]) -> String {
         .map(|l| {
             (
                 (*l).to_owned(),
-                json!({"command": BIN, "args": ["serve", env.path(&format!("served/{l}"))]}),
+                json!({"command": bin(), "args": ["serve", env.path(&format!("served/{l}"))]}),
             )
         })
         .collect();
@@ -409,7 +409,7 @@ fn k7_claude_json_project_servers_are_kept_by_purge_absent() {
         );
     }
     let project = env.path("work/api").display().to_string();
-    let server = |label: &str| json!({"command": BIN, "args": ["serve", env.path(&format!("served/{label}"))]});
+    let server = |label: &str| json!({"command": bin(), "args": ["serve", env.path(&format!("served/{label}"))]});
     let mut projects = serde_json::Map::new();
     projects.insert(
         project.clone(),

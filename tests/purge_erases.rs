@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cli_env::{BIN, Env, code};
+use cli_env::{Env, bin, code};
 use serde_json::{Value, json};
 use skillcache::local::SkillServer;
 use skillcache::{ApprovalPolicy, Origin, Provenance, SkillCache, SkillEntry, SkillUri};
@@ -268,7 +268,7 @@ fn k3_cli_purge_origin_and_purge_absent_leave_no_byte_of_the_origin() {
         .map(|l| {
             (
                 (*l).to_owned(),
-                json!({"command": BIN, "args": ["serve", env.path(&format!("served/{l}"))]}),
+                json!({"command": bin(), "args": ["serve", env.path(&format!("served/{l}"))]}),
             )
         })
         .collect();

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 /// The folders whose text is scanned, from the crate's root.
 const SCANNED: &[&str] = &[
-    "src", "tests", "docs", "examples", "benches", "scripts", "python", "node", "fuzz", ".ci",
+    "src", "cli", "tests", "docs", "examples", "benches", "scripts", "python", "node", "fuzz",
+    ".ci",
 ];
 
 /// What is not ours or not text we write: third-party data, lock files, build output.

@@ -14,7 +14,7 @@ mod http;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use cli_env::{BIN, Env, code, serve_cmd, stderr};
+use cli_env::{Env, bin, code, serve_cmd, stderr};
 use skillcache::Digest;
 
 const MIB: usize = 1024 * 1024;
@@ -71,8 +71,9 @@ impl Env {
         let served = self.served();
         let marker = self.path("server-started");
         let cmd = format!(
-            "sh -c \"touch '{}' && exec '{BIN}' serve {options}'{}'\"",
+            "sh -c \"touch '{}' && exec '{}' serve {options}'{}'\"",
             marker.display(),
+            bin().display(),
             served.display()
         );
         (marker, cmd)
@@ -97,7 +98,7 @@ impl Env {
             .arg("%M")
             .arg("-o")
             .arg(&report)
-            .arg(BIN)
+            .arg(bin())
             .env("SKILLCACHE_ROOT", self.path("root"))
             .args(args)
             .output()
@@ -447,7 +448,7 @@ fn b6_usage_errors_exit_2_before_any_server_starts() {
 #[test]
 fn b6_an_empty_skillcache_root_is_unset() {
     let env = Env::new();
-    let out = Command::new(BIN)
+    let out = Command::new(bin())
         .args(["stats", "--json"])
         .env("SKILLCACHE_ROOT", "")
         .env("XDG_CACHE_HOME", env.path("xdg"))
@@ -619,7 +620,7 @@ mod library {
         let env = Env::new();
         let served = env.served();
         std::fs::write(served.join("notes/refs/notes.md"), "n".repeat(10_000)).expect("write");
-        let cmd = format!("'{}' serve '{}'", super::BIN, served.display());
+        let cmd = format!("'{}' serve '{}'", super::bin().display(), served.display());
         let source = McpSource::stdio(super::common::sh(&cmd)).max_message_bytes(4096);
         let cache = cache(&env);
         let origin = Origin::new("small").expect("origin");

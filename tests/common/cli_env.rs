@@ -1,14 +1,14 @@
 //! The `skillcache` binary as the CLI tests run it (`cli`, `cli_config`, `transport`): one
 //! scratch home per test, the command with its root in it, and what the command printed.
 //!
-//! Included with `#[path]` by the tests that run the binary (as `http.rs` is), not from
-//! `common/mod.rs`: `CARGO_BIN_EXE_skillcache` is only set where the binary is built.
+//! Included with `#[path]` by the tests that run the binary (as `http.rs` is), beside
+//! `common/mod.rs`, whose `bin()` finds the binary.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_skillcache");
+pub use crate::common::bin;
 
 /// One test's scratch home: the cache root (`root`) and whatever the test writes beside it.
 /// Each test file adds the fixtures it needs (served folders, config files) in its own
@@ -56,7 +56,7 @@ impl Env {
     /// command that opens the cache reads when `--root`/`--key-file` are not given, so one
     /// helper serves every command (a `serve` or `inspect` takes no `--root`).
     pub fn cli(&self) -> Command {
-        let mut c = Command::new(BIN);
+        let mut c = Command::new(bin());
         c.env("SKILLCACHE_ROOT", self.root());
         if self.keyed {
             c.env("SKILLCACHE_KEY_FILE", self.path("host.key"))
@@ -75,7 +75,7 @@ impl Env {
 
 /// `skillcache serve DIR` as one command line for `--stdio`.
 pub fn serve_cmd(dir: &Path) -> String {
-    format!("'{BIN}' serve '{}'", dir.display())
+    format!("'{}' serve '{}'", bin().display(), dir.display())
 }
 
 /// The exit code (-1 for a signal).

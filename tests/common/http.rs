@@ -223,7 +223,7 @@ impl Drop for ServeChild {
 pub fn serve_bin() -> std::path::PathBuf {
     std::env::var_os("SKILLCACHE_SERVE_BIN")
         .filter(|v| !v.is_empty())
-        .map_or_else(|| env!("CARGO_BIN_EXE_skillcache").into(), Into::into)
+        .map_or_else(|| crate::common::bin().to_path_buf(), Into::into)
 }
 
 /// A number from `/proc/PID/status` (the first on the line named `key`).

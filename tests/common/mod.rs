@@ -7,7 +7,8 @@ mod scratch;
 
 pub use scratch::{Scratch, scratch};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// The test data kept in the repository (`tests/data/`, see its `PROVENANCE.md`): a bare clone
 /// has everything the suite reads (N1).
@@ -93,6 +94,33 @@ pub fn cache(isolation: Isolation) -> (Scratch, Cache) {
         .open()
         .expect("cache opens");
     (dir, cache)
+}
+
+/// The `skillcache` binary the suite runs: the file `$SKILLCACHE_BIN` names, or else the one
+/// beside the folder of the test binaries (`target/debug/skillcache`). The command line is its own
+/// crate (`cli/`), which the root's plain `cargo test` builds with the suite, as a default member
+/// of the workspace. A run that builds the library's tests alone (`cargo test -p skillcache`)
+/// runs the binary built last; with none there, the test fails and says how to build it.
+pub fn bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(named) = std::env::var_os("SKILLCACHE_BIN").filter(|v| !v.is_empty()) {
+            return PathBuf::from(named);
+        }
+        let exe = std::env::current_exe().expect("test binary");
+        let path = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target dir")
+            .join(format!("skillcache{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            path.is_file(),
+            "no skillcache binary at {}: build it with `cargo build -p skillcache-cli` (the root's \
+             plain `cargo test` builds it too), or name one in SKILLCACHE_BIN",
+            path.display()
+        );
+        path
+    })
 }
 
 /// The path of an example binary, built on demand: a full `cargo test` builds examples already;

@@ -26,19 +26,19 @@ use crate::platform::set_mode;
 const SAMPLES: &[(&str, &str)] = &[
     (
         "release-notes/SKILL.md",
-        include_str!("../../../samples/skills/release-notes/SKILL.md"),
+        include_str!("../../samples/skills/release-notes/SKILL.md"),
     ),
     (
         "release-notes/templates/notes.md",
-        include_str!("../../../samples/skills/release-notes/templates/notes.md"),
+        include_str!("../../samples/skills/release-notes/templates/notes.md"),
     ),
     (
         "release-notes/templates/tone.md",
-        include_str!("../../../samples/skills/release-notes/templates/tone.md"),
+        include_str!("../../samples/skills/release-notes/templates/tone.md"),
     ),
     (
         "live-status/SKILL.md",
-        include_str!("../../../samples/skills/live-status/SKILL.md"),
+        include_str!("../../samples/skills/live-status/SKILL.md"),
     ),
 ];
 

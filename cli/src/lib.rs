@@ -1,5 +1,10 @@
 //! `skillcache`: the verified skill cache from the command line.
 //!
+//! This crate is the command line as a library, [`run`]: the `skillcache` binary (src/main.rs)
+//! runs it with the process's arguments, and the Python package's `skillcache` command calls it
+//! too. Nothing else of it is public; a host links the `skillcache` library crate, which has
+//! none of the command line's dependencies.
+//!
 //! Exit codes (a public contract): 0 ok; 2 usage (bad arguments, checked before any server is
 //! started: an empty or over-long `--origin`, an unparsable `SKILL_URI`, a `serve`/`inspect`
 //! folder that does not exist, a bad `--timeout`, a `--config` or lock file that is missing,
@@ -39,7 +44,7 @@ mod local_names;
 mod many;
 mod plan;
 // The library's platform layer for named files (src/platform/named.rs), the same file.
-#[path = "../../platform/named.rs"]
+#[path = "../../src/platform/named.rs"]
 mod platform;
 mod render;
 
@@ -53,7 +58,6 @@ pub(crate) fn stdout_failed(e: &std::io::Error) -> ! {
 }
 
 use std::fmt::Write as _;
-use std::process::ExitCode;
 
 use clap::Parser as _;
 use skillcache::Error;
@@ -153,10 +157,10 @@ fn init_logging(verbose: u8) {
 /// Runs one command line to its end and returns its exit code (the contract above). `argv` is
 /// the whole command line, the program's name first, as the process received it.
 ///
-/// `main` is this with the process's own arguments. The Python package's `skillcache` command
-/// calls it too (`python/cli` builds this file as a library, `skillcache_cli::run`), so both
-/// commands are this one implementation. It returns instead of exiting wherever it can (a bad
-/// argument, `--help`); only a closed stdout ends the process at once (`stdout_failed`).
+/// The `skillcache` binary's `main` (src/main.rs) is this with the process's own arguments. The
+/// Python package's `skillcache` command calls it too, so both commands are this one
+/// implementation. It returns instead of exiting wherever it can (a bad argument, `--help`);
+/// only a closed stdout ends the process at once (`stdout_failed`).
 #[must_use]
 pub fn run<I, T>(argv: I) -> u8
 where
@@ -211,10 +215,4 @@ where
             1
         }
     }
-}
-
-// Built as a library too (`python/cli`), where nothing calls `main`.
-#[allow(dead_code)]
-fn main() -> ExitCode {
-    ExitCode::from(run(std::env::args_os()))
 }
