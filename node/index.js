@@ -25,6 +25,17 @@ const TypeErrorOf = TypeError;
 const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
 const reasonOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'reason').get;
 const { addEventListener: listen, removeEventListener: unlisten } = EventTarget.prototype;
+// Node tells an `AbortSignal`'s listeners by calling its `dispatchEvent` by name, which a host's
+// dependency may redefine; a signalled call also looks at `aborted` itself, this often.
+const ABORT_POLL_MS = 50;
+const everyOf = setInterval;
+const stopEvery = clearInterval;
+const unrefOf = (() => {
+  const probe = setInterval(() => {}, 1_000_000);
+  const { unref } = Object.getPrototypeOf(probe);
+  clearInterval(probe);
+  return unref;
+})();
 
 /** The refusal of a call whose Promise the package could not wait on. */
 const altered = () =>
@@ -129,7 +140,14 @@ function withSignal(signal, call, onValue, pace = false) {
     if (apply(abortedOf, signal, [])) abort();
     else {
       apply(listen, signal, ['abort', abort, { __proto__: null, once: true }]);
+      // Its own look at `aborted`, should the event never come (a replaced `dispatchEvent`):
+      // unref'd, so it keeps no process alive that the call itself does not.
+      const poll = everyOf(() => {
+        if (apply(abortedOf, signal, [])) abort();
+      }, ABORT_POLL_MS);
+      apply(unrefOf, poll, []);
       done = () => {
+        stopEvery(poll);
         apply(unlisten, signal, ['abort', abort]);
       };
     }
@@ -242,6 +260,17 @@ const { loadAll } = cacheProto;
 for (const name of ['insert', 'check']) {
   native.LockFile.prototype[name] = checked(native.LockFile.prototype[name], name);
 }
+// A lock file's path (napi-rs makes the static `LockFile.read` fixed: that one is not wrapped),
+// and the host's own skill names a catalog is checked against.
+native.LockFile.prototype.write = checked(native.LockFile.prototype.write, 'write', 'a path');
+const { catalog } = cacheProto;
+cacheProto.catalog = function catalog_(localNames) {
+  const names = copied(localNames);
+  for (let i = 0; isArray(names) && i < names.length; i += 1) {
+    if (!wellFormed(names[i])) throw malformedLabel('a local skill name');
+  }
+  return apply(catalog, this, [names]);
+};
 
 /** A copy of the host's array `list`, read once by index (its length, then each element) into
  * an array of the package's own: what is checked is the copy, and the copy is what the addon
@@ -417,10 +446,20 @@ const NativeSkillCache = native.SkillCache;
 const SkillCacheChecked = new Proxy(NativeSkillCache, {
   construct(target, args, newTarget) {
     const options = plain(args[0], CACHE_OPTIONS);
-    if (options !== null && typeof options === 'object' && !wellFormed(options.principal)) throw malformedLabel('a principal');
+    if (options !== null && typeof options === 'object') {
+      if (!wellFormed(options.principal)) throw malformedLabel('a principal');
+      // Paths too: two that differ only in a lone surrogate would name one folder.
+      if (!wellFormed(options.root) || !wellFormed(options.keyFile)) throw malformedLabel('a path');
+      const local = copied(options.discoveryPaths);
+      for (let i = 0; isArray(local) && i < local.length; i += 1) if (!wellFormed(local[i])) throw malformedLabel('a path');
+      if (isArray(local)) defineProperty(options, 'discoveryPaths', { __proto__: null, value: local, writable: true, enumerable: true, configurable: true });
+    }
     return construct(target, [options], newTarget === SkillCacheChecked ? target : newTarget);
   },
 });
+// `new cache.constructor(options)` must meet the same checks: the addon's class is reached
+// through the prototype's `constructor` too.
+defineProperty(cacheProto, 'constructor', { __proto__: null, value: SkillCacheChecked, writable: true, configurable: true });
 
 // The connect methods' options, the same way (what they hold is not checked here, but a copy is
 // what the addon reads, once).
@@ -433,6 +472,7 @@ for (const [name, names] of [
     [name](origin, target, options) {
       const argv = name === 'connectStdio' ? copied(target) : target;
       const opts = plain(options, names);
+      if (opts !== null && typeof opts === 'object' && !wellFormed(opts.cwd)) throw malformedLabel('a path');
       // The strings inside are checked as the arguments are: a lone surrogate in an argument,
       // an environment variable or a header would reach the server as U+FFFD.
       if (isArray(argv)) for (let i = 0; i < argv.length; i += 1) if (!wellFormed(argv[i])) throw malformedReference('an argument');

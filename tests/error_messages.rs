@@ -236,6 +236,31 @@ fn d5_the_cli_names_the_origin_of_an_unknown_skill() {
     );
 }
 
+#[test]
+fn u1_the_cli_names_a_stdio_server_that_exits_with_its_last_stderr_line() {
+    let dir = common::scratch();
+    let mut command = std::process::Command::new(common::bin());
+    command
+        .env("SKILLCACHE_ROOT", dir.path().join("cache"))
+        .env("SKILLCACHE_KEY_FILE", dir.path().join("host.key"))
+        .args(["list", "--origin", "docs", "--stdio"])
+        .arg("sh -c 'echo starting >&2; echo \"cannot read /srv/skills: no such folder\" >&2; exit 3'")
+        .stdin(std::process::Stdio::null());
+    let out = common::within(Duration::from_secs(120), move || command.output())
+        .expect("the CLI finished within two minutes")
+        .expect("the CLI ran");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    // The server's stderr is passed on as it was written, and the error names its last line.
+    assert!(stderr.starts_with("starting\n"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "the server exited before answering (exit status 3); its last stderr line: cannot read /srv/skills: no such folder"
+        ),
+        "{stderr}"
+    );
+}
+
 // --- U1: a failed connection is said in the words of what failed --------------------------------
 
 /// What no message a person reads may hold: a Rust type path, rmcp's internal steps, `Debug`

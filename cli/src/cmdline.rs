@@ -86,7 +86,11 @@ impl StdioCommand {
     /// The process to spawn (a new one each call: `tokio::process::Command` is not `Clone`).
     pub(crate) fn command(&self) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.program);
-        command.args(&self.args);
+        // Piped: skillcache passes the server's stderr on to ours as it arrives, and names its
+        // last line when the server exits before answering.
+        command
+            .args(&self.args)
+            .stderr(std::process::Stdio::piped());
         command
     }
 }

@@ -340,5 +340,37 @@ try {
 } finally {
   delete Object.prototype.signal;
 }
+
+// 10. `EventTarget.prototype.dispatchEvent` replaced after load so an `AbortSignal` tells its
+// listeners nothing: the call still ends at the abort. And `new cache.constructor(options)`
+// meets the exported constructor's checks (own options only, a well-formed principal).
+const dispatchEvent = EventTarget.prototype.dispatchEvent;
+EventTarget.prototype.dispatchEvent = function (event) {
+  return this instanceof AbortSignal ? true : dispatchEvent.call(this, event);
+};
+try {
+  await cache.purge('trusted');
+  holding = true;
+  const controller = new AbortController();
+  const started = Date.now();
+  const call = cache.load('trusted', trusted.entry, { signal: controller.signal });
+  setTimeout(() => controller.abort(), 100);
+  const got = await call.then(
+    () => null,
+    (e) => e,
+  );
+  check('abort with dispatchEvent replaced', got instanceof sc.AbortError && Date.now() - started < 2000);
+} finally {
+  EventTarget.prototype.dispatchEvent = dispatchEvent;
+  holding = false;
+}
+check('constructor is the checked one', cache.constructor === sc.SkillCache);
+let principal = null;
+try {
+  new cache.constructor({ root: join(dir, 'other'), keyFile: join(dir, 'host.key'), principal: 'alice\ud800' });
+} catch (e) {
+  principal = e;
+}
+check('constructor checks the principal', principal instanceof sc.ConfigError);
 process.stdout.write(`${JSON.stringify({ wrong })}\n`);
 process.exit(0);
