@@ -25,8 +25,10 @@ const TypeErrorOf = TypeError;
 const abortedOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
 const reasonOf = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'reason').get;
 const { addEventListener: listen, removeEventListener: unlisten } = EventTarget.prototype;
+const { isProxy } = require('node:util').types;
 // Node tells an `AbortSignal`'s listeners by calling its `dispatchEvent` by name, which a host's
-// dependency may redefine; a signalled call also looks at `aborted` itself, this often.
+// dependency may redefine; so the package also looks at every pending call's `aborted` itself,
+// this often, with one timer of its own for all of them (a hook is shown no resource of a call).
 const ABORT_POLL_MS = 50;
 const everyOf = setInterval;
 const stopEvery = clearInterval;
@@ -36,6 +38,49 @@ const unrefOf = (() => {
   clearInterval(probe);
   return unref;
 })();
+const { set: pendingSet, delete: pendingDelete, forEach: pendingEach } = Map.prototype;
+const pendingSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get;
+/** Every signalled call still pending, by a token of its own: its signal, and what aborts it. */
+const watched = new Map();
+let poller = null;
+/** Looks at each pending call's signal; a signal the built-in accessor cannot read any more is
+ * no longer watched (its listener still is). Never throws: it runs from a timer. */
+function poll() {
+  apply(pendingEach, watched, [
+    (call, token) => {
+      let aborted = false;
+      try {
+        aborted = apply(abortedOf, call.signal, []);
+      } catch {
+        apply(pendingDelete, watched, [token]);
+      }
+      if (aborted) call.abort();
+    },
+  ]);
+}
+/** Watches `signal` for one pending call; the returned function stops it. Whatever a host's code
+ * does to the timer (a hook shown it may throw or make clearing it do nothing) is caught: it can
+ * at most leave the timer running, never change a call's outcome. */
+function watch(signal, abort) {
+  const token = { __proto__: null };
+  apply(pendingSet, watched, [token, { __proto__: null, signal, abort }]);
+  if (poller === null) {
+    try {
+      poller = everyOf(poll, ABORT_POLL_MS);
+      apply(unrefOf, poller, []);
+    } catch {}
+  }
+  return () => {
+    apply(pendingDelete, watched, [token]);
+    if (apply(pendingSize, watched, []) === 0 && poller !== null) {
+      const timer = poller;
+      poller = null;
+      try {
+        stopEvery(timer);
+      } catch {}
+    }
+  };
+}
 
 /** The refusal of a call whose Promise the package could not wait on. */
 const altered = () =>
@@ -133,6 +178,9 @@ function withSignal(signal, call, onValue, pace = false) {
   let done = () => {};
   let aborter;
   try {
+    // A Proxy passes the built-in accessors (they read through it) and can throw at any later
+    // read: only a signal itself is taken.
+    if (isProxy(signal)) throw new TypeErrorOf('a Proxy');
     aborter = new Aborter();
     const abort = () => {
       aborter.abort();
@@ -140,15 +188,13 @@ function withSignal(signal, call, onValue, pace = false) {
     if (apply(abortedOf, signal, [])) abort();
     else {
       apply(listen, signal, ['abort', abort, { __proto__: null, once: true }]);
-      // Its own look at `aborted`, should the event never come (a replaced `dispatchEvent`):
-      // unref'd, so it keeps no process alive that the call itself does not.
-      const poll = everyOf(() => {
-        if (apply(abortedOf, signal, [])) abort();
-      }, ABORT_POLL_MS);
-      apply(unrefOf, poll, []);
+      const unwatch = watch(signal, abort);
+      // Never decides the call's outcome: what a host's code throws here is ignored.
       done = () => {
-        stopEvery(poll);
-        apply(unlisten, signal, ['abort', abort]);
+        unwatch();
+        try {
+          apply(unlisten, signal, ['abort', abort]);
+        } catch {}
       };
     }
   } catch {
@@ -302,6 +348,35 @@ function plain(options, names) {
   return out;
 }
 const CACHE_OPTIONS = ['root', 'keyFile', 'isolation', 'approval', 'dynamic', 'memoryTier', 'offline', 'allowStale', 'principal', 'requestTimeout', 'connectTimeout', 'lockTimeout', 'locked', 'maxFiles', 'maxTotalBytes', 'strict', 'discoveryPaths'];
+/** What a user granted of a skill's tools (`approve`'s third argument), copied once (own keys
+ * and elements, read once) with every string and key checked: a lone surrogate would name
+ * another tool, or drop a key, once the addon reads it as UTF-8. */
+function granted(value, depth = 0) {
+  if (typeof value === 'string') {
+    if (!wellFormed(value)) throw malformedLabel('a granted tool');
+    return value;
+  }
+  if (value === null || typeof value !== 'object' || depth > 32) return value;
+  const out = isArray(value) ? [] : { __proto__: null };
+  if (isArray(value)) {
+    const n = value.length;
+    for (let i = 0; i < n; i += 1) {
+      defineProperty(out, i, { __proto__: null, value: granted(value[i], depth + 1), writable: true, enumerable: true, configurable: true });
+    }
+    return out;
+  }
+  const names = ownKeys(value);
+  for (let i = 0; i < names.length; i += 1) {
+    if (!wellFormed(names[i])) throw malformedLabel('a granted tool');
+    defineProperty(out, names[i], { __proto__: null, value: granted(value[names[i]], depth + 1), writable: true, enumerable: true, configurable: true });
+  }
+  return out;
+}
+const { approve } = cacheProto;
+cacheProto.approve = function approve_(origin, entry, grantTools) {
+  if (arguments.length < 3) return apply(approve, this, [origin, entry]);
+  return apply(approve, this, [origin, entry, granted(grantTools)]);
+};
 const { purgeAbsent } = cacheProto;
 cacheProto.purgeAbsent = function purgeAbsent_(keep) {
   const labels = copied(keep);

@@ -372,5 +372,62 @@ try {
   principal = e;
 }
 check('constructor checks the principal', principal instanceof sc.ConfigError);
+
+// 11. An `async_hooks` `init` hook shown every `Timeout`, making each one's callback throw the
+// host's value when read (clearing a timer reads it): no signalled call settles with that value.
+// A revocable Proxy around a real signal is refused at the call, so a revoke cannot throw from a
+// timer later; a lone surrogate in what a user granted is refused.
+const HOST = { host: true };
+let armedTimeouts = false;
+const timeouts = createHook({
+  init(_id, type, _trigger, resource) {
+    if (type !== 'Timeout') return;
+    let callback = resource._onTimeout;
+    Object.defineProperty(resource, '_onTimeout', {
+      configurable: true,
+      get() {
+        if (armedTimeouts) throw HOST;
+        return callback;
+      },
+      set(v) {
+        callback = v;
+      },
+    });
+  },
+}).enable();
+try {
+  armedTimeouts = true;
+  const loaded = await cache.load('trusted', trusted.entry, { signal: new AbortController().signal }).then(
+    (v) => v,
+    (e) => e,
+  );
+  let hit;
+  try {
+    hit = await loaded.read('refs/x.md', { signal: new AbortController().signal });
+  } catch (e) {
+    hit = e;
+  }
+  armedTimeouts = false;
+  check('timeout hook: load', loaded instanceof sc.LoadedSkill);
+  check('timeout hook: read', hit instanceof sc.SkillFile && hit.text === 'trusted x\n');
+} finally {
+  armedTimeouts = false;
+  timeouts.disable();
+}
+const { proxy, revoke } = Proxy.revocable(new AbortController().signal, {});
+const proxied = await cache.load('trusted', trusted.entry, { signal: proxy }).then(
+  () => null,
+  (e) => e,
+);
+revoke();
+await new Promise((resolve) => setTimeout(resolve, 150));
+check('proxy signal refused', proxied instanceof TypeError && proxied.message.startsWith('skillcache:'));
+let grant = null;
+try {
+  await cache.approve('trusted', trusted.entry, ['tool\ud800']);
+} catch (e) {
+  grant = e;
+}
+check('granted tool lone surrogate', grant instanceof sc.ConfigError);
 process.stdout.write(`${JSON.stringify({ wrong })}\n`);
 process.exit(0);

@@ -6,6 +6,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 
+use crate::text::Text;
+
 /// How deep a Python value given as JSON may nest: deeper is refused, never a stack overflow.
 const MAX_DEPTH: usize = 64;
 
@@ -78,17 +80,19 @@ fn convert(obj: &Bound<'_, PyAny>, at: &str, depth: usize) -> PyResult<Value> {
                 PyValueError::new_err(format!("{at}: {} is not a JSON number", f.value()))
             });
     }
-    if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(Value::String(s.to_str()?.to_owned()));
+    if obj.is_instance_of::<PyString>() {
+        // A lone surrogate is a `ConfigError` (`Text`), never a bare `UnicodeEncodeError`.
+        return Ok(Value::String(obj.extract::<Text>()?.0));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut map = Map::new();
         for (k, v) in d.iter() {
-            let key = k
-                .cast::<PyString>()
-                .map_err(|_| PyTypeError::new_err(format!("{at}: a key that is not a str")))?
-                .to_str()?
-                .to_owned();
+            if !k.is_instance_of::<PyString>() {
+                return Err(PyTypeError::new_err(format!(
+                    "{at}: a key that is not a str"
+                )));
+            }
+            let key = k.extract::<Text>()?.0;
             let value = convert(&v, &format!("{at}.{key}"), depth + 1)?;
             map.insert(key, value);
         }

@@ -158,6 +158,10 @@ async def test_b3_every_other_text_a_call_takes_with_a_lone_surrogate_is_a_skill
     ]
     for call in calls:
         await refused(call, skillcache.ConfigError, bad)
+    # The tools a user granted, in a list or as a table's keys or values.
+    entry = (await within(cache.entry("docs", NOTES))).entry
+    for granted in ([bad], {bad: True}, {"tool": bad}):
+        await refused(lambda g=granted: cache.approve("docs", entry, g), skillcache.ConfigError, bad)
     # Nothing refused was bound, and the cache still answers.
     assert (await within(cache.entry("docs", NOTES))).entry.name == "release-notes"
 
