@@ -42,6 +42,7 @@ const { set: pendingSet, delete: pendingDelete, forEach: pendingEach } = Map.pro
 const pendingSize = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get;
 /** Every signalled call still pending, by a token of its own: its signal, and what aborts it. */
 const watched = new Map();
+const STARTING = { __proto__: null };
 let poller = null;
 /** Looks at each pending call's signal; a signal the built-in accessor cannot read any more is
  * no longer watched (its listener still is). Never throws: it runs from a timer. */
@@ -65,21 +66,35 @@ function watch(signal, abort) {
   const token = { __proto__: null };
   apply(pendingSet, watched, [token, { __proto__: null, signal, abort }]);
   if (poller === null) {
+    // Marked before the timer is made: a hook shown the new timer may start a call of its own
+    // (which must not make a second timer), or end every call before this one returns.
+    poller = STARTING;
+    let timer = null;
     try {
-      poller = everyOf(poll, ABORT_POLL_MS);
-      apply(unrefOf, poller, []);
+      timer = everyOf(poll, ABORT_POLL_MS);
+      apply(unrefOf, timer, []);
     } catch {}
+    if (poller === STARTING && apply(pendingSize, watched, []) > 0) poller = timer;
+    else {
+      if (poller === STARTING) poller = null;
+      stop(timer);
+    }
   }
   return () => {
     apply(pendingDelete, watched, [token]);
-    if (apply(pendingSize, watched, []) === 0 && poller !== null) {
+    if (apply(pendingSize, watched, []) === 0 && poller !== null && poller !== STARTING) {
       const timer = poller;
       poller = null;
-      try {
-        stopEvery(timer);
-      } catch {}
+      stop(timer);
     }
   };
+}
+/** Clears the poll timer; what a host's code throws while it does is ignored. */
+function stop(timer) {
+  if (timer === null) return;
+  try {
+    stopEvery(timer);
+  } catch {}
 }
 
 /** The refusal of a call whose Promise the package could not wait on. */
@@ -263,6 +278,10 @@ function malformedLabel(what = 'an origin label') {
     causes: [],
   });
 }
+/** A value the host gave that is larger than the package takes. */
+function tooLarge(what) {
+  return makeError('ConfigError', `${what} is refused`, { kind: 'invalid', what, causes: [] });
+}
 function malformedReference(what = 'a file reference') {
   return makeError('UriError', `${what} must be well-formed Unicode: this one holds a lone surrogate`, {
     kind: 'uri',
@@ -318,12 +337,15 @@ cacheProto.catalog = function catalog_(localNames) {
   return apply(catalog, this, [names]);
 };
 
+const LIST_MAX = 65_536;
 /** A copy of the host's array `list`, read once by index (its length, then each element) into
  * an array of the package's own: what is checked is the copy, and the copy is what the addon
  * gets, so a getter or a Proxy cannot answer the check one thing and the addon another. */
 function copied(list) {
   if (!isArray(list)) return list;
   const n = list.length;
+  // A sparse array's length is no count of what it holds: bounded before it is walked.
+  if (n > LIST_MAX) throw tooLarge('a list of more than 65,536 items');
   const out = [];
   for (let i = 0; i < n; i += 1) {
     defineProperty(out, i, { __proto__: null, value: list[i], writable: true, enumerable: true, configurable: true });
@@ -351,31 +373,35 @@ const CACHE_OPTIONS = ['root', 'keyFile', 'isolation', 'approval', 'dynamic', 'm
 /** What a user granted of a skill's tools (`approve`'s third argument), copied once (own keys
  * and elements, read once) with every string and key checked: a lone surrogate would name
  * another tool, or drop a key, once the addon reads it as UTF-8. */
-function granted(value, depth = 0) {
+function granted(value, budget, depth = 0) {
   if (typeof value === 'string') {
     if (!wellFormed(value)) throw malformedLabel('a granted tool');
     return value;
   }
-  if (value === null || typeof value !== 'object' || depth > 32) return value;
+  if (value === null || typeof value !== 'object') return value;
+  // Bounded, as the library bounds a grant: nesting, and values in all (a cycle or a shared
+  // part is copied once per path, so it meets the bound, never a hang).
+  if (depth > GRANT_DEPTH) throw tooLarge('a grant nested deeper than 32 levels');
   const out = isArray(value) ? [] : { __proto__: null };
-  if (isArray(value)) {
-    const n = value.length;
-    for (let i = 0; i < n; i += 1) {
-      defineProperty(out, i, { __proto__: null, value: granted(value[i], depth + 1), writable: true, enumerable: true, configurable: true });
-    }
-    return out;
+  const n = isArray(value) ? value.length : 0;
+  const names = isArray(value) ? [] : ownKeys(value);
+  budget.left -= isArray(value) ? n : names.length;
+  if (budget.left < 0) throw tooLarge('a grant of more than 10,000 values');
+  for (let i = 0; i < n; i += 1) {
+    defineProperty(out, i, { __proto__: null, value: granted(value[i], budget, depth + 1), writable: true, enumerable: true, configurable: true });
   }
-  const names = ownKeys(value);
   for (let i = 0; i < names.length; i += 1) {
     if (!wellFormed(names[i])) throw malformedLabel('a granted tool');
-    defineProperty(out, names[i], { __proto__: null, value: granted(value[names[i]], depth + 1), writable: true, enumerable: true, configurable: true });
+    defineProperty(out, names[i], { __proto__: null, value: granted(value[names[i]], budget, depth + 1), writable: true, enumerable: true, configurable: true });
   }
   return out;
 }
+const GRANT_DEPTH = 32;
+const GRANT_VALUES = 10_000;
 const { approve } = cacheProto;
 cacheProto.approve = function approve_(origin, entry, grantTools) {
   if (arguments.length < 3) return apply(approve, this, [origin, entry]);
-  return apply(approve, this, [origin, entry, granted(grantTools)]);
+  return apply(approve, this, [origin, entry, granted(grantTools, { __proto__: null, left: GRANT_VALUES })]);
 };
 const { purgeAbsent } = cacheProto;
 cacheProto.purgeAbsent = function purgeAbsent_(keep) {

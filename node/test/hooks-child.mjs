@@ -429,5 +429,62 @@ try {
   grant = e;
 }
 check('granted tool lone surrogate', grant instanceof sc.ConfigError);
+
+// 12. A hook shown the package's poll timer starts a signalled call of its own from inside it:
+// no second timer is left running once every call settled. And what a host hands in is bounded:
+// a grant nested too deep or cyclic, and a sparse list, are refused at once (never a hang, and
+// never the addon's allocation of a sparse array's length).
+const live = new Set();
+let nestedCalls = [];
+let inside = false;
+const pollTimers = createHook({
+  init(id, type, _trigger, resource) {
+    if (type !== 'Timeout' || resource._repeat !== 50) return;
+    live.add(id);
+    if (!inside) {
+      inside = true;
+      try {
+        nestedCalls.push(skill.read('refs/x.md', { signal: new AbortController().signal }).catch(() => {}));
+      } finally {
+        inside = false;
+      }
+    }
+  },
+  destroy(id) {
+    live.delete(id);
+  },
+}).enable();
+try {
+  for (let i = 0; i < 50; i += 1) await cache.load('trusted', trusted.entry, { signal: new AbortController().signal });
+  await Promise.all(nestedCalls);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  check('no poll timer left behind', live.size === 0);
+} finally {
+  pollTimers.disable();
+}
+const cyclic = {};
+cyclic.a = cyclic;
+cyclic.b = cyclic;
+for (const [what, grant] of [
+  ['deep grant', JSON.parse(`${'['.repeat(40)}"tool"${']'.repeat(40)}`)],
+  ['cyclic grant', cyclic],
+  ['sparse grant', new Array(2 ** 32 - 1)],
+]) {
+  const started = Date.now();
+  let refused = null;
+  try {
+    await cache.approve('trusted', trusted.entry, grant);
+  } catch (e) {
+    refused = e;
+  }
+  check(what, refused instanceof sc.ConfigError && Date.now() - started < 1000);
+}
+let sparse = null;
+try {
+  cache.connectStdio('sparse', new Array(2 ** 32 - 1));
+} catch (e) {
+  sparse = e;
+}
+check('sparse argv', sparse instanceof sc.ConfigError);
 process.stdout.write(`${JSON.stringify({ wrong })}\n`);
 process.exit(0);
