@@ -73,12 +73,13 @@ function watch(signal, abort) {
     try {
       timer = everyOf(poll, ABORT_POLL_MS);
       apply(unrefOf, timer, []);
-    } catch {}
-    if (poller === STARTING && apply(pendingSize, watched, []) > 0) poller = timer;
-    else {
+    } catch {
+    } finally {
+      // Never left marked with no timer behind it, whatever was thrown on the way.
       if (poller === STARTING) poller = null;
-      stop(timer);
     }
+    if (poller === null && timer !== null && apply(pendingSize, watched, []) > 0) poller = timer;
+    else stop(timer);
   }
   return () => {
     apply(pendingDelete, watched, [token]);
@@ -344,8 +345,9 @@ const LIST_MAX = 65_536;
 function copied(list) {
   if (!isArray(list)) return list;
   const n = list.length;
-  // A sparse array's length is no count of what it holds: bounded before it is walked.
-  if (n > LIST_MAX) throw tooLarge('a list of more than 65,536 items');
+  // A sparse array's length is no count of what it holds: bounded before it is walked (a number
+  // read once: a Proxy's `length` object could answer the check one count and the loop another).
+  if (typeof n !== 'number' || !(n <= LIST_MAX)) throw tooLarge('a list of more than 65,536 items');
   const out = [];
   for (let i = 0; i < n; i += 1) {
     defineProperty(out, i, { __proto__: null, value: list[i], writable: true, enumerable: true, configurable: true });
@@ -384,6 +386,7 @@ function granted(value, budget, depth = 0) {
   if (depth > GRANT_DEPTH) throw tooLarge('a grant nested deeper than 32 levels');
   const out = isArray(value) ? [] : { __proto__: null };
   const n = isArray(value) ? value.length : 0;
+  if (typeof n !== 'number') throw tooLarge('a grant whose length is not a number');
   const names = isArray(value) ? [] : ownKeys(value);
   budget.left -= isArray(value) ? n : names.length;
   if (budget.left < 0) throw tooLarge('a grant of more than 10,000 values');
@@ -475,9 +478,11 @@ const turned = () => {
 /** Counts one call answered with no turn of the event loop since the last; true once the turn is
  * due. A refusal counts as a hit does: a loop of refused reads starved timers just the same. */
 function turnDue() {
+  // Scheduled before it is marked: a throw on the way (the stack's limit) leaves it unmarked,
+  // so the next call schedules it, never a mark with nothing scheduled behind it.
   if (!turning) {
-    turning = true;
     immediately(turned);
+    turning = true;
   }
   atOnce += 1;
   return atOnce >= YIELD_EVERY;
@@ -496,13 +501,15 @@ function drain() {
 }
 /** `settle(value)` on the next turn of the event loop. */
 function nextTurn(settle, value) {
+  // The drain is scheduled, then marked, then the answer queued: a throw anywhere on the way
+  // (the stack's limit) leaves no answer queued with nothing to drain it.
+  if (!scheduled) {
+    immediately(drain);
+    scheduled = true;
+  }
   const at = queue.length;
   defineProperty(queue, at, { __proto__: null, value: settle, writable: true, enumerable: true, configurable: true });
   defineProperty(queue, at + 1, { __proto__: null, value, writable: true, enumerable: true, configurable: true });
-  if (!scheduled) {
-    scheduled = true;
-    immediately(drain);
-  }
 }
 function settledNow(value) {
   if (!turnDue()) return resolved(value);

@@ -217,9 +217,10 @@ pub enum Declined {
 impl fmt::Display for Declined {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Declined::Dynamic => {
-                f.write_str("it is dynamic (no digests) and dynamic skills are declined")
-            }
+            Declined::Dynamic => f.write_str(
+                "it is dynamic (no digests): declined unless dynamic skills are allowed, and never \
+                 approved",
+            ),
             Declined::NotApproved => f.write_str("it has not been approved"),
             Declined::Revoked { changes } => {
                 write!(

@@ -986,3 +986,29 @@ fn k6_claude_json_servers_at_the_top_and_per_project_are_read_under_distinct_sta
         stderr(&out)
     );
 }
+
+#[test]
+fn u2_a_config_beside_a_named_server_and_a_url_that_is_no_url_are_usage_errors() {
+    // Each would otherwise be found out only by contacting a server: the config ignored while
+    // the named command ran to its deadline, or "cannot connect to not-a-url" (exit 4).
+    let env = Env::keyed();
+    env.skill("a", "alpha", &[]);
+    let config = env.config(&json!({"team": env.serve("a", HOUR_MS)}));
+    let both = env.with_config(&config, &["list", "--origin", "team", "--stdio", "cat"]);
+    assert_eq!(code(&both), 2, "{}", stderr(&both));
+    assert!(
+        stderr(&both).contains("give one or the other"),
+        "{}",
+        stderr(&both)
+    );
+    for url in [
+        "not-a-url",
+        "http://",
+        "ftp://example.com/mcp",
+        "https://:8080/mcp",
+    ] {
+        let out = env.run(&["list", "--origin", "x", "--url", url]);
+        assert_eq!(code(&out), 2, "{url}: {}", stderr(&out));
+        assert!(stderr(&out).contains("invalid --url"), "{}", stderr(&out));
+    }
+}

@@ -124,7 +124,7 @@ fn d5_the_host_example_lists_approves_loads_reads_and_frames_against_skillcache_
     assert_eq!(
         stderr.trim_end(),
         "not loaded: skill skill://live-status/SKILL.md from origin docs declined: it is dynamic \
-         (no digests) and dynamic skills are declined",
+         (no digests): declined unless dynamic skills are allowed, and never approved",
     );
     assert!(
         !stdout.contains("misnamed") && !stdout.contains("live-status"),

@@ -43,6 +43,30 @@ pub(crate) struct CacheArgs {
     pub(crate) key_file: Option<PathBuf>,
 }
 
+/// Where the demo's cache is: a temporary folder unless given (never `$SKILLCACHE_ROOT`: the
+/// tour tampers with what it stores).
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct DemoCacheArgs {
+    /// The tour's cache root, kept afterwards to look at [default: a temporary folder, removed
+    /// at the end].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) root: Option<PathBuf>,
+    /// The host key that seals the tour's index [default: beside the temporary root; with
+    /// `--root`, `$SKILLCACHE_KEY_FILE`, else `$XDG_CONFIG_HOME/skillcache/host.key`, else
+    /// ~/.config/skillcache/host.key].
+    #[arg(long, value_name = "FILE")]
+    pub(crate) key_file: Option<PathBuf>,
+}
+
+impl From<DemoCacheArgs> for CacheArgs {
+    fn from(demo: DemoCacheArgs) -> CacheArgs {
+        CacheArgs {
+            root: demo.root,
+            key_file: demo.key_file,
+        }
+    }
+}
+
 /// Machine-readable output.
 #[derive(Args, Debug, Clone, Copy, Default)]
 pub(crate) struct JsonArg {
@@ -210,7 +234,7 @@ pub(crate) enum Command {
     /// A guided tour of the loading path on bundled sample skills.
     Demo {
         #[command(flatten)]
-        cache: CacheArgs,
+        cache: DemoCacheArgs,
         #[command(flatten)]
         isolation: IsolationArgs,
         #[command(flatten)]

@@ -371,7 +371,7 @@ fn job(command: Command) -> Result<(Job, Shared)> {
                 root: cache.root.clone(),
                 key_file: cache.key_file.clone(),
             };
-            let mut shared = Shared::new(cache, JsonArg::default());
+            let mut shared = Shared::new(cache.into(), JsonArg::default());
             shared.isolation = Some(isolation.isolation);
             shared.timeout = Some(timeout.timeout);
             (job, shared)
@@ -599,12 +599,20 @@ impl Flags {
             None if all && !direct => None,
             None => return Err(Failure::Usage("--origin is required".into())),
         };
+        // A server named on the command line and a config would each say where `--origin` is:
+        // one of them would be ignored without a word.
+        if direct && self.has_config {
+            return Err(Failure::Usage(
+                "--config names the servers; --stdio and --url name one: give one or the other"
+                    .into(),
+            ));
+        }
         let reach = match (s.stdio, s.url) {
             (Some(line), _) => Reach::Stdio(
                 StdioCommand::parse(&line)
                     .map_err(|why| Failure::Usage(format!("invalid --stdio: {why}")))?,
             ),
-            (None, Some(url)) => Reach::Url(url),
+            (None, Some(url)) => Reach::Url(http_url(url)?),
             (None, None) if self.has_config || self.offline => Reach::Configured,
             // A command that may ask every configured server needs no `--origin` with `--config`.
             (None, None) if all => {
@@ -635,6 +643,22 @@ impl Flags {
             },
         ))
     }
+}
+
+/// `--url` as given, once it is an `http://` or `https://` URL with a host: anything else is a
+/// usage error before any server is contacted, not a failed connection.
+fn http_url(url: String) -> Result<String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or_default());
+    if host.is_some_and(|h| !h.is_empty() && !h.starts_with(':')) {
+        return Ok(url);
+    }
+    Err(Failure::Usage(format!(
+        "invalid --url {}: an http:// or https:// URL with a host is needed",
+        display_safe(&url)
+    )))
 }
 
 /// `--require-approval` and `--locked`: the gates are the library's; the CLI asks for approval

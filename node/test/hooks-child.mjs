@@ -486,5 +486,17 @@ try {
   sparse = e;
 }
 check('sparse argv', sparse instanceof sc.ConfigError);
+// A length that answers the bound one count and the loop another.
+let lying = null;
+let asked = 0;
+const liar = new Proxy([], {
+  get: (target, key) => (key === 'length' ? { valueOf: () => (asked++ ? 200_000 : 0) } : key === 'constructor' ? Array : 'x'),
+});
+try {
+  await cache.purgeAbsent(liar);
+} catch (e) {
+  lying = e;
+}
+check('lying length', lying instanceof sc.ConfigError);
 process.stdout.write(`${JSON.stringify({ wrong })}\n`);
 process.exit(0);
