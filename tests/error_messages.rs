@@ -261,6 +261,32 @@ fn u1_the_cli_names_a_stdio_server_that_exits_with_its_last_stderr_line() {
     );
 }
 
+#[test]
+fn u2_a_failed_command_with_json_prints_its_errors_as_one_json_value() {
+    let dir = common::scratch();
+    let url = format!("http://127.0.0.1:{}/mcp", closed_port());
+    let mut command = std::process::Command::new(common::bin());
+    command
+        .env("SKILLCACHE_ROOT", dir.path().join("cache"))
+        .env("SKILLCACHE_KEY_FILE", dir.path().join("host.key"))
+        .args(["list", "--origin", "docs", "--json", "--url", &url])
+        .stdin(std::process::Stdio::null());
+    let out = common::within(Duration::from_secs(120), move || command.output())
+        .expect("the CLI finished within two minutes")
+        .expect("the CLI ran");
+    assert_eq!(out.status.code(), Some(4));
+    let value: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("one JSON value on stdout");
+    assert_eq!(value["exit"], 4, "{value}");
+    let said = value["errors"][0].as_str().expect("the error's line");
+    assert!(
+        said.ends_with(&format!("cannot connect to {url}: connection refused")),
+        "{said}"
+    );
+    // The same line on stderr, for a person.
+    assert!(String::from_utf8_lossy(&out.stderr).contains(said));
+}
+
 // --- U1: a failed connection is said in the words of what failed --------------------------------
 
 /// What no message a person reads may hold: a Rust type path, rmcp's internal steps, `Debug`

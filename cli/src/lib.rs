@@ -188,31 +188,37 @@ where
         }
     };
     // Every argument is checked first (`plan`, exit 2); only then is anything opened or started.
-    let run = async { commands::run(plan::Plan::new(cli)?).await };
-    match runtime.block_on(run) {
+    let mut json = false;
+    let run = async {
+        let plan = plan::Plan::new(cli)?;
+        json = plan.ctx.json;
+        commands::run(plan).await
+    };
+    let outcome = runtime.block_on(run);
+    match outcome {
         Ok(Outcome::Ok) => 0,
         Ok(Outcome::Code(c)) => c,
-        Err(failure::Failure::Skill(e)) => {
-            report(e.as_ref());
-            exit_code(&e)
-        }
-        Err(failure::Failure::Many(code, errors)) => {
-            for e in &errors {
-                report(e);
-            }
-            code
-        }
-        Err(failure::Failure::Given(e)) => {
-            report(e.as_ref());
-            2
-        }
-        Err(failure::Failure::Usage(message)) => {
-            eprintln!("skillcache: error: {message}");
-            2
-        }
-        Err(failure::Failure::Other(e)) => {
-            report(e.as_ref());
-            1
-        }
+        Err(failure) => failed(&failure, json),
     }
+}
+
+/// Reports a failed command on stderr, one line per error with its cause chain, and with
+/// `--json`, unless the command printed its own value before it failed, also as the one JSON
+/// value on stdout (`{"exit": N, "errors": ["…"]}`, each error as that line says it); returns
+/// its exit code.
+fn failed(failure: &failure::Failure, json: bool) -> u8 {
+    let (code, lines): (u8, Vec<String>) = match failure {
+        failure::Failure::Skill(e) => (exit_code(e), vec![chain(e.as_ref())]),
+        failure::Failure::Many(code, errors) => (*code, errors.iter().map(|e| chain(e)).collect()),
+        failure::Failure::Given(e) => (2, vec![chain(e.as_ref())]),
+        failure::Failure::Usage(message) => (2, vec![message.clone()]),
+        failure::Failure::Other(e) => (1, vec![chain(e.as_ref())]),
+    };
+    for line in &lines {
+        eprintln!("skillcache: error: {line}");
+    }
+    if json && !render::printed_json() {
+        render::print_json(&serde_json::json!({ "exit": code, "errors": lines }));
+    }
+    code
 }

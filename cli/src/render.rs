@@ -14,7 +14,17 @@ use skillcache::{
 
 /// `--json`: one value whose text is inert (R-E5) and whose strings are exactly the server's.
 pub(crate) fn print_json(v: &Value) {
+    PRINTED_JSON.store(true, std::sync::atomic::Ordering::Relaxed);
     outln!("{}", crate::inert::json(v));
+}
+
+/// Whether this command printed its JSON value already (a command that reports what it did and
+/// then fails: `--json` still prints one value, that one).
+static PRINTED_JSON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// [`PRINTED_JSON`].
+pub(crate) fn printed_json() -> bool {
+    PRINTED_JSON.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// A string of a JSON row, display-safe for a person (R-E5).
