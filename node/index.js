@@ -339,6 +339,9 @@ cacheProto.catalog = function catalog_(localNames) {
 };
 
 const LIST_MAX = 65_536;
+const { isSafeInteger } = Number;
+/** A length the package walks: a whole number, not negative (a Proxy's may be anything). */
+const isCount = (n) => isSafeInteger(n) && n >= 0;
 /** A copy of the host's array `list`, read once by index (its length, then each element) into
  * an array of the package's own: what is checked is the copy, and the copy is what the addon
  * gets, so a getter or a Proxy cannot answer the check one thing and the addon another. */
@@ -347,7 +350,7 @@ function copied(list) {
   const n = list.length;
   // A sparse array's length is no count of what it holds: bounded before it is walked (a number
   // read once: a Proxy's `length` object could answer the check one count and the loop another).
-  if (typeof n !== 'number' || !(n <= LIST_MAX)) throw tooLarge('a list of more than 65,536 items');
+  if (!isCount(n) || n > LIST_MAX) throw tooLarge('a list of more than 65,536 items');
   const out = [];
   for (let i = 0; i < n; i += 1) {
     defineProperty(out, i, { __proto__: null, value: list[i], writable: true, enumerable: true, configurable: true });
@@ -386,10 +389,10 @@ function granted(value, budget, depth = 0) {
   if (depth > GRANT_DEPTH) throw tooLarge('a grant nested deeper than 32 levels');
   const out = isArray(value) ? [] : { __proto__: null };
   const n = isArray(value) ? value.length : 0;
-  if (typeof n !== 'number') throw tooLarge('a grant whose length is not a number');
+  if (!isCount(n)) throw tooLarge('a grant whose length is not a count');
   const names = isArray(value) ? [] : ownKeys(value);
   budget.left -= isArray(value) ? n : names.length;
-  if (budget.left < 0) throw tooLarge('a grant of more than 10,000 values');
+  if (!(budget.left >= 0)) throw tooLarge('a grant of more than 10,000 values');
   for (let i = 0; i < n; i += 1) {
     defineProperty(out, i, { __proto__: null, value: granted(value[i], budget, depth + 1), writable: true, enumerable: true, configurable: true });
   }

@@ -498,5 +498,20 @@ try {
   lying = e;
 }
 check('lying length', lying instanceof sc.ConfigError);
+// A length that is no count (-Infinity, NaN) beside a grant that branches 21 levels deep: the
+// budget is not switched off.
+let branching = 'tool';
+for (let i = 0; i < 21; i += 1) branching = [branching, branching];
+for (const length of [-Infinity, NaN]) {
+  const odd = new Proxy([], { get: (target, key) => (key === 'length' ? length : Reflect.get(target, key)) });
+  const started = Date.now();
+  let budget = null;
+  try {
+    await cache.approve('trusted', trusted.entry, [odd, branching]);
+  } catch (e) {
+    budget = e;
+  }
+  check(`grant length ${length}`, budget instanceof sc.ConfigError && Date.now() - started < 1000);
+}
 process.stdout.write(`${JSON.stringify({ wrong })}\n`);
 process.exit(0);
