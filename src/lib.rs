@@ -1,4 +1,7 @@
 #![doc = include_str!("../README.md")]
+// docs.rs builds with `--cfg docsrs` on nightly: each item behind a feature (`serve`, `l2`,
+// `mcp`) is labelled with it there; stable builds never see this.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // The docs.rs front page is the README (issue 11): its host example and "Which type do I use"
 // table are what a new reader needs; its Rust examples run as this crate's doctests. The layers
 // (one row per module below, checked by tests/layers.rs), the loading path and the on-disk layout
