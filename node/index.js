@@ -339,6 +339,9 @@ cacheProto.catalog = function catalog_(localNames) {
 };
 
 const LIST_MAX = 65_536;
+const TEXT_MAX = 16 << 20;
+const protoOf = Object.getPrototypeOf;
+const ObjectPrototype = Object.prototype;
 const { isSafeInteger } = Number;
 /** A length the package walks: a whole number, not negative (a Proxy's may be anything). */
 const isCount = (n) => isSafeInteger(n) && n >= 0;
@@ -352,8 +355,13 @@ function copied(list) {
   // read once: a Proxy's `length` object could answer the check one count and the loop another).
   if (!isCount(n) || n > LIST_MAX) throw tooLarge('a list of more than 65,536 items');
   const out = [];
+  let chars = 0;
   for (let i = 0; i < n; i += 1) {
-    defineProperty(out, i, { __proto__: null, value: list[i], writable: true, enumerable: true, configurable: true });
+    const item = list[i];
+    // The addon copies each string once per reference: the characters in all are bounded too.
+    if (typeof item === 'string') chars += item.length;
+    if (chars > TEXT_MAX) throw tooLarge('a list of more than 16 MiB of text');
+    defineProperty(out, i, { __proto__: null, value: item, writable: true, enumerable: true, configurable: true });
   }
   return out;
 }
@@ -380,13 +388,20 @@ const CACHE_OPTIONS = ['root', 'keyFile', 'isolation', 'approval', 'dynamic', 'm
  * another tool, or drop a key, once the addon reads it as UTF-8. */
 function granted(value, budget, depth = 0) {
   if (typeof value === 'string') {
+    spend(budget, value);
     if (!wellFormed(value)) throw malformedLabel('a granted tool');
     return value;
   }
   if (value === null || typeof value !== 'object') return value;
-  // Bounded, as the library bounds a grant: nesting, and values in all (a cycle or a shared
-  // part is copied once per path, so it meets the bound, never a hang).
+  // Bounded, as the library bounds a grant: nesting, values and characters in all (a cycle or a
+  // shared part is copied once per path, and the addon copies each string it is handed once per
+  // reference, so each path and each reference is counted, never a hang or an allocation past
+  // the machine's memory).
   if (depth > GRANT_DEPTH) throw tooLarge('a grant nested deeper than 32 levels');
+  // Only plain objects and arrays are tables of tools: a typed array or a boxed string would
+  // have every index walked as a key before any bound.
+  const proto = isArray(value) ? null : protoOf(value);
+  if (proto !== null && proto !== ObjectPrototype) throw tooLarge('a grant that is not a plain object or array');
   const out = isArray(value) ? [] : { __proto__: null };
   const n = isArray(value) ? value.length : 0;
   if (!isCount(n)) throw tooLarge('a grant whose length is not a count');
@@ -397,17 +412,24 @@ function granted(value, budget, depth = 0) {
     defineProperty(out, i, { __proto__: null, value: granted(value[i], budget, depth + 1), writable: true, enumerable: true, configurable: true });
   }
   for (let i = 0; i < names.length; i += 1) {
+    spend(budget, names[i]);
     if (!wellFormed(names[i])) throw malformedLabel('a granted tool');
     defineProperty(out, names[i], { __proto__: null, value: granted(value[names[i]], budget, depth + 1), writable: true, enumerable: true, configurable: true });
   }
   return out;
 }
+/** Counts `text`'s characters against `budget.chars`: past it, the grant is refused. */
+function spend(budget, text) {
+  budget.chars -= text.length;
+  if (!(budget.chars >= 0)) throw tooLarge('a grant of more than 1 MiB of text');
+}
 const GRANT_DEPTH = 32;
 const GRANT_VALUES = 10_000;
+const GRANT_CHARS = 1 << 20;
 const { approve } = cacheProto;
 cacheProto.approve = function approve_(origin, entry, grantTools) {
   if (arguments.length < 3) return apply(approve, this, [origin, entry]);
-  return apply(approve, this, [origin, entry, granted(grantTools, { __proto__: null, left: GRANT_VALUES })]);
+  return apply(approve, this, [origin, entry, granted(grantTools, { __proto__: null, left: GRANT_VALUES, chars: GRANT_CHARS })]);
 };
 const { purgeAbsent } = cacheProto;
 cacheProto.purgeAbsent = function purgeAbsent_(keep) {
@@ -594,7 +616,10 @@ for (const [name, names] of [
         if (table === null || typeof table !== 'object') continue;
         const copy = plain(table, []);
         const keysOf = ownKeys(copy);
+        let chars = 0;
         for (let i = 0; i < keysOf.length; i += 1) {
+          chars += keysOf[i].length + (typeof copy[keysOf[i]] === 'string' ? copy[keysOf[i]].length : 0);
+          if (i >= LIST_MAX || chars > TEXT_MAX) throw tooLarge(key === 'env' ? 'an environment of more than 16 MiB' : 'headers of more than 16 MiB');
           if (!wellFormed(keysOf[i]) || (typeof copy[keysOf[i]] === 'string' && !wellFormed(copy[keysOf[i]]))) {
             throw malformedReference(key === 'env' ? 'an environment variable' : 'a header');
           }

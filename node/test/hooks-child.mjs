@@ -513,5 +513,25 @@ for (const length of [-Infinity, NaN]) {
   }
   check(`grant length ${length}`, budget instanceof sc.ConfigError && Date.now() - started < 1000);
 }
+// One large string many times over: the addon copies a string once per reference, so the text
+// in all is bounded as the count is (a grant, a list, an environment), and a typed array or a
+// boxed string is no table of tools.
+const mega = 'x'.repeat(1 << 20);
+const textBound = [
+  ['grant text', () => cache.approve('trusted', trusted.entry, [mega, mega])],
+  ['list text', () => cache.purgeAbsent(new Array(100).fill(mega))],
+  ['env text', () => cache.connectStdio('big', ['true'], { env: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`V${i}`, mega])) })],
+  ['typed grant', () => cache.approve('trusted', trusted.entry, new Uint8Array(1 << 24))],
+];
+for (const [what, call] of textBound) {
+  const started = Date.now();
+  let refused = null;
+  try {
+    await call();
+  } catch (e) {
+    refused = e;
+  }
+  check(what, refused instanceof sc.ConfigError && Date.now() - started < 2000);
+}
 process.stdout.write(`${JSON.stringify({ wrong })}\n`);
 process.exit(0);
