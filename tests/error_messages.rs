@@ -210,22 +210,35 @@ async fn u1_a_refusal_of_a_very_long_uri_shows_it_cut_and_keeps_it_whole_as_data
     assert!(why.len() < 2_000, "{} bytes", why.len());
 }
 
+/// The CLI run with `args`, its cache and key in `dir`, no stdin, within two minutes.
+fn cli(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut command = std::process::Command::new(common::bin());
+    command
+        .env("SKILLCACHE_ROOT", dir.join("cache"))
+        .env("SKILLCACHE_KEY_FILE", dir.join("host.key"))
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    common::within(Duration::from_secs(120), move || command.output())
+        .expect("the CLI finished within two minutes")
+        .expect("the CLI ran")
+}
+
 #[test]
 fn d5_the_cli_names_the_origin_of_an_unknown_skill() {
     let dir = common::scratch();
     let skills = one_skill(dir.path());
-    let bin = common::bin();
-    let mut command = std::process::Command::new(bin);
-    command
-        .env("SKILLCACHE_ROOT", dir.path().join("cache"))
-        .env("SKILLCACHE_KEY_FILE", dir.path().join("host.key"))
-        .args(["load", "--origin", "docs", "--stdio"])
-        .arg(format!("{} serve {}", bin.display(), skills.display()))
-        .arg("skill://nope/SKILL.md")
-        .stdin(std::process::Stdio::null());
-    let out = common::within(Duration::from_secs(120), move || command.output())
-        .expect("the CLI finished within two minutes")
-        .expect("the CLI ran");
+    let server = format!("{} serve {}", common::bin().display(), skills.display());
+    let out = cli(
+        dir.path(),
+        &[
+            "load",
+            "--origin",
+            "docs",
+            "--stdio",
+            &server,
+            "skill://nope/SKILL.md",
+        ],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(
@@ -239,16 +252,16 @@ fn d5_the_cli_names_the_origin_of_an_unknown_skill() {
 #[test]
 fn u1_the_cli_names_a_stdio_server_that_exits_with_its_last_stderr_line() {
     let dir = common::scratch();
-    let mut command = std::process::Command::new(common::bin());
-    command
-        .env("SKILLCACHE_ROOT", dir.path().join("cache"))
-        .env("SKILLCACHE_KEY_FILE", dir.path().join("host.key"))
-        .args(["list", "--origin", "docs", "--stdio"])
-        .arg("sh -c 'echo starting >&2; echo \"cannot read /srv/skills: no such folder\" >&2; exit 3'")
-        .stdin(std::process::Stdio::null());
-    let out = common::within(Duration::from_secs(120), move || command.output())
-        .expect("the CLI finished within two minutes")
-        .expect("the CLI ran");
+    let out = cli(
+        dir.path(),
+        &[
+            "list",
+            "--origin",
+            "docs",
+            "--stdio",
+            "sh -c 'echo starting >&2; echo \"cannot read /srv/skills: no such folder\" >&2; exit 3'",
+        ],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     // The server's stderr is passed on as it was written, and the error names its last line.
@@ -265,15 +278,10 @@ fn u1_the_cli_names_a_stdio_server_that_exits_with_its_last_stderr_line() {
 fn u2_a_failed_command_with_json_prints_its_errors_as_one_json_value() {
     let dir = common::scratch();
     let url = format!("http://127.0.0.1:{}/mcp", closed_port());
-    let mut command = std::process::Command::new(common::bin());
-    command
-        .env("SKILLCACHE_ROOT", dir.path().join("cache"))
-        .env("SKILLCACHE_KEY_FILE", dir.path().join("host.key"))
-        .args(["list", "--origin", "docs", "--json", "--url", &url])
-        .stdin(std::process::Stdio::null());
-    let out = common::within(Duration::from_secs(120), move || command.output())
-        .expect("the CLI finished within two minutes")
-        .expect("the CLI ran");
+    let out = cli(
+        dir.path(),
+        &["list", "--origin", "docs", "--json", "--url", &url],
+    );
     assert_eq!(out.status.code(), Some(4));
     let value: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("one JSON value on stdout");
