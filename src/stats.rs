@@ -130,23 +130,38 @@ impl fmt::Display for Counter {
 /// `stats[Counter::Misses]`.
 ///
 /// Counts are of this process only; they are not kept in the cache root.
+///
+/// Iterating a snapshot yields the counters that apply to the cache it came from: the shared
+/// tier's (`l2_*`) only when one is configured, so a host's exporter does not graph a tier it
+/// does not have. Indexing reads any counter (zero for a tier not configured).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stats([u64; COUNT]);
+pub struct Stats {
+    values: [u64; COUNT],
+    shared_tier: bool,
+}
 
 impl Index<Counter> for Stats {
     type Output = u64;
     fn index(&self, counter: Counter) -> &u64 {
-        &self.0[counter as usize]
+        &self.values[counter as usize]
     }
 }
 
-/// Every counter with its value, in the order of [`Counter`]'s variants.
+/// Every counter that applies with its value, in the order of [`Counter`]'s variants.
 impl IntoIterator for Stats {
     type Item = (Counter, u64);
-    type IntoIter =
-        std::iter::Zip<std::array::IntoIter<Counter, COUNT>, std::array::IntoIter<u64, COUNT>>;
+    type IntoIter = std::iter::Take<
+        std::iter::Zip<std::array::IntoIter<Counter, COUNT>, std::array::IntoIter<u64, COUNT>>,
+    >;
     fn into_iter(self) -> Self::IntoIter {
-        Counter::ALL.into_iter().zip(self.0)
+        // The shared tier's counters are the enum's last; a cache without the tier stops
+        // before them.
+        let applies = if self.shared_tier {
+            COUNT
+        } else {
+            Counter::L2Hits as usize
+        };
+        Counter::ALL.into_iter().zip(self.values).take(applies)
     }
 }
 
@@ -185,10 +200,14 @@ impl Counters {
     }
 
     /// A snapshot; seal failures are counted by the index (it checks the seals), not here.
-    pub(crate) fn snapshot(&self, seal_failures: u64) -> Stats {
+    /// `shared_tier`: whether the cache has one, and so whether its counters are listed.
+    pub(crate) fn snapshot(&self, seal_failures: u64, shared_tier: bool) -> Stats {
         let mut values = std::array::from_fn(|i| self.0[i].load(Ordering::Relaxed));
         values[Counter::SealFailures as usize] = seal_failures;
-        Stats(values)
+        Stats {
+            values,
+            shared_tier,
+        }
     }
 }
 
@@ -213,7 +232,7 @@ mod tests {
         live.hit(false, 5);
         live.quarantined_and_retried();
         live.bump(Counter::L2Puts);
-        let s = live.snapshot(3);
+        let s = live.snapshot(3, true);
         assert_eq!(s[Counter::HitsHashed], 1);
         assert_eq!(s[Counter::HitsEvidence], 1);
         assert_eq!(s[Counter::BytesServed], 15);
@@ -224,5 +243,19 @@ mod tests {
         let pairs: Vec<(Counter, u64)> = s.into_iter().collect();
         assert_eq!(pairs.len(), COUNT);
         assert!(pairs.contains(&(Counter::SealFailures, 3)));
+    }
+
+    #[test]
+    fn a_cache_without_a_shared_tier_lists_none_of_its_counters() {
+        let live = Counters::default();
+        live.bump(Counter::Misses);
+        let s = live.snapshot(0, false);
+        let names: Vec<String> = s.into_iter().map(|(c, _)| c.to_string()).collect();
+        assert!(names.iter().all(|n| !n.starts_with("l2_")), "{names:?}");
+        assert_eq!(names.len(), Counter::L2Hits as usize);
+        assert_eq!(s[Counter::L2Hits], 0, "indexing still reads every counter");
+        assert!(Counter::ALL[Counter::L2Hits as usize..]
+            .iter()
+            .all(|c| c.to_string().starts_with("l2_")), "the tier's counters come last");
     }
 }

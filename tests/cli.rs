@@ -660,6 +660,22 @@ fn u2_every_byte_option_takes_the_same_sizes() {
     );
 }
 
+/// `10MB` could mean 10^7 or 10 × 2^20 bytes; a garbage collector's budget is refused rather than
+/// guessed, and the refusal names the spelling that is accepted.
+#[test]
+fn a_decimal_looking_size_is_refused_with_the_binary_spelling_to_use() {
+    let env = Env::new();
+    for (size, hint) in [("10MB", "10MiB"), ("512kB", "512KiB"), ("2GB", "2GiB")] {
+        let gc = env.run(&["gc", "--max-bytes", size]);
+        assert_eq!(code(&gc), 2, "{size}: {}", stderr(&gc));
+        assert!(
+            stderr(&gc).contains("ambiguous") && stderr(&gc).contains(hint),
+            "{size}: {}",
+            stderr(&gc)
+        );
+    }
+}
+
 /// U2: `purge` alone shows its three modes; purging an origin the cache holds nothing of says
 /// so (exit 0: nothing of it is cached, as asked).
 #[test]

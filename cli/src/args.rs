@@ -529,6 +529,14 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
         "K" | "KiB" => 10,
         "M" | "MiB" => 20,
         "G" | "GiB" => 30,
+        // `MB` is refused rather than guessed: tools disagree on whether it means 10^6 or 2^20,
+        // and a budget off by 5% deletes what the operator meant to keep.
+        unit @ ("kB" | "KB" | "MB" | "GB") => {
+            let binary = format!("{digits}{}iB", unit[..1].to_ascii_uppercase());
+            return Err(format!(
+                "{text:?} is ambiguous: write {binary} for powers of 1024, or the number of bytes in full"
+            ));
+        }
         _ => {
             return Err(format!(
                 "{text:?} is not a number of bytes (e.g. 10485760 or 10MiB)"

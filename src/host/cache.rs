@@ -103,7 +103,7 @@ impl SkillCache {
     pub fn stats(&self) -> Stats {
         self.state
             .counters()
-            .snapshot(self.state.core().seal_failures())
+            .snapshot(self.state.core().seal_failures(), self.state.tier().is_some())
     }
 
     /// The sync core, for the crate's own tests and benches (feature `internals`; not part of
