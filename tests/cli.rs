@@ -431,6 +431,29 @@ fn cli_inspect_prints_the_entry_or_exits_4_with_every_reason() {
     );
 }
 
+/// A newcomer gave `inspect` the folder `serve` takes; it said "SKILL.md: is missing". It now
+/// says the folder holds skills and names one to inspect.
+#[test]
+fn inspecting_a_folder_of_skills_names_the_skills_to_inspect_instead() {
+    let env = Env::new();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/skills");
+    let out = env.run(&["inspect", &samples.display().to_string()]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("is a folder of") && said.contains("skillcache inspect"),
+        "{said}"
+    );
+    let first = std::fs::read_dir(&samples)
+        .expect("samples")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("SKILL.md").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .min()
+        .expect("a sample skill");
+    assert!(said.contains(&first), "names {first}: {said}");
+}
+
 #[test]
 fn cli_usage_errors_exit_2() {
     let env = Env::new();

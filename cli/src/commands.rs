@@ -793,6 +793,30 @@ async fn stats(ctx: &Ctx) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// `inspect` takes one skill; given the folder `serve` takes (skill folders inside, no
+/// `SKILL.md` of its own), say so and name the skills in it, rather than "SKILL.md is missing".
+fn a_folder_of_skills(dir: &Path) -> Option<String> {
+    if dir.join("SKILL.md").exists() {
+        return None;
+    }
+    let mut skills: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("SKILL.md").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    skills.sort();
+    let first = skills.first()?;
+    let shown = skills.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    let more = if skills.len() > 5 { ", …" } else { "" };
+    Some(format!(
+        "{} is a folder of {} skills ({shown}{more}), not a skill: inspect one of them, e.g. `skillcache inspect {}`",
+        dir.display(),
+        skills.len(),
+        dir.join(first).display()
+    ))
+}
+
 fn inspect_dir(dir: &Path, base_uri: Option<String>) -> Result<Outcome> {
     let name = dir
         .canonicalize()?
@@ -805,6 +829,9 @@ fn inspect_dir(dir: &Path, base_uri: Option<String>) -> Result<Outcome> {
         .unwrap_or(&root)
         .trim_end_matches('/')
         .to_owned();
+    if let Some(hint) = a_folder_of_skills(dir) {
+        return Err(Failure::Usage(hint));
+    }
     match inspect(dir, &root, &skillcache::entry::Validation::default()) {
         Ok(entry) => {
             render::print_json(&entry.to_json());

@@ -3,7 +3,7 @@
 // clone as the working folder; and `tsc --strict` accepts them as they are.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { test } from 'node:test';
 
@@ -42,14 +42,18 @@ for (const [name, code] of all) {
     const host = hostFolder(t);
     const file = join(host, 'example.mjs');
     writeFileSync(file, code);
+    const tmp = scratch(t);
     const out = spawnSync(process.execPath, [file], {
       cwd: repo,
       encoding: 'utf8',
       timeout: 100_000,
-      env: { ...process.env, PATH: `${dirname(skillcacheBin)}${delimiter}${process.env.PATH}` },
+      env: { ...process.env, TMPDIR: tmp, PATH: `${dirname(skillcacheBin)}${delimiter}${process.env.PATH}` },
     });
     assert.equal(out.status, 0, `${out.stdout}\n${out.stderr}`);
     assert.notEqual(out.stdout.trim(), '');
+    // The examples empty their cache roots (read-only by design) with a purge and remove their
+    // temporary folders: a host copying one leaves nothing behind.
+    assert.deepEqual(readdirSync(tmp), [], 'the example left its temporary folder');
   });
 }
 

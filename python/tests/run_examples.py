@@ -72,9 +72,14 @@ def run(doc: str) -> list[str]:
                 text=True,
                 timeout=180,
             )
+            # The examples empty their cache roots (read-only by design) with a purge and
+            # remove their temporary folders: a host copying one leaves nothing behind.
+            left = sorted(p.name for p in scratch.iterdir())
         finally:
             remove(scratch)
-        if out.returncode != 0:
+        if out.returncode == 0 and left:
+            failures.append(f"{doc}, block {n} left {left} in its temporary folder:\n{block}")
+        elif out.returncode != 0:
             failures.append(
                 f"{doc}, block {n} exited {out.returncode}:\n{block}\n--- stdout\n{out.stdout}"
                 f"\n--- stderr\n{out.stderr}"
