@@ -254,8 +254,11 @@ mod tests {
         assert!(names.iter().all(|n| !n.starts_with("l2_")), "{names:?}");
         assert_eq!(names.len(), Counter::L2Hits as usize);
         assert_eq!(s[Counter::L2Hits], 0, "indexing still reads every counter");
-        assert!(Counter::ALL[Counter::L2Hits as usize..]
-            .iter()
-            .all(|c| c.to_string().starts_with("l2_")), "the tier's counters come last");
+        assert!(
+            Counter::ALL[Counter::L2Hits as usize..]
+                .iter()
+                .all(|c| c.to_string().starts_with("l2_")),
+            "the tier's counters come last"
+        );
     }
 }

@@ -807,7 +807,12 @@ fn a_folder_of_skills(dir: &Path) -> Option<String> {
         .collect();
     skills.sort();
     let first = skills.first()?;
-    let shown = skills.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    let shown = skills
+        .iter()
+        .take(5)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
     let more = if skills.len() > 5 { ", …" } else { "" };
     Some(format!(
         "{} is a folder of {} skills ({shown}{more}), not a skill: inspect one of them, e.g. `skillcache inspect {}`",

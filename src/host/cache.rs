@@ -101,9 +101,10 @@ impl SkillCache {
     /// failures, timeouts.
     #[must_use]
     pub fn stats(&self) -> Stats {
-        self.state
-            .counters()
-            .snapshot(self.state.core().seal_failures(), self.state.tier().is_some())
+        self.state.counters().snapshot(
+            self.state.core().seal_failures(),
+            self.state.tier().is_some(),
+        )
     }
 
     /// The sync core, for the crate's own tests and benches (feature `internals`; not part of
