@@ -65,6 +65,7 @@ impl fmt::Debug for Binding {
 
 /// A file whose digest (or size) changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ChangedFile {
     /// The file.
     pub uri: FileUri,
@@ -76,6 +77,7 @@ pub struct ChangedFile {
 
 /// What changed between two entries of one skill, for a person to read (R-A2).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EntryDiff {
     /// Files listed now and not before.
     pub added: Vec<FileUri>,

@@ -5,6 +5,7 @@ use super::{EntryDiff, SkillEntry};
 
 /// An entry as [`SkillCache::entry`](crate::SkillCache::entry) resolved it.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EntryInfo {
     /// The entry.
     pub entry: SkillEntry,

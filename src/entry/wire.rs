@@ -15,6 +15,7 @@ pub const MAX_PAGES: usize = 10_000;
 /// One validated page of `skills/list`. Each skill is validated on its own: one bad entry does
 /// not refuse its neighbours.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct ListPage {
     /// Each entry, or why it was refused.
     pub skills: Vec<Result<SkillEntry, EntryError>>,

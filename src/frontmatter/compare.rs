@@ -20,6 +20,7 @@ pub enum DiffKind {
 
 /// One differing key, as a dotted path (`metadata.version`) when the difference is nested.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FieldDiff {
     /// The key path.
     pub key: String,
