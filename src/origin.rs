@@ -185,6 +185,13 @@ impl fmt::Display for Origin {
     }
 }
 
+/// The label as given: what a report (`CachedEntry`, `VerifyReport`) serializes.
+impl serde::Serialize for Origin {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.label)
+    }
+}
+
 impl fmt::Debug for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Origin({:?})", self.label)

@@ -680,13 +680,6 @@ fn notice_healed(cache: &SkillCache) {
 
 async fn entries(ctx: &Ctx, origin: Option<&Origin>) -> Result<Outcome> {
     let rows = local_cache(ctx)?.cached_entries(origin).await?;
-    let rows: Vec<Value> = rows
-        .iter()
-        .map(|r| {
-            json!({"origin": r.origin.as_str(), "uri": r.uri.as_str(), "scope": r.scope.to_string(), "principal": r.principal,
-                   "files": r.files, "bytes": r.bytes, "dynamic": r.files == 0, "fresh": r.fresh})
-        })
-        .collect();
     render::entries(ctx.json, &rows);
     Ok(Outcome::Ok)
 }
@@ -801,7 +794,7 @@ fn a_folder_of_skills(dir: &Path) -> Option<String> {
     }
     let mut skills: Vec<String> = std::fs::read_dir(dir)
         .ok()?
-        .filter_map(|e| e.ok())
+        .filter_map(std::result::Result::ok)
         .filter(|e| e.path().join("SKILL.md").is_file())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();

@@ -458,10 +458,10 @@ pub(crate) fn file_bytes(file: &SkillFile, framed: bool) {
     }
 }
 
-/// `entries`: the cached entries.
-pub(crate) fn entries(json: bool, rows: &[Value]) {
+/// `entries`: the cached entries (as JSON, the library's serialization of each).
+pub(crate) fn entries(json: bool, rows: &[skillcache::CachedEntry]) {
     if json {
-        print_json(&Value::Array(rows.to_vec()));
+        print_json(&serde_json::to_value(rows).unwrap_or_default());
         return;
     }
     outln!(
@@ -475,31 +475,20 @@ pub(crate) fn entries(json: bool, rows: &[Value]) {
     for r in rows {
         outln!(
             "{:<20} {:<8} {:>5} {:>9}  {:<6} {}",
-            shown(&r["origin"]),
-            shown(&r["scope"]),
-            r["files"].as_u64().unwrap_or_default(),
-            r["bytes"].as_u64().unwrap_or_default(),
-            r["fresh"].as_bool().unwrap_or_default().to_string(),
-            shown(&r["uri"])
+            display_safe(r.origin.as_str()),
+            r.scope.to_string(),
+            r.files,
+            r.bytes,
+            r.fresh.to_string(),
+            display_safe(r.uri.as_str())
         );
     }
 }
 
-/// `verify`: what was checked and found.
+/// `verify`: what was checked and found (as JSON, the library's serialization of the report).
 pub(crate) fn verified(json: bool, report: &skillcache::VerifyReport) {
-    let pairs = |v: &[(Origin, skillcache::Digest)]| {
-        v.iter()
-            .map(|(o, d)| json!({"origin": o.as_str(), "digest": d.to_string()}))
-            .collect::<Vec<_>>()
-    };
     if json {
-        print_json(&json!({
-            "checked": report.checked,
-            "corrupt": pairs(&report.corrupt),
-            "missing": pairs(&report.missing),
-            "orphaned": pairs(&report.orphaned),
-            "strays": report.strays.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
-        }));
+        print_json(&serde_json::to_value(report).unwrap_or_default());
         return;
     }
     outln!(
@@ -515,13 +504,10 @@ pub(crate) fn verified(json: bool, report: &skillcache::VerifyReport) {
     }
 }
 
-/// `gc`: what was removed.
+/// `gc`: what was removed (as JSON, the library's serialization of the report).
 pub(crate) fn collected(json: bool, r: &skillcache::GcReport) {
     if json {
-        print_json(
-            &json!({"unreferenced": r.unreferenced, "evicted": r.evicted, "temporaries": r.temporaries,
-                    "bytes_before": r.bytes_before, "bytes_after": r.bytes_after, "over_budget": r.over_budget}),
-        );
+        print_json(&serde_json::to_value(r).unwrap_or_default());
         return;
     }
     outln!(
@@ -599,21 +585,19 @@ pub(crate) fn purge_stopped(removed: &[Origin], left: &[Origin]) {
 
 /// `stats`: the cache's counts and sizes, and this process's counters.
 pub(crate) fn stats(json: bool, cache: &SkillCache, inv: &skillcache::Inventory) {
-    let out = json!({
-        "root": cache.root().display().to_string(),
-        "origins": inv.origins,
-        "entries": inv.entries,
-        "blobs": inv.blobs,
-        "blob_bytes": inv.blob_bytes,
-        "quarantined": inv.quarantined,
-        "schema_version": inv.schema_version,
+    // The library's serialization of the inventory, with the root and this process's counters.
+    let mut out = serde_json::to_value(inv).unwrap_or_default();
+    if let Value::Object(m) = &mut out {
+        m.insert("root".into(), json!(cache.root().display().to_string()));
         // Rows seen while gathering these numbers that failed their seal (R-H3).
-        "seal_failures": cache.stats()[Counter::SealFailures],
-        "index_read_only": inv.index_read_only,
+        m.insert(
+            "seal_failures".into(),
+            json!(cache.stats()[Counter::SealFailures]),
+        );
         // This process's counters (R-P4): the files this command served and fetched, and the
         // rows seen while gathering these numbers that failed their seal (R-H3).
-        "counters": counters_json(cache),
-    });
+        m.insert("counters".into(), counters_json(cache));
+    }
     if json {
         print_json(&out);
     } else if let Value::Object(m) = out {

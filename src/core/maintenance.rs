@@ -10,8 +10,11 @@ use crate::error::Error;
 use crate::origin::Origin;
 use crate::store::{BlobCheck, LockMode};
 
-/// What `verify` found.
+/// What `verify` found. Serialized (the CLI's `verify --json`, the Python and Node packages) as
+/// its fields, each blob an object `{"origin", "digest"}`, a stray its path as text, and
+/// `is_clean`.
 #[derive(Debug, Default, Clone)]
+#[non_exhaustive]
 pub struct VerifyReport {
     /// Blobs re-hashed.
     pub checked: usize,
@@ -34,8 +37,9 @@ impl VerifyReport {
     }
 }
 
-/// What `gc` did.
-#[derive(Debug, Default, Clone)]
+/// What `gc` did. Serialized (the CLI's `gc --json`, the Python and Node packages) as its fields.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+#[non_exhaustive]
 pub struct GcReport {
     /// Blobs no entry references, removed.
     pub unreferenced: usize,
@@ -51,6 +55,31 @@ pub struct GcReport {
     pub bytes_after: u64,
     /// Whether the budget could not be met without touching blobs of fresh entries.
     pub over_budget: bool,
+}
+
+impl serde::Serialize for VerifyReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        #[derive(serde::Serialize)]
+        struct Blob<'a> {
+            origin: &'a Origin,
+            digest: &'a Digest,
+        }
+        fn blobs(v: &[(Origin, Digest)]) -> Vec<Blob<'_>> {
+            v.iter()
+                .map(|(origin, digest)| Blob { origin, digest })
+                .collect()
+        }
+        let mut out = s.serialize_struct("VerifyReport", 6)?;
+        out.serialize_field("checked", &self.checked)?;
+        out.serialize_field("corrupt", &blobs(&self.corrupt))?;
+        out.serialize_field("missing", &blobs(&self.missing))?;
+        out.serialize_field("orphaned", &blobs(&self.orphaned))?;
+        let strays: Vec<String> = self.strays.iter().map(|p| p.display().to_string()).collect();
+        out.serialize_field("strays", &strays)?;
+        out.serialize_field("is_clean", &self.is_clean())?;
+        out.end()
+    }
 }
 
 impl Cache {

@@ -26,6 +26,13 @@ impl std::fmt::Display for Scope {
     }
 }
 
+/// `"public"` or `"private"`, as the wire spells it.
+impl serde::Serialize for Scope {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl Scope {
     internal_pub! {
         /// `"public"` or `"private"`.

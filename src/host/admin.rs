@@ -15,7 +15,8 @@ use crate::index::EntrySummary;
 use crate::origin::Origin;
 use crate::uri::SkillUri;
 
-/// One entry the cache holds, as [`SkillCache::cached_entries`] lists it.
+/// One entry the cache holds, as [`SkillCache::cached_entries`] lists it. Serialized (the CLI's
+/// `entries --json`, the Python and Node packages) as its fields and `dynamic` (`files == 0`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CachedEntry {
@@ -36,6 +37,22 @@ pub struct CachedEntry {
     pub fresh: bool,
 }
 
+impl serde::Serialize for CachedEntry {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = s.serialize_struct("CachedEntry", 8)?;
+        out.serialize_field("origin", &self.origin)?;
+        out.serialize_field("uri", &self.uri)?;
+        out.serialize_field("scope", &self.scope)?;
+        out.serialize_field("principal", &self.principal)?;
+        out.serialize_field("files", &self.files)?;
+        out.serialize_field("bytes", &self.bytes)?;
+        out.serialize_field("dynamic", &(self.files == 0))?;
+        out.serialize_field("fresh", &self.fresh)?;
+        out.end()
+    }
+}
+
 impl CachedEntry {
     fn from_summary(s: EntrySummary, now: u64) -> Option<CachedEntry> {
         // Rows are written from validated entries and sealed, so the URI parses; a row that
@@ -54,8 +71,9 @@ impl CachedEntry {
 }
 
 /// What is in the cache root, as [`SkillCache::inventory`] counts it. (Rows that fail their
-/// seal are counted in [`SkillCache::stats`].)
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// seal are counted in [`SkillCache::stats`].) Serialized (the CLI's `stats --json`, the Python
+/// and Node packages) as its fields.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct Inventory {
     /// Origins with entries or blobs.

@@ -233,6 +233,13 @@ impl fmt::Display for SkillUri {
         fmt::Display::fmt(&crate::display::display_cut_bare(self.as_str()), f)
     }
 }
+/// The URI as the server spelled it, uncut (its `Display` is cut for a person's message).
+impl serde::Serialize for SkillUri {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl fmt::Debug for SkillUri {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "SkillUri({:?})", self.as_str())
