@@ -1,4 +1,5 @@
 export * from './native';
+export * from './reports';
 export * from './skillfile';
 export * from './errors';
 export * from './client';

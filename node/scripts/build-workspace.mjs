@@ -42,7 +42,8 @@ execFileSync('cargo', ['build', '-p', 'skillcache-node', ...(release ? ['--relea
 
 const pkg = JSON.parse(readFileSync(join(here, 'package.json'), 'utf8'));
 const binaryName = pkg.napi.binaryName;
-const { exports, dts } = await generateTypeDef({ typeDefDir, cwd: here });
+// `napi.dtsHeader`: native.d.ts imports the report types it names from reports.d.ts.
+const { exports, dts } = await generateTypeDef({ typeDefDir, cwd: here, configDtsHeader: pkg.napi.dtsHeader });
 writeFileSync(join(here, 'native.d.ts'), dts);
 await writeJsBinding({
   platform: true,

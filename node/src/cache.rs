@@ -22,9 +22,7 @@ use crate::defined;
 use crate::errors::throwable;
 use crate::lockfile::LockFile;
 use crate::run::{Aborter, Settles, now_or_later, start, start_abortable};
-use crate::types::{
-    CachedEntry, EntryInfo, GcReport, Held, Inventory, SkillEntry, VerifyReport, held,
-};
+use crate::types::{EntryInfo, Held, SkillEntry, held};
 
 /// `new SkillCache(options)`: every option has the Rust builder's default.
 #[napi(object, object_to_js = false)]
@@ -512,7 +510,7 @@ impl SkillCache {
             env,
             async move { cache.verify(origin.as_ref(), |_, _| {}).await },
             |env, r| {
-                let report = defined::serialized(env, &VerifyReport::from(&r))?;
+                let report = defined::reported(env, &r)?;
                 defined::settled(env, report)
             },
         )
@@ -534,7 +532,7 @@ impl SkillCache {
             })
             .transpose()?;
         start(env, async move { cache.gc(max).await }, |env, r| {
-            let report = defined::serialized(env, &GcReport::from(&r))?;
+            let report = defined::reported(env, &r)?;
             defined::settled(env, report)
         })
     }
@@ -598,7 +596,7 @@ impl SkillCache {
     pub fn inventory<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Unknown<'env>>> {
         let cache = self.inner.clone();
         start(env, async move { cache.inventory().await }, |env, i| {
-            let inventory = defined::serialized(env, &Inventory::from(i))?;
+            let inventory = defined::reported(env, &i)?;
             defined::settled(env, inventory)
         })
     }
@@ -616,9 +614,7 @@ impl SkillCache {
             env,
             async move { cache.cached_entries(origin.as_ref()).await },
             |env, entries| {
-                let entries: Vec<CachedEntry> =
-                    entries.into_iter().map(CachedEntry::from).collect();
-                let entries = defined::serialized(env, &entries)?;
+                let entries = defined::reported(env, &entries)?;
                 defined::settled(env, entries)
             },
         )

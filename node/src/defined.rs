@@ -113,6 +113,34 @@ pub(crate) fn serialized<'env>(env: &'env Env, value: &impl Serialize) -> Result
     json(env, &value)
 }
 
+/// `value` as the library serializes it (a maintenance report: the shape the CLI's `--json` prints
+/// and the Python package reads), each key in JS's camelCase (`bytes_before` → `bytesBefore`),
+/// as [`json`] makes it. reports.d.ts declares what comes out.
+pub(crate) fn reported<'env>(env: &'env Env, value: &impl Serialize) -> Result<Unknown<'env>> {
+    fn camel(value: Value) -> Value {
+        match value {
+            Value::Array(items) => Value::Array(items.into_iter().map(camel).collect()),
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(key, v)| {
+                        let mut words = key.split('_');
+                        let mut out = words.next().unwrap_or_default().to_owned();
+                        for w in words {
+                            let mut chars = w.chars();
+                            out.extend(chars.next().map(|c| c.to_ascii_uppercase()));
+                            out.push_str(chars.as_str());
+                        }
+                        (out, camel(v))
+                    })
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+    let value = serde_json::to_value(value).map_err(|e| napi::Error::from_reason(e.to_string()))?;
+    json(env, &camel(value))
+}
+
 /// Strings as an array of JS strings.
 pub(crate) fn strings(env: &Env, items: impl IntoIterator<Item = String>) -> Result<Unknown<'_>> {
     array_of(env, items, |env, s| s.into_unknown(env))
