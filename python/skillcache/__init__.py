@@ -41,14 +41,12 @@ from ._errors import (
     VerifyError,
 )
 from ._cache import LoadedSkill, SkillCache
+from ._reports import BlobRef, CachedEntry, GcReport, Inventory, VerifyReport
 from ._skillcache import (
-    CachedEntry,
     Catalog,
     CatalogSkill,
     EntryDiff,
     EntryInfo,
-    GcReport,
-    Inventory,
     FileDrift,
     LockCheck,
     LockDrift,
@@ -57,7 +55,6 @@ from ._skillcache import (
     ManifestFile,
     SkillEntry,
     SkillFile,
-    VerifyReport,
     __version__,
 )
 
@@ -87,6 +84,7 @@ if hasattr(_os, "register_at_fork"):
 # import, so they are left out of it: use `skillcache.IndexError`, `skillcache.TimeoutError`
 # (which is also a builtin `TimeoutError`).
 __all__ = [
+    "BlobRef",
     "CachedEntry",
     "Catalog",
     "CatalogSkill",

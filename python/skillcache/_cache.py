@@ -20,19 +20,16 @@ from typing import IO, Any, Literal
 
 from . import _skillcache as _native
 from ._errors import Error
+from ._reports import CachedEntry, GcReport, Inventory, VerifyReport
 from ._skillcache import (
     Catalog,
-    CachedEntry,
     EntryInfo,
-    GcReport,
-    Inventory,
     LockCheck,
     LockFile,
     ManifestFile,
     Pending as _Pending,
     SkillEntry,
     SkillFile,
-    VerifyReport,
 )
 
 JSON = Any
@@ -330,12 +327,12 @@ class SkillCache:
 
     async def verify(self, origin: str | None = None) -> VerifyReport:
         """Re-hashes every cached blob (of `origin`, or all); a corrupt one is quarantined."""
-        return await self._native.verify(origin)
+        return VerifyReport._of(await self._native.verify(origin))
 
     async def gc(self, max_bytes: int | None = None) -> GcReport:
         """Removes unreferenced blobs and temporaries; with `max_bytes`, evicts least recently
         used content until the store fits."""
-        return await self._native.gc(max_bytes)
+        return GcReport(**await self._native.gc(max_bytes))
 
     async def purge(self, origin: str) -> None:
         """Removes everything of `origin`: entries, approvals, blobs."""
@@ -360,11 +357,11 @@ class SkillCache:
 
     async def inventory(self) -> Inventory:
         """Counts what the cache root holds."""
-        return await self._native.inventory()
+        return Inventory(**await self._native.inventory())
 
     async def cached_entries(self, origin: str | None = None) -> list[CachedEntry]:
         """Every entry the cache holds (of `origin`, or all), for every principal."""
-        return await self._native.cached_entries(origin)
+        return [CachedEntry(**e) for e in await self._native.cached_entries(origin)]
 
     def __repr__(self) -> str:
         return repr(self._native)

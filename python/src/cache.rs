@@ -32,10 +32,7 @@ use crate::json;
 use crate::lockfile::{PyLockCheck, PyLockFile};
 use crate::session::{SessionSource, Shared};
 use crate::text::{Label, Reference, Text};
-use crate::types::{
-    Loaded, PyCachedEntry, PyEntryInfo, PyGcReport, PyInventory, PySkillEntry, PySkillFile,
-    PyVerifyReport, py_repr,
-};
+use crate::types::{Loaded, PyEntryInfo, PySkillEntry, PySkillFile, py_repr};
 
 fn skill_uri(uri: Reference) -> PyResult<SkillUri> {
     let Reference(uri) = uri;
@@ -410,7 +407,7 @@ impl PySkillCache {
                 .verify(origin.as_ref(), |_, _| {})
                 .await
                 .map_err(|e| err(&e))?;
-            Ok(PyVerifyReport::from(report))
+            reported(&report)
         })
     }
 
@@ -434,7 +431,7 @@ impl PySkillCache {
         let cache = self.cache()?.clone();
         crate::spawn(py, async move {
             let report = cache.gc(max_bytes).await.map_err(|e| err(&e))?;
-            Ok(PyGcReport::from(report))
+            reported(&report)
         })
     }
 
@@ -500,7 +497,7 @@ impl PySkillCache {
         let cache = self.cache()?.clone();
         crate::spawn(py, async move {
             let inventory = cache.inventory().await.map_err(|e| err(&e))?;
-            Ok(PyInventory::from(inventory))
+            reported(&inventory)
         })
     }
 
@@ -518,10 +515,7 @@ impl PySkillCache {
                 .cached_entries(origin.as_ref())
                 .await
                 .map_err(|e| err(&e))?;
-            Ok(entries
-                .into_iter()
-                .map(PyCachedEntry::from)
-                .collect::<Vec<_>>())
+            reported(&entries)
         })
     }
 
@@ -543,6 +537,14 @@ impl PySkillCache {
 }
 
 /// Origins as their labels, the form Python hands them in.
+/// A maintenance report as the library serializes it (the shape the CLI's `--json` prints and
+/// the Node package reads), as a dict: `_reports.py` makes the typed value of it.
+fn reported(report: &impl serde::Serialize) -> PyResult<Py<PyAny>> {
+    let value = serde_json::to_value(report)
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    Python::attach(|py| Ok(crate::json::to_py(py, &value)?.unbind()))
+}
+
 fn labels(origins: Vec<Origin>) -> Vec<String> {
     origins.into_iter().map(|o| o.as_str().to_owned()).collect()
 }

@@ -200,10 +200,6 @@ fn _skillcache(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<types::PyEntryInfo>()?;
     m.add_class::<types::PyEntryDiff>()?;
     m.add_class::<types::PySkillFile>()?;
-    m.add_class::<types::PyVerifyReport>()?;
-    m.add_class::<types::PyGcReport>()?;
-    m.add_class::<types::PyInventory>()?;
-    m.add_class::<types::PyCachedEntry>()?;
     m.add_class::<lockfile::PyLockFile>()?;
     m.add_class::<lockfile::PyLockedSkill>()?;
     m.add_class::<lockfile::PyLockCheck>()?;

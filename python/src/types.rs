@@ -8,10 +8,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString};
 use skillcache::entry::EntryDiff;
-use skillcache::{
-    CachedEntry, EntryInfo, GcReport, Inventory, Provenance, SkillEntry, SkillFile, Verification,
-    VerifyReport,
-};
+use skillcache::{EntryInfo, Provenance, SkillEntry, SkillFile, Verification};
 
 use crate::json;
 
@@ -331,115 +328,6 @@ impl PySkillFile {
             self.file.bytes().len(),
             py_repr(py, self.provenance())?
         ))
-    }
-}
-
-/// What `SkillCache.verify` found.
-#[pyclass(module = "skillcache", name = "VerifyReport", frozen, get_all)]
-pub(crate) struct PyVerifyReport {
-    checked: usize,
-    /// `(origin, digest)` of each corrupt blob: quarantined and forgotten.
-    corrupt: Vec<(String, String)>,
-    missing: Vec<(String, String)>,
-    orphaned: Vec<(String, String)>,
-    strays: Vec<String>,
-    is_clean: bool,
-}
-
-impl From<VerifyReport> for PyVerifyReport {
-    fn from(r: VerifyReport) -> PyVerifyReport {
-        let pairs = |v: &[(skillcache::Origin, skillcache::Digest)]| {
-            v.iter()
-                .map(|(o, d)| (o.as_str().to_owned(), d.to_string()))
-                .collect()
-        };
-        PyVerifyReport {
-            checked: r.checked,
-            is_clean: r.is_clean(),
-            corrupt: pairs(&r.corrupt),
-            missing: pairs(&r.missing),
-            orphaned: pairs(&r.orphaned),
-            strays: r.strays.iter().map(|p| p.display().to_string()).collect(),
-        }
-    }
-}
-
-/// What `SkillCache.gc` did.
-#[pyclass(module = "skillcache", name = "GcReport", frozen, get_all)]
-pub(crate) struct PyGcReport {
-    unreferenced: usize,
-    not_blobs: usize,
-    evicted: usize,
-    temporaries: usize,
-    bytes_before: u64,
-    bytes_after: u64,
-    over_budget: bool,
-}
-
-impl From<GcReport> for PyGcReport {
-    fn from(r: GcReport) -> PyGcReport {
-        PyGcReport {
-            unreferenced: r.unreferenced,
-            not_blobs: r.not_blobs,
-            evicted: r.evicted,
-            temporaries: r.temporaries,
-            bytes_before: r.bytes_before,
-            bytes_after: r.bytes_after,
-            over_budget: r.over_budget,
-        }
-    }
-}
-
-/// What the cache root holds.
-#[pyclass(module = "skillcache", name = "Inventory", frozen, get_all)]
-pub(crate) struct PyInventory {
-    origins: usize,
-    entries: usize,
-    blobs: usize,
-    blob_bytes: u64,
-    quarantined: usize,
-    schema_version: u32,
-    index_read_only: bool,
-}
-
-impl From<Inventory> for PyInventory {
-    fn from(i: Inventory) -> PyInventory {
-        PyInventory {
-            origins: i.origins,
-            entries: i.entries,
-            blobs: i.blobs,
-            blob_bytes: i.blob_bytes,
-            quarantined: i.quarantined,
-            schema_version: i.schema_version,
-            index_read_only: i.index_read_only,
-        }
-    }
-}
-
-/// One entry the cache holds.
-#[pyclass(module = "skillcache", name = "CachedEntry", frozen, get_all)]
-pub(crate) struct PyCachedEntry {
-    origin: String,
-    uri: String,
-    /// `"public"` or `"private"`.
-    scope: String,
-    principal: String,
-    files: u64,
-    bytes: u64,
-    fresh: bool,
-}
-
-impl From<CachedEntry> for PyCachedEntry {
-    fn from(e: CachedEntry) -> PyCachedEntry {
-        PyCachedEntry {
-            origin: e.origin.as_str().to_owned(),
-            uri: e.uri.as_str().to_owned(),
-            scope: e.scope.to_string(),
-            principal: e.principal,
-            files: e.files,
-            bytes: e.bytes,
-            fresh: e.fresh,
-        }
     }
 }
 

@@ -1,0 +1,97 @@
+"""The maintenance reports: `verify`, `gc`, `inventory` and `cached_entries` as typed, frozen
+values. Each is built from the Rust library's own serialization of its report (the one shape
+`skillcache … --json` prints and the Node package reads), so the fields are the library's;
+`tests/test_reports.py` checks that every key the library writes has its field here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+
+class BlobRef(NamedTuple):
+    """A blob of an origin, by digest: a tuple `(origin, digest)`, with names."""
+
+    origin: str
+    digest: str
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What `SkillCache.verify` found."""
+
+    checked: int
+    """Blobs re-hashed."""
+    corrupt: list[BlobRef]
+    """Blobs whose bytes or size did not match, and names that were not blobs: quarantined."""
+    missing: list[BlobRef]
+    """Records whose blob is gone: forgotten."""
+    orphaned: list[BlobRef]
+    """Blobs with no record (a crash between publish and record): `gc` removes them."""
+    strays: list[str]
+    """Paths under the store that are not blobs at all."""
+    is_clean: bool
+    """Nothing was corrupt."""
+
+    @classmethod
+    def _of(cls, report: dict[str, Any]) -> VerifyReport:
+        blobs = ("corrupt", "missing", "orphaned")
+        return cls(**{k: [BlobRef(**b) for b in v] if k in blobs else v for k, v in report.items()})
+
+
+@dataclass(frozen=True)
+class GcReport:
+    """What `SkillCache.gc` removed."""
+
+    unreferenced: int
+    """Blobs no entry references."""
+    not_blobs: int
+    """Names in the store that were not blobs (a link, a FIFO, a folder)."""
+    evicted: int
+    """Blobs removed to meet the byte budget, least recently used first."""
+    temporaries: int
+    """Temporaries swept."""
+    bytes_before: int
+    bytes_after: int
+    over_budget: bool
+    """The budget could not be met without touching blobs of fresh entries."""
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """What the cache root holds, counted."""
+
+    origins: int
+    """Origins with entries or blobs."""
+    entries: int
+    """Stored entries, over every origin and principal."""
+    blobs: int
+    """Recorded blobs."""
+    blob_bytes: int
+    """Their total size."""
+    quarantined: int
+    """Files in quarantine (copies that failed verification, kept for inspection)."""
+    schema_version: int
+    """The index's schema version."""
+    index_read_only: bool
+    """Whether the index could only be opened read-only."""
+
+
+@dataclass(frozen=True)
+class CachedEntry:
+    """One entry the cache holds."""
+
+    origin: str
+    uri: str
+    scope: Literal["public", "private"]
+    principal: str
+    """The principal of a private entry (empty for a public one)."""
+    files: int
+    """How many files its manifest lists; 0 for a dynamic skill."""
+    bytes: int
+    """The sum of their declared sizes."""
+    dynamic: bool
+    """A dynamic skill (no manifest): `files` is 0."""
+    fresh: bool
+    """Whether its `ttlMs` has not run out yet."""

@@ -1,0 +1,65 @@
+"""The maintenance reports are the Rust library's own serialization (one shape for the CLI's
+`--json`, the Node package and this one), made typed by `skillcache/_reports.py`: every key the
+library writes must be a field there and every field a key, or a report could not be built (or
+would hide a field the library added)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import skillcache
+from conftest import FIXTURE_SKILLS, open_cache, serve_argv, within
+
+NOTES = "skill://release-notes/SKILL.md"
+
+
+def fields(cls: type) -> list[str]:
+    return sorted(f.name for f in dataclasses.fields(cls))
+
+
+async def test_every_report_has_exactly_the_fields_the_library_serializes(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    cache = open_cache(tmp_path, approval="not_required")
+    cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))
+    entry = (await within(cache.entry("local", NOTES))).entry
+    await within(cache.load_all("local", entry))
+    native = cache._native
+    for cls, raw in [
+        (skillcache.VerifyReport, await within(native.verify(None))),
+        (skillcache.GcReport, await within(native.gc(None))),
+        (skillcache.Inventory, await within(native.inventory())),
+        (skillcache.CachedEntry, (await within(native.cached_entries(None)))[0]),
+    ]:
+        assert sorted(raw) == fields(cls), cls.__name__
+
+    report = await within(cache.verify())
+    assert isinstance(report, skillcache.VerifyReport) and report.is_clean
+    (held,) = await within(cache.cached_entries())
+    assert (held.origin, held.uri, held.scope, held.dynamic) == ("local", NOTES, "public", False)
+    assert held.files == len(FIXTURE_SKILLS["release-notes"])
+    await within(cache.purge("local"))
+
+
+async def test_a_corrupt_blob_is_a_named_origin_and_digest_pair(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    cache = open_cache(tmp_path, approval="not_required")
+    cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))
+    entry = (await within(cache.entry("local", NOTES))).entry
+    await within(cache.load_all("local", entry))
+    digest = entry.files[0].digest
+    blob = next(
+        p for p in (tmp_path / "cache").rglob("*")
+        if p.is_file() and p.name == digest.removeprefix("sha256:")[2:]
+    )
+    blob.parent.chmod(0o700)
+    blob.chmod(0o600)
+    blob.write_bytes(b"X" + blob.read_bytes()[1:])
+    report = await within(cache.verify())
+    assert not report.is_clean
+    (bad,) = report.corrupt
+    assert bad == ("local", digest)  # a tuple, as before
+    assert (bad.origin, bad.digest) == ("local", digest)
+    await within(cache.purge("local"))
