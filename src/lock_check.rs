@@ -451,3 +451,65 @@ fn against_pin(origin: &Origin, pin: &LockedSkill, entry: &SkillEntry) -> Option
         _ => None,
     }
 }
+
+// What `lock --check --json` prints and both packages read: one shape, written here once.
+// A pin is `{digest, size}` or `null`; a drift carries its `kind`, its origin and skill, and
+// its message as a person reads it; a dynamic skill beside the pins is `{origin, skill}`.
+
+impl serde::Serialize for FileDrift {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        #[derive(serde::Serialize)]
+        struct Pin<'a> {
+            digest: &'a Digest,
+            size: u64,
+        }
+        fn pin(p: Option<&(Digest, u64)>) -> Option<Pin<'_>> {
+            p.map(|(digest, size)| Pin {
+                digest,
+                size: *size,
+            })
+        }
+        let mut out = s.serialize_struct("FileDrift", 3)?;
+        out.serialize_field("uri", self.uri.as_str())?;
+        out.serialize_field("pinned", &pin(self.pinned.as_ref()))?;
+        out.serialize_field("now", &pin(self.now.as_ref()))?;
+        out.end()
+    }
+}
+
+impl serde::Serialize for LockDrift {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = s.serialize_struct("LockDrift", 5)?;
+        out.serialize_field("kind", self.kind())?;
+        out.serialize_field("origin", self.origin())?;
+        out.serialize_field("skill", &self.skill())?;
+        out.serialize_field("message", &self.to_string())?;
+        out.serialize_field("files", self.files())?;
+        out.end()
+    }
+}
+
+impl serde::Serialize for LockCheck {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        #[derive(serde::Serialize)]
+        struct Dynamic<'a> {
+            origin: &'a Origin,
+            skill: &'a SkillUri,
+        }
+        let dynamic: Vec<Dynamic<'_>> = self
+            .dynamic
+            .iter()
+            .map(|(origin, skill)| Dynamic { origin, skill })
+            .collect();
+        let mut out = s.serialize_struct("LockCheck", 5)?;
+        out.serialize_field("pinned", &self.pinned)?;
+        out.serialize_field("matched", &self.matched)?;
+        out.serialize_field("is_clean", &self.is_clean())?;
+        out.serialize_field("drift", &self.drift)?;
+        out.serialize_field("dynamic", &dynamic)?;
+        out.end()
+    }
+}

@@ -154,7 +154,7 @@ fn l1_lock_check_of_a_vs_code_config_reports_a_server_gone_in_json_and_takes_ori
     let check = env.with(&config, &["lock", "--check", "--json"]);
     assert_eq!(code(&check), 6, "{}{}", stdout(&check), stderr(&check));
     let v: Value = serde_json::from_slice(&check.stdout).expect("JSON");
-    assert_eq!(v["clean"], false);
+    assert_eq!(v["is_clean"], false);
     assert_eq!(
         (v["pinned"].as_u64(), v["matched"].as_u64()),
         (Some(2), Some(1))

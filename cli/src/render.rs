@@ -226,16 +226,12 @@ pub(crate) fn locked(
 pub(crate) fn lock_checked(json: bool, lock: &Path, check: &skillcache::LockCheck) {
     let lock = display_safe(&lock.to_string_lossy()).to_string();
     if json {
-        let drift: Vec<Value> = check.drift.iter().map(drift_json).collect();
-        let dynamic: Vec<Value> = check
-            .dynamic
-            .iter()
-            .map(|(o, s)| json!({"origin": o.as_str(), "skill": s.as_str()}))
-            .collect();
-        print_json(&json!({
-            "lock": lock, "pinned": check.pinned, "matched": check.matched,
-            "clean": check.is_clean(), "drift": drift, "dynamic": dynamic,
-        }));
+        // The library's serialization of the check, with the lock file it read.
+        let mut out = serde_json::to_value(check).unwrap_or_default();
+        if let Value::Object(m) = &mut out {
+            m.insert("lock".into(), json!(lock));
+        }
+        print_json(&out);
         return;
     }
     for d in &check.drift {
@@ -263,25 +259,6 @@ pub(crate) fn lock_checked(json: bool, lock: &Path, check: &skillcache::LockChec
              options (it rewrites {lock}), then review the lock's diff before committing it"
         );
     }
-}
-
-/// One drift as `lock --check --json` prints it.
-fn drift_json(d: &skillcache::LockDrift) -> Value {
-    let pin = |p: &Option<(skillcache::Digest, u64)>| {
-        p.map(|(digest, size)| json!({"digest": digest.to_string(), "size": size}))
-    };
-    let files: Vec<Value> = d
-        .files()
-        .iter()
-        .map(|f| json!({"uri": f.uri.as_str(), "pinned": pin(&f.pinned), "now": pin(&f.now)}))
-        .collect();
-    json!({
-        "origin": d.origin().as_str(),
-        "skill": d.skill().map(skillcache::SkillUri::as_str),
-        "kind": d.kind(),
-        "message": d.to_string(),
-        "files": files,
-    })
 }
 
 fn entry_json(origin: &Origin, info: &EntryInfo) -> Value {
