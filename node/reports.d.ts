@@ -75,3 +75,46 @@ export interface CachedEntry {
   /** Whether its `ttlMs` has not run out yet. */
   fresh: boolean
 }
+
+/** A file's digest and size, as a lock pins it or a server lists it. */
+export interface Pin {
+  digest: string
+  size: number
+}
+
+/** One file that differs from its pin: `pinned` is null for a file added since, `now` for one no longer listed. */
+export interface FileDrift {
+  uri: string
+  pinned: Pin | null
+  now: Pin | null
+}
+
+/**
+ * One way a server's listing differs from the lock: its `kind`, origin, skill (null for an origin
+ * that could not be listed), the library's message, and for `files` each file.
+ */
+export interface LockDrift {
+  kind: 'files' | 'became_dynamic' | 'binding' | 'removed' | 'added' | 'refused' | 'unlisted'
+  origin: string
+  skill: string | null
+  message: string
+  files: Array<FileDrift>
+}
+
+/** A dynamic skill a server lists beside the pins: not drift (nothing of it can be pinned). */
+export interface DynamicSkill {
+  origin: string
+  skill: string
+}
+
+/** What `checkLock` found: every drift in the lock's order, and the dynamic skills listed beside the pins. */
+export interface LockCheck {
+  /** How many skills the lock pins. */
+  pinned: number
+  /** How many of them matched their pin exactly. */
+  matched: number
+  /** Every pinned origin publishes exactly what the lock pins, and nothing more. */
+  isClean: boolean
+  drift: Array<LockDrift>
+  dynamic: Array<DynamicSkill>
+}

@@ -491,7 +491,7 @@ impl SkillCache {
             env,
             async move { Ok::<_, skillcache::Error>(cache.check_lock(&lock).await) },
             |env, c| {
-                let check = defined::serialized(env, &crate::lockfile::LockCheck::from(&c))?;
+                let check = defined::reported(env, &c)?;
                 defined::settled(env, check)
             },
         )

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { SkillCache, LockFile, SkillcacheError } from 'skillcache';
-import { scratch, serveArgv, sha256 } from './peers.mjs';
+import { declared, keys, scratch, serveArgv, sha256 } from './peers.mjs';
 
 const NOTES = 'skill://notes/SKILL.md';
 
@@ -68,4 +68,10 @@ test('checkLock names each changed file and each origin it could not list', { ti
   ]);
   assert.match(files.message, /skill:\/\/notes\/refs\/a\.md changed/);
   assert.match(check.drift.find((d) => d.kind === 'unlisted').message, /origin gone/);
+  // The shapes reports.d.ts declares (the library's serialization, in camelCase).
+  const types = declared();
+  assert.deepEqual(keys(check), types.LockCheck);
+  for (const d of check.drift) assert.deepEqual(keys(d), types.LockDrift);
+  assert.deepEqual(keys(files.files[0]), types.FileDrift);
+  assert.deepEqual(keys(files.files[0].pinned), types.Pin);
 });

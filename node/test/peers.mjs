@@ -128,3 +128,15 @@ export function filesOnDisk(skills, entry) {
   const folder = join(skills, root.slice('skill://'.length));
   return new Map(entry.files.map((f) => [f.uri, readFileSync(join(folder, f.uri.slice(root.length)))]));
 }
+
+/** Each interface of reports.d.ts with the names of its members. */
+export function declared() {
+  const text = readFileSync(join(repo, 'node', 'reports.d.ts'), 'utf8');
+  const out = {};
+  for (const [, name, body] of text.matchAll(/export interface (\w+) \{([\s\S]*?)\n\}/g)) {
+    out[name] = [...body.matchAll(/^ {2}(\w+):/gm)].map((m) => m[1]).sort();
+  }
+  return out;
+}
+
+export const keys = (o) => Object.keys(o).sort();

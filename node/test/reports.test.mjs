@@ -8,19 +8,7 @@ import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 
 import { SkillCache } from 'skillcache';
-import { repo, samples, scratch, serveArgv } from './peers.mjs';
-
-/** Each interface of reports.d.ts with the names of its members. */
-function declared() {
-  const text = readFileSync(join(repo, 'node', 'reports.d.ts'), 'utf8');
-  const out = {};
-  for (const [, name, body] of text.matchAll(/export interface (\w+) \{([\s\S]*?)\n\}/g)) {
-    out[name] = [...body.matchAll(/^ {2}(\w+):/gm)].map((m) => m[1]).sort();
-  }
-  return out;
-}
-
-const keys = (o) => Object.keys(o).sort();
+import { declared, keys, samples, scratch, serveArgv } from './peers.mjs';
 
 test('every report settles with exactly the keys reports.d.ts declares', async (t) => {
   const dir = scratch(t);
@@ -29,7 +17,10 @@ test('every report settles with exactly the keys reports.d.ts declares', async (
   const { entry } = await cache.entry('docs', 'skill://release-notes/SKILL.md');
   await cache.loadAll('docs', entry);
   const types = declared();
-  assert.deepEqual(Object.keys(types).sort(), ['BlobRef', 'CachedEntry', 'GcReport', 'Inventory', 'VerifyReport']);
+  assert.deepEqual(
+    Object.keys(types).sort(),
+    ['BlobRef', 'CachedEntry', 'DynamicSkill', 'FileDrift', 'GcReport', 'Inventory', 'LockCheck', 'LockDrift', 'Pin', 'VerifyReport'],
+  );
 
   const verify = await cache.verify();
   assert.deepEqual(keys(verify), types.VerifyReport);
