@@ -41,15 +41,23 @@ from ._errors import (
     VerifyError,
 )
 from ._cache import LoadedSkill, SkillCache
-from ._reports import BlobRef, CachedEntry, GcReport, Inventory, VerifyReport
+from ._reports import (
+    BlobRef,
+    CachedEntry,
+    DynamicSkill,
+    FileDrift,
+    GcReport,
+    Inventory,
+    LockCheck,
+    LockDrift,
+    Pin,
+    VerifyReport,
+)
 from ._skillcache import (
     Catalog,
     CatalogSkill,
     EntryDiff,
     EntryInfo,
-    FileDrift,
-    LockCheck,
-    LockDrift,
     LockedSkill,
     LockFile,
     ManifestFile,
@@ -90,6 +98,7 @@ __all__ = [
     "CatalogSkill",
     "ConfigError",
     "DeclinedError",
+    "DynamicSkill",
     "EntryDiff",
     "EntryError",
     "EntryInfo",
@@ -105,6 +114,7 @@ __all__ = [
     "LockDrift",
     "FileDrift",
     "ManifestFile",
+    "Pin",
     "MessageTooLargeError",
     "NotConnectedError",
     "OfflineError",

@@ -20,11 +20,10 @@ from typing import IO, Any, Literal
 
 from . import _skillcache as _native
 from ._errors import Error
-from ._reports import CachedEntry, GcReport, Inventory, VerifyReport
+from ._reports import CachedEntry, GcReport, Inventory, LockCheck, VerifyReport
 from ._skillcache import (
     Catalog,
     EntryInfo,
-    LockCheck,
     LockFile,
     ManifestFile,
     Pending as _Pending,
@@ -323,7 +322,7 @@ class SkillCache:
         and listed digest and size; a skill added, removed, refused or now dynamic; an origin not
         connected or that could not be listed); nothing is raised for a server's failure, so the
         check answers for every origin. `is_clean` when there is none."""
-        return await self._native.check_lock(lock)
+        return LockCheck._of(await self._native.check_lock(lock))
 
     async def verify(self, origin: str | None = None) -> VerifyReport:
         """Re-hashes every cached blob (of `origin`, or all); a corrupt one is quarantined."""

@@ -1,5 +1,5 @@
-"""The maintenance reports: `verify`, `gc`, `inventory` and `cached_entries` as typed, frozen
-values. Each is built from the Rust library's own serialization of its report (the one shape
+"""The maintenance reports: `verify`, `gc`, `inventory`, `cached_entries` and `check_lock` as
+typed, frozen values. Each is built from the Rust library's own serialization of its report (the one shape
 `skillcache … --json` prints and the Node package reads), so the fields are the library's;
 `tests/test_reports.py` checks that every key the library writes has its field here.
 """
@@ -95,3 +95,72 @@ class CachedEntry:
     """A dynamic skill (no manifest): `files` is 0."""
     fresh: bool
     """Whether its `ttlMs` has not run out yet."""
+
+
+class Pin(NamedTuple):
+    """A file's digest and size, as a lock pins it or a server lists it: a tuple, with names."""
+
+    digest: str
+    size: int
+
+
+@dataclass(frozen=True)
+class FileDrift:
+    """One file that differs from its pin; `pinned` is `None` for a file added since, `now` for
+    one no longer listed."""
+
+    uri: str
+    pinned: Pin | None
+    now: Pin | None
+
+
+@dataclass(frozen=True)
+class LockDrift:
+    """One way a server's listing differs from the lock."""
+
+    kind: Literal["files", "became_dynamic", "binding", "removed", "added", "refused", "unlisted"]
+    origin: str
+    skill: str | None
+    """`None` for an origin that could not be listed."""
+    message: str
+    """The library's sentence for it: display-safe, naming origin, skill and files."""
+    files: list[FileDrift]
+    """For `"files"`: every file that differs."""
+
+
+class DynamicSkill(NamedTuple):
+    """A dynamic skill a server lists beside the pins: not drift, never pinned."""
+
+    origin: str
+    skill: str
+
+
+@dataclass(frozen=True)
+class LockCheck:
+    """What `SkillCache.check_lock` found: every drift in the lock's order."""
+
+    pinned: int
+    """How many skills the lock pins."""
+    matched: int
+    """How many of them matched their pin exactly."""
+    is_clean: bool
+    """Every pinned origin publishes exactly what the lock pins, and nothing more."""
+    drift: list[LockDrift]
+    dynamic: list[DynamicSkill]
+
+    @classmethod
+    def _of(cls, check: dict[str, Any]) -> LockCheck:
+        def pin(p: dict[str, Any] | None) -> Pin | None:
+            return None if p is None else Pin(**p)
+
+        def drift(d: dict[str, Any]) -> LockDrift:
+            files = [FileDrift(f["uri"], pin(f["pinned"]), pin(f["now"])) for f in d["files"]]
+            return LockDrift(**{**d, "files": files})
+
+        return cls(
+            **{
+                **check,
+                "drift": [drift(d) for d in check["drift"]],
+                "dynamic": [DynamicSkill(**d) for d in check["dynamic"]],
+            }
+        )

@@ -212,55 +212,6 @@ class LockFile:
     def __len__(self) -> int: ...
 
 @final
-class FileDrift:
-    """One file that differs from its pin; `pinned` is `None` for a file added since, `now` for
-    one no longer listed."""
-
-    @property
-    def uri(self) -> str: ...
-    @property
-    def pinned(self) -> tuple[str, int] | None:
-        """`(digest, size)` as the lock pins it."""
-    @property
-    def now(self) -> tuple[str, int] | None:
-        """`(digest, size)` as the server lists it now."""
-
-@final
-class LockDrift:
-    """One way a server's listing differs from the lock."""
-
-    @property
-    def kind(
-        self,
-    ) -> Literal["files", "became_dynamic", "binding", "removed", "added", "refused", "unlisted"]: ...
-    @property
-    def origin(self) -> str: ...
-    @property
-    def skill(self) -> str | None: ...
-    @property
-    def message(self) -> str:
-        """The library's sentence for it: display-safe, naming origin, skill and files."""
-    @property
-    def files(self) -> list[FileDrift]:
-        """For `"files"`: every file that differs."""
-
-@final
-class LockCheck:
-    """What `SkillCache.check_lock` found."""
-
-    @property
-    def pinned(self) -> int: ...
-    @property
-    def matched(self) -> int: ...
-    @property
-    def is_clean(self) -> bool: ...
-    @property
-    def drift(self) -> list[LockDrift]: ...
-    @property
-    def dynamic(self) -> list[tuple[str, str]]:
-        """`(origin, uri)` of each dynamic skill listed: not drift, never pinned."""
-
-@final
 class SkillCache:
     """The native half of `skillcache.SkillCache` (`_cache.py`, which documents every call).
     Each asynchronous call returns its result or a `Pending` (`load`, `load_all`), or an asyncio
@@ -320,7 +271,7 @@ class SkillCache:
     ) -> (
         tuple[LoadedSkill, list[SkillFile]] | Pending[tuple[LoadedSkill, list[SkillFile]]]
     ): ...
-    def check_lock(self, lock: LockFile) -> Awaitable[LockCheck]: ...
+    def check_lock(self, lock: LockFile) -> Awaitable[dict[str, Any]]: ...
     def verify(self, origin: str | None = None) -> Awaitable[dict[str, Any]]: ...
     def gc(self, max_bytes: int | None = None) -> Awaitable[dict[str, Any]]: ...
     def purge(self, origin: str) -> Awaitable[None]: ...

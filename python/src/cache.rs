@@ -29,7 +29,7 @@ use crate::catalog::PyCatalog;
 use crate::errors::{as_value, raise, to_py_err};
 use crate::fork::Owned;
 use crate::json;
-use crate::lockfile::{PyLockCheck, PyLockFile};
+use crate::lockfile::PyLockFile;
 use crate::session::{SessionSource, Shared};
 use crate::text::{Label, Reference, Text};
 use crate::types::{Loaded, PyEntryInfo, PySkillEntry, PySkillFile, py_repr};
@@ -421,7 +421,7 @@ impl PySkillCache {
         let (cache, lock) = (self.cache()?.clone(), lock.get().snapshot());
         crate::spawn(py, async move {
             let check = cache.check_lock(&lock).await;
-            Python::attach(|py| PyLockCheck::new(py, &check))
+            reported(&check)
         })
     }
 

@@ -202,8 +202,5 @@ fn _skillcache(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<types::PySkillFile>()?;
     m.add_class::<lockfile::PyLockFile>()?;
     m.add_class::<lockfile::PyLockedSkill>()?;
-    m.add_class::<lockfile::PyLockCheck>()?;
-    m.add_class::<lockfile::PyLockDrift>()?;
-    m.add_class::<lockfile::PyFileDrift>()?;
     Ok(())
 }

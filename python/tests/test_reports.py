@@ -9,7 +9,7 @@ import dataclasses
 from pathlib import Path
 
 import skillcache
-from conftest import FIXTURE_SKILLS, open_cache, serve_argv, within
+from conftest import FIXTURE_SKILLS, open_cache, serve_argv, sha256, within
 
 NOTES = "skill://release-notes/SKILL.md"
 
@@ -63,3 +63,33 @@ async def test_a_corrupt_blob_is_a_named_origin_and_digest_pair(
     assert bad == ("local", digest)  # a tuple, as before
     assert (bad.origin, bad.digest) == ("local", digest)
     await within(cache.purge("local"))
+
+
+async def test_a_lock_check_has_exactly_the_fields_the_library_serializes(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    cache = open_cache(tmp_path, approval="not_required")
+    cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))
+    entry = (await within(cache.entry("local", NOTES))).entry
+    lock = skillcache.LockFile()
+    lock.insert("local", entry)
+    lock.insert("gone", entry)  # a pinned origin with no server: drift, never raised
+    # Changed on disk, then served by a server started after the change.
+    (skills_dir / "release-notes" / "templates" / "notes.md").write_bytes(b"# changed\n")
+    cache = open_cache(tmp_path, "second", approval="not_required")
+    cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))
+
+    raw = await within(cache._native.check_lock(lock))
+    assert sorted(raw) == fields(skillcache.LockCheck)
+    for d in raw["drift"]:
+        assert sorted(d) == fields(skillcache.LockDrift)
+    changed = next(d for d in raw["drift"] if d["kind"] == "files")
+    assert sorted(changed["files"][0]) == fields(skillcache.FileDrift)
+    assert sorted(changed["files"][0]["pinned"]) == sorted(skillcache.Pin._fields)
+
+    check = await within(cache.check_lock(lock))
+    assert not check.is_clean and check.pinned == 2
+    (file,) = next(d for d in check.drift if d.kind == "files").files
+    assert isinstance(file, skillcache.FileDrift) and isinstance(file.pinned, skillcache.Pin)
+    assert file.now == (sha256(b"# changed\n"), len(b"# changed\n"))
+    assert [d.kind for d in check.drift if d.origin == "gone"] == ["unlisted"]
