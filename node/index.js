@@ -338,8 +338,9 @@ cacheProto.catalog = function catalog_(localNames) {
   return apply(catalog, this, [names]);
 };
 
-const LIST_MAX = 65_536;
-const TEXT_MAX = 16 << 20;
+// The binding layer's bounds (binding/src/bounds.rs), the Python package's too: items and
+// characters of one list or table, and a grant's depth, values and characters.
+const [LIST_MAX, TEXT_MAX, GRANT_DEPTH, GRANT_VALUES, GRANT_CHARS] = native._bounds();
 const protoOf = Object.getPrototypeOf;
 const ObjectPrototype = Object.prototype;
 const { isSafeInteger } = Number;
@@ -423,9 +424,6 @@ function spend(budget, text) {
   budget.chars -= text.length;
   if (!(budget.chars >= 0)) throw tooLarge('a grant of more than 1 MiB of text');
 }
-const GRANT_DEPTH = 32;
-const GRANT_VALUES = 10_000;
-const GRANT_CHARS = 1 << 20;
 const { approve } = cacheProto;
 cacheProto.approve = function approve_(origin, entry, grantTools) {
   if (arguments.length < 3) return apply(approve, this, [origin, entry]);
@@ -631,7 +629,7 @@ for (const [name, names] of [
   }[name];
 }
 
-const { registerErrors: _registerErrors, errorKinds: _errorKinds, _fileBytes, _fileText, _fileFramed, _fileOrigin, _fileUri, _fileDigest, _fileSize, _fileFlags, ...api } = native;
+const { registerErrors: _registerErrors, errorKinds: _errorKinds, _fileBytes, _fileText, _fileFramed, _fileOrigin, _fileUri, _fileDigest, _fileSize, _fileFlags, _bounds, ...api } = native;
 const { make: _make, FIELDS: _fields, ...classes } = errors;
 // Frozen, prototypes and all: a dependency loaded after the package cannot redefine a getter of
 // `SkillFile` (to report text the bytes never held while `verified` stays true), a method of the

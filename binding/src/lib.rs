@@ -12,6 +12,8 @@
 //!   binding's tests check it maps.
 //! - [`connect`]: the stdio and Streamable HTTP sources `connect_stdio` and `connect_http`
 //!   bind, with the message bound of the limits in force.
+//! - [`bounds`]: how much of a host's list, table or grant a binding copies before refusing it,
+//!   charged per item and character as the input is walked.
 //! - [`outcome`]: how a request sent through the host's own session (Python's
 //!   `connect_session`, Node's `connectClient`) ended, as the error or answer the cache takes.
 //!
@@ -20,6 +22,7 @@
 //! published: it uses the library's public API only, so the library's sealed surface is not
 //! widened for the bindings' sake.
 
+pub mod bounds;
 pub mod connect;
 pub mod options;
 pub mod outcome;

@@ -18,3 +18,14 @@ mod errors;
 mod lockfile;
 mod run;
 mod types;
+
+/// The bounds `index.js` walks a host's lists, tables and grants with, before the addon copies
+/// any of them: the binding layer's (`skillcache_binding::bounds`), the Python package's too.
+#[napi_derive::napi(js_name = "_bounds", skip_typescript)]
+#[must_use]
+pub fn bounds() -> Vec<u32> {
+    use skillcache_binding::bounds::{GRANT_DEPTH, GRANT_TEXT, GRANT_VALUES, LIST_ITEMS, LIST_TEXT};
+    [LIST_ITEMS, LIST_TEXT, GRANT_DEPTH, GRANT_VALUES, GRANT_TEXT]
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+        .to_vec()
+}

@@ -10,7 +10,7 @@
 //! never holds the GIL (Y1). The few synchronous calls that touch the disk (opening the cache)
 //! release the GIL while they do.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -31,7 +31,7 @@ use crate::fork::Owned;
 use crate::json;
 use crate::lockfile::PyLockFile;
 use crate::session::{SessionSource, Shared};
-use crate::text::{Label, Reference, Text};
+use crate::text::{self, Label, Reference, Text};
 use crate::types::{Loaded, PyEntryInfo, PySkillEntry, PySkillFile, py_repr};
 
 fn skill_uri(uri: Reference) -> PyResult<SkillUri> {
@@ -194,18 +194,20 @@ impl PySkillCache {
         &self,
         py: Python<'_>,
         origin: Label,
-        argv: Vec<Text>,
-        env: Option<BTreeMap<Text, Text>>,
+        argv: &Bound<'_, PyAny>,
+        env: Option<Bound<'_, PyAny>>,
         cwd: Option<PathBuf>,
         stderr: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
+        let argv = text::texts(argv, "argv")?;
+        let env = env.map(|e| text::table(&e, "env")).transpose()?;
         let stderr = match stderr {
             Some(target) => stderr_target(py, &target)?,
             None => None,
         };
         let source = connect::stdio(
-            argv.into_iter().map(|arg| arg.0),
-            env.unwrap_or_default().into_iter().map(|(k, v)| (k.0, v.0)),
+            argv,
+            env.unwrap_or_default(),
             cwd,
             stderr,
             self.limits.as_ref(),
@@ -220,15 +222,11 @@ impl PySkillCache {
         &self,
         origin: Label,
         url: Text,
-        headers: Option<BTreeMap<Text, Text>>,
+        headers: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let headers = headers.unwrap_or_default().into_iter();
-        let source = connect::http(
-            url.0,
-            headers.map(|(k, v)| (k.0, v.0)),
-            self.limits.as_ref(),
-        )
-        .map_err(|e| err(&e))?;
+        let headers = headers.map(|h| text::table(&h, "headers")).transpose()?;
+        let source = connect::http(url.0, headers.unwrap_or_default(), self.limits.as_ref())
+            .map_err(|e| err(&e))?;
         self.bind(origin.0, source)
     }
 
@@ -482,11 +480,19 @@ impl PySkillCache {
     /// handle unique across origins and stable across runs, every name collision reported —
     /// including with `local_names`, the host's own filesystem skills, which an MCP skill never
     /// shadows. An origin that cannot be listed is in `failures`, not raised.
-    #[pyo3(signature = (local_names=Vec::new()))]
-    fn catalog<'py>(&self, py: Python<'py>, local_names: Vec<Text>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (local_names=None))]
+    fn catalog<'py>(
+        &self,
+        py: Python<'py>,
+        local_names: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let local_names = match local_names {
+            Some(names) => text::texts(&names, "local_names")?,
+            None => Vec::new(),
+        };
         let cache = self.cache()?.clone();
         crate::spawn(py, async move {
-            let names: Vec<&str> = local_names.iter().map(|name| name.0.as_str()).collect();
+            let names: Vec<&str> = local_names.iter().map(String::as_str).collect();
             let catalog = cache.catalog(&names).await.map_err(|e| err(&e))?;
             Python::attach(|py| PyCatalog::new(py, catalog))
         })

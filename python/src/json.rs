@@ -6,10 +6,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 
-use crate::text::Text;
+use skillcache::Error;
+use skillcache::error::ConfigError;
+use skillcache_binding::bounds::{Budget, GRANT_DEPTH};
 
-/// How deep a Python value given as JSON may nest: deeper is refused, never a stack overflow.
-const MAX_DEPTH: usize = 64;
+use crate::errors::raise;
+use crate::text;
 
 /// `value` as a Python object.
 pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
@@ -43,18 +45,26 @@ pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, 
     })
 }
 
-/// A Python object as JSON: dicts with string keys, lists and tuples, str, int, float (finite),
-/// bool and None; anything else is a `TypeError` naming where it is.
+/// A Python object as JSON (a grant of tools): dicts with string keys, lists and tuples, str,
+/// int, float (finite), bool and None; anything else is a `TypeError` naming where it is. The
+/// walk is bounded as `Budget::grant` says (values and characters counted as reached, each
+/// reference anew: a list built by `g = [g, g]` twenty times is a million values) and by
+/// [`GRANT_DEPTH`], each a `ConfigError` before anything more is copied.
 pub(crate) fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
-    convert(obj, "$", 0)
+    convert(obj, "$", 0, &mut Budget::grant())
 }
 
-fn convert(obj: &Bound<'_, PyAny>, at: &str, depth: usize) -> PyResult<Value> {
-    if depth > MAX_DEPTH {
-        return Err(PyValueError::new_err(format!(
-            "{at}: nested deeper than {MAX_DEPTH} levels"
-        )));
+fn convert(obj: &Bound<'_, PyAny>, at: &str, depth: usize, budget: &mut Budget) -> PyResult<Value> {
+    let py = obj.py();
+    if depth > GRANT_DEPTH {
+        let what = format!("grant_tools refused: {at} is nested deeper than {GRANT_DEPTH} levels");
+        return Err(raise(py, &Error::Config(ConfigError::Invalid { what })));
     }
+    if obj.is_instance_of::<PyString>() {
+        // A lone surrogate is a `ConfigError` (`Text`), never a bare `UnicodeEncodeError`.
+        return Ok(Value::String(text::charged(obj, at, budget)?));
+    }
+    budget.take(0).map_err(|e| raise(py, &e))?;
     if obj.is_none() {
         return Ok(Value::Null);
     }
@@ -80,10 +90,6 @@ fn convert(obj: &Bound<'_, PyAny>, at: &str, depth: usize) -> PyResult<Value> {
                 PyValueError::new_err(format!("{at}: {} is not a JSON number", f.value()))
             });
     }
-    if obj.is_instance_of::<PyString>() {
-        // A lone surrogate is a `ConfigError` (`Text`), never a bare `UnicodeEncodeError`.
-        return Ok(Value::String(obj.extract::<Text>()?.0));
-    }
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut map = Map::new();
         for (k, v) in d.iter() {
@@ -92,16 +98,17 @@ fn convert(obj: &Bound<'_, PyAny>, at: &str, depth: usize) -> PyResult<Value> {
                     "{at}: a key that is not a str"
                 )));
             }
-            let key = k.extract::<Text>()?.0;
-            let value = convert(&v, &format!("{at}.{key}"), depth + 1)?;
+            let key = text::charged(&k, at, budget)?;
+            let value = convert(&v, &format!("{at}.{key}"), depth + 1, budget)?;
             map.insert(key, value);
         }
         return Ok(Value::Object(map));
     }
     if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        budget.fits(obj.len()?).map_err(|e| raise(py, &e))?;
         let mut items = Vec::new();
         for (i, item) in obj.try_iter()?.enumerate() {
-            items.push(convert(&item?, &format!("{at}[{i}]"), depth + 1)?);
+            items.push(convert(&item?, &format!("{at}[{i}]"), depth + 1, budget)?);
         }
         return Ok(Value::Array(items));
     }

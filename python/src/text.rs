@@ -10,10 +10,14 @@
 //! caught with the other refused ones), so a host's `except skillcache.Error` catches every one.
 //! The original `UnicodeEncodeError` is the cause.
 
+use std::collections::BTreeMap;
+
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString};
 use skillcache::error::{ConfigError, Rule, UriError};
 use skillcache::{Error, Origin};
+use skillcache_binding::bounds::Budget;
 
 use crate::errors::raise;
 
@@ -74,6 +78,65 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Text {
         })
         .map(Text)
     }
+}
+
+/// `item` as an option's text, charged to `budget` (one item, its characters) before it is
+/// copied: a string referenced many times is charged each time, so it cannot make the copy
+/// enormous (B1: a failed allocation aborts the process).
+pub(crate) fn charged(item: &Bound<'_, PyAny>, at: &str, budget: &mut Budget) -> PyResult<String> {
+    let Ok(string) = item.cast::<PyString>() else {
+        return Err(PyTypeError::new_err(format!(
+            "{at}: a {} is not a str",
+            item.get_type().name()?
+        )));
+    };
+    budget
+        .take(string.len()?)
+        .map_err(|e| raise(item.py(), &e))?;
+    Ok(item.extract::<Text>()?.0)
+}
+
+/// A list of text (`argv`, `local_names`): any iterable of `str` but a `str` itself, bounded as
+/// [`Budget::list`] says.
+pub(crate) fn texts(obj: &Bound<'_, PyAny>, what: &'static str) -> PyResult<Vec<String>> {
+    if obj.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a list of str, not a str"
+        )));
+    }
+    let mut budget = Budget::list(what);
+    if let Ok(len) = obj.len() {
+        budget.fits(len).map_err(|e| raise(obj.py(), &e))?;
+    }
+    obj.try_iter()?
+        .enumerate()
+        .map(|(i, item)| charged(&item?, &format!("{what}[{i}]"), &mut budget))
+        .collect()
+}
+
+/// A table of text (`env`, `headers`): a `dict` of `str` to `str`, bounded as [`Budget::list`]
+/// says (a key and its value are two items).
+pub(crate) fn table(
+    obj: &Bound<'_, PyAny>,
+    what: &'static str,
+) -> PyResult<BTreeMap<String, String>> {
+    let Ok(dict) = obj.cast::<PyDict>() else {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a dict of str to str, not a {}",
+            obj.get_type().name()?
+        )));
+    };
+    let mut budget = Budget::list(what);
+    budget
+        .fits(dict.len().saturating_mul(2))
+        .map_err(|e| raise(obj.py(), &e))?;
+    dict.iter()
+        .map(|(k, v)| {
+            let key = charged(&k, what, &mut budget)?;
+            let value = charged(&v, &format!("{what}[{key:?}]"), &mut budget)?;
+            Ok((key, value))
+        })
+        .collect()
 }
 
 /// `obj` as a Rust string; for a `str` with a lone surrogate, the error `refuse` makes from the

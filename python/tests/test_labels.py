@@ -204,3 +204,57 @@ async def test_b3_a_refused_texts_shown_form_is_the_packages_own_and_cut_like_a_
     with pytest.raises(skillcache.UriError) as uri:
         await within(skill.read("b" * 50 + "\udcff"))
     assert uri.value.uri == "b" * 40 + "…", uri.value.uri
+
+
+# B1 (the sixteenth review): what a host hands in is bounded as it is copied, each reference to a
+# shared value counted again, so a small object graph can never make an enormous copy (a failed
+# allocation aborts the process). The bounds are the binding layer's (`binding/src/bounds.rs`),
+# the same as the Node package's.
+
+
+async def test_b1_a_grant_that_expands_when_walked_is_refused_before_it_is_copied(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    cache = open_cache(tmp_path)
+    cache.connect_stdio("docs", serve_argv(skills_dir, tmp_path))
+    entry = (await within(cache.entry("docs", NOTES))).entry
+    doubled: Any = "x"
+    for _ in range(40):  # 41 objects; 2^40 values when walked
+        doubled = [doubled, doubled]
+    wide: Any = "x"
+    for _ in range(20):  # within the depth bound; a million values when walked
+        wide = [wide, wide]
+    for grant, said in [(doubled, "nested deeper than 32"), (wide, "more than 10000 items")]:
+        with pytest.raises(skillcache.ConfigError) as caught:
+            await within(cache.approve("docs", entry, grant), 5)
+        assert "grant_tools refused" in str(caught.value) and said in str(caught.value)
+    big = "x" * (1 << 20)
+    with pytest.raises(skillcache.ConfigError, match="more than 1 MiB of text"):
+        await within(cache.approve("docs", entry, {"tools": [big, big]}))
+    assert not await within(cache.is_approved("docs", entry))
+    await within(cache.approve("docs", entry, {"tools": ["Read", "Grep"]}))  # an honest grant
+
+
+async def test_b1_one_string_referenced_many_times_is_refused_in_every_list_and_table(
+    tmp_path: Path,
+) -> None:
+    cache = open_cache(tmp_path)
+    mib = "x" * (1 << 20)
+    calls: dict[str, Callable[[], Any]] = {
+        "argv": lambda: cache.connect_stdio("a", ["server"] + [mib] * 60_000),
+        "env": lambda: cache.connect_stdio("b", ["server"], env={f"K{i}": mib for i in range(20)}),
+        "headers": lambda: cache.connect_http("c", "http://127.0.0.1:9/mcp", {f"H{i}": mib for i in range(20)}),
+        "local_names": lambda: cache.catalog([mib] * 60_000),
+    }
+    for what, call in calls.items():
+        with pytest.raises(skillcache.ConfigError) as caught:
+            result = call()
+            if hasattr(result, "__await__"):
+                await within(result)
+        message = str(caught.value)
+        assert f"{what} refused" in message and "16 MiB" in message, message
+    with pytest.raises(skillcache.ConfigError, match="more than 65536 items"):
+        cache.connect_stdio("d", ["x"] * 70_000)
+    with pytest.raises(TypeError, match="argv must be a list of str, not a str"):
+        cache.connect_stdio("e", "server --stdio")  # type: ignore[arg-type]
+    assert await within(cache.origins()) == []
