@@ -24,7 +24,9 @@ mod types;
 #[napi_derive::napi(js_name = "_bounds", skip_typescript)]
 #[must_use]
 pub fn bounds() -> Vec<u32> {
-    use skillcache_binding::bounds::{GRANT_DEPTH, GRANT_TEXT, GRANT_VALUES, LIST_ITEMS, LIST_TEXT};
+    use skillcache_binding::bounds::{
+        GRANT_DEPTH, GRANT_TEXT, GRANT_VALUES, LIST_ITEMS, LIST_TEXT,
+    };
     [LIST_ITEMS, LIST_TEXT, GRANT_DEPTH, GRANT_VALUES, GRANT_TEXT]
         .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
         .to_vec()
