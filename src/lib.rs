@@ -112,4 +112,4 @@ pub use origin::Origin;
 /// side, over stdio or Streamable HTTP.
 #[cfg(feature = "serve")]
 pub use server::{serve_http, serve_stdio};
-pub use uri::{FileUri, SkillUri};
+pub use uri::{FileUri, MAX_URI_BYTES, SkillUri};

@@ -90,6 +90,9 @@ pub enum Rule {
     PercentEncoding,
     /// A control character in a URI.
     ControlCharacter,
+    /// A URI or a reference longer than [`MAX_URI_BYTES`](crate::MAX_URI_BYTES): refused
+    /// before it is parsed, sent or stored, whoever chose it (a server, a host, a model).
+    TooLong,
     /// A reference a binding was given is not well-formed Unicode: it holds a lone surrogate (a
     /// Python `str` decoded with `surrogateescape`, a JavaScript string cut inside a pair). The
     /// binding refuses it rather than replace the surrogate, which would make two references
@@ -175,6 +178,7 @@ impl Rule {
             Rule::Fragment => "must not have a fragment",
             Rule::PercentEncoding => "has a '%' not followed by two hex digits",
             Rule::ControlCharacter => "contains a control character",
+            Rule::TooLong => "is longer than 8 KiB",
             Rule::NotUnicode => "is not well-formed Unicode (it holds a lone surrogate)",
             Rule::NotSkillMd => {
                 "must end in /SKILL.md with at least one skill path segment before it"

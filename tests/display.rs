@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use cli_env::{Env, code, stderr, stdout};
-use skillcache::{Origin, SkillCache, display_safe};
+use skillcache::{Origin, SkillCache, SkillUri, display_safe};
 
 const SERVER: &str = r#"
 import hashlib, json, sys
@@ -245,6 +245,36 @@ fn e6_an_origin_label_or_principal_with_an_invisible_character_is_refused_naming
         .expect_err("refused")
         .to_string();
     assert!(why.contains("U+202E"), "{why}");
+}
+
+/// A principal is kept with every private entry and approval, and a URI is sent to the server
+/// and stored: a 100 MB one from a host (or a model's reference) is refused before either, in
+/// words, not after it has been written and timed out (the sixteenth review).
+#[test]
+fn an_overlong_principal_uri_or_reference_is_refused_before_it_is_used() {
+    let dir = common::scratch();
+    let cache = SkillCache::builder()
+        .root(dir.path().join("root"))
+        .key_file(dir.path().join("host.key"))
+        .open()
+        .expect("open");
+    assert!(cache.for_principal("p".repeat(256)).is_ok());
+    let why = cache
+        .for_principal("p".repeat(257))
+        .expect_err("refused")
+        .to_string();
+    assert!(why.contains("257 bytes") && why.contains("at most 256"), "{why}");
+
+    let long = format!("skill://x/{}/SKILL.md", "a".repeat(skillcache::MAX_URI_BYTES));
+    let e = SkillUri::parse(&long).expect_err("refused");
+    assert_eq!(e.rule, skillcache::error::Rule::TooLong);
+    let said = e.to_string();
+    assert!(said.contains("longer than 8 KiB") && said.len() < 400, "short: {said}");
+    let fits = format!("skill://x/{}/SKILL.md", "a".repeat(1000));
+    let skill = SkillUri::parse(&fits).expect("a 1 KB URI");
+    let reference = "b/".repeat(skillcache::MAX_URI_BYTES);
+    let e = skill.resolve(&reference).expect_err("refused");
+    assert_eq!(e.rule, skillcache::error::Rule::TooLong);
 }
 
 #[test]

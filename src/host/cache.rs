@@ -78,7 +78,8 @@ impl SkillCache {
     /// # Errors
     /// [`ConfigError::Invalid`] for a principal with a control, format, bidi or other invisible
     /// character, or a space at either end, naming it (R-E6): whose entries and approvals these
-    /// are must be plain to whoever reads them.
+    /// are must be plain to whoever reads them; and for one longer than 256 bytes (a user name, an
+    /// email address, an id: it is kept with every private entry and approval).
     pub fn for_principal(&self, principal: impl Into<String>) -> Result<SkillCache, ConfigError> {
         let principal = principal.into();
         check_principal(&principal)?;
@@ -472,6 +473,15 @@ impl SkillCache {
 /// A principal is a label a person reads (whose approval this is): every character of it must
 /// be visible (R-E6). The empty principal, the default, is allowed.
 pub(super) fn check_principal(principal: &str) -> Result<(), ConfigError> {
+    const MAX_PRINCIPAL_BYTES: usize = 256;
+    if principal.len() > MAX_PRINCIPAL_BYTES {
+        return Err(ConfigError::Invalid {
+            what: format!(
+                "the principal is {} bytes long: at most {MAX_PRINCIPAL_BYTES}",
+                principal.len()
+            ),
+        });
+    }
     match crate::display::invisible_in_label(principal) {
         Some(why) => Err(ConfigError::Invalid {
             what: format!("the principal {why}: every character of a principal must be visible"),

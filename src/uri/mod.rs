@@ -19,6 +19,11 @@ use std::hash::{Hash, Hasher};
 
 pub use error::UriError;
 
+/// The longest URI or file reference taken, in bytes (8 KiB, what common HTTP servers accept
+/// in a request line). A longer one is refused ([`Rule::TooLong`](crate::error::Rule)) before it
+/// is parsed, sent to a server or stored: a server's, a host's or a model's choice alike.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+
 use crate::rule::Rule;
 
 /// The URI of one file: the server's spelling and the canonical form it compares by.

@@ -26,6 +26,9 @@ pub(super) fn scheme_len(text: &str) -> Option<usize> {
 
 /// Parses and checks an absolute hierarchical URI (R-W4).
 pub(super) fn absolute(uri: &str) -> Result<Parts, Rule> {
+    if uri.len() > super::MAX_URI_BYTES {
+        return Err(Rule::TooLong);
+    }
     if uri.bytes().any(|b| b < 0x20 || b == 0x7f) {
         return Err(Rule::ControlCharacter);
     }

@@ -27,6 +27,9 @@ pub(super) fn resolve(skill: &SkillUri, reference: &str) -> Result<FileUri, Rule
         // `//host/x` names another authority; `/x` the scheme's root. Both leave the skill.
         return Err(Rule::EscapesRoot);
     }
+    if reference.len() > super::MAX_URI_BYTES {
+        return Err(Rule::TooLong);
+    }
     if reference.bytes().any(|b| b < 0x20 || b == 0x7f) {
         return Err(Rule::ControlCharacter);
     }
