@@ -40,5 +40,10 @@ fn a_grant_budget_is_ten_thousand_values_and_one_mib() {
     assert!(g.take(0).is_err());
     let mut t = Budget::grant();
     assert!(t.take(GRANT_TEXT).is_ok());
-    assert!(t.take(1).expect_err("past 1 MiB").to_string().contains("grant_tools"));
+    assert!(
+        t.take(1)
+            .expect_err("past 1 MiB")
+            .to_string()
+            .contains("grant_tools")
+    );
 }

@@ -263,13 +263,22 @@ fn an_overlong_principal_uri_or_reference_is_refused_before_it_is_used() {
         .for_principal("p".repeat(257))
         .expect_err("refused")
         .to_string();
-    assert!(why.contains("257 bytes") && why.contains("at most 256"), "{why}");
+    assert!(
+        why.contains("257 bytes") && why.contains("at most 256"),
+        "{why}"
+    );
 
-    let long = format!("skill://x/{}/SKILL.md", "a".repeat(skillcache::MAX_URI_BYTES));
+    let long = format!(
+        "skill://x/{}/SKILL.md",
+        "a".repeat(skillcache::MAX_URI_BYTES)
+    );
     let e = SkillUri::parse(&long).expect_err("refused");
     assert_eq!(e.rule, skillcache::error::Rule::TooLong);
     let said = e.to_string();
-    assert!(said.contains("longer than 8 KiB") && said.len() < 400, "short: {said}");
+    assert!(
+        said.contains("longer than 8 KiB") && said.len() < 400,
+        "short: {said}"
+    );
     let fits = format!("skill://x/{}/SKILL.md", "a".repeat(1000));
     let skill = SkillUri::parse(&fits).expect("a 1 KB URI");
     let reference = "b/".repeat(skillcache::MAX_URI_BYTES);

@@ -13,6 +13,7 @@ skillcache's own threads and is awaited as an asyncio future.
 from __future__ import annotations
 
 import asyncio
+import operator
 import os
 import pathlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,6 +33,12 @@ from ._skillcache import (
 )
 
 JSON = Any
+
+
+def _index(n: Any) -> int | None:
+    """`n` as an `int` by `operator.index` (a float or a str is a `TypeError`), or `None`."""
+    return None if n is None else operator.index(n)
+
 StrPath = str | os.PathLike[str]
 
 # A hit answered on the calling thread is a result, not an awaitable that suspends, so a loop of
@@ -175,8 +182,9 @@ class SkillCache:
             isolation=isolation,
             approval=approval,
             dynamic=dynamic,
-            memory_tier=memory_tier,
-            origin_quota=origin_quota,
+            # An integer by `__index__`, as Python's own APIs take one (numpy's included).
+            memory_tier=_index(memory_tier),
+            origin_quota=_index(origin_quota),
             offline=offline,
             allow_stale=allow_stale,
             locked=locked,
@@ -184,8 +192,8 @@ class SkillCache:
             request_timeout=request_timeout,
             connect_timeout=connect_timeout,
             lock_timeout=lock_timeout,
-            max_files=max_files,
-            max_total_bytes=max_total_bytes,
+            max_files=_index(max_files),
+            max_total_bytes=_index(max_total_bytes),
             strict=strict,
             discovery_paths=discovery_paths,
         )

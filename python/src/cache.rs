@@ -94,7 +94,8 @@ impl PySkillCache {
     /// Opens (or creates) the cache. Every argument has the Rust builder's default.
     #[new]
     #[pyo3(signature = (
-        root=None, *, key_file=None, isolation="rehash", approval="required", dynamic="decline",
+        root=None, *, key_file=None, isolation=Text("rehash".into()),
+        approval=Text("required".into()), dynamic=Text("decline".into()),
         memory_tier=None, origin_quota=None, offline=false, allow_stale=false, locked=None,
         principal=None, request_timeout=None, connect_timeout=None, lock_timeout=None,
         max_files=None, max_total_bytes=None, strict=false, discovery_paths=None,
@@ -104,9 +105,9 @@ impl PySkillCache {
         py: Python<'_>,
         root: Option<PathBuf>,
         key_file: Option<PathBuf>,
-        isolation: &str,
-        approval: &str,
-        dynamic: &str,
+        isolation: Text,
+        approval: Text,
+        dynamic: Text,
         memory_tier: Option<i128>,
         origin_quota: Option<i128>,
         offline: bool,
@@ -125,9 +126,9 @@ impl PySkillCache {
         let options = Options {
             root,
             key_file,
-            isolation: Some(isolation.to_owned()),
-            approval: Some(approval.to_owned()),
-            dynamic: Some(dynamic.to_owned()),
+            isolation: Some(isolation.0),
+            approval: Some(approval.0),
+            dynamic: Some(dynamic.0),
             memory_tier: n(memory_tier),
             origin_quota: n(origin_quota),
             offline,

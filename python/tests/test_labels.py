@@ -258,3 +258,24 @@ async def test_b1_one_string_referenced_many_times_is_refused_in_every_list_and_
     with pytest.raises(TypeError, match="argv must be a list of str, not a str"):
         cache.connect_stdio("e", "server --stdio")  # type: ignore[arg-type]
     assert await within(cache.origins()) == []
+
+
+def test_b3_an_option_name_with_a_lone_surrogate_is_a_config_error_and_an_index_is_an_int(
+    tmp_path: Path,
+) -> None:
+    for option in ["isolation", "approval", "dynamic"]:
+        with pytest.raises(skillcache.ConfigError) as caught:
+            open_cache(tmp_path, **{option: "rehash\udcff"})
+        assert "not well-formed Unicode" in str(caught.value)
+        assert isinstance(caught.value.__cause__, UnicodeEncodeError)
+
+    class Count:
+        """An integer by `__index__` only (as numpy's integers are)."""
+
+        def __index__(self) -> int:
+            return 1 << 20
+
+    cache = open_cache(tmp_path, memory_tier=Count(), max_files=Count())
+    assert cache.root.is_dir()
+    with pytest.raises(TypeError):
+        open_cache(tmp_path, "float", memory_tier=1.5)
