@@ -18,12 +18,19 @@ def fields(cls: type) -> list[str]:
     return sorted(f.name for f in dataclasses.fields(cls))
 
 
+async def served(
+    tmp_path: Path, skills_dir: Path, name: str = "cache"
+) -> tuple[skillcache.SkillCache, skillcache.SkillEntry]:
+    """A cache bound to `skillcache serve` over the fixture skills, and the release-notes entry."""
+    cache = open_cache(tmp_path, name, approval="not_required")
+    cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))
+    return cache, (await within(cache.entry("local", NOTES))).entry
+
+
 async def test_every_report_has_exactly_the_fields_the_library_serializes(
     tmp_path: Path, skills_dir: Path
 ) -> None:
-    cache = open_cache(tmp_path, approval="not_required")
-    cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))
-    entry = (await within(cache.entry("local", NOTES))).entry
+    cache, entry = await served(tmp_path, skills_dir)
     await within(cache.load_all("local", entry))
     native = cache._native
     for cls, raw in [
@@ -45,9 +52,7 @@ async def test_every_report_has_exactly_the_fields_the_library_serializes(
 async def test_a_corrupt_blob_is_a_named_origin_and_digest_pair(
     tmp_path: Path, skills_dir: Path
 ) -> None:
-    cache = open_cache(tmp_path, approval="not_required")
-    cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))
-    entry = (await within(cache.entry("local", NOTES))).entry
+    cache, entry = await served(tmp_path, skills_dir)
     await within(cache.load_all("local", entry))
     digest = entry.files[0].digest
     blob = next(
@@ -68,16 +73,13 @@ async def test_a_corrupt_blob_is_a_named_origin_and_digest_pair(
 async def test_a_lock_check_has_exactly_the_fields_the_library_serializes(
     tmp_path: Path, skills_dir: Path
 ) -> None:
-    cache = open_cache(tmp_path, approval="not_required")
-    cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))
-    entry = (await within(cache.entry("local", NOTES))).entry
+    _, entry = await served(tmp_path, skills_dir)
     lock = skillcache.LockFile()
     lock.insert("local", entry)
     lock.insert("gone", entry)  # a pinned origin with no server: drift, never raised
     # Changed on disk, then served by a server started after the change.
     (skills_dir / "release-notes" / "templates" / "notes.md").write_bytes(b"# changed\n")
-    cache = open_cache(tmp_path, "second", approval="not_required")
-    cache.connect_stdio("local", serve_argv(skills_dir, tmp_path))
+    cache, _ = await served(tmp_path, skills_dir, "second")
 
     raw = await within(cache._native.check_lock(lock))
     assert sorted(raw) == fields(skillcache.LockCheck)
