@@ -350,7 +350,10 @@ const isCount = (n) => isSafeInteger(n) && n >= 0;
  * an array of the package's own: what is checked is the copy, and the copy is what the addon
  * gets, so a getter or a Proxy cannot answer the check one thing and the addon another. */
 function copied(list) {
-  if (!isArray(list)) return list;
+  // Absent (an optional list): the addon's default. Anything else that is no Array (a typed
+  // array, an array-like, a string) is the package's TypeError, not napi-rs's bare Error.
+  if (list === undefined || list === null) return list;
+  if (!isArray(list)) throw new TypeErrorOf('skillcache: a list must be an Array of strings');
   const n = list.length;
   // A sparse array's length is no count of what it holds: bounded before it is walked (a number
   // read once: a Proxy's `length` object could answer the check one count and the loop another).

@@ -297,3 +297,13 @@ test('B1: connectClient relays what the client answered, whatever JSON.stringify
   assert.equal(file.digest, target.digest);
   assert.equal(sha256(file.bytes), target.digest);
 });
+
+test('review 16: a list that is no Array is the package TypeError, not napi-rs bare Error', (t) => {
+  const dir = scratch(t);
+  const cache = new SkillCache({ root: join(dir, 'cache'), keyFile: join(dir, 'host.key') });
+  for (const notAList of [new Uint8Array(3), 'docs', { length: 1, 0: 'docs' }]) {
+    assert.throws(() => cache.purgeAbsent(notAList), (e) => e instanceof TypeError && /a list must be an Array/.test(e.message));
+    assert.throws(() => cache.connectStdio('s', notAList), (e) => e instanceof TypeError && /a list must be an Array/.test(e.message));
+  }
+  assert.throws(() => cache.catalog(new Uint8Array(2)), /a list must be an Array/);
+});
