@@ -848,3 +848,26 @@ fn u2_serve_http_takes_localhost() {
     let line = line.expect("serve printed its URL within 60 s");
     assert!(line.contains("listening on http://127.0.0.1:"), "{line}");
 }
+
+/// `--json` is one JSON value on stdout for a usage error too (exit 2), whether the argument
+/// parser refused the command line or a check before any server did (a newcomer's try: stdout
+/// was empty, where docs/cli.md promises `{"exit": N, "errors": [...]}`).
+#[test]
+fn a_usage_error_with_json_prints_the_exit_and_the_errors_as_json() {
+    let env = Env::new();
+    for args in [
+        &["gc", "--max-bytes", "10MB", "--json"][..],
+        &["list", "--json"],
+        &["list", "--origin", "o", "--url", "notaurl", "--json"],
+    ] {
+        let out = env.run(args);
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+        let v = json(&out);
+        assert_eq!(v["exit"], 2, "{args:?}");
+        let first = v["errors"][0].as_str().unwrap_or_default();
+        assert!(!first.is_empty() && !first.starts_with("error:"), "{args:?}: {v}");
+    }
+    let help = env.run(&["gc", "--help", "--json"]);
+    assert_eq!(code(&help), 0);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage"), "help stays help");
+}

@@ -167,13 +167,23 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match args::Cli::try_parse_from(argv) {
+    let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+    // Asked for before the arguments are known to parse: a usage error is JSON too (exit 2).
+    let mut json = argv.iter().skip(1).any(|a| a == "--json");
+    let cli = match args::Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
         Err(e) => {
             // What clap's own `exit` does, without leaving: usage errors on stderr (exit 2),
             // `--help` and `--version` on stdout (exit 0).
             let _ = e.print();
-            return u8::try_from(e.exit_code()).unwrap_or(2);
+            let code = u8::try_from(e.exit_code()).unwrap_or(2);
+            if json && code != 0 {
+                let said = e.render().to_string();
+                let first = said.lines().next().unwrap_or_default();
+                let line = first.strip_prefix("error: ").unwrap_or(first);
+                render::print_json(&serde_json::json!({ "exit": code, "errors": [line] }));
+            }
+            return code;
         }
     };
     init_logging(cli.verbose);
@@ -188,7 +198,6 @@ where
         }
     };
     // Every argument is checked first (`plan`, exit 2); only then is anything opened or started.
-    let mut json = false;
     let run = async {
         let plan = plan::Plan::new(cli)?;
         json = plan.ctx.json;
