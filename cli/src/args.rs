@@ -19,8 +19,10 @@ use skillcache::Isolation;
     about = "A verified, write-isolated cache for skills served over MCP"
 )]
 pub(crate) struct Cli {
-    /// Say more on stderr: `-v` every request, quarantine and store failure (info), `-vv` every
-    /// cache hit and miss too (debug). `RUST_LOG`, when set, decides instead.
+    /// Say more on stderr: `-v` every failed request, missed deadline and quarantine (info),
+    /// `-vv` every request sent and answered, cache hit and miss too (debug). Warnings (a file
+    /// that could not be stored, a row that failed its seal) are always shown. `RUST_LOG`, when
+    /// set, decides instead.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub(crate) verbose: u8,
     #[command(subcommand)]
@@ -416,7 +418,9 @@ pub(crate) struct LocalArgs {
 /// `gc`.
 #[derive(Args, Debug)]
 pub(crate) struct GcArgs {
-    /// The byte budget (e.g. `10485760`, `10MiB`, `512KiB`), counted as `--origin-quota` is.
+    /// The byte budget of every origin's blobs together (e.g. `10485760`, `10MiB`, `512KiB`), in
+    /// their own sizes: what `stats` shows as `blob_bytes` (`du` shows more: whole blocks and
+    /// folders, which `--origin-quota` counts).
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub(crate) max_bytes: Option<u64>,
     #[command(flatten)]
