@@ -871,3 +871,23 @@ fn a_usage_error_with_json_prints_the_exit_and_the_errors_as_json() {
     assert_eq!(code(&help), 0);
     assert!(String::from_utf8_lossy(&help.stdout).contains("Usage"), "help stays help");
 }
+
+/// A newcomer's try: `serve` of one skill's own folder published nothing, silently, and
+/// `inspect --base-uri notauri` printed one refusal per file. Each is now one usage error
+/// (exit 2) that says what to give instead.
+#[test]
+fn serve_of_a_skill_folder_and_inspect_of_a_bad_base_uri_are_one_usage_error_each() {
+    let env = Env::new();
+    let skill = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/skills/release-notes");
+    let served = env.run(&["serve", &skill.display().to_string()]);
+    assert_eq!(code(&served), 2, "{}", stderr(&served));
+    assert!(
+        stderr(&served).contains("serve") && stderr(&served).contains("samples/skills instead"),
+        "{}",
+        stderr(&served)
+    );
+    let bad = env.run(&["inspect", &skill.display().to_string(), "--base-uri", "notauri"]);
+    assert_eq!(code(&bad), 2, "{}", stderr(&bad));
+    assert_eq!(stderr(&bad).lines().count(), 1, "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("--base-uri"), "{}", stderr(&bad));
+}

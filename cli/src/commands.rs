@@ -830,6 +830,10 @@ fn inspect_dir(dir: &Path, base_uri: Option<String>) -> Result<Outcome> {
     if let Some(hint) = a_folder_of_skills(dir) {
         return Err(Failure::Usage(hint));
     }
+    // One refusal of the root the user gave, not one per file URI made from it.
+    if let Err(e) = SkillUri::parse(&format!("{root}/SKILL.md")) {
+        return Err(Failure::Usage(format!("--base-uri: {e}")));
+    }
     match inspect(dir, &root, &skillcache::entry::Validation::default()) {
         Ok(entry) => {
             render::print_json(&entry.to_json());

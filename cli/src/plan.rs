@@ -458,7 +458,21 @@ fn serve_usage(args: &ServeArgs) -> Result<()> {
                 "--http {addr} is not a loopback address: it would serve every published skill to anyone who can reach it; pass --allow-remote to mean that"
             )))
         }
-        _ => folder(&args.dir),
+        _ => {
+            folder(&args.dir)?;
+            // `serve` publishes the skill folders *under* DIR; given one skill's own folder it
+            // would publish nothing, and a host would list nothing without a word (a
+            // newcomer's try).
+            if args.dir.join("SKILL.md").is_file() {
+                let parent = args.dir.parent().unwrap_or(Path::new("."));
+                return Err(Failure::Usage(format!(
+                    "{} is a skill's own folder (it holds a SKILL.md), and serve publishes the skill folders under the one it is given: serve {} instead",
+                    display_safe(&args.dir.to_string_lossy()),
+                    display_safe(&parent.to_string_lossy())
+                )));
+            }
+            Ok(())
+        }
     }
 }
 
