@@ -148,3 +148,28 @@ class OfflineError(Error):
     """Offline mode lacks what was asked for; no server was contacted: `origin`, `uri`
     (`None` for a whole listing), `missing` (`"entry"`, `"stale"`, `"file"`, `"server"`),
     `age_ms` (for `"stale"`), `method` (for `"server"`)."""
+
+
+# Tracebacks and reprs name the module a host imports these from (`skillcache.DeclinedError`),
+# not this private one; pickling finds them there too.
+for _cls in (
+    Error,
+    UriError,
+    EntryError,
+    LimitExceededError,
+    VerifyError,
+    SourceError,
+    ServerError,
+    TransportError,
+    TimeoutError,
+    MessageTooLargeError,
+    NotConnectedError,
+    StoreError,
+    IndexError,
+    ConfigError,
+    L2ConfigError,
+    DeclinedError,
+    OfflineError,
+):
+    _cls.__module__ = "skillcache"
+del _cls

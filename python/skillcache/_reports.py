@@ -164,3 +164,20 @@ class LockCheck:
                 "dynamic": [DynamicSkill(**d) for d in check["dynamic"]],
             }
         )
+
+
+# Reprs and tracebacks name the module a host imports these from, not this private one.
+for _cls in (
+    BlobRef,
+    VerifyReport,
+    GcReport,
+    Inventory,
+    CachedEntry,
+    Pin,
+    FileDrift,
+    LockDrift,
+    DynamicSkill,
+    LockCheck,
+):
+    _cls.__module__ = "skillcache"
+del _cls

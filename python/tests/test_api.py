@@ -15,6 +15,7 @@ import pytest
 
 import skillcache
 import skillcache._errors as errors
+import skillcache._reports as reports
 import skillcache._skillcache as native
 
 from conftest import REPO, FIXTURE_SKILLS, open_cache, serve_argv, sha256, within, write_skills
@@ -58,7 +59,7 @@ WRAPPED = {"SkillCache", "LoadedSkill"}
 
 
 def test_y2_the_package_exports_every_class_of_the_extension_and_of_the_errors() -> None:
-    for name, cls in [*vars(native).items(), *vars(errors).items()]:
+    for name, cls in [*vars(native).items(), *vars(errors).items(), *vars(reports).items()]:
         if inspect.isclass(cls) and cls.__module__ in (native.__name__, errors.__name__, "skillcache"):
             if name in WRAPPED:
                 assert getattr(skillcache, name).__module__ == "skillcache._cache", name
