@@ -865,11 +865,17 @@ fn a_usage_error_with_json_prints_the_exit_and_the_errors_as_json() {
         let v = json(&out);
         assert_eq!(v["exit"], 2, "{args:?}");
         let first = v["errors"][0].as_str().unwrap_or_default();
-        assert!(!first.is_empty() && !first.starts_with("error:"), "{args:?}: {v}");
+        assert!(
+            !first.is_empty() && !first.starts_with("error:"),
+            "{args:?}: {v}"
+        );
     }
     let help = env.run(&["gc", "--help", "--json"]);
     assert_eq!(code(&help), 0);
-    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage"), "help stays help");
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("Usage"),
+        "help stays help"
+    );
 }
 
 /// A newcomer's try: `serve` of one skill's own folder published nothing, silently, and
@@ -886,7 +892,12 @@ fn serve_of_a_skill_folder_and_inspect_of_a_bad_base_uri_are_one_usage_error_eac
         "{}",
         stderr(&served)
     );
-    let bad = env.run(&["inspect", &skill.display().to_string(), "--base-uri", "notauri"]);
+    let bad = env.run(&[
+        "inspect",
+        &skill.display().to_string(),
+        "--base-uri",
+        "notauri",
+    ]);
     assert_eq!(code(&bad), 2, "{}", stderr(&bad));
     assert_eq!(stderr(&bad).lines().count(), 1, "{}", stderr(&bad));
     assert!(stderr(&bad).contains("--base-uri"), "{}", stderr(&bad));

@@ -1012,3 +1012,57 @@ fn u2_a_config_beside_a_named_server_and_a_url_that_is_no_url_are_usage_errors()
         assert!(stderr(&out).contains("invalid --url"), "{}", stderr(&out));
     }
 }
+
+/// A newcomer's try: `lock` of a URI the server does not list failed (exit 4) and still wrote a
+/// lock file, empty, over whatever was there. A lock that fails now writes nothing, so the one
+/// CI gates on is never replaced by part of what was asked.
+#[test]
+fn a_lock_that_fails_writes_nothing_and_keeps_the_lock_that_was_there() {
+    let env = Env::keyed();
+    env.skill("served", "notes", &[("a.md", "a")]);
+    let config = env.config(&json!({"team": env.serve("served", "0")}));
+    let first = env.with_config(
+        &config,
+        &["lock", "--origin", "team", "skill://notes/SKILL.md"],
+    );
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let before = std::fs::read(env.path("skills.lock")).expect("the lock");
+
+    let failed = env.with_config(
+        &config,
+        &[
+            "lock",
+            "--origin",
+            "team",
+            "skill://notes/SKILL.md",
+            "skill://nothere/SKILL.md",
+        ],
+    );
+    assert_eq!(code(&failed), 4, "{}", stderr(&failed));
+    assert!(
+        stderr(&failed).contains("was not written"),
+        "{}",
+        stderr(&failed)
+    );
+    assert_eq!(
+        std::fs::read(env.path("skills.lock")).expect("kept"),
+        before
+    );
+
+    let fresh = env.with_config(
+        &config,
+        &[
+            "lock",
+            "--origin",
+            "team",
+            "skill://nothere/SKILL.md",
+            "-o",
+            "other.lock",
+        ],
+    );
+    assert_ne!(code(&fresh), 0);
+    assert!(
+        !env.path("other.lock").exists(),
+        "no empty lock file is left"
+    );
+}

@@ -390,6 +390,15 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
             errors.push(e);
         }
     }
+    if !errors.is_empty() {
+        // A lock is what CI gates on: one holding part of what was asked would pass a check it
+        // should fail, and would replace a lock that was whole. Nothing is written.
+        eprintln!(
+            "skillcache: notice: {} was not written (it would not pin what was asked)",
+            display_safe(&output.to_string_lossy())
+        );
+        return failed(errors);
+    }
     lock.write(output)?;
     let rows: Vec<Value> = pinned.iter().map(|(o, e)| render::pin_row(o, e)).collect();
     render::locked(ctx.json, output, &rows, &gone, lock.skills().count());
