@@ -76,7 +76,7 @@ impl ServerConfig {
                 }
                 Ok(McpSource::stdio(c))
             }
-            ServerConfig::Http { url, headers } if headers.is_empty() => Ok(McpSource::http(url)),
+            // Through `http_with_headers` with no headers too: it checks the URL.
             ServerConfig::Http { url, headers } => {
                 let pairs: Vec<(String, String)> = headers
                     .iter()
@@ -405,8 +405,8 @@ impl Reader<'_> {
         let url = url
             .filter(|u| !u.is_empty())
             .ok_or_else(|| self.fail(&format!("{at}/url"), FileProblem::Missing))?;
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(self.invalid(&format!("{at}/url"), "is not an http:// or https:// URL"));
+        if let Some(why) = crate::source::http_url_problem(&url) {
+            return Err(self.invalid(&format!("{at}/url"), why));
         }
         let headers = self.table(server, at, "headers")?;
         #[cfg(feature = "mcp")]

@@ -662,17 +662,13 @@ impl Flags {
 /// `--url` as given, once it is an `http://` or `https://` URL with a host: anything else is a
 /// usage error before any server is contacted, not a failed connection.
 fn http_url(url: String) -> Result<String> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"));
-    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or_default());
-    if host.is_some_and(|h| !h.is_empty() && !h.starts_with(':')) {
-        return Ok(url);
+    match skillcache::source::http_url_problem(&url) {
+        None => Ok(url),
+        Some(why) => Err(Failure::Usage(format!(
+            "invalid --url {}: {why}",
+            display_safe(&url)
+        ))),
     }
-    Err(Failure::Usage(format!(
-        "invalid --url {}: an http:// or https:// URL with a host is needed",
-        display_safe(&url)
-    )))
 }
 
 /// `--require-approval` and `--locked`: the gates are the library's; the CLI asks for approval

@@ -307,3 +307,12 @@ test('review 16: a list that is no Array is the package TypeError, not napi-rs b
   }
   assert.throws(() => cache.catalog(new Uint8Array(2)), /a list must be an Array/);
 });
+
+test('a newcomer: a URL that is no http(s) URL with a host is a ConfigError at connectHttp', (t) => {
+  const dir = scratch(t);
+  const cache = new SkillCache({ root: join(dir, 'cache'), keyFile: join(dir, 'host.key') });
+  for (const url of ['notaurl', 'ftp://example.com/mcp', 'http://']) {
+    assert.throws(() => cache.connectHttp('docs', url), (e) => e instanceof ConfigError && /URL with a host/.test(e.message));
+  }
+  cache.connectHttp('docs', 'http://127.0.0.1:9/mcp');
+});

@@ -279,3 +279,11 @@ def test_b3_an_option_name_with_a_lone_surrogate_is_a_config_error_and_an_index_
     assert cache.root.is_dir()
     with pytest.raises(TypeError):
         open_cache(tmp_path, "float", memory_tier=1.5)
+
+
+def test_a_url_that_is_no_http_url_with_a_host_is_refused_at_connect(tmp_path: Path) -> None:
+    cache = open_cache(tmp_path)
+    for url in ["notaurl", "ftp://example.com/mcp", "http://", "http://:8080/mcp"]:
+        with pytest.raises(skillcache.ConfigError, match="an http:// or https:// URL with a host"):
+            cache.connect_http("docs", url)
+    cache.connect_http("docs", "http://127.0.0.1:9/mcp")  # nothing is contacted until a request

@@ -511,8 +511,15 @@ impl McpSource {
     /// the message bound follows [`McpSource::limits`].
     ///
     /// # Errors
-    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) for a header name or value HTTP does not allow.
+    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) for a URL that is not an
+    /// `http://` or `https://` URL with a host ([`http_url_problem`](super::http_url_problem)),
+    /// and for a header name or value HTTP does not allow.
     pub fn http_with_headers(url: &str, headers: &[(String, String)]) -> Result<McpSource, Error> {
+        if let Some(why) = super::http_url_problem(url) {
+            return Err(Error::Config(crate::error::ConfigError::Invalid {
+                what: format!("URL {}: {why}", crate::display::display_cut_bare(url)),
+            }));
+        }
         let mut map = http::HeaderMap::new();
         for (name, value) in headers {
             let bad = |what: &str| {

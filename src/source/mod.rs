@@ -16,6 +16,30 @@ pub(crate) mod stdio;
 #[cfg(feature = "mcp")]
 pub use mcp::McpSource;
 
+/// What is wrong with `url` as a Streamable HTTP server's address, if anything: it must be an
+/// `http://` or `https://` URL with a host. One rule for every place a URL is given (a host's
+/// `McpSource::http_with_headers`, an MCP configuration file, the CLI's `--url`, the Python and
+/// Node packages' `connect_http`), checked before any server is contacted, so a typo is a
+/// refusal that names it rather than a failed connection.
+///
+/// ```
+/// use skillcache::source::http_url_problem;
+/// assert_eq!(http_url_problem("https://skills.example.com/mcp"), None);
+/// assert!(http_url_problem("notaurl").is_some());
+/// assert!(http_url_problem("http://:8080/mcp").is_some());
+/// ```
+#[must_use]
+pub fn http_url_problem(url: &str) -> Option<&'static str> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or_default());
+    match host {
+        Some(h) if !h.is_empty() && !h.starts_with(':') => None,
+        _ => Some("an http:// or https:// URL with a host is needed"),
+    }
+}
+
 internal_pub! {
     /// The Skills extension's identifier, declared by servers (and by our client) in `extensions`.
     const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
