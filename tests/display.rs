@@ -284,6 +284,28 @@ fn an_overlong_principal_uri_or_reference_is_refused_before_it_is_used() {
     let reference = "b/".repeat(skillcache::MAX_URI_BYTES);
     let e = skill.resolve(&reference).expect_err("refused");
     assert_eq!(e.rule, skillcache::error::Rule::TooLong);
+
+    // A root, key file or discovery path longer than any path the system opens: refused before
+    // anything walks it (a megabyte of path took half a minute to resolve: the seventeenth
+    // review).
+    let long = dir.path().join("a/".repeat(300_000));
+    let (root, key) = (dir.path().join("r"), dir.path().join("k"));
+    for builder in [
+        SkillCache::builder().root(&long).key_file(&key),
+        SkillCache::builder().root(&root).key_file(&long),
+        SkillCache::builder()
+            .root(&root)
+            .key_file(&key)
+            .discovery_path(&long),
+    ] {
+        let started = Instant::now();
+        let why = builder.open().map(|_| ()).expect_err("refused").to_string();
+        assert!(why.contains("bytes long: at most 4096"), "{why}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "refused before any walk"
+        );
+    }
 }
 
 #[test]

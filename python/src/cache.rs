@@ -15,10 +15,9 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyList};
 use skillcache::entry::Limits;
 use skillcache::source::{Change, message_bound};
 use skillcache::{Error, Origin, SkillCache, SkillUri};
@@ -120,8 +119,11 @@ impl PySkillCache {
         max_files: Option<i128>,
         max_total_bytes: Option<i128>,
         strict: bool,
-        discovery_paths: Option<Vec<PathBuf>>,
+        discovery_paths: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PySkillCache> {
+        let discovery_paths = discovery_paths
+            .map(|p| text::paths(&p, "discovery_paths"))
+            .transpose()?;
         let n = |v: Option<i128>| v.map(Number::Int);
         let options = Options {
             root,
@@ -461,15 +463,8 @@ impl PySkillCache {
         py: Python<'py>,
         keep: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if keep.is_instance_of::<PyString>() {
-            return Err(PyTypeError::new_err(
-                "keep must be an iterable of origin labels, not a str",
-            ));
-        }
-        let keep = keep
-            .try_iter()?
-            .map(|label| Ok(label?.extract::<Label>()?.0))
-            .collect::<PyResult<Vec<Origin>>>()?;
+        // Bounded as every list is (an endless iterator stops at 65,536 labels).
+        let keep = text::labels(keep, "keep")?;
         let cache = self.cache()?.clone();
         crate::spawn(py, async move {
             let removed = cache.purge_absent(&keep).await.map_err(|e| err(&e))?;

@@ -1,7 +1,7 @@
 //! JSON values between Rust (`serde_json::Value`) and Python (dict, list, str, int, float,
 //! bool, None): frontmatter, requested and granted tools, an entry in wire form.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
@@ -56,9 +56,12 @@ pub(crate) fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
 
 fn convert(obj: &Bound<'_, PyAny>, at: &str, depth: usize, budget: &mut Budget) -> PyResult<Value> {
     let py = obj.py();
+    let refused = |why: String| {
+        let what = format!("grant_tools refused: {at}: {why}");
+        raise(py, &Error::Config(ConfigError::Invalid { what }))
+    };
     if depth > GRANT_DEPTH {
-        let what = format!("grant_tools refused: {at} is nested deeper than {GRANT_DEPTH} levels");
-        return Err(raise(py, &Error::Config(ConfigError::Invalid { what })));
+        return Err(refused(format!("nested deeper than {GRANT_DEPTH} levels")));
     }
     if obj.is_instance_of::<PyString>() {
         // A lone surrogate is a `ConfigError` (`Text`), never a bare `UnicodeEncodeError`.
@@ -79,27 +82,33 @@ fn convert(obj: &Bound<'_, PyAny>, at: &str, depth: usize, budget: &mut Budget) 
         if let Ok(u) = obj.extract::<u64>() {
             return Ok(Value::from(u));
         }
-        return Err(PyValueError::new_err(format!(
-            "{at}: integer out of JSON's range"
-        )));
+        return Err(refused("an integer out of JSON's range".into()));
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
         return Number::from_f64(f.value())
             .map(Value::Number)
-            .ok_or_else(|| {
-                PyValueError::new_err(format!("{at}: {} is not a JSON number", f.value()))
-            });
+            .ok_or_else(|| refused(format!("{} is not a JSON number", f.value())));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
+        budget
+            .fits(d.len().saturating_mul(2))
+            .map_err(|e| raise(py, &e))?;
         let mut map = Map::new();
-        for (k, v) in d.iter() {
+        // A snapshot of the pairs: code a key's `__eq__` runs may change the dict, and
+        // iterating the dict itself would then panic.
+        for pair in d.items().iter() {
+            let (k, v) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>()?;
             if !k.is_instance_of::<PyString>() {
                 return Err(PyTypeError::new_err(format!(
                     "{at}: a key that is not a str"
                 )));
             }
             let key = text::charged(&k, at, budget)?;
-            let value = convert(&v, &format!("{at}.{key}"), depth + 1, budget)?;
+            // The path names a key by its first characters: it is built for every value below
+            // it, so a long key must not be copied into each.
+            let shown: String = key.chars().take(40).collect();
+            let ellipsis = if shown.len() < key.len() { "…" } else { "" };
+            let value = convert(&v, &format!("{at}.{shown}{ellipsis}"), depth + 1, budget)?;
             map.insert(key, value);
         }
         return Ok(Value::Object(map));

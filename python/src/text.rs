@@ -11,6 +11,7 @@
 //! The original `UnicodeEncodeError` is the cause.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -90,15 +91,57 @@ pub(crate) fn charged(item: &Bound<'_, PyAny>, at: &str, budget: &mut Budget) ->
             item.get_type().name()?
         )));
     };
-    budget
-        .take(string.len()?)
-        .map_err(|e| raise(item.py(), &e))?;
-    Ok(item.extract::<Text>()?.0)
+    // Measured from the text itself, never from `len()`: a `str` subclass's `__len__` may say
+    // anything (the seventeenth review's said 1 for a megabyte). `to_str` borrows the string's
+    // own UTF-8, made once per string object, so a string referenced many times costs one.
+    let Ok(text) = string.to_str() else {
+        // A lone surrogate: refused as every other text is.
+        return Ok(item.extract::<Text>()?.0);
+    };
+    budget.take(text.len()).map_err(|e| raise(item.py(), &e))?;
+    Ok(text.to_owned())
+}
+
+/// A list of paths (`discovery_paths`): each a `str` or an `os.PathLike` of one, bounded as
+/// [`texts`] is.
+pub(crate) fn paths(obj: &Bound<'_, PyAny>, what: &'static str) -> PyResult<Vec<PathBuf>> {
+    let fspath = obj.py().import("os")?.getattr("fspath")?;
+    items(obj, what, |item, at, budget| {
+        let path = if item.is_instance_of::<PyString>() {
+            item.clone()
+        } else {
+            fspath.call1((item,))?
+        };
+        charged(&path, at, budget).map(PathBuf::from)
+    })
+}
+
+/// Origin labels (`purge_absent`'s `keep`), bounded as [`texts`] is, each checked as a label.
+pub(crate) fn labels(obj: &Bound<'_, PyAny>, what: &'static str) -> PyResult<Vec<Origin>> {
+    items(obj, what, |item, _, budget| {
+        // The label's own refusal first (a lone surrogate, more than 80 bytes): what is copied
+        // before it is at most one label.
+        let label = item.extract::<Label>()?.0;
+        budget
+            .take(label.as_str().len())
+            .map_err(|e| raise(item.py(), &e))?;
+        Ok(label)
+    })
 }
 
 /// A list of text (`argv`, `local_names`): any iterable of `str` but a `str` itself, bounded as
 /// [`Budget::list`] says.
 pub(crate) fn texts(obj: &Bound<'_, PyAny>, what: &'static str) -> PyResult<Vec<String>> {
+    items(obj, what, charged)
+}
+
+/// Each item of `obj` (any iterable but a `str`) through `take`, charged to one list's budget:
+/// an endless iterator stops at the item bound.
+fn items<T>(
+    obj: &Bound<'_, PyAny>,
+    what: &'static str,
+    mut take: impl FnMut(&Bound<'_, PyAny>, &str, &mut Budget) -> PyResult<T>,
+) -> PyResult<Vec<T>> {
     if obj.is_instance_of::<PyString>() {
         return Err(PyTypeError::new_err(format!(
             "{what} must be a list of str, not a str"
@@ -110,7 +153,7 @@ pub(crate) fn texts(obj: &Bound<'_, PyAny>, what: &'static str) -> PyResult<Vec<
     }
     obj.try_iter()?
         .enumerate()
-        .map(|(i, item)| charged(&item?, &format!("{what}[{i}]"), &mut budget))
+        .map(|(i, item)| take(&item?, &format!("{what}[{i}]"), &mut budget))
         .collect()
 }
 
@@ -130,10 +173,15 @@ pub(crate) fn table(
     budget
         .fits(dict.len().saturating_mul(2))
         .map_err(|e| raise(obj.py(), &e))?;
-    dict.iter()
-        .map(|(k, v)| {
+    // A snapshot of the pairs: code a key's `__str__` or `__eq__` runs may change the dict, and
+    // iterating the dict itself would then panic.
+    dict.items()
+        .iter()
+        .map(|pair| {
+            let (k, v) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>()?;
             let key = charged(&k, what, &mut budget)?;
-            let value = charged(&v, &format!("{what}[{key:?}]"), &mut budget)?;
+            let shown: String = key.chars().take(40).collect();
+            let value = charged(&v, &format!("{what}[{shown:?}]"), &mut budget)?;
             Ok((key, value))
         })
         .collect()

@@ -287,3 +287,43 @@ def test_a_url_that_is_no_http_url_with_a_host_is_refused_at_connect(tmp_path: P
         with pytest.raises(skillcache.ConfigError, match="an http:// or https:// URL with a host"):
             cache.connect_http("docs", url)
     cache.connect_http("docs", "http://127.0.0.1:9/mcp")  # nothing is contacted until a request
+
+
+async def test_b1_the_bounds_measure_text_itself_and_cover_every_list_the_package_takes(
+    tmp_path: Path,
+) -> None:
+    """The seventeenth review: a `str` subclass whose `__len__` says 0 passed the text bound;
+    a key whose `__len__` changed its dict during the walk raised PyO3's panic; `discovery_paths`
+    and `purge_absent`'s `keep` were unbounded; a megabyte of path took half a minute."""
+
+    class Short(str):
+        def __len__(self) -> int:
+            return 0
+
+    mib = Short("x" * (1 << 20))
+    cache = open_cache(tmp_path)
+    with pytest.raises(skillcache.ConfigError, match="argv refused: .*16 MiB"):
+        cache.connect_stdio("a", ["server"] + [mib] * 60_000)
+    with pytest.raises(skillcache.ConfigError, match="discovery_paths refused"):
+        open_cache(tmp_path, "other", discovery_paths=[str(tmp_path / "skills") + mib] * 60_000)
+
+    table: dict[str, str] = {}
+
+    class Grows(str):
+        def __len__(self) -> int:
+            table[f"k{len(table)}"] = "v"
+            return str.__len__(self)
+
+    table[Grows("a")] = "1"
+    cache.connect_stdio("b", ["server"], env=table)  # no panic: the pairs are a snapshot
+
+    def endless() -> Any:
+        while True:
+            yield "docs"
+
+    with pytest.raises(skillcache.ConfigError, match="keep refused: .*65536 items"):
+        await within(cache.purge_absent(endless()))
+
+    for option in ["root", "key_file"]:
+        with pytest.raises(skillcache.ConfigError, match="bytes long: at most 4096"):
+            skillcache.SkillCache(**{"root": tmp_path / "r", option: str(tmp_path) + "/a" * 300_000})

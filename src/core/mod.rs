@@ -189,8 +189,24 @@ impl CacheBuilder {
     /// # Errors
     /// [`StoreError::RootRefused`](crate::error::StoreError::RootRefused) for a root inside or around a discovery path, or one that is not
     /// ours to fill, or for `Guaranteed` isolation where the platform cannot hold it (Windows);
-    /// [`IndexError::HostKey`](crate::error::IndexError::HostKey) for a key file that is refused; I/O and index errors.
+    /// [`IndexError::HostKey`](crate::error::IndexError::HostKey) for a key file that is refused;
+    /// [`ConfigError::Invalid`](crate::error::ConfigError::Invalid) for a root, key file or
+    /// discovery path longer than 4,096 bytes; I/O and index errors.
     pub fn open(self) -> Result<Cache, Error> {
+        // Longer than any path the system opens (PATH_MAX, 4,096 bytes, on Linux): refused
+        // before anything walks it (resolving a root asks for each of its ancestors in turn, so
+        // a megabyte of path cost the caller half a minute: the seventeenth review).
+        const MAX_PATH_BYTES: usize = 4096;
+        let given = [("root", self.root.as_ref()), ("key file", self.key_file.as_ref())];
+        let extra = self.discovery_paths.iter().map(|p| ("discovery path", Some(p)));
+        for (what, path) in given.into_iter().chain(extra) {
+            let len = path.map_or(0, |p| p.as_os_str().len());
+            if len > MAX_PATH_BYTES {
+                return Err(Error::Config(crate::error::ConfigError::Invalid {
+                    what: format!("the {what} is {len} bytes long: at most {MAX_PATH_BYTES}"),
+                }));
+            }
+        }
         let mut discovery = default_discovery_paths();
         discovery.extend(self.discovery_paths);
         let root = self.root.unwrap_or_else(default_root);
