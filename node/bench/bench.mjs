@@ -70,7 +70,8 @@ function writeBenchSkill(root) {
  * memo, which the access times hits write back send to the index once. */
 async function openWarm(skills, dir, options) {
   const cache = new SkillCache({ root: join(dir, 'root'), keyFile: join(dir, 'host.key'), approval: 'notRequired', ...options });
-  cache.connectStdio('bench', [serverBinary(), 'serve', skills, '--root', join(dir, 'srv'), '--key-file', join(dir, 'srv.key')], { stderr: 'ignore' });
+  // `serve` takes only its own options (it keeps no cache of its own).
+  cache.connectStdio('bench', [serverBinary(), 'serve', skills], { stderr: 'ignore' });
   const { entry } = await cache.entry('bench', 'skill://bench-notes/SKILL.md');
   const skill = await cache.load('bench', entry);
   for (let i = 0; i < 4; i += 1) {

@@ -71,8 +71,8 @@ async def open_warm(
     binary = REPO / "target" / "release" / "skillcache"
     if not binary.is_file():
         binary = REPO / "target" / "debug" / "skillcache"
-    cache.connect_stdio("bench", [str(binary), "serve", str(skills), "--root", str(scratch / "srv"),
-                                  "--key-file", str(scratch / "srv.key")])
+    # `serve` takes only its own options (it keeps no cache of its own).
+    cache.connect_stdio("bench", [str(binary), "serve", str(skills)])
     entry = (await cache.entry("bench", "skill://bench-notes/SKILL.md")).entry
     await cache.approve("bench", entry)
     skill = await cache.load("bench", entry)
