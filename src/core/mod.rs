@@ -197,6 +197,16 @@ impl CacheBuilder {
         // before anything walks it (resolving a root asks for each of its ancestors in turn, so
         // a megabyte of path cost the caller half a minute: the seventeenth review).
         const MAX_PATH_BYTES: usize = 4096;
+        // And at most 1,024 discovery paths: each is resolved and compared with the root.
+        const MAX_DISCOVERY_PATHS: usize = 1024;
+        if self.discovery_paths.len() > MAX_DISCOVERY_PATHS {
+            return Err(Error::Config(crate::error::ConfigError::Invalid {
+                what: format!(
+                    "{} discovery paths were given: at most {MAX_DISCOVERY_PATHS}",
+                    self.discovery_paths.len()
+                ),
+            }));
+        }
         let given = [("root", self.root.as_ref()), ("key file", self.key_file.as_ref())];
         let extra = self.discovery_paths.iter().map(|p| ("discovery path", Some(p)));
         for (what, path) in given.into_iter().chain(extra) {
