@@ -197,8 +197,8 @@ impl CacheBuilder {
         // before anything walks it (resolving a root asks for each of its ancestors in turn, so
         // a megabyte of path cost the caller half a minute: the seventeenth review).
         const MAX_PATH_BYTES: usize = 4096;
-        // And at most 1,024 discovery paths: each is resolved and compared with the root.
-        const MAX_DISCOVERY_PATHS: usize = 1024;
+        // And at most 256 discovery paths: each is resolved and compared with the root.
+        const MAX_DISCOVERY_PATHS: usize = 256;
         if self.discovery_paths.len() > MAX_DISCOVERY_PATHS {
             return Err(Error::Config(crate::error::ConfigError::Invalid {
                 what: format!(

@@ -51,12 +51,13 @@ pub fn default_discovery_paths() -> Vec<PathBuf> {
 /// Resolves symlinks in the longest existing prefix of `path` and appends the rest lexically, so
 /// a path that does not exist yet is still compared where it would really be.
 ///
-/// One forward walk: each component is looked up once (`lstat`), a symlink is resolved where it
-/// is met, and `..` steps to the real parent of what is resolved so far. (Asking `canonicalize`
-/// of each ancestor in turn, as before, looked up every prefix again at every step: a path of a
-/// thousand folders that exist and a thousand that do not took half a minute, the eighteenth
-/// review; and a `..` after a missing folder fell back to the path as written, symlinks and
-/// all.)
+/// One forward walk holding a descriptor of the folder reached: each component is one `statat`
+/// in it (and one `openat` to step into a folder, one of `..` to step out), so a path costs a
+/// lookup per component whatever its depth; a symlink is resolved where it is met. (Asking
+/// `canonicalize` of each ancestor in turn, as before, looked up every prefix again at every
+/// step: a path of a thousand folders that exist and a thousand that do not took half a minute,
+/// the eighteenth review; and a `..` after a missing folder fell back to the path as written,
+/// symlinks and all.)
 pub(crate) fn resolve(path: &Path) -> PathBuf {
     let absolute = if path.is_absolute() {
         path.to_owned()
@@ -64,30 +65,50 @@ pub(crate) fn resolve(path: &Path) -> PathBuf {
         std::env::current_dir().unwrap_or_default().join(path)
     };
     let mut out = PathBuf::new();
-    // Whether `out` exists: then it is already resolved (no symlink in it), and the next
-    // component is looked up; below a folder that does not exist nothing is a link.
-    let mut exists = true;
+    // The folder `out` names while it exists (then `out` holds no symlink); below it, `missing`
+    // components that do not exist, where nothing is a link.
+    let mut here: Option<platform::OwnedFd> = None;
+    let mut missing = 0usize;
     for c in absolute.components() {
         match c {
-            Component::Prefix(_) | Component::RootDir => out.push(c),
+            Component::Prefix(_) | Component::RootDir => {
+                out.push(c);
+                here = platform::open_folder(&out, true).ok();
+                missing = usize::from(here.is_none());
+            }
             Component::CurDir => {}
             Component::ParentDir => {
                 out.pop();
-                exists = fs::symlink_metadata(&out).is_ok();
+                if missing > 0 {
+                    missing -= 1;
+                } else if let Some(dir) = &here {
+                    here = platform::open_parent(dir.as_fd()).ok();
+                }
             }
             Component::Normal(name) => {
                 out.push(name);
-                if !exists {
+                let Some(dir) = here.as_ref().filter(|_| missing == 0) else {
+                    missing += 1;
                     continue;
-                }
-                match fs::symlink_metadata(&out) {
-                    Ok(m) if m.file_type().is_symlink() => match fs::canonicalize(&out) {
-                        Ok(real) => out = real,
+                };
+                match platform::stat_at(dir.as_fd(), name).map(|st| st.kind) {
+                    Ok(platform::Kind::Dir) => {
+                        match platform::open_dir(dir.as_fd(), Path::new(name)) {
+                            Ok(Some(next)) => here = Some(next),
+                            _ => missing += 1,
+                        }
+                    }
+                    Ok(platform::Kind::Link) => match fs::canonicalize(&out) {
+                        Ok(real) => {
+                            here = platform::open_folder(&real, true).ok();
+                            missing = usize::from(here.is_none());
+                            out = real;
+                        }
                         // A dangling link: kept as named, as a folder that does not exist.
-                        Err(_) => exists = false,
+                        Err(_) => missing += 1,
                     },
-                    Ok(_) => {}
-                    Err(_) => exists = false,
+                    // A file, or nothing: nothing below it exists.
+                    _ => missing += 1,
                 }
             }
         }
