@@ -34,7 +34,7 @@ pub(crate) fn load_or_create(path: &Path, root: &Path) -> Result<SealKey, Error>
         problem,
     });
     let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
-    if super::root::resolve(path).starts_with(&root) {
+    if super::root::resolve(path).is_ok_and(|p| p.starts_with(&root)) {
         return Err(refused(KeyProblem::InsideRoot { root }));
     }
     match read(path) {

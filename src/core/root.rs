@@ -49,35 +49,54 @@ pub fn default_discovery_paths() -> Vec<PathBuf> {
 }
 
 /// Resolves symlinks in the longest existing prefix of `path` and appends the rest lexically, so
-/// a path that does not exist yet is still compared where it would really be.
+/// a path that does not exist yet is still compared where it would really be; as the kernel
+/// would resolve it, or an error where the kernel would refuse it (`ENOTDIR`: a component after
+/// one that is not a folder; `ELOOP`: more than 40 symbolic links).
 ///
-/// One forward walk holding a descriptor of the folder reached: each component is one `statat`
-/// in it (and one `openat` to step into a folder, one of `..` to step out), so a path costs a
-/// lookup per component whatever its depth; a symlink is resolved where it is met. (Asking
-/// `canonicalize` of each ancestor in turn, as before, looked up every prefix again at every
-/// step: a path of a thousand folders that exist and a thousand that do not took half a minute,
-/// the eighteenth review; and a `..` after a missing folder fell back to the path as written,
-/// symlinks and all.)
-pub(crate) fn resolve(path: &Path) -> PathBuf {
+/// The kernel's own walk, forward, holding a descriptor of the folder reached: each component
+/// is one `statat` in it (one `openat` to step into a folder, one of `..` to step out), and a
+/// link is read once and its target walked in its place. So a path costs a lookup per component
+/// whatever its depth, and at most 40 links' targets more. A folder that can be searched but not
+/// read (another user's 0711 home) cannot be held open: from there each component is looked up
+/// by its full path, as the kernel still walks through it.
+///
+/// (Asking `canonicalize` of each ancestor in turn, as before, looked up every prefix again at
+/// every step: a 4 KB path of a thousand folders took half a minute, the eighteenth review. A
+/// walk that lost its place after a link to a file and a `..` took the rest as written, and let
+/// a root be made inside a skills folder; each link canonicalized whole cost a thousand-hop path
+/// 82 s: the nineteenth.)
+pub(crate) fn resolve(path: &Path) -> std::io::Result<PathBuf> {
+    use std::collections::VecDeque;
+    use std::io::{Error as IoError, ErrorKind};
+    // The kernel's own bound on the links one lookup follows (Linux's MAXSYMLINKS).
+    const MAX_LINKS: usize = 40;
     let absolute = if path.is_absolute() {
         path.to_owned()
     } else {
         std::env::current_dir().unwrap_or_default().join(path)
     };
+    // What is left to walk, the next first: a link's target goes in front of what followed it.
+    let mut todo: VecDeque<Part> = parts(&absolute).into();
     let mut out = PathBuf::new();
-    // The folder `out` names while it exists (then `out` holds no symlink); below it, `missing`
-    // components that do not exist, where nothing is a link.
+    // The folder `out` names, held open while the walk is by descriptor; `None` once a folder on
+    // the way could not be opened (then each component is looked up by its full path).
     let mut here: Option<platform::OwnedFd> = None;
+    // Components at the end of `out` that do not exist: nothing below them is a link.
     let mut missing = 0usize;
-    for c in absolute.components() {
-        match c {
-            Component::Prefix(_) | Component::RootDir => {
-                out.push(c);
-                here = platform::open_folder(&out, true).ok();
-                missing = usize::from(here.is_none());
+    // `out` names something that is not a folder: any component after it is `ENOTDIR`.
+    let mut not_folder = false;
+    let mut links = 0usize;
+    while let Some(part) = todo.pop_front() {
+        if not_folder {
+            return Err(IoError::from_raw_os_error(errno::ENOTDIR));
+        }
+        match part {
+            Part::Root(root) => {
+                here = platform::open_folder(&root, true).ok();
+                out = root;
+                missing = 0;
             }
-            Component::CurDir => {}
-            Component::ParentDir => {
+            Part::Parent => {
                 out.pop();
                 if missing > 0 {
                     missing -= 1;
@@ -85,35 +104,93 @@ pub(crate) fn resolve(path: &Path) -> PathBuf {
                     here = platform::open_parent(dir.as_fd()).ok();
                 }
             }
-            Component::Normal(name) => {
-                out.push(name);
-                let Some(dir) = here.as_ref().filter(|_| missing == 0) else {
+            Part::Name(name) => {
+                if missing > 0 {
+                    out.push(&name);
                     missing += 1;
                     continue;
+                }
+                let kind = match &here {
+                    Some(dir) => platform::stat_at(dir.as_fd(), &name).map(|st| st.kind),
+                    None => fs::symlink_metadata(out.join(&name)).map(|m| kind_of(m.file_type())),
                 };
-                match platform::stat_at(dir.as_fd(), name).map(|st| st.kind) {
+                match kind {
+                    Err(e) if e.kind() == ErrorKind::NotFound => {
+                        out.push(&name);
+                        missing = 1;
+                    }
+                    Err(e) => return Err(e),
                     Ok(platform::Kind::Dir) => {
-                        match platform::open_dir(dir.as_fd(), Path::new(name)) {
-                            Ok(Some(next)) => here = Some(next),
-                            _ => missing += 1,
+                        here = match &here {
+                            Some(dir) => platform::open_dir(dir.as_fd(), Path::new(&name))
+                                .ok()
+                                .flatten(),
+                            None => None,
+                        };
+                        out.push(&name);
+                    }
+                    Ok(platform::Kind::Link) => {
+                        links += 1;
+                        if links > MAX_LINKS {
+                            return Err(IoError::from_raw_os_error(errno::ELOOP));
+                        }
+                        // Walked in the link's place, from its folder (`out`, `here`) or, for an
+                        // absolute target, from its root.
+                        let target = fs::read_link(out.join(&name))?;
+                        for p in parts(&target).into_iter().rev() {
+                            todo.push_front(p);
                         }
                     }
-                    Ok(platform::Kind::Link) => match fs::canonicalize(&out) {
-                        Ok(real) => {
-                            here = platform::open_folder(&real, true).ok();
-                            missing = usize::from(here.is_none());
-                            out = real;
-                        }
-                        // A dangling link: kept as named, as a folder that does not exist.
-                        Err(_) => missing += 1,
-                    },
-                    // A file, or nothing: nothing below it exists.
-                    _ => missing += 1,
+                    Ok(_) => {
+                        out.push(&name);
+                        not_folder = true;
+                    }
                 }
             }
         }
     }
+    Ok(out)
+}
+
+/// One step of [`resolve`]'s walk.
+enum Part {
+    /// Start again at a root (`/`, or a Windows drive's).
+    Root(PathBuf),
+    /// `..`.
+    Parent,
+    /// A name in the folder reached.
+    Name(std::ffi::OsString),
+}
+
+/// `path`'s steps: its root (if it has one), then each `..` and name (`.` is no step).
+fn parts(path: &Path) -> Vec<Part> {
+    let mut root = PathBuf::new();
+    let mut out = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::Prefix(_) | Component::RootDir => root.push(c),
+            Component::CurDir => {}
+            Component::ParentDir => out.push(Part::Parent),
+            Component::Normal(name) => out.push(Part::Name(name.to_owned())),
+        }
+    }
+    if !root.as_os_str().is_empty() {
+        out.insert(0, Part::Root(root));
+    }
     out
+}
+
+/// What a file type is, as the platform layer names it.
+fn kind_of(t: fs::FileType) -> platform::Kind {
+    if t.is_symlink() {
+        platform::Kind::Link
+    } else if t.is_dir() {
+        platform::Kind::Dir
+    } else if t.is_file() {
+        platform::Kind::File
+    } else {
+        platform::Kind::Other
+    }
 }
 
 /// Refuses a root inside, or containing, any discovery path (after resolving symlinks) (R-C1);
@@ -126,7 +203,15 @@ pub(crate) fn resolve(path: &Path) -> PathBuf {
 /// platform that cannot keep these guarantees everywhere (Windows: `platform::disk_cache`, a root
 /// outside the user's profile) refuses the root before anything is made.
 pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Result<Dir, Error> {
-    let resolved = resolve(root);
+    // A root the kernel could not reach as a folder is refused before anything is made: what
+    // would be made instead is somewhere the check never looked.
+    let resolved = resolve(root).map_err(|_| {
+        Error::Store(crate::error::StoreError::RootRefused {
+            root: root.to_owned(),
+            why: "it cannot be reached as a folder (a part of it is not a folder, or it passes through more than 40 symbolic links)",
+            path: root.to_owned(),
+        })
+    })?;
     outside_discovery(root, &resolved, discovery)?;
     let refuse = |why| Error::Store(crate::error::StoreError::RootRefused {
         root: root.to_owned(),
@@ -194,7 +279,8 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
 /// R-C1: the root lies neither inside nor around a discovery path (both resolved).
 fn outside_discovery(root: &Path, resolved: &Path, discovery: &[PathBuf]) -> Result<(), Error> {
     for d in discovery {
-        let dr = resolve(d);
+        // A discovery path the kernel cannot resolve names no folder: nothing can be inside it.
+        let Ok(dr) = resolve(d) else { continue };
         let why = if within(resolved, &dr) {
             "it lies inside the skill discovery path"
         } else if within(&dr, resolved) {
@@ -330,26 +416,52 @@ fn write_tag(disk: &dyn Disk, dir: &Dir) -> io::Result<()> {
 #[cfg(all(test, unix))]
 mod resolve_tests {
     use super::resolve;
+    use std::os::unix::fs::symlink;
 
     /// A path whose first folders exist (one of them through a symlink) and whose last do not
-    /// resolves to the real folder with the rest appended, as before the walk asked `stat` first.
+    /// resolves to the real folder with the rest appended; a `..` after a folder that does not
+    /// exist still resolves the links before it.
     #[test]
     fn a_path_resolves_through_its_existing_ancestors_and_keeps_the_rest() {
         let dir = tempfile::tempdir().expect("tempdir");
         let real = dir.path().join("real/a/b");
         std::fs::create_dir_all(&real).expect("mkdir");
-        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("link"))
-            .expect("symlink");
+        symlink(dir.path().join("real"), dir.path().join("link")).expect("symlink");
         let given = dir.path().join("link/a/b/not/yet/../there");
         let want = std::fs::canonicalize(&real).expect("real").join("not/there");
-        assert_eq!(resolve(&given), want);
-        // A `..` after a folder that does not exist still resolves the links before it.
+        assert_eq!(resolve(&given).expect("resolves"), want);
         let around = dir.path().join("link/nothere/../a");
         let want = std::fs::canonicalize(dir.path().join("real/a")).expect("real");
-        assert_eq!(resolve(&around), want);
+        assert_eq!(resolve(&around).expect("resolves"), want);
         let deep = dir.path().join("d/".repeat(200)).join("x/".repeat(100));
         std::fs::create_dir_all(dir.path().join("d/".repeat(200))).expect("mkdir");
-        let resolved = resolve(&deep);
+        let resolved = resolve(&deep).expect("resolves");
         assert!(resolved.ends_with("x/".repeat(100).trim_end_matches('/')), "{resolved:?}");
+    }
+
+    /// The nineteenth review: after a link to a file and a `..`, the walk took the rest as
+    /// written, so a later link into a skills folder was never followed and a root was made
+    /// inside it. The kernel refuses such a path (`ENOTDIR`); so does `resolve`. A path through
+    /// more links than the kernel follows is `ELOOP` (each link cost a walk of its target: a
+    /// thousand hops took 82 s).
+    #[test]
+    fn a_path_the_kernel_would_refuse_is_refused_not_taken_as_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let skills = dir.path().join("home/.claude/skills");
+        std::fs::create_dir_all(&skills).expect("mkdir");
+        std::fs::write(dir.path().join("f"), "").expect("file");
+        symlink(dir.path().join("f"), dir.path().join("fl")).expect("link to a file");
+        symlink(&skills, dir.path().join("sk")).expect("link to the skills");
+        let around = dir.path().join("fl/../sk/cache");
+        assert!(resolve(&around).is_err(), "{:?}", resolve(&around));
+        assert!(resolve(&dir.path().join("f/x")).is_err(), "below a file");
+        let straight = resolve(&dir.path().join("sk/cache")).expect("resolves");
+        assert!(straight.starts_with(std::fs::canonicalize(&skills).expect("real")));
+
+        symlink(dir.path(), dir.path().join("up")).expect("link to its folder");
+        let hops = dir.path().join("up/".repeat(41)).join("x");
+        let e = resolve(&hops).expect_err("more than 40 links");
+        assert_eq!(e.raw_os_error(), Some(crate::platform::errno::ELOOP));
+        assert!(resolve(&dir.path().join("up/".repeat(40)).join("x")).is_ok());
     }
 }
