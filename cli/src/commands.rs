@@ -385,24 +385,36 @@ async fn lock(ctx: &Ctx, scope: LockScope, output: &Path, target: &Target) -> Re
     for d in &gone {
         lock.remove(&d.origin, &d.uri);
     }
+    let mut rows: Vec<Value> = Vec::new();
     for (origin, entry) in &pinned {
-        if let Err(e) = lock.insert(origin, entry) {
-            errors.push(e);
+        match lock.insert(origin, entry) {
+            Ok(()) => rows.push(render::pin_row(origin, entry)),
+            Err(e) => errors.push(e),
         }
     }
-    if !errors.is_empty() {
-        // A lock is what CI gates on: one holding part of what was asked would pass a check it
-        // should fail, and would replace a lock that was whole. Nothing is written.
-        eprintln!(
-            "skillcache: notice: {} was not written (it would not pin what was asked)",
-            display_safe(&output.to_string_lossy())
-        );
+    // A lock is what CI gates on. After a failure, one that pins nothing is not written, and
+    // one that exists is not replaced by part of what was asked (a server down would drop its
+    // pins); a new one holds what could be pinned (and the exit code says what could not).
+    if !errors.is_empty() && (rows.is_empty() || output.exists()) {
+        not_written(output, rows.is_empty());
         return failed(errors);
     }
     lock.write(output)?;
-    let rows: Vec<Value> = pinned.iter().map(|(o, e)| render::pin_row(o, e)).collect();
     render::locked(ctx.json, output, &rows, &gone, lock.skills().count());
     failed(errors)
+}
+
+/// Says why a lock that failed was not written (`lock`).
+fn not_written(output: &Path, nothing: bool) {
+    let why = if nothing {
+        "nothing could be pinned"
+    } else {
+        "it would replace the lock there with part of what was asked"
+    };
+    eprintln!(
+        "skillcache: notice: {} was not written: {why}",
+        display_safe(&output.to_string_lossy())
+    );
 }
 
 /// What `lock --all` listed, beside the entries it pins.

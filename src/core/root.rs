@@ -110,23 +110,15 @@ pub(crate) fn resolve(path: &Path) -> std::io::Result<PathBuf> {
                     missing += 1;
                     continue;
                 }
-                let kind = match &here {
-                    Some(dir) => platform::stat_at(dir.as_fd(), &name).map(|st| st.kind),
-                    None => fs::symlink_metadata(out.join(&name)).map(|m| kind_of(m.file_type())),
-                };
-                match kind {
+                match kind_at(here.as_ref(), &out, &name) {
                     Err(e) if e.kind() == ErrorKind::NotFound => {
                         out.push(&name);
                         missing = 1;
                     }
                     Err(e) => return Err(e),
                     Ok(platform::Kind::Dir) => {
-                        here = match &here {
-                            Some(dir) => platform::open_dir(dir.as_fd(), Path::new(&name))
-                                .ok()
-                                .flatten(),
-                            None => None,
-                        };
+                        let next = here.as_ref().map(|d| platform::open_dir(d.as_fd(), Path::new(&name)));
+                        here = next.and_then(|opened| opened.ok().flatten());
                         out.push(&name);
                     }
                     Ok(platform::Kind::Link) => {
@@ -178,6 +170,19 @@ fn parts(path: &Path) -> Vec<Part> {
         out.insert(0, Part::Root(root));
     }
     out
+}
+
+/// What `name` is in the folder reached: looked up in `here` while it is held open, else by its
+/// full path under `out`.
+fn kind_at(
+    here: Option<&platform::OwnedFd>,
+    out: &Path,
+    name: &std::ffi::OsStr,
+) -> std::io::Result<platform::Kind> {
+    match here {
+        Some(dir) => platform::stat_at(dir.as_fd(), name).map(|st| st.kind),
+        None => fs::symlink_metadata(out.join(name)).map(|m| kind_of(m.file_type())),
+    }
 }
 
 /// What a file type is, as the platform layer names it.
@@ -413,10 +418,10 @@ fn write_tag(disk: &dyn Disk, dir: &Dir) -> io::Result<()> {
     done
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod resolve_tests {
     use super::resolve;
-    use std::os::unix::fs::symlink;
+    use crate::platform::symlink;
 
     /// A path whose first folders exist (one of them through a symlink) and whose last do not
     /// resolves to the real folder with the rest appended; a `..` after a folder that does not
@@ -426,7 +431,7 @@ mod resolve_tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let real = dir.path().join("real/a/b");
         std::fs::create_dir_all(&real).expect("mkdir");
-        symlink(dir.path().join("real"), dir.path().join("link")).expect("symlink");
+        symlink(&dir.path().join("real"), &dir.path().join("link")).expect("symlink");
         let given = dir.path().join("link/a/b/not/yet/../there");
         let want = std::fs::canonicalize(&real).expect("real").join("not/there");
         assert_eq!(resolve(&given).expect("resolves"), want);
@@ -450,15 +455,15 @@ mod resolve_tests {
         let skills = dir.path().join("home/.claude/skills");
         std::fs::create_dir_all(&skills).expect("mkdir");
         std::fs::write(dir.path().join("f"), "").expect("file");
-        symlink(dir.path().join("f"), dir.path().join("fl")).expect("link to a file");
-        symlink(&skills, dir.path().join("sk")).expect("link to the skills");
+        symlink(&dir.path().join("f"), &dir.path().join("fl")).expect("link to a file");
+        symlink(&skills, &dir.path().join("sk")).expect("link to the skills");
         let around = dir.path().join("fl/../sk/cache");
         assert!(resolve(&around).is_err(), "{:?}", resolve(&around));
         assert!(resolve(&dir.path().join("f/x")).is_err(), "below a file");
         let straight = resolve(&dir.path().join("sk/cache")).expect("resolves");
         assert!(straight.starts_with(std::fs::canonicalize(&skills).expect("real")));
 
-        symlink(dir.path(), dir.path().join("up")).expect("link to its folder");
+        symlink(dir.path(), &dir.path().join("up")).expect("link to its folder");
         let hops = dir.path().join("up/".repeat(41)).join("x");
         let e = resolve(&hops).expect_err("more than 40 links");
         assert_eq!(e.raw_os_error(), Some(crate::platform::errno::ELOOP));

@@ -71,6 +71,9 @@ pub(crate) use os::{
 pub(crate) use os::{
     file_identity, owner_and_mode, private_dir_builder, private_file, read_no_follow, special_kind,
 };
+// The tests' links (the layers above name no operating system).
+#[cfg(test)]
+pub(crate) use os::symlink;
 // Where the user's folders are, and the random bytes of a new host key.
 pub(crate) use os::{cache_home, config_home, home, random};
 // A descriptor of the host's as a server's stderr (the bindings' `stderr` option).

@@ -476,6 +476,13 @@ pub(crate) fn file_identity(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
 /// links to folders and files (inside and outside), `..`, absolute paths, a file where a folder
 /// belongs, a FIFO, a socket, and a folder swapped for a link after it was opened. Run on Linux
 /// through the very functions macOS calls.
+/// A symbolic link at `link` to `target`, for the tests of the layers above, which name no
+/// operating system (`tests/layers.rs`).
+#[cfg(test)]
+pub(crate) fn symlink(target: &Path, link: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Read as _;

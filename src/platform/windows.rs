@@ -813,6 +813,17 @@ pub(crate) fn file_identity(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
 /// and outside), `..`, roots, drives, streams and device names, a file where a folder belongs;
 /// a held folder that someone tries to move or replace; and the calls the store makes under a
 /// held folder. Run under Wine by `scripts/wine-check.sh`.
+/// A symbolic link at `link` to `target` (a folder's or a file's, as `target` is), for the tests
+/// of the layers above, which name no operating system (`tests/layers.rs`).
+#[cfg(test)]
+pub(crate) fn symlink(target: &Path, link: &Path) -> io::Result<()> {
+    if target.is_dir() {
+        std::os::windows::fs::symlink_dir(target, link)
+    } else {
+        std::os::windows::fs::symlink_file(target, link)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Read as _;
