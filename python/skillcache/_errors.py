@@ -152,24 +152,6 @@ class OfflineError(Error):
 
 # Tracebacks and reprs name the module a host imports these from (`skillcache.DeclinedError`),
 # not this private one; pickling finds them there too.
-for _cls in (
-    Error,
-    UriError,
-    EntryError,
-    LimitExceededError,
-    VerifyError,
-    SourceError,
-    ServerError,
-    TransportError,
-    TimeoutError,
-    MessageTooLargeError,
-    NotConnectedError,
-    StoreError,
-    IndexError,
-    ConfigError,
-    L2ConfigError,
-    DeclinedError,
-    OfflineError,
-):
+for _cls in [v for v in list(globals().values()) if isinstance(v, type) and issubclass(v, Error)]:
     _cls.__module__ = "skillcache"
 del _cls

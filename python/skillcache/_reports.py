@@ -167,17 +167,6 @@ class LockCheck:
 
 
 # Reprs and tracebacks name the module a host imports these from, not this private one.
-for _cls in (
-    BlobRef,
-    VerifyReport,
-    GcReport,
-    Inventory,
-    CachedEntry,
-    Pin,
-    FileDrift,
-    LockDrift,
-    DynamicSkill,
-    LockCheck,
-):
+for _cls in [v for v in list(globals().values()) if isinstance(v, type) and v.__module__ == __name__]:
     _cls.__module__ = "skillcache"
 del _cls
