@@ -103,6 +103,12 @@ GRANTED = [
     # `lock --all` (and a host's own refresh of a lock) drops the pins of skills a server no
     # longer publishes.
     ("issue 42, L1", "LockFile::remove"),
+    # A URI or reference longer than this is refused wherever it comes from, a host's, a
+    # server's or a model's (issue 39's sixteenth review: a 100 MB URI was sent and stored).
+    ("issue 39, B1", "MAX_URI_BYTES"),
+    # One rule for a Streamable HTTP server's URL, for the CLI's `--url`, a config file and the
+    # bindings' `connect_http` alike (issue 40, U2: `notaurl` was taken until first use).
+    ("issue 40, U2", "http_url_problem"),
 ]
 MAX_ITEMS = 220 + len(GRANTED)
 COUNTED = {
