@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { SkillCache } from 'skillcache';
 import { declared, keys, samples, scratch, serveArgv } from './peers.mjs';
 
-test('every report settles with exactly the keys reports.d.ts declares', async (t) => {
+test('every report settles with exactly the keys reports.d.ts declares', { timeout: 60_000 }, async (t) => {
   const dir = scratch(t);
   const cache = new SkillCache({ root: join(dir, 'cache'), keyFile: join(dir, 'host.key'), approval: 'notRequired' });
   cache.connectStdio('docs', serveArgv(samples, dir), { stderr: 'ignore' });
@@ -36,7 +36,7 @@ test('every report settles with exactly the keys reports.d.ts declares', async (
   await cache.purge('docs');
 });
 
-test('a corrupt blob is reported as an origin and a digest', async (t) => {
+test('a corrupt blob is reported as an origin and a digest', { timeout: 60_000 }, async (t) => {
   const dir = scratch(t);
   const cache = new SkillCache({ root: join(dir, 'cache'), keyFile: join(dir, 'host.key'), approval: 'notRequired' });
   cache.connectStdio('docs', serveArgv(samples, dir), { stderr: 'ignore' });

@@ -298,7 +298,7 @@ test('B1: connectClient relays what the client answered, whatever JSON.stringify
   assert.equal(sha256(file.bytes), target.digest);
 });
 
-test('review 16: a list that is no Array is the package TypeError, not napi-rs bare Error', (t) => {
+test('review 16: a list that is no Array is the package TypeError, not napi-rs bare Error', { timeout: 60_000 }, (t) => {
   const dir = scratch(t);
   const cache = new SkillCache({ root: join(dir, 'cache'), keyFile: join(dir, 'host.key') });
   for (const notAList of [new Uint8Array(3), 'docs', { length: 1, 0: 'docs' }]) {
@@ -308,7 +308,7 @@ test('review 16: a list that is no Array is the package TypeError, not napi-rs b
   assert.throws(() => cache.catalog(new Uint8Array(2)), /a list must be an Array/);
 });
 
-test('a newcomer: a URL that is no http(s) URL with a host is a ConfigError at connectHttp', (t) => {
+test('a newcomer: a URL that is no http(s) URL with a host is a ConfigError at connectHttp', { timeout: 60_000 }, (t) => {
   const dir = scratch(t);
   const cache = new SkillCache({ root: join(dir, 'cache'), keyFile: join(dir, 'host.key') });
   for (const url of ['notaurl', 'ftp://example.com/mcp', 'http://']) {
