@@ -12,6 +12,7 @@ const KEPT = new Set(['message', 'name', 'stack', 'constructor']);
 // cannot forge or drop an error's fields.
 const { keys, defineProperty } = Object;
 const keptHas = Set.prototype.has.bind(KEPT);
+const { captureStackTrace } = Error;
 // Every field any kind of error has (the shared report's names, camelCase; errors.d.ts types
 // them): each is an own property of every error, `null` where its kind has none, so reading one
 // a kind lacks (`origin` of a `LimitExceededError`, `changes` of a refused approval) never falls
@@ -24,30 +25,34 @@ const FIELDS = [
   'serverMessage', 'size', 'skill', 'supported', 'text', 'uri', 'waited', 'what', 'why',
 ];
 
+// Defines on `error` every field of `FIELDS` and then `fields`'s own, as own data properties
+// (defined, never set, so a setter on a prototype sees none of it), and an own `cause` (none):
+// napi-rs reads `cause` when it throws or rejects with the error, and an inherited one (a host's
+// getter on `Error.prototype`) would replace the error. A field the error's kind lacks is `null`
+// and not enumerable: still its own, never `Error.prototype`'s, but an uncaught error that Node
+// prints shows only the fields that say something (a newcomer's try saw 40, mostly `null`).
+function defineFields(error, fields, skip) {
+  for (let i = 0; i < FIELDS.length; i += 1) {
+    defineProperty(error, FIELDS[i], { value: null, enumerable: false, writable: true, configurable: true });
+  }
+  defineProperty(error, 'cause', { value: undefined, writable: true, configurable: true });
+  const names = keys(fields ?? {});
+  for (let i = 0; i < names.length; i += 1) {
+    const key = names[i];
+    if (skip(key)) continue;
+    const value = fields[key];
+    defineProperty(error, key, { value, enumerable: value !== null, writable: true, configurable: true });
+  }
+}
+
 class SkillcacheError extends Error {
   constructor(message, fields) {
     super(message);
     defineProperty(this, 'name', { value: new.target.name, writable: true, configurable: true });
     // Every field of the variant (`kind`, `origin`, `uri`, …) and `causes`, the messages of
-    // the Rust cause chain. Plain data, never anything the addon holds; defined, never set, so
-    // a setter on a prototype sees none of it.
-    for (let i = 0; i < FIELDS.length; i += 1) {
-      defineProperty(this, FIELDS[i], { value: null, enumerable: true, writable: true, configurable: true });
-    }
-    // An own `cause` (none): napi-rs reads `cause` when it throws or rejects with the error, and
-    // an inherited one (a host's getter on `Error.prototype`) would replace the error.
-    defineProperty(this, 'cause', { value: undefined, writable: true, configurable: true });
-    const names = keys(fields ?? {});
-    for (let i = 0; i < names.length; i += 1) {
-      const key = names[i];
-      if (keptHas(key)) continue;
-      defineProperty(this, key, {
-        value: fields[key],
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
+    // the Rust cause chain: plain data, never anything the addon holds. A field may never
+    // replace the message (the library's) or the name (the class's).
+    defineFields(this, fields, keptHas);
   }
 }
 
@@ -77,19 +82,7 @@ class AbortError extends Error {
     defineProperty(this, 'name', { value: 'AbortError', writable: true, configurable: true });
     // The report's fields too, `null` (an abort has none), as every error of the package has
     // them, and an own `cause` (the signal's reason, defined later by `index.js`).
-    for (let i = 0; i < FIELDS.length; i += 1) {
-      defineProperty(this, FIELDS[i], { value: null, enumerable: true, writable: true, configurable: true });
-    }
-    defineProperty(this, 'cause', { value: undefined, writable: true, configurable: true });
-    const names = keys(fields ?? {});
-    for (let i = 0; i < names.length; i += 1) {
-      defineProperty(this, names[i], {
-        value: fields[names[i]],
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
+    defineFields(this, fields, () => false);
   }
 }
 
@@ -132,7 +125,10 @@ for (const Class of Object.values(classes)) {
 /** Called by the addon: `className` is always one of `classes` (src/errors.rs names them). */
 function make(className, message, fields) {
   const Class = classes[className] ?? SkillcacheError;
-  return new Class(message, fields);
+  const error = new Class(message, fields);
+  // The stack starts where the host called, not in this file's constructors.
+  if (captureStackTrace !== undefined) captureStackTrace(error, make);
+  return error;
 }
 
 // Frozen: `index.js` takes `make` once at load, and a host cannot put another in its place.

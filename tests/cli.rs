@@ -878,6 +878,44 @@ fn a_usage_error_with_json_prints_the_exit_and_the_errors_as_json() {
     );
 }
 
+/// A newcomer's try: a mistyped `--key-file` made a new key beside an index of rows sealed by
+/// the old one, and only row-by-row seal warnings followed. The new key is now said once, with
+/// the question to ask; a key made for an empty cache says nothing.
+#[test]
+fn a_new_key_beside_an_index_that_holds_rows_is_said_once() {
+    let env = Env::keyed();
+    let served = env.served("served", "notes", "Takes notes.", "the notes");
+    let s = serve_cmd(&served);
+    let load = env.run(&["load", "--origin", "local", "--stdio", &s, "skill://notes/SKILL.md"]);
+    assert_eq!(code(&load), 0, "{}", stderr(&load));
+    assert!(!stderr(&load).contains("new host key"), "{}", stderr(&load));
+    let other = env.path("other.key").display().to_string();
+    let entries = env.run(&["entries", "--key-file", &other]);
+    let said = stderr(&entries);
+    assert_eq!(said.matches("created a new host key").count(), 1, "{said}");
+    assert!(said.contains("other.key"), "{said}");
+    let again = env.run(&["entries", "--key-file", &other]);
+    assert!(!stderr(&again).contains("new host key"), "{}", stderr(&again));
+}
+
+/// A newcomer's try: a mistyped `serve --dynamic` published the skill it meant as static,
+/// without a word. Now a notice names it (not an error: the folder is watched, and the skill may
+/// appear later); a `--dynamic` that names a skill says nothing.
+#[test]
+fn serve_says_when_dynamic_names_no_skill() {
+    let env = Env::new();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/skills");
+    let samples = samples.display().to_string();
+    let typo = env.run(&["serve", &samples, "--dynamic", "live-statu"]);
+    assert!(
+        stderr(&typo).contains("--dynamic live-statu names no skill under"),
+        "{}",
+        stderr(&typo)
+    );
+    let right = env.run(&["serve", &samples, "--dynamic", "live-status"]);
+    assert!(!stderr(&right).contains("names no skill"), "{}", stderr(&right));
+}
+
 /// A newcomer's try: `serve` of one skill's own folder published nothing, silently, and
 /// `inspect --base-uri notauri` printed one refusal per file. Each is now one usage error
 /// (exit 2) that says what to give instead.

@@ -143,7 +143,7 @@ fn d5_without_the_example_s_routing_the_server_s_warnings_reach_the_terminal() {
     serve.arg("serve").arg(&skills);
     let out = finish(serve);
     assert!(
-        text(&out.stderr).contains("not publishing skill=misnamed"),
+        text(&out.stderr).contains("not publishing (skill: misnamed"),
         "{}",
         text(&out.stderr)
     );

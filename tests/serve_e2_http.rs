@@ -19,7 +19,7 @@ use serde_json::json;
 use skillcache::local::SkillServer;
 use skillcache::server::HttpLimits;
 
-use http::{MCP_POST, Reply, ServeChild, modern, request};
+use http::{MCP_POST, Reply, ServeChild, modern, request, request_to};
 
 /// A served folder with one skill, `notes`, and a `big.bin` of `big` bytes in it.
 fn folder(big: usize) -> common::Scratch {
@@ -161,6 +161,23 @@ fn ping(authority: &str, id: &str) -> u16 {
     request(authority, "POST", &headers, body.to_string().as_bytes())
         .expect("ping")
         .status
+}
+
+#[test]
+fn a_request_to_another_path_than_the_endpoint_is_told_where_the_endpoint_is() {
+    let tmp = folder(0);
+    let authority = serve_in_process(&tmp.path().join("served"), HttpLimits::default());
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "skills/list", "params": {}});
+    for path in ["/", "/mcp/", "/other", "/mcpx"] {
+        let reply = request_to(&authority, "POST", path, &MCP_POST, body.to_string().as_bytes())
+            .expect("answered");
+        assert_eq!(reply.status, 404, "{path}: {reply:?}");
+        assert!(
+            String::from_utf8_lossy(&reply.body).contains("/mcp"),
+            "{path}: {reply:?}"
+        );
+    }
+    assert!(lists(&authority), "the endpoint itself still answers");
 }
 
 #[test]

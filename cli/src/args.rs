@@ -500,7 +500,7 @@ fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
             Ok(std::time::Duration::from_secs_f64(secs))
         }
         _ => Err(format!(
-            "{text:?} is not a number of seconds between 0 and 86400"
+            "{text:?} is not a number of seconds greater than 0 and at most 86400 (one day)"
         )),
     }
 }

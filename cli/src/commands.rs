@@ -79,6 +79,15 @@ async fn run_serve(args: crate::args::ServeArgs) -> Result<Outcome> {
         // Checked before anything ran (`plan`).
         allow_remote: _,
     } = args;
+    // A mistyped `--dynamic` would publish the skill it meant as static, without a word (a
+    // newcomer's try). Not refused: the folder is watched, and the skill may appear later.
+    for path in dynamic.iter().filter(|p| !dir.join(p).join("SKILL.md").is_file()) {
+        eprintln!(
+            "skillcache: notice: --dynamic {} names no skill under {} (no SKILL.md there yet); it applies once one appears",
+            display_safe(path),
+            display_safe(&dir.to_string_lossy())
+        );
+    }
     let options = dynamic.into_iter().fold(
         SkillServer::new(dir)
             .ttl_ms(ttl_ms)

@@ -156,8 +156,8 @@ async fn tour(
     t.dynamic().await?;
     let report = t.cache.verify(None, |_, _| {}).await?;
     outln!(
-        "\nverify: {} blobs checked, {} corrupt; quarantine holds {}",
-        report.checked,
+        "\nverify: {} checked, {} corrupt; quarantine holds {}",
+        crate::render::count(report.checked, "blob", "blobs"),
         report.corrupt.len(),
         t.cache.inventory().await?.quarantined
     );

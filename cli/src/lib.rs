@@ -41,6 +41,7 @@ mod demo;
 mod failure;
 mod inert;
 mod local_names;
+mod logline;
 mod many;
 mod plan;
 // The library's platform layer for named files (src/platform/named.rs), the same file.
@@ -148,9 +149,7 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .without_time()
+        .event_format(logline::LogLine)
         .try_init();
 }
 
@@ -174,8 +173,14 @@ where
         Ok(cli) => cli,
         Err(e) => {
             // What clap's own `exit` does, without leaving: usage errors on stderr (exit 2),
-            // `--help` and `--version` on stdout (exit 0).
-            let _ = e.print();
+            // `--help` and `--version` on stdout (exit 0). A usage error starts as every other
+            // error of the command does, `skillcache: error:` (clap writes `error:`).
+            if e.use_stderr() {
+                let said = e.render().to_string();
+                eprint!("skillcache: {said}");
+            } else {
+                let _ = e.print();
+            }
             let code = u8::try_from(e.exit_code()).unwrap_or(2);
             if json && code != 0 {
                 let said = e.render().to_string();

@@ -244,12 +244,11 @@ pub(crate) fn lock_checked(json: bool, lock: &Path, check: &skillcache::LockChec
     }
     let differences = match check.drift.len() {
         0 => String::new(),
-        1 => ", 1 difference".to_owned(),
-        n => format!(", {n} differences"),
+        n => format!(", {}", count(n, "difference", "differences")),
     };
     outln!(
-        "{lock}: {} skills pinned, {} as pinned{differences}",
-        check.pinned,
+        "{lock}: {} pinned, {} as pinned{differences}",
+        count(check.pinned, "skill", "skills"),
         check.matched
     );
     if !check.is_clean() {
@@ -462,6 +461,14 @@ pub(crate) fn entries(json: bool, rows: &[skillcache::CachedEntry]) {
     }
 }
 
+/// `n` and the noun, singular for one: "1 blob", "3 blobs".
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    }
+}
+
 /// `verify`: what was checked and found (as JSON, the library's serialization of the report).
 pub(crate) fn verified(json: bool, report: &skillcache::VerifyReport) {
     if json {
@@ -469,12 +476,12 @@ pub(crate) fn verified(json: bool, report: &skillcache::VerifyReport) {
         return;
     }
     outln!(
-        "checked {} blobs: {} corrupt (quarantined), {} missing, {} orphaned, {} strays",
-        report.checked,
+        "checked {}: {} corrupt (quarantined), {} missing, {} orphaned, {}",
+        count(report.checked, "blob", "blobs"),
         report.corrupt.len(),
         report.missing.len(),
         report.orphaned.len(),
-        report.strays.len()
+        count(report.strays.len(), "stray", "strays")
     );
     for (o, d) in &report.corrupt {
         outln!("  corrupt {d} (origin {o})");
@@ -488,10 +495,11 @@ pub(crate) fn collected(json: bool, r: &skillcache::GcReport) {
         return;
     }
     outln!(
-        "gc: removed {} unreferenced and {} least-recently-used blobs, {} temporaries; {} -> {} bytes{}",
+        "gc: removed {} unreferenced and {} least-recently-used {}, {}; {} -> {} bytes{}",
         r.unreferenced,
         r.evicted,
-        r.temporaries,
+        if r.unreferenced + r.evicted == 1 { "blob" } else { "blobs" },
+        count(r.temporaries, "temporary", "temporaries"),
         r.bytes_before,
         r.bytes_after,
         if r.over_budget {
@@ -578,19 +586,22 @@ pub(crate) fn stats(json: bool, cache: &SkillCache, inv: &skillcache::Inventory)
     if json {
         print_json(&out);
     } else if let Value::Object(m) = out {
+        // One row per number, nested objects flattened to `counters.misses`, values in one column.
+        let mut rows = Vec::new();
         for (k, v) in m {
             match v {
                 Value::Object(counters) => {
-                    for (c, n) in counters {
-                        outln!("{:<15} {n}", format!("{k}.{c}"));
-                    }
+                    rows.extend(counters.into_iter().map(|(c, n)| (format!("{k}.{c}"), n)));
                 }
-                v => outln!(
-                    "{k:<15} {}",
-                    v.as_str()
-                        .map_or_else(|| v.to_string(), |s| display_safe(s).to_string())
-                ),
+                v => rows.push((k, v)),
             }
+        }
+        let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+        for (k, v) in rows {
+            let v = v
+                .as_str()
+                .map_or_else(|| v.to_string(), |s| display_safe(s).to_string());
+            outln!("{k:<width$} {v}");
         }
     }
 }

@@ -88,3 +88,18 @@ test('B2: every field of the shared report is an own property of every error, nu
   assert.equal(e.origin, 'x');
   assert.equal(e.uri, null);
 });
+
+test('an uncaught error shows the fields its kind has, not null for every other, and a stack from the caller', async () => {
+  const { inspect } = await import('node:util');
+  const e = errors.make('NotConnectedError', 'origin x is not connected', { kind: 'not_connected', origin: 'x', uri: null, causes: [] });
+  const shown = inspect(e);
+  assert.match(shown, /origin: 'x'/);
+  assert.match(shown, /kind: 'not_connected'/);
+  assert.doesNotMatch(shown, /null/, shown);
+  // The first frame is this test, not the package's constructors.
+  const frames = e.stack.split('\n').filter((l) => l.trimStart().startsWith('at '));
+  assert.ok(frames.length > 0, e.stack);
+  assert.doesNotMatch(frames[0], /errors\.js/, e.stack);
+  // Still every field, own: a getter on Error.prototype answers none of them.
+  assert.ok(Object.hasOwn(e, 'uri') && e.uri === null);
+});

@@ -27,8 +27,8 @@ pub fn default_key_file() -> PathBuf {
 }
 
 /// Reads the key at `path`, creating it on first use, after refusing a path inside `root`
-/// (already resolved).
-pub(crate) fn load_or_create(path: &Path, root: &Path) -> Result<SealKey, Error> {
+/// (already resolved); and whether it was created just now.
+pub(crate) fn load_or_create(path: &Path, root: &Path) -> Result<(SealKey, bool), Error> {
     let refused = |problem| Error::Index(crate::error::IndexError::HostKey {
         path: path.to_owned(),
         problem,
@@ -40,9 +40,9 @@ pub(crate) fn load_or_create(path: &Path, root: &Path) -> Result<SealKey, Error>
     match read(path) {
         Err(Error::Store(crate::error::StoreError::Io { source, .. })) if source.kind() == io::ErrorKind::NotFound => {
             create(path)?;
-            read(path)
+            read(path).map(|key| (key, true))
         }
-        other => other,
+        other => other.map(|key| (key, false)),
     }
 }
 

@@ -233,10 +233,21 @@ impl CacheBuilder {
         }
         let dir = root::prepare(&root, &discovery, self.disk.as_ref())?;
         let root = dir.path().to_owned();
-        let key = key::load_or_create(&self.key_file.unwrap_or_else(default_key_file), &root)?;
+        let key_file = self.key_file.unwrap_or_else(default_key_file);
+        let (key, new_key) = key::load_or_create(&key_file, &root)?;
         let store = BlobStore::open(dir, self.disk, self.lock_timeout)?;
         store.scrub_index_files()?;
         let index = Index::open(&store.layout().index_db(), key)?;
+        // A key made just now beside an index that holds rows: those rows were sealed by another
+        // key (a mistyped `--key-file`, a home folder restored without its key), and each will
+        // fail its seal and be fetched again. Said once, here, rather than only row by row.
+        if new_key && index.origins().is_ok_and(|o| !o.is_empty()) {
+            tracing::warn!(
+                key = %key_file.display(),
+                root = %root.display(),
+                "created a new host key for a cache whose index holds rows sealed by another key: each will fail its seal and be fetched again (is the key file the one this cache was made with?)"
+            );
+        }
         if let Ok(Some(_guard)) = store.try_lock_exclusive() {
             // Nobody else holds the root: every temporary is a crashed publisher's leftover. On a
             // read-only or full disk this may fail; nothing depends on it (R-H5). Under a quota

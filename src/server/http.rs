@@ -160,6 +160,9 @@ internal_pub! {
     }
 }
 
+/// The one path the server answers on (the URL `serve` prints ends in it).
+const ENDPOINT: &str = "/mcp";
+
 /// The origins a browser page may call from: loopback pages, on any port.
 const LOOPBACK_ORIGINS: [&str; 6] = [
     "http://localhost:*",
@@ -441,6 +444,15 @@ async fn respond(
     conn.proven.store(true, Ordering::Relaxed);
     if let Some(answer) = bad_host(&req, ctx.loopback) {
         return answer.map(unguarded);
+    }
+    // One endpoint, the one `serve` prints: a client that mistyped the URL is told so at once,
+    // rather than answered as if it had found the server.
+    if req.uri().path() != ENDPOINT {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "Not Found: this server's MCP endpoint is /mcp",
+        )
+        .map(unguarded);
     }
     let session = req
         .headers()

@@ -287,10 +287,21 @@ pub fn request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> std::io::Result<Reply> {
+    request_to(authority, method, "/mcp", headers, body)
+}
+
+/// [`request`] to another path than the endpoint.
+pub fn request_to(
+    authority: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> std::io::Result<Reply> {
     let mut stream = TcpStream::connect(authority)?;
     stream.set_read_timeout(Some(std::time::Duration::from_secs(60)))?;
     let mut head = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
     );
     head.push_str(&header_lines(headers));
