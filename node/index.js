@@ -272,6 +272,78 @@ function signalIn(options) {
 // reads them as UTF-8, which turns each into U+FFFD, so two labels would become one origin and a
 // reference would name another file. Refused here, before the addon sees them.
 const wellFormed = (s) => typeof s !== 'string' || apply(isWellFormed, s, []);
+
+// The type rule: every argument and option value the package hands the addon has the type the
+// addon takes, checked here before the addon sees it. napi-rs's own conversion would throw a bare
+// `Error` that names Rust types and echoes the whole value as JSON: a 1 MB Buffer made a 3 MB
+// message, and a DAG of 30 shared objects (2^30 copies) minutes and gigabytes. One `typeof` per
+// value; for the addon's classes, their brand, asked of one of the class's own getters taken at
+// load (the addon checks the value's type tag, and no code of a host's runs: a Proxy, a forged
+// prototype or another class of the addon's is no brand). A refusal is the built-in `TypeError`
+// (taken at load), which names the argument or option as JS spells it and the type it was given,
+// never the value.
+const brandOf = (Class, getter) => Object.getOwnPropertyDescriptor(Class.prototype, getter).get;
+const BRANDS = { __proto__: null, SkillEntry: brandOf(native.SkillEntry, 'isDynamic'), LockFile: brandOf(native.LockFile, 'skills') };
+/** What each type is called in a refusal. */
+const EXPECTED = {
+  __proto__: null,
+  string: 'a string',
+  number: 'a number',
+  boolean: 'a boolean',
+  object: 'an object',
+  stringOrNumber: 'a string or a number',
+  SkillEntry: 'a SkillEntry',
+  LockFile: 'a LockFile',
+};
+/** Whether `value` is of `type` (a key of `EXPECTED`). An `object` is what `plain` copies: an
+ * object or a function, not `null`. */
+function isOf(value, type) {
+  const got = typeof value;
+  if (type === 'object') return value !== null && (got === 'object' || got === 'function');
+  if (type === 'stringOrNumber') return got === 'string' || got === 'number';
+  const brand = BRANDS[type];
+  if (brand === undefined) return got === type;
+  if (value === null || got !== 'object') return false;
+  try {
+    apply(brand, value, []);
+    return true;
+  } catch {
+    return false;
+  }
+}
+/** `value`'s type for a refusal: what `typeof` says, never the value. */
+function typeName(value) {
+  if (value === null) return 'null';
+  const got = typeof value;
+  if (got === 'undefined') return 'undefined';
+  return `${got === 'object' ? 'an' : 'a'} ${got}`;
+}
+/** The refusal of `value` where `what` (`what[index]` for a list's item) must be `expected`. */
+function wrongType(what, expected, value, index) {
+  const at = index === undefined ? what : `${what}[${index}]`;
+  return new TypeErrorOf(`skillcache: ${at} must be ${expected}, not ${typeName(value)}`);
+}
+/** `null` if `value` is of `type` (or, where `optional`, `undefined` or `null`: the addon's
+ * default), else the refusal. */
+function mistyped(value, type, what, optional = false, index = undefined) {
+  if (optional && (value === undefined || value === null)) return null;
+  return isOf(value, type) ? null : wrongType(what, EXPECTED[type], value, index);
+}
+/** `value`, if it is of `type` (see `mistyped`); else throws the refusal. */
+function typed(value, type, what, optional = false, index = undefined) {
+  const wrong = mistyped(value, type, what, optional, index);
+  if (wrong !== null) throw wrong;
+  return value;
+}
+/** Each option of the copy `options` (`plain`'s) that `types` names, of its type: an option
+ * left `undefined` was never copied (the addon's default); any other value, `null` too, must be
+ * of the type (the addon takes no `null` for an option). A list is checked by `copied`. */
+function typedOptions(options, types, names) {
+  for (let i = 0; i < names.length; i += 1) {
+    const name = names[i];
+    if (types[name] !== 'list' && hasOwn(options, name)) typed(options[name], types[name], name);
+  }
+}
 function malformedLabel(what = 'an origin label') {
   return makeError('ConfigError', `${what} must be well-formed Unicode: this one holds a lone surrogate`, {
     kind: 'invalid',
@@ -298,40 +370,75 @@ const { read, readAll } = skillProto;
 const skillMd = Object.getOwnPropertyDescriptor(skillProto, 'skillMd').get;
 const { SkillFile, make } = define(native);
 
+// The type of each argument the wrapped methods take, by its name in index.d.ts (`?`: optional,
+// where the addon takes `undefined` or `null` as its default).
+const PARAMS = { __proto__: null, origin: 'string', uri: 'string', url: 'string', principal: 'string', handle: 'string', path: 'string', entry: 'SkillEntry', lock: 'LockFile', maxBytes: 'number' };
 // Every method that takes an origin label first: a malformed one throws, as the addon throws for
 // any other label it refuses; and so does every other string argument (a skill URI, a URL), which
-// would otherwise name another skill once the addon reads it as UTF-8. The arguments are read by
-// index (`arguments`, no iterator a host could redefine) and handed on as they were checked.
-function checked(method, name, label) {
+// would otherwise name another skill once the addon reads it as UTF-8. Each argument `params`
+// names is of its type first. The arguments are read by index (`arguments`, no iterator a host
+// could redefine; none past its length, which `Object.prototype` would answer) and handed on as
+// they were checked.
+function checked(method, name, params, label) {
+  const names = [];
+  const types = [];
+  const optional = [];
+  for (const param of params.split(' ').filter(Boolean)) {
+    const bare = param.endsWith('?') ? param.slice(0, -1) : param;
+    names.push(bare);
+    types.push(PARAMS[bare]);
+    optional.push(bare !== param);
+  }
   return {
     [name]() {
       const n = arguments.length;
+      for (let i = 0; i < names.length; i += 1) typed(i < n ? arguments[i] : undefined, types[i], names[i], optional[i]);
       if (!wellFormed(arguments[0])) throw malformedLabel(label);
       for (let i = 1; i < n; i += 1) if (!wellFormed(arguments[i])) throw malformedReference('a skill URI or URL');
       return apply(method, this, arguments);
     },
   }[name];
 }
-for (const name of ['connectStdio', 'connectHttp', 'connectClient', 'notify', 'disconnect', 'list', 'entry', 'refresh', 'approve', 'isApproved', 'load', 'loadAll', 'verify', 'purge', 'cachedEntries']) {
-  cacheProto[name] = checked(cacheProto[name], name);
+// connectStdio's argv and the connect methods' options are checked by their wrappers below,
+// approve's grant by `granted`, load's signal by `signalIn`.
+for (const [name, params] of [
+  ['connectStdio', 'origin'],
+  ['connectHttp', 'origin url'],
+  ['connectClient', 'origin'],
+  ['notify', 'origin uri?'],
+  ['disconnect', 'origin'],
+  ['list', 'origin'],
+  ['entry', 'origin uri'],
+  ['refresh', 'origin uri'],
+  ['approve', 'origin entry'],
+  ['isApproved', 'origin entry'],
+  ['load', 'origin entry'],
+  ['loadAll', 'origin entry'],
+  ['verify', 'origin?'],
+  ['purge', 'origin'],
+  ['cachedEntries', 'origin?'],
+  ['checkLock', 'lock'],
+  ['gc', 'maxBytes?'],
+]) {
+  cacheProto[name] = checked(cacheProto[name], name, params);
 }
 // A principal names whose approvals apply: two that became one would share them.
-cacheProto.forPrincipal = checked(cacheProto.forPrincipal, 'forPrincipal', 'a principal');
+cacheProto.forPrincipal = checked(cacheProto.forPrincipal, 'forPrincipal', 'principal', 'a principal');
 // A catalog handle (`origin:name`) names an origin too.
 for (const name of ['get', 'has']) {
-  native.Catalog.prototype[name] = checked(native.Catalog.prototype[name], name, 'a catalog handle');
+  native.Catalog.prototype[name] = checked(native.Catalog.prototype[name], name, 'handle', 'a catalog handle');
 }
 // Taken once the checks are in place: the wrappers below call the checked methods.
 const { loadAll } = cacheProto;
 for (const name of ['insert', 'check']) {
-  native.LockFile.prototype[name] = checked(native.LockFile.prototype[name], name);
+  native.LockFile.prototype[name] = checked(native.LockFile.prototype[name], name, 'origin entry');
 }
 // A lock file's path (napi-rs makes the static `LockFile.read` fixed: that one is not wrapped),
 // and the host's own skill names a catalog is checked against.
-native.LockFile.prototype.write = checked(native.LockFile.prototype.write, 'write', 'a path');
+native.LockFile.prototype.write = checked(native.LockFile.prototype.write, 'write', 'path', 'a path');
 const { catalog } = cacheProto;
 cacheProto.catalog = function catalog_(localNames) {
-  const names = copied(localNames);
+  const names = copied(localNames, 'localNames', true);
   for (let i = 0; isArray(names) && i < names.length; i += 1) {
     if (!wellFormed(names[i])) throw malformedLabel('a local skill name');
   }
@@ -343,17 +450,18 @@ cacheProto.catalog = function catalog_(localNames) {
 const [LIST_MAX, TEXT_MAX, GRANT_DEPTH, GRANT_VALUES, GRANT_CHARS] = native._bounds();
 const protoOf = Object.getPrototypeOf;
 const ObjectPrototype = Object.prototype;
-const { isSafeInteger } = Number;
+const { isSafeInteger, isFinite } = Number;
 /** A length the package walks: a whole number, not negative (a Proxy's may be anything). */
 const isCount = (n) => isSafeInteger(n) && n >= 0;
 /** A copy of the host's array `list`, read once by index (its length, then each element) into
  * an array of the package's own: what is checked is the copy, and the copy is what the addon
  * gets, so a getter or a Proxy cannot answer the check one thing and the addon another. */
-function copied(list) {
+function copied(list, what, optional = false) {
   // Absent (an optional list): the addon's default. Anything else that is no Array (a typed
-  // array, an array-like, a string) is the package's TypeError, not napi-rs's bare Error.
-  if (list === undefined || list === null) return list;
-  if (!isArray(list)) throw new TypeErrorOf('skillcache: a list must be an Array of strings');
+  // array, an array-like, a string) is the package's TypeError, not napi-rs's bare Error; and so
+  // is an item that is no string (a hole of a sparse array is `undefined`).
+  if (optional && (list === undefined || list === null)) return list;
+  if (!isArray(list)) throw new TypeErrorOf(`skillcache: ${what}: a list must be an Array of strings, not ${typeName(list)}`);
   const n = list.length;
   // A sparse array's length is no count of what it holds: bounded before it is walked (a number
   // read once: a Proxy's `length` object could answer the check one count and the loop another).
@@ -361,9 +469,9 @@ function copied(list) {
   const out = [];
   let chars = 0;
   for (let i = 0; i < n; i += 1) {
-    const item = list[i];
+    const item = typed(list[i], 'string', what, false, i);
     // The addon copies each string once per reference: the characters in all are bounded too.
-    if (typeof item === 'string') chars += item.length;
+    chars += item.length;
     if (chars > TEXT_MAX) throw tooLarge('a list of more than 16 MiB of text');
     defineProperty(out, i, { __proto__: null, value: item, writable: true, enumerable: true, configurable: true });
   }
@@ -386,17 +494,53 @@ function plain(options, names) {
   for (let i = 0; i < own.length; i += 1) take(own[i]);
   return out;
 }
-const CACHE_OPTIONS = ['root', 'keyFile', 'isolation', 'approval', 'dynamic', 'memoryTier', 'offline', 'allowStale', 'principal', 'requestTimeout', 'connectTimeout', 'lockTimeout', 'locked', 'maxFiles', 'maxTotalBytes', 'strict', 'discoveryPaths'];
+// Each option's type (index.d.ts's `CacheOptions`); its names are the options `plain` reads.
+const CACHE_OPTION_TYPES = {
+  __proto__: null,
+  root: 'string',
+  keyFile: 'string',
+  isolation: 'string',
+  approval: 'string',
+  dynamic: 'string',
+  memoryTier: 'number',
+  originQuota: 'number',
+  offline: 'boolean',
+  allowStale: 'boolean',
+  principal: 'string',
+  requestTimeout: 'number',
+  connectTimeout: 'number',
+  lockTimeout: 'number',
+  locked: 'LockFile',
+  maxFiles: 'number',
+  maxTotalBytes: 'number',
+  strict: 'boolean',
+  discoveryPaths: 'list',
+};
+const CACHE_OPTIONS = ownKeys(CACHE_OPTION_TYPES);
+/** The connect methods' options (`StdioOptions`, `HttpOptions`): `env` and `headers` are tables
+ * of strings, checked by the wrapper. */
+const CONNECT_OPTION_TYPES = {
+  connectStdio: { __proto__: null, env: 'object', cwd: 'string', stderr: 'stringOrNumber' },
+  connectHttp: { __proto__: null, headers: 'object' },
+};
 /** What a user granted of a skill's tools (`approve`'s third argument), copied once (own keys
  * and elements, read once) with every string and key checked: a lone surrogate would name
  * another tool, or drop a key, once the addon reads it as UTF-8. */
-function granted(value, budget, depth = 0) {
+function granted(value, budget, depth = 0, item = false) {
   if (typeof value === 'string') {
     spend(budget, value);
     if (!wellFormed(value)) throw malformedLabel('a granted tool');
     return value;
   }
-  if (value === null || typeof value !== 'object') return value;
+  if (value === null || typeof value !== 'object') {
+    // Of the type rule too: what the addon takes as JSON. `undefined` is no grant (the whole
+    // argument) or left out (an object's value), but no item of an Array.
+    const got = typeof value;
+    if (value === null || got === 'boolean' || got === 'bigint' || (got === 'number' && isFinite(value)) || (value === undefined && !item)) return value;
+    throw new TypeErrorOf(
+      `skillcache: grantTools must hold only strings, finite numbers, booleans, null, Arrays and plain objects, not ${got === 'number' ? 'NaN or an infinite number' : typeName(value)}`,
+    );
+  }
   // Bounded, as the library bounds a grant: nesting, values and characters in all (a cycle or a
   // shared part is copied once per path, and the addon copies each string it is handed once per
   // reference, so each path and each reference is counted, never a hang or an allocation past
@@ -413,7 +557,7 @@ function granted(value, budget, depth = 0) {
   budget.left -= isArray(value) ? n : names.length;
   if (!(budget.left >= 0)) throw tooLarge('a grant of more than 10,000 values');
   for (let i = 0; i < n; i += 1) {
-    defineProperty(out, i, { __proto__: null, value: granted(value[i], budget, depth + 1), writable: true, enumerable: true, configurable: true });
+    defineProperty(out, i, { __proto__: null, value: granted(value[i], budget, depth + 1, true), writable: true, enumerable: true, configurable: true });
   }
   for (let i = 0; i < names.length; i += 1) {
     spend(budget, names[i]);
@@ -434,7 +578,7 @@ cacheProto.approve = function approve_(origin, entry, grantTools) {
 };
 const { purgeAbsent } = cacheProto;
 cacheProto.purgeAbsent = function purgeAbsent_(keep) {
-  const labels = copied(keep);
+  const labels = copied(keep, 'keep');
   for (let i = 0; isArray(labels) && i < labels.length; i += 1) {
     if (!wellFormed(labels[i])) throw malformedLabel();
   }
@@ -550,6 +694,8 @@ function refusedNow(error) {
   });
 }
 skillProto.read = function (reference, options) {
+  const wrong = mistyped(reference, 'string', 'reference');
+  if (wrong !== null) return refusedNow(wrong);
   if (!wellFormed(reference)) return refusedNow(malformedReference());
   const signal = signalIn(options);
   if (signal != null) return withSignal(signal, (a) => apply(read, this, [reference, a]), file, turnDue());
@@ -579,12 +725,14 @@ Object.defineProperty(skillProto, 'skillMd', {
 const NativeSkillCache = native.SkillCache;
 const SkillCacheChecked = new Proxy(NativeSkillCache, {
   construct(target, args, newTarget) {
-    const options = plain(args[0], CACHE_OPTIONS);
+    // `args` is the engine's Array: none past its length (`Array.prototype` would answer).
+    const options = plain(typed(args.length > 0 ? args[0] : undefined, 'object', 'options', true), CACHE_OPTIONS);
     if (options !== null && typeof options === 'object') {
+      typedOptions(options, CACHE_OPTION_TYPES, CACHE_OPTIONS);
       if (!wellFormed(options.principal)) throw malformedLabel('a principal');
       // Paths too: two that differ only in a lone surrogate would name one folder.
       if (!wellFormed(options.root) || !wellFormed(options.keyFile)) throw malformedLabel('a path');
-      const local = copied(options.discoveryPaths);
+      const local = options.discoveryPaths === undefined ? undefined : copied(options.discoveryPaths, 'discoveryPaths');
       for (let i = 0; isArray(local) && i < local.length; i += 1) if (!wellFormed(local[i])) throw malformedLabel('a path');
       if (isArray(local)) defineProperty(options, 'discoveryPaths', { __proto__: null, value: local, writable: true, enumerable: true, configurable: true });
     }
@@ -595,33 +743,38 @@ const SkillCacheChecked = new Proxy(NativeSkillCache, {
 // through the prototype's `constructor` too.
 defineProperty(cacheProto, 'constructor', { __proto__: null, value: SkillCacheChecked, writable: true, configurable: true });
 
-// The connect methods' options, the same way (what they hold is not checked here, but a copy is
-// what the addon reads, once).
-for (const [name, names] of [
-  ['connectStdio', ['env', 'cwd', 'stderr']],
-  ['connectHttp', ['headers']],
-]) {
+// The connect methods' options, the same way: a copy is what the addon reads, once, each option
+// of its type, and each value of a table a string.
+for (const name of ['connectStdio', 'connectHttp']) {
   const method = cacheProto[name];
+  const types = CONNECT_OPTION_TYPES[name];
+  const names = ownKeys(types);
+  // `env` or `headers`: the option that is a table of strings.
+  const tables = names.filter((key) => types[key] === 'object');
   cacheProto[name] = {
     [name](origin, target, options) {
-      const argv = name === 'connectStdio' ? copied(target) : target;
-      const opts = plain(options, names);
+      const argv = name === 'connectStdio' ? copied(target, 'argv') : target;
+      const opts = plain(typed(options, 'object', 'options', true), names);
+      if (opts !== null && typeof opts === 'object') typedOptions(opts, types, names);
       if (opts !== null && typeof opts === 'object' && !wellFormed(opts.cwd)) throw malformedLabel('a path');
       // The strings inside are checked as the arguments are: a lone surrogate in an argument,
       // an environment variable or a header would reach the server as U+FFFD.
       if (isArray(argv)) for (let i = 0; i < argv.length; i += 1) if (!wellFormed(argv[i])) throw malformedReference('an argument');
-      const tables = ['env', 'headers'];
-      for (let t = 0; t < 2; t += 1) {
+      for (let t = 0; t < tables.length; t += 1) {
         const key = tables[t];
+        // Absent, or an object (`typedOptions` refused anything else).
         const table = opts !== null && typeof opts === 'object' ? opts[key] : undefined;
-        if (table === null || typeof table !== 'object') continue;
+        if (table === undefined) continue;
         const copy = plain(table, []);
         const keysOf = ownKeys(copy);
+        const each = `each value of ${key}`;
         let chars = 0;
         for (let i = 0; i < keysOf.length; i += 1) {
-          chars += keysOf[i].length + (typeof copy[keysOf[i]] === 'string' ? copy[keysOf[i]].length : 0);
-          if (i >= LIST_MAX || chars > TEXT_MAX) throw tooLarge(key === 'env' ? 'an environment of more than 16 MiB' : 'headers of more than 16 MiB');
-          if (!wellFormed(keysOf[i]) || (typeof copy[keysOf[i]] === 'string' && !wellFormed(copy[keysOf[i]]))) {
+          if (i >= LIST_MAX) throw tooLarge(key === 'env' ? 'an environment of more than 16 MiB' : 'headers of more than 16 MiB');
+          typed(copy[keysOf[i]], 'string', each);
+          chars += keysOf[i].length + copy[keysOf[i]].length;
+          if (chars > TEXT_MAX) throw tooLarge(key === 'env' ? 'an environment of more than 16 MiB' : 'headers of more than 16 MiB');
+          if (!wellFormed(keysOf[i]) || !wellFormed(copy[keysOf[i]])) {
             throw malformedReference(key === 'env' ? 'an environment variable' : 'a header');
           }
         }
@@ -632,7 +785,15 @@ for (const [name, names] of [
   }[name];
 }
 
-const { registerErrors: _registerErrors, errorKinds: _errorKinds, _fileBytes, _fileText, _fileFramed, _fileOrigin, _fileUri, _fileDigest, _fileSize, _fileFlags, _bounds, ...api } = native;
+// A load returns its files at once and the cache stores them behind it (write-behind); Node runs
+// no finalizer when the process exits, so what is still on its way is stored here, for every
+// cache of the process (at most 10 s; a copy not stored is a miss next time, never a wrong byte).
+const flushAll = native._flushAll;
+process.once('exit', () => {
+  flushAll(10_000);
+});
+
+const { registerErrors: _registerErrors, errorKinds: _errorKinds, _fileBytes, _fileText, _fileFramed, _fileOrigin, _fileUri, _fileDigest, _fileSize, _fileFlags, _bounds, _flushAll, ...api } = native;
 const { make: _make, FIELDS: _fields, ...classes } = errors;
 // Frozen, prototypes and all: a dependency loaded after the package cannot redefine a getter of
 // `SkillFile` (to report text the bytes never held while `verified` stays true), a method of the

@@ -3,6 +3,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use napi::JsValue as _;
 use napi::bindgen_prelude::{Env, Result, Unknown};
 use napi_derive::napi;
 
@@ -51,8 +52,20 @@ impl LockFile {
     }
 
     /// Reads and checks the lock file at `path` (a `ConfigError` says where it is wrong).
-    #[napi(factory)]
-    pub fn read(env: Env, path: String) -> Result<LockFile> {
+    ///
+    /// `path` is taken as any value and checked here: napi-rs makes this static fixed, so
+    /// `index.js` cannot check it first, and napi-rs's own conversion throws a bare `Error` that
+    /// names Rust types and echoes the value (round 20 of review). A path that is not a string
+    /// is the package's `TypeError`, as everywhere else.
+    #[napi(factory, ts_args_type = "path: string")]
+    pub fn read(env: Env, path: Unknown<'_>) -> Result<LockFile> {
+        let kind = path.get_type()?;
+        if kind != napi::ValueType::String {
+            let got = format!("{kind:?}").to_lowercase();
+            env.throw_type_error(&format!("skillcache: path must be a string, not {got}"), None)?;
+            return Err(napi::Error::new(napi::Status::PendingException, String::new()));
+        }
+        let path: String = path.coerce_to_string()?.into_utf8()?.into_owned()?;
         let lock = skillcache::LockFile::read(path).map_err(|e| throwable(&env, &e))?;
         Ok(LockFile {
             inner: Mutex::new(lock),

@@ -34,7 +34,12 @@ pub(crate) fn load_or_create(path: &Path, root: &Path) -> Result<(SealKey, bool)
         problem,
     });
     let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
-    if super::root::resolve(path).is_ok_and(|p| p.starts_with(&root)) {
+    // By path, and by identity (a path whose real spelling is too long to resolve, a bind
+    // mount: round 20 of review).
+    let parent = path.parent().unwrap_or(path);
+    if super::root::resolve(path).is_ok_and(|p| p.starts_with(&root))
+        || super::root::lies_within(parent, &root)
+    {
         return Err(refused(KeyProblem::InsideRoot { root }));
     }
     match read(path) {

@@ -56,9 +56,12 @@ pub fn default_discovery_paths() -> Vec<PathBuf> {
 /// The kernel's own walk, forward, holding a descriptor of the folder reached: each component
 /// is one `statat` in it (one `openat` to step into a folder, one of `..` to step out), and a
 /// link is read once and its target walked in its place. So a path costs a lookup per component
-/// whatever its depth, and at most 40 links' targets more. A folder that can be searched but not
-/// read (another user's 0711 home) cannot be held open: from there each component is looked up
-/// by its full path, as the kernel still walks through it.
+/// whatever its depth, and at most 40 links' targets more (and 4,096 steps in all). Folders are
+/// held with `O_PATH` on Linux, which needs only search permission, so a folder that can be
+/// searched but not read (another user's 0711 home) keeps the walk's place; where a folder
+/// cannot be held (elsewhere), each component from there is looked up by its full path, as the
+/// kernel still walks through it. A path this walk cannot resolve is still checked, by
+/// identity, once the root is open.
 ///
 /// (Asking `canonicalize` of each ancestor in turn, as before, looked up every prefix again at
 /// every step: a 4 KB path of a thousand folders took half a minute, the eighteenth review. A
@@ -66,82 +69,114 @@ pub fn default_discovery_paths() -> Vec<PathBuf> {
 /// a root be made inside a skills folder; each link canonicalized whole cost a thousand-hop path
 /// 82 s: the nineteenth.)
 pub(crate) fn resolve(path: &Path) -> std::io::Result<PathBuf> {
-    use std::collections::VecDeque;
-    use std::io::{Error as IoError, ErrorKind};
-    // The kernel's own bound on the links one lookup follows (Linux's MAXSYMLINKS).
-    const MAX_LINKS: usize = 40;
     let absolute = if path.is_absolute() {
         path.to_owned()
     } else {
         std::env::current_dir().unwrap_or_default().join(path)
     };
-    // What is left to walk, the next first: a link's target goes in front of what followed it.
-    let mut todo: VecDeque<Part> = parts(&absolute).into();
-    let mut out = PathBuf::new();
-    // The folder `out` names, held open while the walk is by descriptor; `None` once a folder on
-    // the way could not be opened (then each component is looked up by its full path).
-    let mut here: Option<platform::OwnedFd> = None;
-    // Components at the end of `out` that do not exist: nothing below them is a link.
-    let mut missing = 0usize;
-    // `out` names something that is not a folder: any component after it is `ENOTDIR`.
-    let mut not_folder = false;
-    let mut links = 0usize;
-    while let Some(part) = todo.pop_front() {
-        if not_folder {
-            return Err(IoError::from_raw_os_error(errno::ENOTDIR));
+    let mut walk = Walk {
+        todo: parts(&absolute).into(),
+        out: PathBuf::new(),
+        here: None,
+        missing: 0,
+        not_folder: false,
+        links: 0,
+    };
+    let mut steps = 0usize;
+    while let Some(part) = walk.todo.pop_front() {
+        steps += 1;
+        if steps > MAX_STEPS {
+            return Err(io::Error::from_raw_os_error(errno::ELOOP));
+        }
+        if walk.not_folder {
+            return Err(io::Error::from_raw_os_error(errno::ENOTDIR));
         }
         match part {
             Part::Root(root) => {
-                here = platform::open_folder(&root, true).ok();
-                out = root;
-                missing = 0;
+                walk.here = platform::hold_folder(&root, true).ok();
+                walk.out = root;
+                walk.missing = 0;
             }
             Part::Parent => {
-                out.pop();
-                if missing > 0 {
-                    missing -= 1;
-                } else if let Some(dir) = &here {
-                    here = platform::open_parent(dir.as_fd()).ok();
+                walk.out.pop();
+                if walk.missing > 0 {
+                    walk.missing -= 1;
+                } else if let Some(dir) = &walk.here {
+                    walk.here = platform::hold_parent(dir.as_fd()).ok();
                 }
             }
-            Part::Name(name) => {
-                if missing > 0 {
-                    out.push(&name);
-                    missing += 1;
-                    continue;
-                }
-                match kind_at(here.as_ref(), &out, &name) {
-                    Err(e) if e.kind() == ErrorKind::NotFound => {
-                        out.push(&name);
-                        missing = 1;
-                    }
-                    Err(e) => return Err(e),
-                    Ok(platform::Kind::Dir) => {
-                        let next = here.as_ref().map(|d| platform::open_dir(d.as_fd(), Path::new(&name)));
-                        here = next.and_then(|opened| opened.ok().flatten());
-                        out.push(&name);
-                    }
-                    Ok(platform::Kind::Link) => {
-                        links += 1;
-                        if links > MAX_LINKS {
-                            return Err(IoError::from_raw_os_error(errno::ELOOP));
-                        }
-                        // Walked in the link's place, from its folder (`out`, `here`) or, for an
-                        // absolute target, from its root.
-                        let target = fs::read_link(out.join(&name))?;
-                        for p in parts(&target).into_iter().rev() {
-                            todo.push_front(p);
-                        }
-                    }
-                    Ok(_) => {
-                        out.push(&name);
-                        not_folder = true;
-                    }
-                }
-            }
+            Part::Name(name) => walk.name(name)?,
         }
     }
-    Ok(out)
+    Ok(walk.out)
+}
+
+/// The kernel's own bound on the links one lookup follows (Linux's MAXSYMLINKS).
+const MAX_LINKS: usize = 40;
+
+/// And on a walk's steps: each link's target may be 4 KB of `x/../`, so forty of them are
+/// 80,000 lookups, which the kernel makes in a millisecond and a walk by system calls in a tenth
+/// of a second: 256 discovery paths of them took 40 s (round 20 of review). No path a person
+/// writes comes near this.
+const MAX_STEPS: usize = 4096;
+
+/// Where [`resolve`]'s walk is.
+struct Walk {
+    /// What is left to walk, the next first: a link's target goes in front of what followed it.
+    todo: std::collections::VecDeque<Part>,
+    /// The path walked so far, links resolved.
+    out: PathBuf,
+    /// The folder `out` names, held while the walk is by descriptor; `None` once a folder on the
+    /// way could not be held (then each component is looked up by its full path).
+    here: Option<platform::OwnedFd>,
+    /// Components at the end of `out` that do not exist: nothing below them is a link.
+    missing: usize,
+    /// `out` names something that is not a folder: any component after it is `ENOTDIR`.
+    not_folder: bool,
+    links: usize,
+}
+
+impl Walk {
+    /// One name in the folder reached.
+    fn name(&mut self, name: std::ffi::OsString) -> io::Result<()> {
+        if self.missing > 0 {
+            self.out.push(&name);
+            self.missing += 1;
+            return Ok(());
+        }
+        match kind_at(self.here.as_ref(), &self.out, &name) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                self.out.push(&name);
+                self.missing = 1;
+            }
+            Err(e) => return Err(e),
+            Ok(platform::Kind::Dir) => {
+                let next = self
+                    .here
+                    .as_ref()
+                    .map(|d| platform::hold_dir(d.as_fd(), Path::new(&name)));
+                self.here = next.and_then(|held| held.ok().flatten());
+                self.out.push(&name);
+            }
+            Ok(platform::Kind::Link) => {
+                self.links += 1;
+                if self.links > MAX_LINKS {
+                    return Err(io::Error::from_raw_os_error(errno::ELOOP));
+                }
+                // Walked in the link's place, from its folder (`out`, `here`) or, for an
+                // absolute target, from its root.
+                let target = read_link(self.here.as_ref(), &self.out, &name)?;
+                for p in parts(&target).into_iter().rev() {
+                    self.todo.push_front(p);
+                }
+            }
+            Ok(_) => {
+                self.out.push(&name);
+                self.not_folder = true;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One step of [`resolve`]'s walk.
@@ -170,6 +205,21 @@ fn parts(path: &Path) -> Vec<Part> {
         out.insert(0, Part::Root(root));
     }
     out
+}
+
+/// The target of link `name` in the folder reached: read through `here` while it is held (a
+/// folder whose full path passes the system's bound is read all the same: round 20 of review),
+/// else by its full path under `out`.
+fn read_link(
+    here: Option<&platform::OwnedFd>,
+    out: &Path,
+    name: &std::ffi::OsStr,
+) -> std::io::Result<PathBuf> {
+    match here.map(|dir| platform::read_link_at(dir.as_fd(), Path::new(name))) {
+        Some(Err(e)) if e.kind() == io::ErrorKind::Unsupported => fs::read_link(out.join(name)),
+        Some(read) => read,
+        None => fs::read_link(out.join(name)),
+    }
 }
 
 /// What `name` is in the folder reached: looked up in `here` while it is held open, else by its
@@ -230,17 +280,7 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
     });
     // A platform that cannot keep the root's guarantees refuses here, before anything is made.
     platform::disk_cache(&resolved).map_err(refuse)?;
-    let created = match fs::symlink_metadata(&resolved) {
-        Ok(_) => false,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            match platform::private_dir_builder().create(&resolved) {
-                Ok(()) => true,
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
-                Err(source) => return Err(io("create", source)),
-            }
-        }
-        Err(source) => return Err(io("stat", source)),
-    };
+    let created = make(&resolved).map_err(|(op, source)| io(op, source))?;
     let dir = match Dir::open_root(&resolved) {
         Ok(d) => d,
         Err(e) if platform::is(&e, &[errno::ENOTDIR, errno::ELOOP]) => {
@@ -248,6 +288,15 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
         }
         Err(source) => return Err(io("open", source)),
     };
+    // The check above compared paths; this one asks the descriptor we keep where the folder
+    // really is (round 20 of review: a link swapped between the check and the `mkdir`, a bind
+    // mount, a discovery path whose real path is too long to spell all got past paths alone).
+    if let Err(refused) = outside_discovery_by_identity(root, &dir, discovery) {
+        if created {
+            forget_made(&dir, &resolved);
+        }
+        return Err(refused);
+    }
     // Every check is on the descriptor we keep, not on a path someone could swap meanwhile.
     let st = platform::fstat(dir.fd()).map_err(|e| io("stat", e))?;
     if st.uid != platform::user_id() {
@@ -281,10 +330,29 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
     Ok(dir)
 }
 
+/// Makes the root folder (owner-only) if nothing is there; whether it did. The error names
+/// the step that failed.
+fn make(resolved: &Path) -> Result<bool, (&'static str, io::Error)> {
+    match fs::symlink_metadata(resolved) {
+        Ok(_) => Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            match platform::private_dir_builder().create(resolved) {
+                Ok(()) => Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+                Err(source) => Err(("create", source)),
+            }
+        }
+        Err(source) => Err(("stat", source)),
+    }
+}
+
 /// R-C1: the root lies neither inside nor around a discovery path (both resolved).
 fn outside_discovery(root: &Path, resolved: &Path, discovery: &[PathBuf]) -> Result<(), Error> {
-    for d in discovery {
-        // A discovery path the kernel cannot resolve names no folder: nothing can be inside it.
+    let mut once = std::collections::HashSet::new();
+    for d in discovery.iter().filter(|d| once.insert(d.as_path())) {
+        // A discovery path this walk cannot resolve (the kernel would refuse it, or it takes
+        // more steps than any path a person writes) is left to the check by identity, once the
+        // root is open (`outside_discovery_by_identity`).
         let Ok(dr) = resolve(d) else { continue };
         let why = if within(resolved, &dr) {
             "it lies inside the skill discovery path"
@@ -300,6 +368,117 @@ fn outside_discovery(root: &Path, resolved: &Path, discovery: &[PathBuf]) -> Res
         }));
     }
     Ok(())
+}
+
+/// A folder's identity (device, inode), as the descriptor says; `None` where the platform
+/// gives none.
+type Id = (u64, u64);
+
+fn identity(fd: platform::BorrowedFd<'_>) -> Option<Id> {
+    let st = platform::fstat(fd).ok()?;
+    (st.ino != 0).then_some((st.dev, st.ino))
+}
+
+/// How many folders up a walk by `..` goes at most (a path of 4 KB has fewer).
+const MAX_DEPTH: usize = 4096;
+
+/// The identities of the folder `dir` holds and of every folder above it, by walking `..` from
+/// the descriptor: where the folder is, whatever path named it. Stops at the filesystem's root,
+/// at a folder it cannot hold, or after [`MAX_DEPTH`] levels.
+fn ancestry(dir: platform::BorrowedFd<'_>) -> Vec<Id> {
+    let mut ids: Vec<Id> = identity(dir).into_iter().collect();
+    let mut up = platform::hold_parent(dir).ok();
+    while let Some(here) = up.take() {
+        let Some(id) = identity(here.as_fd()) else { break };
+        // `..` of the root is the root.
+        if ids.last() == Some(&id) || ids.len() >= MAX_DEPTH {
+            break;
+        }
+        ids.push(id);
+        up = platform::hold_parent(here.as_fd()).ok();
+    }
+    ids
+}
+
+/// Whether `path` — or, where it does not exist yet, its deepest existing folder — is the
+/// folder `target` or lies below it, by identity: the walk goes up by `..` from what the kernel
+/// opens for the path. It stops at a folder in `stop` (an ancestor of `target`'s: the paths have
+/// parted there) or in `seen` (walked before, without meeting `target`), which it fills.
+fn below(path: &Path, target: Id, stop: &[Id], seen: &mut std::collections::HashSet<Id>) -> bool {
+    let absolute = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    let mut held = None;
+    for p in absolute.ancestors() {
+        if let Ok(fd) = platform::hold_folder(p, true) {
+            held = Some(fd);
+            break;
+        }
+    }
+    let mut up = held;
+    for _ in 0..MAX_DEPTH {
+        let Some(here) = up.take() else { break };
+        let Some(id) = identity(here.as_fd()) else { break };
+        if id == target {
+            return true;
+        }
+        if stop.contains(&id) || !seen.insert(id) {
+            break;
+        }
+        up = platform::hold_parent(here.as_fd()).ok();
+    }
+    false
+}
+
+/// R-C1 by identity, on the root as opened: no discovery path is the root or one of the
+/// folders above it, and none lies below it (nor would, created: its deepest existing folder is
+/// compared).
+fn outside_discovery_by_identity(root: &Path, dir: &Dir, discovery: &[PathBuf]) -> Result<(), Error> {
+    let above = ancestry(dir.fd());
+    let Some(&me) = above.first() else {
+        return Ok(());
+    };
+    let mut seen = std::collections::HashSet::new();
+    for d in discovery {
+        let held = platform::hold_folder(d, true).ok();
+        let why = if held.and_then(|fd| identity(fd.as_fd())).is_some_and(|id| above.contains(&id)) {
+            "it lies inside the skill discovery path"
+        } else if below(d, me, &above[1..], &mut seen) {
+            "it would contain a skill discovery path (even if that path does not exist yet):"
+        } else {
+            continue;
+        };
+        return Err(Error::Store(crate::error::StoreError::RootRefused {
+            root: root.to_owned(),
+            why,
+            path: d.clone(),
+        }));
+    }
+    Ok(())
+}
+
+/// Whether `path` (or its deepest existing folder) is the folder at `folder` or below it, by
+/// identity (the host key's check: a key inside the root would be readable with the cache).
+pub(crate) fn lies_within(path: &Path, folder: &Path) -> bool {
+    let Some(target) = platform::hold_folder(folder, true)
+        .ok()
+        .and_then(|fd| identity(fd.as_fd()))
+    else {
+        return false;
+    };
+    below(path, target, &[], &mut std::collections::HashSet::new())
+}
+
+/// Removes the root folder this open made, once the check by identity refused it: it is empty
+/// (nothing is written before the check). Best effort, by descriptor: the folder's own parent,
+/// and its name there.
+fn forget_made(dir: &Dir, resolved: &Path) {
+    let name = resolved.file_name().and_then(|n| n.to_str());
+    if let (Some(name), Ok(parent)) = (name, platform::hold_parent(dir.fd())) {
+        let _ = platform::unlink_at(parent.as_fd(), name, true);
+    }
 }
 
 /// Whether `path` is `base` or lies below it, names compared without ASCII case. macOS and
@@ -468,5 +647,35 @@ mod resolve_tests {
         let e = resolve(&hops).expect_err("more than 40 links");
         assert_eq!(e.raw_os_error(), Some(crate::platform::errno::ELOOP));
         assert!(resolve(&dir.path().join("up/".repeat(40)).join("x")).is_ok());
+    }
+
+    /// The twentieth review: a discovery path the walk could not resolve (there, a folder whose
+    /// real path was too long to spell; here, links whose targets take more steps than the walk
+    /// allows, which the kernel follows all the same) was skipped, and a root inside it was made.
+    /// The walk still gives up on it, and the check by identity, on the root as opened, refuses
+    /// the root and removes the folder it made.
+    #[test]
+    fn a_root_inside_a_discovery_path_the_walk_cannot_resolve_is_refused_by_identity() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let skills = dir.path().join("real/skills");
+        std::fs::create_dir_all(&skills).expect("mkdir");
+        std::fs::create_dir(dir.path().join("x")).expect("mkdir");
+        // Each link: 800 `x/..` pairs (1,600 steps), then the next; three are past 4,096 steps.
+        let detour = "x/../".repeat(800);
+        symlink(std::path::Path::new(&format!("{detour}real")), &dir.path().join("l1")).expect("link");
+        symlink(std::path::Path::new(&format!("{detour}l1")), &dir.path().join("l2")).expect("link");
+        symlink(std::path::Path::new(&format!("{detour}l2")), &dir.path().join("l3")).expect("link");
+        let discovery = dir.path().join("l3/skills");
+        assert!(std::fs::metadata(&discovery).is_ok_and(|m| m.is_dir()), "the kernel resolves it");
+        assert!(resolve(&discovery).is_err(), "the walk does not");
+        let root = skills.join("cache");
+        let refused = super::prepare(&root, std::slice::from_ref(&discovery), &crate::store::RealDisk)
+            .expect_err("a root inside the discovery path");
+        assert!(refused.to_string().contains("lies inside the skill discovery path"), "{refused}");
+        assert!(!root.exists(), "the folder it made is gone");
+        // The other way round: a root above the discovery path would contain it.
+        let above = super::prepare(&dir.path().join("real"), &[discovery], &crate::store::RealDisk)
+            .expect_err("a root around the discovery path");
+        assert!(above.to_string().contains("would contain"), "{above}");
     }
 }

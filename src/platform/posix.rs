@@ -144,6 +144,64 @@ pub(crate) fn open_file_here(dir: BorrowedFd<'_>, name: &Path) -> io::Result<Fil
     )?))
 }
 
+/// How a folder is held for a walk that only looks things up in it (the cache root's check,
+/// R-C1): on Linux `O_PATH`, which needs only search permission on the way, so a walk keeps its
+/// place through a folder it may search but not read (another user's 0711 home); elsewhere a
+/// read-only open.
+#[cfg(target_os = "linux")]
+const HOLD_FLAGS: OFlags = OFlags::PATH
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+#[cfg(not(target_os = "linux"))]
+const HOLD_FLAGS: OFlags = DIR_FLAGS;
+
+/// Holds the folder at `path` for lookups (following a link in its last component when
+/// `follow`): see `HOLD_FLAGS`.
+///
+/// # Errors
+/// The system call's error.
+pub(crate) fn hold_folder(path: &Path, follow: bool) -> io::Result<OwnedFd> {
+    let flags = if follow {
+        HOLD_FLAGS.difference(OFlags::NOFOLLOW)
+    } else {
+        HOLD_FLAGS
+    };
+    Ok(rustix::fs::open(path, flags, Mode::empty())?)
+}
+
+/// Holds folder `name` of `dir` for lookups, without following a link. `Ok(None)` if there is
+/// no such name.
+///
+/// # Errors
+/// `ELOOP`/`ENOTDIR` if something other than a folder is there; other system errors.
+pub(crate) fn hold_dir(dir: BorrowedFd<'_>, name: &Path) -> io::Result<Option<OwnedFd>> {
+    match rustix::fs::openat(dir, name, HOLD_FLAGS, Mode::empty()) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Holds `..` of `dir` for lookups.
+///
+/// # Errors
+/// The system call's error.
+pub(crate) fn hold_parent(dir: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(dir, "..", HOLD_FLAGS, Mode::empty())?)
+}
+
+/// The target of link `name` in `dir`, read relative to the descriptor: a folder whose full
+/// path is longer than the system's bound is still read (round 20 of review).
+///
+/// # Errors
+/// The system call's error.
+pub(crate) fn read_link_at(dir: BorrowedFd<'_>, name: &Path) -> io::Result<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStringExt as _;
+    let target = rustix::fs::readlinkat(dir, name, Vec::new())?;
+    Ok(std::path::PathBuf::from(OsString::from_vec(target.into_bytes())))
+}
+
 /// Opens `..` of `dir`: the caller checks it is the folder it came down from.
 ///
 /// # Errors
@@ -309,6 +367,14 @@ pub(crate) fn block_size(dir: BorrowedFd<'_>) -> Option<u64> {
         .ok()
         .map(|st| st.f_frsize)
         .filter(|&b| b > 0)
+}
+
+/// The bytes an unprivileged writer may still take on the filesystem under `dir` (`statvfs`'s
+/// available blocks), and whether it is mounted read-only; `None` when the system will not say.
+pub(crate) fn room(dir: BorrowedFd<'_>) -> Option<(u64, bool)> {
+    let st = rustix::fs::fstatvfs(dir).ok()?;
+    let read_only = st.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY);
+    Some((st.f_bavail.saturating_mul(st.f_frsize), read_only))
 }
 
 /// The names in the folder `dir` (without `.` and `..`) and their kinds as the folder lists them.

@@ -479,6 +479,40 @@ pub(crate) fn open_parent(dir: BorrowedFd<'_>) -> io::Result<OwnedFd> {
         .ok_or_else(|| io::Error::from_raw_os_error(errno::ENOENT))
 }
 
+/// Holds the folder at `path` for lookups: here, [`open_folder`] (the walk's handles record
+/// their path and parent).
+///
+/// # Errors
+/// As [`open_folder`].
+pub(crate) fn hold_folder(path: &Path, follow: bool) -> io::Result<OwnedFd> {
+    open_folder(path, follow)
+}
+
+/// Holds folder `name` of `dir` for lookups: here, [`open_dir`].
+///
+/// # Errors
+/// As [`open_dir`].
+pub(crate) fn hold_dir(dir: BorrowedFd<'_>, name: &Path) -> io::Result<Option<OwnedFd>> {
+    open_dir(dir, name)
+}
+
+/// Holds `..` of `dir` for lookups: here, [`open_parent`].
+///
+/// # Errors
+/// As [`open_parent`].
+pub(crate) fn hold_parent(dir: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    open_parent(dir)
+}
+
+/// A link's target read through its folder's handle: not offered here (the caller reads it by
+/// its full path).
+///
+/// # Errors
+/// Always `Unsupported`.
+pub(crate) fn read_link_at(_dir: BorrowedFd<'_>, _name: &Path) -> io::Result<std::path::PathBuf> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
 /// Opens the lock file `name` in `dir` without following a link: read-write and created if
 /// `writable`, else read-only.
 ///
@@ -569,6 +603,13 @@ pub(crate) fn stat_at(dir: BorrowedFd<'_>, name: impl AsRef<Path>) -> io::Result
 
 /// Not known through the standard library: the caller's default.
 pub(crate) fn block_size(dir: BorrowedFd<'_>) -> Option<u64> {
+    let _ = dir;
+    None
+}
+
+/// The room left under `dir`: not asked here (`None`; callers assume there is room, and learn
+/// otherwise from the write).
+pub(crate) fn room(dir: BorrowedFd<'_>) -> Option<(u64, bool)> {
     let _ = dir;
     None
 }
