@@ -109,6 +109,11 @@ GRANTED = [
     # One rule for a Streamable HTTP server's URL, for the CLI's `--url`, a config file and the
     # bindings' `connect_http` alike (issue 40, U2: `notaurl` was taken until first use).
     ("issue 40, U2", "http_url_problem"),
+    # Write-behind: a load returns before its files are durable; a host that wants them in the
+    # store waits for them, and a binding whose host exits without dropping its caches waits
+    # for every cache at once (issue 41, P1).
+    ("issue 41, P1", "SkillCache::flush"),
+    ("issue 41, P1", "SkillCache::flush_all"),
 ]
 MAX_ITEMS = 220 + len(GRANTED)
 COUNTED = {

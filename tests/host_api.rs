@@ -671,7 +671,9 @@ async fn p4_stats_and_events_follow_misses_hits_bytes_and_a_quarantine() {
     assert_eq!(s[Counter::BytesFetched], md_len + 4 + 6);
     assert_eq!(s[Counter::BytesServed], 2 * (md_len + 4 + 6) - 6);
 
-    // A tampered cached copy: quarantined, one retry, served from the server.
+    // A tampered cached copy: quarantined, one retry, served from the server. The loads' files
+    // reach the disk behind them: wait for them first.
+    cache.flush().await;
     let blobs = blobs_holding(&dir.path().join("root"), b"AAAA");
     assert_eq!(blobs.len(), 1, "one blob holds a.md");
     tamper(&blobs[0]);

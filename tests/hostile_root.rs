@@ -318,6 +318,8 @@ async fn each_special_file_under_a_blob_name_is_fetched_once() {
         }
         let (_dir, cache, double, o, entry) = loading(Isolation::Rehash);
         cache.load(&o, &entry).await.expect("cold load");
+        // The load's files reach the disk behind it: wait for them before replacing one.
+        cache.flush().await;
         let md = entry.file(entry.uri().file()).expect("listed");
         let blob = cache.core().store().layout().blob_path(&o, &md.digest());
         let mut keep = None;
@@ -339,6 +341,7 @@ async fn each_special_file_under_a_blob_name_is_fetched_once() {
         assert!(skill.skill_md().retried(), "{kind}: fetched once more");
         assert_eq!(double.reads(), reads + 1, "{kind}: exactly one extra read");
         assert_eq!(cache.core().store().quarantined(), 1, "{kind}: quarantined");
+        cache.flush().await;
         assert!(
             fs::symlink_metadata(&blob).expect("stat").is_file(),
             "{kind}: a real blob again"

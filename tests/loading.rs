@@ -154,6 +154,8 @@ async fn v2_o4_every_file_says_its_origin_digest_and_provenance() {
 async fn v9_tampered_cached_skill_md_is_healed_with_exactly_one_extra_read() {
     let f = fixture();
     f.cache.load(&f.origin, &f.entry).await.expect("load");
+    // The load's files reach the disk behind it: wait for them before tampering with one.
+    f.cache.flush().await;
     tamper_blob(&blob_path(&f));
     let skill = f
         .cache
@@ -200,6 +202,7 @@ async fn v9_server_serving_tampered_bytes_fails_after_exactly_one_read() {
 async fn v9_tampered_cache_and_tampered_server_fail_after_exactly_two_reads() {
     let f = fixture();
     f.cache.load(&f.origin, &f.entry).await.expect("load");
+    f.cache.flush().await;
     tamper_blob(&blob_path(&f));
     let (uri_md, md) = &f.files[0];
     f.double.serve_bytes(uri_md, &same_length_lie(md));
@@ -650,6 +653,8 @@ async fn guaranteed_isolation_serves_hits_without_rehashing_and_still_catches_ta
     // The disk path alone: with the memory tier on, the second load would not read the disk.
     let f = fixture_memory(Isolation::Guaranteed, DynamicPolicy::Decline, 0);
     f.cache.load(&f.origin, &f.entry).await.expect("load");
+    // On disk before the hit, so that the hit is the disk's (not the bytes on their way there).
+    f.cache.flush().await;
     let hit = f.cache.load(&f.origin, &f.entry).await.expect("hit");
     assert_eq!(hit.skill_md().provenance(), Provenance::Cache);
     tamper_blob(&blob_path(&f));
@@ -663,6 +668,8 @@ async fn memory_tier_serves_verified_bytes_after_the_disk_copy_is_tampered_with(
     for isolation in [Isolation::Rehash, Isolation::Guaranteed] {
         let f = fixture_memory(isolation, DynamicPolicy::Decline, 1 << 20);
         f.cache.load(&f.origin, &f.entry).await.expect("load");
+        // On disk first: the warm load is then a disk hit, which the memory tier keeps.
+        f.cache.flush().await;
         let warm = f.cache.load(&f.origin, &f.entry).await.expect("hit");
         let want = warm.skill_md().bytes().to_vec();
         // Bytes verified in this process are right for the digest whatever happens on disk
@@ -702,6 +709,7 @@ async fn read_all_verifies_every_listed_file_and_retries_a_failed_copy_once() {
     let f = fixture();
     let skill = f.cache.load(&f.origin, &f.entry).await.expect("load");
     let cold = skill.read_all().await.expect("read all");
+    f.cache.flush().await;
     assert_eq!(cold.len(), 3);
     assert!(
         cold.iter()

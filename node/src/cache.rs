@@ -546,6 +546,23 @@ impl SkillCache {
         })
     }
 
+    /// Waits until every file that loads handed over before this call is in the store: a load
+    /// returns its verified files at once and the cache stores them behind it. Maintenance
+    /// (`verify`, `gc`, `purge`, `inventory`, …) flushes first by itself, and so does the
+    /// process's exit.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn flush<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let cache = self.inner.clone();
+        start(
+            env,
+            async move {
+                cache.flush().await;
+                Ok(())
+            },
+            |_, ()| Ok(()),
+        )
+    }
+
     /// Every origin the root holds anything of, sorted by label; bound or not.
     #[napi(ts_return_type = "Promise<string[]>")]
     pub fn origins<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Unknown<'env>>> {

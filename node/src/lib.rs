@@ -19,6 +19,15 @@ mod lockfile;
 mod run;
 mod types;
 
+/// Called by `index.js` when the process exits (Node runs no finalizer then): waits up to
+/// `within_ms` for every cache of the process to store what its loads handed over (the
+/// library's `SkillCache::flush_all`); whether everything was.
+#[napi_derive::napi(js_name = "_flushAll", skip_typescript)]
+#[must_use]
+pub fn flush_all(within_ms: u32) -> bool {
+    skillcache::SkillCache::flush_all(std::time::Duration::from_millis(u64::from(within_ms)))
+}
+
 /// The bounds `index.js` walks a host's lists, tables and grants with, before the addon copies
 /// any of them: the binding layer's (`skillcache_binding::bounds`), the Python package's too.
 #[napi_derive::napi(js_name = "_bounds", skip_typescript)]

@@ -50,6 +50,7 @@ test('a tampered cached blob is healed by exactly one refetch', { timeout: 120_0
   const entry = await someSkill(cache);
   await cache.approve('docs', entry);
   const [skill] = await cache.loadAll('docs', entry);
+  await cache.flush(); // the files reach the store behind the load
   const target = entry.files.find((f) => f.uri !== entry.uri);
   // The blob is stored under its digest: …/sha256/<first two hex digits>/<the rest>.
   const hex = target.digest.replace(/^sha256:/, '');

@@ -28,6 +28,8 @@ async function warm(t, options) {
   const listing = (await cache.list('docs')).filter((i) => !(i instanceof SkillcacheError));
   const { entry } = listing.find((i) => i.entry.files.length > 2 && i.entry.files.every((f) => f.size < 32 << 10));
   const [skill] = await cache.loadAll('docs', entry);
+  // The files reach the store behind the load: wait for them, so the reads below are the store's.
+  await cache.flush();
   await skill.readAll();
   return { dir, log, cache, entry, skill };
 }

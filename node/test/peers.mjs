@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
@@ -17,6 +18,7 @@ import { StreamableHTTPClientTransport as StreamableHTTPClientTransportV1 } from
 // corpus's invalid skills would fill the log, so they report errors only.
 process.env.RUST_LOG ??= 'error';
 
+const native = createRequire(import.meta.url)('../native.js');
 export const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const corpus = join(repo, 'tests', 'data', 'corpus', 'skills');
 export const samples = join(repo, 'samples', 'skills');
@@ -27,10 +29,15 @@ const proxy = join(dirname(fileURLToPath(import.meta.url)), 'proxy.mjs');
 // As skillcache writes a digest: `sha256:<hex>`.
 export const sha256 = (bytes) => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 
-/** A scratch folder, removed when the test ends. */
+/** A scratch folder, removed when the test ends: after every cache of the process has stored
+ * what its loads handed over (a cache stores a load's files behind it, and a keeper still
+ * writing would fill the folder again while it is removed). */
 export function scratch(t) {
   const dir = mkdtempSync(join(tmpdir(), 'skillcache-node-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  t.after(() => {
+    native._flushAll(10_000);
+    rmSync(dir, { recursive: true, force: true });
+  });
   return dir;
 }
 

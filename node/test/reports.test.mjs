@@ -42,6 +42,7 @@ test('a corrupt blob is reported as an origin and a digest', { timeout: 60_000 }
   cache.connectStdio('docs', serveArgv(samples, dir), { stderr: 'ignore' });
   const { entry } = await cache.entry('docs', 'skill://release-notes/SKILL.md');
   const [, files] = await cache.loadAll('docs', entry);
+  await cache.flush(); // the files reach the store behind the load
   // The blob of SKILL.md (origins/<origin>/sha256/<2 hex>/<62 hex>), one byte changed in place:
   // the test runs as root or as the files' owner, so the store's read-only mode is lifted first.
   const hex = files[0].digest.slice('sha256:'.length);

@@ -362,6 +362,13 @@ class SkillCache:
         An origin that cannot be listed is in `failures`, not raised."""
         return await self._native.catalog(local_names)
 
+    async def flush(self) -> None:
+        """Waits until every file that loads handed over before this call is in the store.
+        A load returns its verified files at once and the cache stores them behind it; the
+        maintenance calls (`verify`, `gc`, `purge`, `inventory`, ...) flush first by themselves,
+        and so does the interpreter's exit. Call it before handing the root to another process."""
+        await self._native.flush()
+
     async def inventory(self) -> Inventory:
         """Counts what the cache root holds."""
         return Inventory(**await self._native.inventory())

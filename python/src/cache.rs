@@ -521,6 +521,16 @@ impl PySkillCache {
         })
     }
 
+    /// Waits until every file that loads handed over before this call is in the store (the
+    /// library's `SkillCache::flush`: loads return before their files are durable).
+    fn flush<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let cache = self.cache()?.clone();
+        crate::spawn(py, async move {
+            cache.flush().await;
+            Ok(())
+        })
+    }
+
     /// What this cache did since it was opened: each counter by name.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);

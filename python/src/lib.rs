@@ -155,6 +155,11 @@ fn _in_flight() -> usize {
 /// end), then a moment longer for the last hand-off, which follows its future's end at once.
 #[pyfunction]
 fn _quiesce(py: Python<'_>) {
+    // What loads handed to the caches' keepers is stored before the process goes (a cache the
+    // interpreter never drops would otherwise lose it: a miss next time, never a wrong byte).
+    py.detach(|| {
+        let _ = skillcache::SkillCache::flush_all(Duration::from_secs(10));
+    });
     if HOPS.load(Ordering::Relaxed) == 0 || !fork::started_here(py) {
         // Nothing ever ran on the runtime (the `skillcache` command, a process that only read
         // hits), or on this process's (a child forked from one that did): no hand-off to wait

@@ -219,6 +219,7 @@ async def test_v9_a_cached_copy_damaged_on_disk_is_refetched_once_and_verify_gc_
     cache.connect_stdio("local", argv)
     entry = (await within(cache.entry("local", NOTES))).entry
     await within(cache.load_all("local", entry))
+    await within(cache.flush())  # the files reach the store behind the load
     md = FIXTURE_SKILLS["release-notes"]["SKILL.md"]
     blob = next(
         p for p in (tmp_path / "cache" / "root" / "origins").rglob("*")

@@ -38,6 +38,9 @@ async def warm_skill(
     cache.connect_stdio("docs", hostile_argv(skills_dir, "honest", log))
     entry = (await within(cache.entry("docs", NOTES))).entry
     skill, _ = await within(cache.load_all("docs", entry))
+    # The files reach the store behind the load (write-behind): wait for them, so that what
+    # follows reads the store.
+    await within(cache.flush())
     # A read through the full path leaves the evidence the fast path checks (a stored hit's).
     await within(skill.read_all())
     return cache, entry, skill
@@ -150,6 +153,7 @@ async def test_t4_a_file_over_the_inline_bound_is_hashed_off_the_event_loop(tmp_
         entry = (await within(cache.entry("docs", "skill://big-data/SKILL.md"))).entry
         skill = await within(cache.load("docs", entry))
         await within(skill.read(BIG))  # the miss
+        await within(cache.flush())  # stored behind the read: wait for it
         await within(skill.read(BIG))  # read back from the store (and kept in memory, if on)
         hops = native._hops()
         for _ in range(READS):

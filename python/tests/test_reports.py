@@ -54,6 +54,7 @@ async def test_a_corrupt_blob_is_a_named_origin_and_digest_pair(
 ) -> None:
     cache, entry = await served(tmp_path, skills_dir)
     await within(cache.load_all("local", entry))
+    await within(cache.flush())  # the files reach the store behind the load
     digest = entry.files[0].digest
     blob = next(
         p for p in (tmp_path / "cache").rglob("*")

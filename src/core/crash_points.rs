@@ -208,7 +208,39 @@ fn beside_a_tampered_a_md(c: &Cache, w: &World) {
     tamper_file(c, w, "/a.md");
 }
 
+/// What the write-behind keeper publishes after a sweep: every file of alpha and of beta (one
+/// digest listed by both, sent once), verified, in one batch of one origin
+/// (`Cache::store_verified`, the load's own publish too). Nothing before it is on disk: the
+/// loads returned with the bytes, so a crash anywhere here loses copies, never correctness.
+fn keep_behind(c: &Cache, w: &World) -> Result<(), crate::Error> {
+    let mut held: Vec<(crate::entry::ManifestFile, crate::verify::VerifiedBytes)> = Vec::new();
+    for (e, files) in [&w.a, &w.b] {
+        for f in e.manifest().expect("manifest").files() {
+            if held.iter().any(|(h, _)| h.digest() == f.digest()) {
+                continue;
+            }
+            let bytes = bytes_of(files, f.uri().as_str()).to_vec();
+            let v = crate::verify::VerifiedBytes::check(bytes, f.size(), f.digest()).expect("verified");
+            held.push((f.clone(), v));
+        }
+    }
+    let batch: Vec<_> = held.iter().map(|(f, v)| (f, v)).collect();
+    c.store_verified(&w.origin, &batch);
+    Ok(())
+}
+
 const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "write-behind: the keeper's batch of two skills",
+        tampered: false,
+        planted: "",
+        setup: |c, w| {
+            put(c, &w.origin, &w.a.0);
+            put(c, &w.origin, &w.b.0);
+        },
+        op: keep_behind,
+        quota: None,
+    },
     Scenario {
         name: "publish into a new root",
         tampered: false,

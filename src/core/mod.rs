@@ -15,6 +15,7 @@ mod crash_points;
 mod key;
 mod maintenance;
 mod memory;
+mod pending;
 mod quota;
 mod root;
 #[cfg(test)]
@@ -23,6 +24,7 @@ mod zero_copy_tests;
 pub use key::default_key_file;
 pub use maintenance::{GcReport, VerifyReport};
 pub use memory::DEFAULT_MEMORY_TIER_BYTES;
+pub(crate) use pending::Pending;
 // What the quota charges beyond a blob's blocks: named in the docs here and read by the tests
 // (through `internals`); nothing in the crate uses them by these names.
 #[cfg_attr(not(feature = "internals"), allow(unused_imports))]
@@ -277,6 +279,7 @@ impl CacheBuilder {
             swept: std::sync::Mutex::default(),
             memory: memory::MemoryTier::new(self.memory_tier),
             origin_quota: self.origin_quota,
+            pending: Pending::new(pending::WRITE_BEHIND_BYTES),
         })
     }
 }
@@ -328,6 +331,9 @@ pub struct Cache {
     memory: memory::MemoryTier,
     /// The most bytes one origin's store may hold (R-Q4); `None`: no quota.
     origin_quota: Option<u64>,
+    /// Verified bytes handed to the host and not yet published (write-behind, `pending.rs`);
+    /// consulted before the memory tier and the disk.
+    pending: Pending,
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -551,6 +557,46 @@ impl Cache {
         self.store_files(origin, &[(file, bytes)])
     }
 
+    /// Stores verified files of `origin` as one batch ([`Cache::store_files`]); whether each
+    /// was kept. A cache that cannot store (a full disk) must not fail a verified load, so a
+    /// batch that fails is logged and reported, never an error: none of its files is recorded
+    /// (blobs it linked before the failure are complete but may not be durable yet; the next
+    /// publish of the same bytes syncs and records them, gc removes the rest). The load's own
+    /// publish and the write-behind keeper's both come here.
+    ///
+    /// (A batch that failed used to be retried file by file. The crash-point enumeration of this
+    /// path showed why not: after a failure between the links and their folders' syncs, a file
+    /// retried alone was recorded while names of the failed batch were not yet durable.)
+    pub(crate) fn store_verified(
+        &self,
+        origin: &Origin,
+        files: &[(&ManifestFile, &VerifiedBytes)],
+    ) -> Vec<bool> {
+        let batch: Vec<(&ManifestFile, &[u8])> =
+            files.iter().map(|(f, v)| (*f, v.as_slice())).collect();
+        match self.store_files(origin, &batch) {
+            Ok(()) => vec![true; files.len()],
+            Err(e) => {
+                for (f, _) in files {
+                    tracing::warn!(origin = origin.as_str(), uri = f.uri().as_str(), disk_full = e.is_disk_full(), error = %e, "store failed: served without keeping a copy");
+                }
+                vec![false; files.len()]
+            }
+        }
+    }
+
+    /// Whether a publish of `bytes` may be left to the write-behind keeper: the index takes
+    /// writes and the disk has room (`BlobStore::has_room_for`). Where not, the load publishes
+    /// itself, and a file it cannot keep is reported as not stored there and then.
+    pub(crate) fn room_behind(&self, bytes: u64) -> bool {
+        !self.index.is_read_only() && self.store.has_room_for(bytes)
+    }
+
+    /// The bytes on their way to the store (write-behind).
+    pub(crate) fn pending(&self) -> &Pending {
+        &self.pending
+    }
+
     /// Whether this handle has yet to sweep `origin`'s staging; marks it swept.
     fn unswept(&self, origin: &Origin) -> bool {
         self.swept
@@ -770,6 +816,9 @@ impl Cache {
     /// memory is write-isolated, and every path that forgets a blob drops it from the tier.
     #[must_use]
     pub fn memory_hit(&self, origin: &Origin, file: &ManifestFile) -> Option<(VerifiedBytes, bool)> {
+        if let Some(held) = self.pending.get(origin, &file.digest(), file.size()) {
+            return Some((held, false));
+        }
         self.memory
             .get(origin, &file.digest(), file.size(), now_ms(), ACCESS_GRAIN_MS)
             .map(|hit| (hit.bytes, hit.touch_due))
@@ -830,9 +879,13 @@ impl Cache {
         file: &ManifestFile,
     ) -> Result<Option<CachedRead>, Error> {
         let digest = file.digest();
-        // The memory tier first: bytes this process verified against this digest and size are
-        // right for any entry that lists them, under both isolation modes (process memory is
-        // write-isolated). Every path that forgets the blob drops them from the tier too.
+        // Bytes on their way to the store first, then the memory tier: bytes this process
+        // verified against this digest and size are right for any entry that lists them, under
+        // both isolation modes (process memory is write-isolated). Every path that forgets the
+        // blob drops them from the tier too.
+        if let Some(held) = self.pending.get(origin, &digest, file.size()) {
+            return Ok(Some(CachedRead::Hit(held)));
+        }
         let now = now_ms();
         if let Some(hit) = self
             .memory

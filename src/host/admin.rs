@@ -2,7 +2,9 @@
 //! (one origin, or every origin the host no longer configures).
 //!
 //! These are the maintenance calls of the host API. Each runs the sync core on the blocking pool
-//! (one hop), like the loading calls; none of them contacts a server.
+//! (one hop), like the loading calls; none of them contacts a server. Those that look at the
+//! store wait first for what loads handed to the keeper (`State::settled`): they see every load
+//! that returned before them, and a purge is never undone by a publish queued before it.
 
 use std::path::Path;
 
@@ -101,7 +103,7 @@ impl SkillCache {
         let origin = origin.cloned();
         let rows = self
             .state()
-            .blocking(move |core| core.entries(origin.as_ref()))
+            .settled(move |core| core.entries(origin.as_ref()))
             .await?;
         let now = now_ms();
         Ok(rows
@@ -139,7 +141,7 @@ impl SkillCache {
     ) -> Result<VerifyReport, Error> {
         let origin = origin.cloned();
         self.state()
-            .blocking(move |core| core.verify(origin.as_ref(), progress))
+            .settled(move |core| core.verify(origin.as_ref(), progress))
             .await
     }
 
@@ -149,7 +151,7 @@ impl SkillCache {
     /// # Errors
     /// Index and I/O errors, the cache lock ([`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout)).
     pub async fn gc(&self, max_bytes: Option<u64>) -> Result<GcReport, Error> {
-        self.state().blocking(move |core| core.gc(max_bytes)).await
+        self.state().settled(move |core| core.gc(max_bytes)).await
     }
 
     /// Removes everything of `origin`: entries, approvals, blobs, quarantine (R-C5). Nothing of
@@ -161,7 +163,7 @@ impl SkillCache {
     /// Index and I/O errors, the cache lock ([`StoreError::LockTimeout`](crate::error::StoreError::LockTimeout)).
     pub async fn purge(&self, origin: &Origin) -> Result<(), Error> {
         let origin = origin.clone();
-        self.state().blocking(move |core| core.purge(&origin)).await
+        self.state().settled(move |core| core.purge(&origin)).await
     }
 
     /// Every origin the root holds anything of (entries, approvals, blobs, staged or
@@ -170,7 +172,7 @@ impl SkillCache {
     /// # Errors
     /// Index and I/O errors.
     pub async fn origins(&self) -> Result<Vec<Origin>, Error> {
-        self.state().blocking(crate::core::Cache::origins).await
+        self.state().settled(crate::core::Cache::origins).await
     }
 
     /// Removes everything of every origin the root holds that `keep` does not name — the
@@ -205,7 +207,7 @@ impl SkillCache {
     pub async fn purge_absent(&self, keep: &[Origin]) -> Result<Vec<Origin>, Error> {
         let keep = keep.to_vec();
         self.state()
-            .blocking(move |core| core.purge_absent(&keep))
+            .settled(move |core| core.purge_absent(&keep))
             .await
     }
 
@@ -215,7 +217,7 @@ impl SkillCache {
     /// Index errors.
     pub async fn inventory(&self) -> Result<Inventory, Error> {
         self.state()
-            .blocking(|core| {
+            .settled(|core| {
                 let entries = core.entries(None)?;
                 let blobs = core.index().blobs()?;
                 Ok(Inventory {

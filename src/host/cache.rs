@@ -108,6 +108,35 @@ impl SkillCache {
         )
     }
 
+    /// Waits until every file that loads handed over before this call is in the store.
+    ///
+    /// A load hands its verified files to the host as soon as they are verified, and the
+    /// cache publishes them behind it, on a thread of its own (write-behind): until then they
+    /// are served from memory, to every handle of this cache. A file the store then cannot keep
+    /// (a full disk) is logged and counted ([`Counter::StoreFailures`](crate::Counter::StoreFailures)), and fetched
+    /// again by a later load. Nothing here is needed for correctness — a copy lost to a crash is
+    /// a miss, never a wrong byte — but a host that wants its loads durable before it goes on
+    /// (before it exits without dropping the cache, or hands the root to another process) calls
+    /// this. Maintenance ([`verify`](Self::verify), [`gc`](Self::gc), [`purge`](Self::purge),
+    /// [`inventory`](Self::inventory), …) flushes first by itself, and dropping the last handle
+    /// of a cache waits for the rest.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), skillcache::Error> {
+    /// # let tmp = tempfile::tempdir().unwrap();
+    /// let cache = skillcache::SkillCache::builder()
+    ///     .root(tmp.path().join("cache"))
+    ///     .key_file(tmp.path().join("host.key"))
+    ///     .open()?;
+    /// // ... loads ...
+    /// cache.flush().await; // everything loaded so far is in the store
+    /// # Ok(()) }
+    /// ```
+    pub async fn flush(&self) {
+        self.state.flush().await;
+    }
+
     /// The sync core, for the crate's own tests and benches (feature `internals`; not part of
     /// the supported API: the store and the index below it are the crate's business).
     #[cfg(feature = "internals")]

@@ -1,5 +1,6 @@
 //! What a binding whose host language forks calls around the fork (issue 39, B4): the index's
-//! fork gate, so no thread is inside `SQLite` at the instant a child is made.
+//! fork gate, so no thread is inside `SQLite` at the instant a child is made; and what it calls
+//! before its process exits (every cache's write-behind, flushed).
 
 use std::time::Duration;
 
@@ -32,5 +33,20 @@ impl SkillCache {
     /// there), not in the parent.
     pub fn after_fork(in_child: bool) {
         crate::index::gate::open(in_child);
+    }
+
+    /// Waits up to `within`, in all, until every cache of this process has published what its
+    /// loads handed over ([`flush`](Self::flush), for all of them at once, without a runtime);
+    /// whether everything was. For a binding whose host may exit without dropping its caches
+    /// (an interpreter's finalization, a process's `exit` event): dropping the last handle of a
+    /// cache waits for its own by itself.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert!(skillcache::SkillCache::flush_all(Duration::from_secs(5)));
+    /// ```
+    #[must_use]
+    pub fn flush_all(within: Duration) -> bool {
+        super::behind::flush_all(within)
     }
 }

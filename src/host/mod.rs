@@ -13,6 +13,7 @@
 mod admin;
 mod admit;
 mod ask;
+mod behind;
 mod builder;
 mod cache;
 pub(crate) mod error;

@@ -394,43 +394,36 @@ impl Pipeline<'_> {
         (at, Box::pin(self.publish(batch)))
     }
 
-    /// Stores fetched, verified files as one batch (one hop). A cache that cannot store (a full
-    /// disk) must not fail a verified load: when a batch of several fails, each file is tried on
-    /// its own, and one that still fails is served with `stored() == false` (logged and counted).
+    /// Stores fetched, verified files: handed to the keeper, which publishes them behind the
+    /// load while they are served from memory (write-behind, `behind.rs`); or, when it does not
+    /// take them (over its bound), as one batch here (one hop). A cache that cannot store (a
+    /// full disk) must not fail a verified load: a file that is not kept is served with
+    /// `stored() == false` (logged and counted), here or, behind the load, by the keeper.
     async fn publish(
         &self,
         fetched: Vec<(ManifestFile, VerifiedBytes, Provenance)>,
     ) -> Result<Vec<Served>, Error> {
+        let (batch, provenance): (Vec<_>, Vec<_>) =
+            fetched.into_iter().map(|(f, v, p)| ((f, v), p)).unzip();
+        if self.state.keeper().hand_over(self.origin, &batch) {
+            return Ok(batch
+                .into_iter()
+                .zip(provenance)
+                .map(|((f, v), p)| (f, v, p, true))
+                .collect());
+        }
         let origin = self.origin.clone();
         self.state
             .blocking(move |c| {
-                let batch: Vec<(&ManifestFile, &[u8])> =
-                    fetched.iter().map(|(f, v, _)| (f, v.as_slice())).collect();
-                let whole = c.store_files(&origin, &batch);
-                drop(batch);
-                let several = fetched.len() > 1;
-                let warn = |uri: &str, e: &Error| {
-                    tracing::warn!(origin = origin.as_str(), uri, disk_full = e.is_disk_full(), error = %e, "store failed: served without keeping a copy");
-                };
-                let mut out = Vec::with_capacity(fetched.len());
-                for (f, v, provenance) in fetched {
-                    let stored = match &whole {
-                        Ok(()) => true,
-                        Err(first) => match several.then(|| c.store_file(&origin, &f, v.as_slice())) {
-                            Some(Ok(())) => true,
-                            Some(Err(e)) => {
-                                warn(f.uri().as_str(), &e);
-                                false
-                            }
-                            None => {
-                                warn(f.uri().as_str(), first);
-                                false
-                            }
-                        },
-                    };
-                    out.push((f, v, provenance, stored));
-                }
-                Ok(out)
+                let files: Vec<_> = batch.iter().map(|(f, v)| (f, v)).collect();
+                let kept = c.store_verified(&origin, &files);
+                drop(files);
+                Ok(batch
+                    .into_iter()
+                    .zip(provenance)
+                    .zip(kept)
+                    .map(|(((f, v), p), k)| (f, v, p, k))
+                    .collect())
             })
             .await
     }

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use super::behind::Keeper;
 use super::flight::Flights;
 use super::marks::Marks;
 use super::policy::{ApprovalPolicy, Deadlines, DynamicPolicy, Offline};
@@ -35,8 +36,12 @@ pub(crate) struct State {
     settings: Settings,
     marks: Marks,
     flights: Flights,
-    /// What [`SkillCache::stats`](crate::SkillCache::stats) reports (R-P4).
-    counters: Counters,
+    /// What [`SkillCache::stats`](crate::SkillCache::stats) reports (R-P4); the keeper counts
+    /// the files it could not keep.
+    counters: Arc<Counters>,
+    /// Publishes what loads hand over, behind them (write-behind, `behind.rs`). Declared after
+    /// everything a load may still be using; its drop waits for the queue.
+    keeper: Keeper,
     /// The shared tier, if the host configured one; reached only through a
     /// [`TierHandle`](crate::tier::TierHandle), which admission gives public entries alone.
     tier: Option<Arc<dyn BlobTier>>,
@@ -44,13 +49,15 @@ pub(crate) struct State {
 
 impl State {
     pub(super) fn new(core: Cache, settings: Settings, tier: Option<Arc<dyn BlobTier>>) -> State {
+        let (core, counters) = (Arc::new(core), Arc::new(Counters::default()));
         State {
-            core: Arc::new(core),
+            keeper: Keeper::new(Arc::clone(&core), Arc::clone(&counters)),
+            core,
             sources: RwLock::default(),
             settings,
             marks: Marks::default(),
             flights: Flights::default(),
-            counters: Counters::default(),
+            counters,
             tier,
         }
     }
@@ -75,6 +82,10 @@ impl State {
         &self.counters
     }
 
+    pub(super) fn keeper(&self) -> &Keeper {
+        &self.keeper
+    }
+
     pub(super) fn tier(&self) -> Option<&Arc<dyn BlobTier>> {
         self.tier.as_ref()
     }
@@ -94,6 +105,23 @@ impl State {
                 source: Box::new(e),
             })),
         }
+    }
+
+    /// [`State::blocking`] once everything handed to the keeper before it is published: what
+    /// looks at the store (maintenance, counts) sees every load that returned before it, and a
+    /// purge is never undone by a publish queued before it.
+    pub(super) async fn settled<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Cache) -> Result<T, Error> + Send + 'static,
+    ) -> Result<T, Error> {
+        self.flush().await;
+        self.blocking(f).await
+    }
+
+    /// Waits, off the async threads, for the keeper to publish what was handed to it.
+    pub(super) async fn flush(self: &Arc<Self>) {
+        let state = Arc::clone(self);
+        let _ = tokio::task::spawn_blocking(move || state.keeper.flush()).await;
     }
 
     /// Binds `origin` to `source`, replacing an earlier binding.

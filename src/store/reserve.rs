@@ -22,6 +22,17 @@ pub(crate) const RESERVE: &str = "reserve";
 pub const RESERVE_BYTES: u64 = 256 * 1024;
 
 impl BlobStore {
+    /// Whether the filesystem under the root has room for `bytes` more beside the reserve and
+    /// a margin for the index (and is not mounted read-only); true when the system will not
+    /// say. What decides whether a publish may be left behind a load (write-behind): where it
+    /// would fail, the load publishes itself, and says truly that it kept no copy.
+    pub(crate) fn has_room_for(&self, bytes: u64) -> bool {
+        const MARGIN: u64 = 1 << 20;
+        platform::room(self.root.fd()).is_none_or(|(free, read_only)| {
+            !read_only && free >= bytes.saturating_mul(2).saturating_add(RESERVE_BYTES + MARGIN)
+        })
+    }
+
     /// Makes sure the reserve is there (best effort: a read-only or full disk has no room for
     /// it, and nothing depends on it but the next full-disk maintenance). Its bytes need no sync:
     /// writing them is what takes the space, and a reserve lost in a crash is made again.
