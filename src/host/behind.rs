@@ -36,6 +36,12 @@ use crate::verify::VerifiedBytes;
 /// Files of one origin handed over by a load.
 type Batch = Vec<(ManifestFile, VerifiedBytes)>;
 
+/// What the thread is sent: a batch, or word that someone waits (a flush): publish now.
+enum Msg {
+    Job(Job),
+    Hurry,
+}
+
 /// One batch on its way to the thread, numbered in the order it was handed over.
 struct Job {
     seq: u64,
@@ -48,6 +54,9 @@ struct Job {
 struct Progress {
     at: Mutex<(u64, u64)>,
     moved: Condvar,
+    /// Set by [`flush_all`] (which holds no way to send to the thread: a sender kept there
+    /// would keep the queue open forever): the thread stops gathering at its next look.
+    hurry: std::sync::atomic::AtomicBool,
 }
 
 impl Progress {
@@ -92,13 +101,16 @@ pub(super) fn flush_all(within: Duration) -> bool {
         every.retain(|p| p.strong_count() > 0);
         every.iter().filter_map(Weak::upgrade).collect()
     };
+    for p in &live {
+        p.hurry.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     live.iter().all(|p| p.settle(Some(deadline)))
 }
 
 /// The thread of this process, and how to reach it.
 struct Running {
     pid: u32,
-    jobs: Sender<Job>,
+    jobs: Sender<Msg>,
     progress: Arc<Progress>,
     thread: Option<JoinHandle<()>>,
 }
@@ -167,7 +179,7 @@ impl Keeper {
             origin: origin.clone(),
             files: files.to_vec(),
         };
-        if r.jobs.send(job).is_err() {
+        if r.jobs.send(Msg::Job(job)).is_err() {
             // The thread is gone (it does not panic out of its loop: belt and braces). This
             // batch counts as done, and the caller publishes it.
             let mut at = r.progress.lock();
@@ -207,7 +219,11 @@ impl Keeper {
     /// is logged and counted as a store failure).
     pub(super) fn flush(&self) {
         let progress = match self.running().as_ref() {
-            Some(r) => Arc::clone(&r.progress),
+            Some(r) => {
+                // Someone waits: the thread stops gathering and publishes what it has.
+                let _ = r.jobs.send(Msg::Hurry);
+                Arc::clone(&r.progress)
+            }
             None => return,
         };
         progress.settle(None);
@@ -231,6 +247,12 @@ impl Drop for Keeper {
     }
 }
 
+/// How long the keeper waits for more after a batch, while loads keep coming.
+const GATHER_QUIET: Duration = Duration::from_millis(30);
+/// The longest it gathers before publishing: what was handed over is durable within about this
+/// (plus the publish itself), whatever the loads do.
+const GATHER_AT_MOST: Duration = Duration::from_millis(500);
+
 /// What the thread holds.
 struct Worker {
     core: Arc<Cache>,
@@ -239,11 +261,33 @@ struct Worker {
 }
 
 impl Worker {
-    fn run(&self, queue: &Receiver<Job>) {
+    fn run(&self, queue: &Receiver<Msg>) {
+        // Nobody waits for this thread (but a flush): the loads' own threads come first.
+        crate::platform::lower_this_thread();
         while let Ok(first) = queue.recv() {
-            // Everything queued by now goes in this round, each origin's files together.
+            let Msg::Job(first) = first else { continue };
+            // Everything queued by now goes in this round, and what follows while loads keep
+            // coming (a sweep of many skills: one round of syncs, after it, rather than one per
+            // skill competing with it), each origin's files together; never later than
+            // `GATHER_AT_MOST` after the first.
             let mut jobs = vec![first];
-            jobs.extend(queue.try_iter());
+            let began = Instant::now();
+            'gather: loop {
+                for msg in queue.try_iter() {
+                    match msg {
+                        Msg::Job(job) => jobs.push(job),
+                        Msg::Hurry => break 'gather,
+                    }
+                }
+                let left = GATHER_AT_MOST.saturating_sub(began.elapsed());
+                if left.is_zero() || self.progress.hurry.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                match queue.recv_timeout(GATHER_QUIET.min(left)) {
+                    Ok(Msg::Job(job)) => jobs.push(job),
+                    Ok(Msg::Hurry) | Err(_) => break,
+                }
+            }
             let last = jobs.iter().map(|j| j.seq).max().unwrap_or(0);
             let mut origins: Vec<&Origin> = jobs.iter().map(|j| &j.origin).collect();
             origins.sort_unstable_by(|a, b| a.as_str().cmp(b.as_str()));

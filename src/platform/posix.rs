@@ -377,6 +377,16 @@ pub(crate) fn room(dir: BorrowedFd<'_>) -> Option<(u64, bool)> {
     Some((st.f_bavail.saturating_mul(st.f_frsize), read_only))
 }
 
+/// Lowers the calling thread's scheduling priority (nice 10), best effort: work that no caller
+/// waits for (the write-behind keeper) should not take the processor from work a caller does.
+/// On Linux a nice value is the thread's own; on macOS it is the process's, so nothing is done.
+pub(crate) fn lower_this_thread() {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = rustix::process::setpriority_process(None, 10);
+    }
+}
+
 /// The names in the folder `dir` (without `.` and `..`) and their kinds as the folder lists them.
 ///
 /// # Errors

@@ -607,6 +607,10 @@ pub(crate) fn block_size(dir: BorrowedFd<'_>) -> Option<u64> {
     None
 }
 
+/// Lowers the calling thread's scheduling priority: not done here (the keeper runs as any
+/// thread).
+pub(crate) fn lower_this_thread() {}
+
 /// The room left under `dir`: not asked here (`None`; callers assume there is room, and learn
 /// otherwise from the write).
 pub(crate) fn room(dir: BorrowedFd<'_>) -> Option<(u64, bool)> {

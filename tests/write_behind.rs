@@ -1,0 +1,113 @@
+//! Write-behind (issue 41, P1): a load returns its verified files before the store has made them
+//! durable, and the cache's keeper publishes them behind it. What a host may count on: a second
+//! load meanwhile asks the server nothing, `flush` and the last handle's drop leave every file in
+//! the store, and maintenance never works on a store that misses what loads returned — a purge
+//! above all is never undone by a publish queued before it.
+#![allow(clippy::result_large_err)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::double::Double;
+use skillcache::{ApprovalPolicy, Origin, Provenance, SkillCache, SkillEntry};
+
+fn open(dir: &std::path::Path, source: &Arc<Double>) -> (SkillCache, Origin) {
+    let cache = SkillCache::builder()
+        .approval(ApprovalPolicy::NotRequired)
+        .root(dir.join("root"))
+        .key_file(dir.join("host.key"))
+        .memory_tier(0)
+        .open()
+        .expect("open");
+    let origin = Origin::new("docs-server").expect("label");
+    cache.connect(origin.clone(), Arc::clone(source) as Arc<dyn skillcache::source::SkillSource>);
+    (cache, origin)
+}
+
+/// A skill of twelve files besides its `SKILL.md` (more than one publish batch), served by a
+/// double that counts every read.
+fn served() -> (SkillEntry, Arc<Double>) {
+    let bodies: Vec<(String, Vec<u8>)> = (0..12)
+        .map(|i| (format!("refs/{i:02}.md"), format!("reference {i}\n").into_bytes()))
+        .collect();
+    let files: Vec<(&str, &[u8])> = bodies.iter().map(|(p, b)| (p.as_str(), b.as_slice())).collect();
+    let (entry, files) = common::skill("behind", &files);
+    let double = Arc::new(Double::new());
+    double.publish(&entry, &files);
+    (entry, double)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_load_right_after_the_first_asks_the_server_nothing() {
+    let dir = common::scratch();
+    let (entry, double) = served();
+    let (cache, origin) = open(dir.path(), &double);
+    let (_, first) = cache.load_all(&origin, &entry).await.expect("cold");
+    let reads = double.reads();
+    assert_eq!(reads, first.len(), "every file fetched once");
+    // Whether the keeper has published them yet or not, they are the cache's.
+    let (_, again) = cache.load_all(&origin, &entry).await.expect("warm");
+    assert_eq!(double.reads(), reads, "no request for a file on its way to the store");
+    assert!(again.iter().all(|f| f.provenance() == Provenance::Cache));
+    assert_eq!(
+        again.iter().map(|f| f.bytes().to_vec()).collect::<Vec<_>>(),
+        first.iter().map(|f| f.bytes().to_vec()).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_the_cache_leaves_every_loaded_file_in_the_store() {
+    let dir = common::scratch();
+    let (entry, double) = served();
+    {
+        let (cache, origin) = open(dir.path(), &double);
+        let (_, files) = cache.load_all(&origin, &entry).await.expect("cold");
+        assert!(files.iter().all(skillcache::SkillFile::stored), "kept or on its way");
+    }
+    let reads = double.reads();
+    // A new cache on the same root: nothing in memory, everything from the disk.
+    let (cache, origin) = open(dir.path(), &double);
+    let (_, files) = cache.load_all(&origin, &entry).await.expect("from the store");
+    assert_eq!(double.reads(), reads, "every file was on disk");
+    assert!(files.iter().all(|f| f.provenance() == Provenance::Cache));
+    assert_eq!(cache.inventory().await.expect("inventory").blobs, files.len());
+    assert!(dir.path().join("root/origins/docs-server").is_dir(), "the origin's folder");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_purge_right_after_loads_is_never_undone_by_the_keeper() {
+    let dir = common::scratch();
+    let (entry, double) = served();
+    {
+        let (cache, origin) = open(dir.path(), &double);
+        cache.load_all(&origin, &entry).await.expect("cold");
+        cache.purge(&origin).await.expect("purge");
+        assert!(cache.origins().await.expect("origins").is_empty());
+    }
+    // After the keeper's thread has ended (the drop waits for it), still nothing of the origin.
+    let (cache, _) = open(dir.path(), &double);
+    assert!(cache.origins().await.expect("origins").is_empty());
+    assert_eq!(cache.inventory().await.expect("inventory").blobs, 0);
+    assert!(
+        !dir.path().join("root/origins/docs-server").exists(),
+        "no folder of the origin under the root"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn flush_and_every_maintenance_call_see_what_loads_returned() {
+    let dir = common::scratch();
+    let (entry, double) = served();
+    let (cache, origin) = open(dir.path(), &double);
+    let (_, files) = cache.load_all(&origin, &entry).await.expect("cold");
+    // No flush first: inventory, verify and gc flush by themselves.
+    assert_eq!(cache.inventory().await.expect("inventory").blobs, files.len());
+    let verified = cache.verify(None, |_, _| {}).await.expect("verify");
+    assert_eq!(verified.checked, files.len());
+    assert!(verified.is_clean());
+    let (_, more) = cache.load_all(&origin, &entry).await.expect("warm");
+    cache.flush().await;
+    assert_eq!(cache.inventory().await.expect("inventory").blobs, more.len());
+    assert!(skillcache::SkillCache::flush_all(std::time::Duration::from_secs(5)));
+}
