@@ -886,7 +886,14 @@ fn a_new_key_beside_an_index_that_holds_rows_is_said_once() {
     let env = Env::keyed();
     let served = env.served("served", "notes", "Takes notes.", "the notes");
     let s = serve_cmd(&served);
-    let load = env.run(&["load", "--origin", "local", "--stdio", &s, "skill://notes/SKILL.md"]);
+    let load = env.run(&[
+        "load",
+        "--origin",
+        "local",
+        "--stdio",
+        &s,
+        "skill://notes/SKILL.md",
+    ]);
     assert_eq!(code(&load), 0, "{}", stderr(&load));
     assert!(!stderr(&load).contains("new host key"), "{}", stderr(&load));
     let other = env.path("other.key").display().to_string();
@@ -895,7 +902,11 @@ fn a_new_key_beside_an_index_that_holds_rows_is_said_once() {
     assert_eq!(said.matches("created a new host key").count(), 1, "{said}");
     assert!(said.contains("other.key"), "{said}");
     let again = env.run(&["entries", "--key-file", &other]);
-    assert!(!stderr(&again).contains("new host key"), "{}", stderr(&again));
+    assert!(
+        !stderr(&again).contains("new host key"),
+        "{}",
+        stderr(&again)
+    );
 }
 
 /// A newcomer's try: a mistyped `serve --dynamic` published the skill it meant as static,
@@ -913,7 +924,11 @@ fn serve_says_when_dynamic_names_no_skill() {
         stderr(&typo)
     );
     let right = env.run(&["serve", &samples, "--dynamic", "live-status"]);
-    assert!(!stderr(&right).contains("names no skill"), "{}", stderr(&right));
+    assert!(
+        !stderr(&right).contains("names no skill"),
+        "{}",
+        stderr(&right)
+    );
 }
 
 /// A newcomer's try: `serve` of one skill's own folder published nothing, silently, and

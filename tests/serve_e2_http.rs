@@ -169,8 +169,14 @@ fn a_request_to_another_path_than_the_endpoint_is_told_where_the_endpoint_is() {
     let authority = serve_in_process(&tmp.path().join("served"), HttpLimits::default());
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "skills/list", "params": {}});
     for path in ["/", "/mcp/", "/other", "/mcpx"] {
-        let reply = request_to(&authority, "POST", path, &MCP_POST, body.to_string().as_bytes())
-            .expect("answered");
+        let reply = request_to(
+            &authority,
+            "POST",
+            path,
+            &MCP_POST,
+            body.to_string().as_bytes(),
+        )
+        .expect("answered");
         assert_eq!(reply.status, 404, "{path}: {reply:?}");
         assert!(
             String::from_utf8_lossy(&reply.body).contains("/mcp"),

@@ -21,7 +21,10 @@ fn open(dir: &std::path::Path, source: &Arc<Double>) -> (SkillCache, Origin) {
         .open()
         .expect("open");
     let origin = Origin::new("docs-server").expect("label");
-    cache.connect(origin.clone(), Arc::clone(source) as Arc<dyn skillcache::source::SkillSource>);
+    cache.connect(
+        origin.clone(),
+        Arc::clone(source) as Arc<dyn skillcache::source::SkillSource>,
+    );
     (cache, origin)
 }
 
@@ -29,9 +32,17 @@ fn open(dir: &std::path::Path, source: &Arc<Double>) -> (SkillCache, Origin) {
 /// double that counts every read.
 fn served() -> (SkillEntry, Arc<Double>) {
     let bodies: Vec<(String, Vec<u8>)> = (0..12)
-        .map(|i| (format!("refs/{i:02}.md"), format!("reference {i}\n").into_bytes()))
+        .map(|i| {
+            (
+                format!("refs/{i:02}.md"),
+                format!("reference {i}\n").into_bytes(),
+            )
+        })
         .collect();
-    let files: Vec<(&str, &[u8])> = bodies.iter().map(|(p, b)| (p.as_str(), b.as_slice())).collect();
+    let files: Vec<(&str, &[u8])> = bodies
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_slice()))
+        .collect();
     let (entry, files) = common::skill("behind", &files);
     let double = Arc::new(Double::new());
     double.publish(&entry, &files);
@@ -48,7 +59,11 @@ async fn a_second_load_right_after_the_first_asks_the_server_nothing() {
     assert_eq!(reads, first.len(), "every file fetched once");
     // Whether the keeper has published them yet or not, they are the cache's.
     let (_, again) = cache.load_all(&origin, &entry).await.expect("warm");
-    assert_eq!(double.reads(), reads, "no request for a file on its way to the store");
+    assert_eq!(
+        double.reads(),
+        reads,
+        "no request for a file on its way to the store"
+    );
     assert!(again.iter().all(|f| f.provenance() == Provenance::Cache));
     assert_eq!(
         again.iter().map(|f| f.bytes().to_vec()).collect::<Vec<_>>(),
@@ -63,16 +78,28 @@ async fn dropping_the_cache_leaves_every_loaded_file_in_the_store() {
     {
         let (cache, origin) = open(dir.path(), &double);
         let (_, files) = cache.load_all(&origin, &entry).await.expect("cold");
-        assert!(files.iter().all(skillcache::SkillFile::stored), "kept or on its way");
+        assert!(
+            files.iter().all(skillcache::SkillFile::stored),
+            "kept or on its way"
+        );
     }
     let reads = double.reads();
     // A new cache on the same root: nothing in memory, everything from the disk.
     let (cache, origin) = open(dir.path(), &double);
-    let (_, files) = cache.load_all(&origin, &entry).await.expect("from the store");
+    let (_, files) = cache
+        .load_all(&origin, &entry)
+        .await
+        .expect("from the store");
     assert_eq!(double.reads(), reads, "every file was on disk");
     assert!(files.iter().all(|f| f.provenance() == Provenance::Cache));
-    assert_eq!(cache.inventory().await.expect("inventory").blobs, files.len());
-    assert!(dir.path().join("root/origins/docs-server").is_dir(), "the origin's folder");
+    assert_eq!(
+        cache.inventory().await.expect("inventory").blobs,
+        files.len()
+    );
+    assert!(
+        dir.path().join("root/origins/docs-server").is_dir(),
+        "the origin's folder"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -102,12 +129,20 @@ async fn flush_and_every_maintenance_call_see_what_loads_returned() {
     let (cache, origin) = open(dir.path(), &double);
     let (_, files) = cache.load_all(&origin, &entry).await.expect("cold");
     // No flush first: inventory, verify and gc flush by themselves.
-    assert_eq!(cache.inventory().await.expect("inventory").blobs, files.len());
+    assert_eq!(
+        cache.inventory().await.expect("inventory").blobs,
+        files.len()
+    );
     let verified = cache.verify(None, |_, _| {}).await.expect("verify");
     assert_eq!(verified.checked, files.len());
     assert!(verified.is_clean());
     let (_, more) = cache.load_all(&origin, &entry).await.expect("warm");
     cache.flush().await;
-    assert_eq!(cache.inventory().await.expect("inventory").blobs, more.len());
-    assert!(skillcache::SkillCache::flush_all(std::time::Duration::from_secs(5)));
+    assert_eq!(
+        cache.inventory().await.expect("inventory").blobs,
+        more.len()
+    );
+    assert!(skillcache::SkillCache::flush_all(
+        std::time::Duration::from_secs(5)
+    ));
 }

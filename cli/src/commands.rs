@@ -81,7 +81,10 @@ async fn run_serve(args: crate::args::ServeArgs) -> Result<Outcome> {
     } = args;
     // A mistyped `--dynamic` would publish the skill it meant as static, without a word (a
     // newcomer's try). Not refused: the folder is watched, and the skill may appear later.
-    for path in dynamic.iter().filter(|p| !dir.join(p).join("SKILL.md").is_file()) {
+    for path in dynamic
+        .iter()
+        .filter(|p| !dir.join(p).join("SKILL.md").is_file())
+    {
         eprintln!(
             "skillcache: notice: --dynamic {} names no skill under {} (no SKILL.md there yet); it applies once one appears",
             display_safe(path),

@@ -60,7 +60,12 @@ impl Line {
         let mut out = format!("skillcache: {level}: {}", display_safe(&self.message));
         for (i, (name, value)) in self.fields.iter().enumerate() {
             let open = if i == 0 { " (" } else { ", " };
-            let _ = write!(out, "{open}{}: {}", name.replace('_', " "), display_safe(value));
+            let _ = write!(
+                out,
+                "{open}{}: {}",
+                name.replace('_', " "),
+                display_safe(value)
+            );
         }
         if !self.fields.is_empty() {
             out.push(')');
@@ -89,7 +94,10 @@ mod tests {
     fn a_warning_reads_as_the_cli_notices_do_with_its_fields_in_words() {
         let line = Line {
             message: "a cached copy failed verification".to_owned(),
-            fields: vec![("origin", "demo".to_owned()), ("new_root", "/r\u{1b}[2J".to_owned())],
+            fields: vec![
+                ("origin", "demo".to_owned()),
+                ("new_root", "/r\u{1b}[2J".to_owned()),
+            ],
         };
         assert_eq!(
             line.finish(Level::WARN),

@@ -498,7 +498,11 @@ pub(crate) fn collected(json: bool, r: &skillcache::GcReport) {
         "gc: removed {} unreferenced and {} least-recently-used {}, {}; {} -> {} bytes{}",
         r.unreferenced,
         r.evicted,
-        if r.unreferenced + r.evicted == 1 { "blob" } else { "blobs" },
+        if r.unreferenced + r.evicted == 1 {
+            "blob"
+        } else {
+            "blobs"
+        },
         count(r.temporaries, "temporary", "temporaries"),
         r.bytes_before,
         r.bytes_after,

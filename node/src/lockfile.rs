@@ -62,8 +62,14 @@ impl LockFile {
         let kind = path.get_type()?;
         if kind != napi::ValueType::String {
             let got = format!("{kind:?}").to_lowercase();
-            env.throw_type_error(&format!("skillcache: path must be a string, not {got}"), None)?;
-            return Err(napi::Error::new(napi::Status::PendingException, String::new()));
+            env.throw_type_error(
+                &format!("skillcache: path must be a string, not {got}"),
+                None,
+            )?;
+            return Err(napi::Error::new(
+                napi::Status::PendingException,
+                String::new(),
+            ));
         }
         let path: String = path.coerce_to_string()?.into_utf8()?.into_owned()?;
         let lock = skillcache::LockFile::read(path).map_err(|e| throwable(&env, &e))?;

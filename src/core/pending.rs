@@ -154,17 +154,17 @@ mod tests {
 
     #[test]
     fn a_batch_over_the_budget_is_not_held_and_one_queued_twice_stays_until_the_last_release() {
-        let o = Origin::new("o").expect("o");
-        let p = Pending::new(8);
-        let (a, b) = (bytes("alpha"), bytes("beta!"));
-        assert!(p.hold(&o, [&a].into_iter()));
-        assert!(!p.hold(&o, [&b].into_iter()), "5 + 5 > 8");
-        assert_eq!(p.get(&o, &b.digest(), 5), None, "nothing of a refused batch is held");
-        let q = Pending::new(1024);
-        assert!(q.hold(&o, [&a].into_iter()) && q.hold(&o, [&a].into_iter()));
-        q.release(&o, [&a].into_iter());
-        assert!(q.get(&o, &a.digest(), 5).is_some(), "still queued once");
-        q.release(&o, [&a].into_iter());
-        assert!(q.get(&o, &a.digest(), 5).is_none());
+        let origin = Origin::new("o").expect("o");
+        let small = Pending::new(8);
+        let (alpha, beta) = (bytes("alpha"), bytes("beta!"));
+        assert!(small.hold(&origin, [&alpha].into_iter()));
+        assert!(!small.hold(&origin, [&beta].into_iter()), "5 + 5 > 8");
+        assert_eq!(small.get(&origin, &beta.digest(), 5), None, "nothing of a refused batch is held");
+        let twice = Pending::new(1024);
+        assert!(twice.hold(&origin, [&alpha].into_iter()) && twice.hold(&origin, [&alpha].into_iter()));
+        twice.release(&origin, [&alpha].into_iter());
+        assert!(twice.get(&origin, &alpha.digest(), 5).is_some(), "still queued once");
+        twice.release(&origin, [&alpha].into_iter());
+        assert!(twice.get(&origin, &alpha.digest(), 5).is_none());
     }
 }

@@ -105,7 +105,7 @@ pub(crate) fn resolve(path: &Path) -> std::io::Result<PathBuf> {
                     walk.here = platform::hold_parent(dir.as_fd()).ok();
                 }
             }
-            Part::Name(name) => walk.name(name)?,
+            Part::Name(name) => walk.name(&name)?,
         }
     }
     Ok(walk.out)
@@ -138,15 +138,15 @@ struct Walk {
 
 impl Walk {
     /// One name in the folder reached.
-    fn name(&mut self, name: std::ffi::OsString) -> io::Result<()> {
+    fn name(&mut self, name: &std::ffi::OsStr) -> io::Result<()> {
         if self.missing > 0 {
-            self.out.push(&name);
+            self.out.push(name);
             self.missing += 1;
             return Ok(());
         }
-        match kind_at(self.here.as_ref(), &self.out, &name) {
+        match kind_at(self.here.as_ref(), &self.out, name) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                self.out.push(&name);
+                self.out.push(name);
                 self.missing = 1;
             }
             Err(e) => return Err(e),
@@ -154,9 +154,9 @@ impl Walk {
                 let next = self
                     .here
                     .as_ref()
-                    .map(|d| platform::hold_dir(d.as_fd(), Path::new(&name)));
+                    .map(|d| platform::hold_dir(d.as_fd(), Path::new(name)));
                 self.here = next.and_then(|held| held.ok().flatten());
-                self.out.push(&name);
+                self.out.push(name);
             }
             Ok(platform::Kind::Link) => {
                 self.links += 1;
@@ -165,13 +165,13 @@ impl Walk {
                 }
                 // Walked in the link's place, from its folder (`out`, `here`) or, for an
                 // absolute target, from its root.
-                let target = read_link(self.here.as_ref(), &self.out, &name)?;
+                let target = read_link(self.here.as_ref(), &self.out, name)?;
                 for p in parts(&target).into_iter().rev() {
                     self.todo.push_front(p);
                 }
             }
             Ok(_) => {
-                self.out.push(&name);
+                self.out.push(name);
                 self.not_folder = true;
             }
         }

@@ -133,7 +133,10 @@ impl Keeper {
 
     fn running(&self) -> MutexGuard<'_, Option<Running>> {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        if running.as_ref().is_some_and(|r| r.pid != std::process::id()) {
+        if running
+            .as_ref()
+            .is_some_and(|r| r.pid != std::process::id())
+        {
             // A forked child: the thread is the parent's, and so is its queue. Forget both
             // without waiting (nothing would answer).
             if let Some(mut parent) = running.take() {
@@ -148,7 +151,11 @@ impl Keeper {
     /// index or a disk without room for them (then the publish would fail, and the load says
     /// so truly by publishing itself), over the held-bytes bound, or no thread could be
     /// started: the caller publishes them itself.
-    pub(super) fn hand_over(&self, origin: &Origin, files: &[(ManifestFile, VerifiedBytes)]) -> bool {
+    pub(super) fn hand_over(
+        &self,
+        origin: &Origin,
+        files: &[(ManifestFile, VerifiedBytes)],
+    ) -> bool {
         let bytes = files.iter().map(|(_, v)| v.as_slice().len() as u64).sum();
         if !self.core.room_behind(bytes) {
             return false;
@@ -280,7 +287,12 @@ impl Worker {
                     }
                 }
                 let left = GATHER_AT_MOST.saturating_sub(began.elapsed());
-                if left.is_zero() || self.progress.hurry.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                if left.is_zero()
+                    || self
+                        .progress
+                        .hurry
+                        .swap(false, std::sync::atomic::Ordering::Relaxed)
+                {
                     break;
                 }
                 match queue.recv_timeout(GATHER_QUIET.min(left)) {
@@ -319,21 +331,21 @@ impl Worker {
     /// in the store is caught: it fails this round's files, never the thread (a flush waiting
     /// on it would wait forever).
     fn publish(&self, origin: &Origin, files: &[(&ManifestFile, &VerifiedBytes)]) {
-        let stored = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            self.core.store_verified(origin, files)
-        }));
-        let failed = match stored {
-            Ok(kept) => kept.iter().filter(|k| !**k).count(),
-            Err(_) => {
-                tracing::warn!(
-                    origin = origin.as_str(),
-                    files = files.len(),
-                    "store failed (a panic in the store): served without keeping a copy"
-                );
-                files.len()
-            }
+        let stored =
+            std::panic::catch_unwind(AssertUnwindSafe(|| self.core.store_verified(origin, files)));
+        let failed = if let Ok(kept) = stored {
+            kept.iter().filter(|k| !**k).count()
+        } else {
+            tracing::warn!(
+                origin = origin.as_str(),
+                files = files.len(),
+                "store failed (a panic in the store): served without keeping a copy"
+            );
+            files.len()
         };
-        self.counters
-            .add(Counter::StoreFailures, u64::try_from(failed).unwrap_or(u64::MAX));
+        self.counters.add(
+            Counter::StoreFailures,
+            u64::try_from(failed).unwrap_or(u64::MAX),
+        );
     }
 }

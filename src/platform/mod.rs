@@ -63,9 +63,9 @@ compile_error!(
 pub(crate) use os::{
     AsFd, BorrowedFd, GUARANTEED, HOLD_FOLDERS, OwnedFd, block_size, chmod, create_at, disk_cache,
     errno, filesystem_sync_is_durable, fstat, hold_dir, hold_folder, hold_parent, link_at, list,
-    lower_this_thread, mkdir_at, open_dir, open_dir_beneath, read_link_at, room,
-    open_file_beneath, open_file_here, open_folder, open_lock, open_parent, rename_at, stat_at,
-    sync, sync_filesystem, unlink_at, user_id,
+    lower_this_thread, mkdir_at, open_dir, open_dir_beneath, open_file_beneath, open_file_here,
+    open_folder, open_lock, open_parent, read_link_at, rename_at, room, stat_at, sync,
+    sync_filesystem, unlink_at, user_id,
 };
 // Files the host names (config files, lock files, the host key): opened without blocking and
 // read with the platform's idea of owner and mode.

@@ -199,7 +199,9 @@ pub(crate) fn hold_parent(dir: BorrowedFd<'_>) -> io::Result<OwnedFd> {
 pub(crate) fn read_link_at(dir: BorrowedFd<'_>, name: &Path) -> io::Result<std::path::PathBuf> {
     use std::os::unix::ffi::OsStringExt as _;
     let target = rustix::fs::readlinkat(dir, name, Vec::new())?;
-    Ok(std::path::PathBuf::from(OsString::from_vec(target.into_bytes())))
+    Ok(std::path::PathBuf::from(OsString::from_vec(
+        target.into_bytes(),
+    )))
 }
 
 /// Opens `..` of `dir`: the caller checks it is the folder it came down from.
