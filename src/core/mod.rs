@@ -548,6 +548,8 @@ impl Cache {
     ///
     /// # Errors
     /// As [`Cache::store_files`].
+    // The host path stores batches (`store_verified`); one file at a time is the tests' view.
+    #[cfg(any(test, feature = "internals"))]
     pub fn store_file(
         &self,
         origin: &Origin,

@@ -69,6 +69,38 @@ pub fn default_discovery_paths() -> Vec<PathBuf> {
 /// a root be made inside a skills folder; each link canonicalized whole cost a thousand-hop path
 /// 82 s: the nineteenth.)
 pub(crate) fn resolve(path: &Path) -> std::io::Result<PathBuf> {
+    walk(path).map(|w| w.path)
+}
+
+/// What [`walk`] reached: the resolved path, and the deepest existing folder on it, held (the
+/// folder itself when it exists), where it could be held.
+struct Walked {
+    path: PathBuf,
+    held: Option<platform::OwnedFd>,
+}
+
+/// A walk that gave up after [`MAX_STEPS`]: the kernel may still resolve the path, so what it
+/// names is unknown (unlike `ENOTDIR` or `ELOOP`, where the kernel refuses it too).
+#[derive(Debug)]
+struct TooManySteps;
+
+impl std::fmt::Display for TooManySteps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the path takes more than {MAX_STEPS} steps to resolve")
+    }
+}
+
+impl std::error::Error for TooManySteps {}
+
+/// Whether `e` is [`TooManySteps`].
+fn gave_up(e: &io::Error) -> bool {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<TooManySteps>())
+        .is_some()
+}
+
+/// [`resolve`]'s walk, keeping the deepest existing folder held.
+fn walk(path: &Path) -> std::io::Result<Walked> {
     let absolute = if path.is_absolute() {
         path.to_owned()
     } else {
@@ -86,7 +118,7 @@ pub(crate) fn resolve(path: &Path) -> std::io::Result<PathBuf> {
     while let Some(part) = walk.todo.pop_front() {
         steps += 1;
         if steps > MAX_STEPS {
-            return Err(io::Error::from_raw_os_error(errno::ELOOP));
+            return Err(io::Error::other(TooManySteps));
         }
         if walk.not_folder {
             return Err(io::Error::from_raw_os_error(errno::ENOTDIR));
@@ -108,7 +140,10 @@ pub(crate) fn resolve(path: &Path) -> std::io::Result<PathBuf> {
             Part::Name(name) => walk.name(&name)?,
         }
     }
-    Ok(walk.out)
+    Ok(Walked {
+        path: walk.out,
+        held: walk.here,
+    })
 }
 
 /// The kernel's own bound on the links one lookup follows (Linux's MAXSYMLINKS).
@@ -267,7 +302,7 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
             path: root.to_owned(),
         })
     })?;
-    outside_discovery(root, &resolved, discovery)?;
+    let walked = outside_discovery(root, &resolved, discovery)?;
     let refuse = |why| Error::Store(crate::error::StoreError::RootRefused {
         root: root.to_owned(),
         why,
@@ -280,7 +315,8 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
     });
     // A platform that cannot keep the root's guarantees refuses here, before anything is made.
     platform::disk_cache(&resolved).map_err(refuse)?;
-    let created = make(&resolved).map_err(|(op, source)| io(op, source))?;
+    let made = make(&resolved).map_err(|(op, source)| io(op, source))?;
+    let created = !made.is_empty();
     let dir = match Dir::open_root(&resolved) {
         Ok(d) => d,
         Err(e) if platform::is(&e, &[errno::ENOTDIR, errno::ELOOP]) => {
@@ -291,10 +327,8 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
     // The check above compared paths; this one asks the descriptor we keep where the folder
     // really is (round 20 of review: a link swapped between the check and the `mkdir`, a bind
     // mount, a discovery path whose real path is too long to spell all got past paths alone).
-    if let Err(refused) = outside_discovery_by_identity(root, &dir, discovery) {
-        if created {
-            forget_made(&dir, &resolved);
-        }
+    if let Err(refused) = outside_discovery_by_identity(root, &dir, &walked) {
+        forget_made(&dir, &resolved, &made);
         return Err(refused);
     }
     // Every check is on the descriptor we keep, not on a path someone could swap meanwhile.
@@ -330,44 +364,77 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
     Ok(dir)
 }
 
-/// Makes the root folder (owner-only) if nothing is there; whether it did. The error names
-/// the step that failed.
-fn make(resolved: &Path) -> Result<bool, (&'static str, io::Error)> {
+/// Makes the root folder (owner-only) if nothing is there, and every missing folder above it,
+/// one at a time; the folders it made, outermost first (empty: the root was there). The error
+/// names the step that failed.
+fn make(resolved: &Path) -> Result<Vec<PathBuf>, (&'static str, io::Error)> {
     match fs::symlink_metadata(resolved) {
-        Ok(_) => Ok(false),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            match platform::private_dir_builder().create(resolved) {
-                Ok(()) => Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-                Err(source) => Err(("create", source)),
-            }
-        }
-        Err(source) => Err(("stat", source)),
+        Ok(_) => return Ok(Vec::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(source) => return Err(("stat", source)),
     }
+    let missing: Vec<&Path> = resolved
+        .ancestors()
+        .take_while(|p| fs::symlink_metadata(p).is_err_and(|e| e.kind() == io::ErrorKind::NotFound))
+        .collect();
+    let mut made = Vec::new();
+    for p in missing.into_iter().rev() {
+        match platform::private_dir_builder().create(p) {
+            Ok(()) => made.push(p.to_owned()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(source) => return Err(("create", source)),
+        }
+    }
+    // Another open made the root itself meanwhile: it is that open's, not this one's.
+    if made.last().map(PathBuf::as_path) != Some(resolved) {
+        made.clear();
+    }
+    Ok(made)
 }
 
-/// R-C1: the root lies neither inside nor around a discovery path (both resolved).
-fn outside_discovery(root: &Path, resolved: &Path, discovery: &[PathBuf]) -> Result<(), Error> {
-    let mut once = std::collections::HashSet::new();
-    for d in discovery.iter().filter(|d| once.insert(d.as_path())) {
-        // A discovery path this walk cannot resolve (the kernel would refuse it, or it takes
-        // more steps than any path a person writes) is left to the check by identity, once the
-        // root is open (`outside_discovery_by_identity`).
-        let Ok(dr) = resolve(d) else { continue };
-        let why = if within(resolved, &dr) {
-            "it lies inside the skill discovery path"
-        } else if within(&dr, resolved) {
-            "it would contain a skill discovery path (even if that path does not exist yet):"
-        } else {
-            continue;
-        };
-        return Err(Error::Store(crate::error::StoreError::RootRefused {
+/// R-C1: the root lies neither inside nor around a discovery path (both resolved). Each
+/// distinct discovery path is walked once; what each walk reached is handed on to the check by
+/// identity ([`outside_discovery_by_identity`]), once the root is open. A discovery path the
+/// walk gives up on ([`TooManySteps`]: the kernel may still resolve it, into the root for all
+/// anyone knows) refuses the root; one the kernel would refuse too (`ENOTDIR`, `ELOOP`, a name
+/// too long) names no folder and is passed over.
+fn outside_discovery(
+    root: &Path,
+    resolved: &Path,
+    discovery: &[PathBuf],
+) -> Result<Vec<(PathBuf, Walked)>, Error> {
+    let refuse = |why, d: &Path| {
+        Error::Store(crate::error::StoreError::RootRefused {
             root: root.to_owned(),
             why,
-            path: d.clone(),
-        }));
+            path: d.to_owned(),
+        })
+    };
+    let mut once = std::collections::HashSet::new();
+    let mut walked = Vec::new();
+    for d in discovery.iter().filter(|d| once.insert(d.as_path())) {
+        let w = match walk(d) {
+            Ok(w) => w,
+            Err(e) if gave_up(&e) => {
+                return Err(refuse(
+                    "a skill discovery path takes more steps to resolve than skillcache follows, so where it leads cannot be told; refusing the root beside it:",
+                    d,
+                ));
+            }
+            Err(_) => continue,
+        };
+        if within(resolved, &w.path) {
+            return Err(refuse("it lies inside the skill discovery path", d));
+        }
+        if within(&w.path, resolved) {
+            return Err(refuse(
+                "it would contain a skill discovery path (even if that path does not exist yet):",
+                d,
+            ));
+        }
+        walked.push((d.clone(), w));
     }
-    Ok(())
+    Ok(walked)
 }
 
 /// A folder's identity (device, inode), as the descriptor says; `None` where the platform
@@ -400,52 +467,53 @@ fn ancestry(dir: platform::BorrowedFd<'_>) -> Vec<Id> {
     ids
 }
 
-/// Whether `path` — or, where it does not exist yet, its deepest existing folder — is the
-/// folder `target` or lies below it, by identity: the walk goes up by `..` from what the kernel
-/// opens for the path. It stops at a folder in `stop` (an ancestor of `target`'s: the paths have
-/// parted there) or in `seen` (walked before, without meeting `target`), which it fills.
-fn below(path: &Path, target: Id, stop: &[Id], seen: &mut std::collections::HashSet<Id>) -> bool {
-    let absolute = if path.is_absolute() {
-        path.to_owned()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    };
-    let mut held = None;
-    for p in absolute.ancestors() {
-        if let Ok(fd) = platform::hold_folder(p, true) {
-            held = Some(fd);
-            break;
-        }
-    }
-    let mut up = held;
+/// Whether the folder `held` (a discovery path, or its deepest existing folder, as its walk
+/// left it) is the folder `target` or lies below it, by identity: the walk goes up by `..`. It
+/// stops at a folder in `stop` (an ancestor of `target`'s: the paths have parted there) or in
+/// `seen` (walked before, without meeting `target`), which it fills.
+fn below(
+    held: &platform::OwnedFd,
+    target: Id,
+    stop: &[Id],
+    seen: &mut std::collections::HashSet<Id>,
+) -> bool {
+    let mut up = platform::hold_parent(held.as_fd()).ok();
+    let mut here = identity(held.as_fd());
     for _ in 0..MAX_DEPTH {
-        let Some(here) = up.take() else { break };
-        let Some(id) = identity(here.as_fd()) else { break };
+        let Some(id) = here else { break };
         if id == target {
             return true;
         }
         if stop.contains(&id) || !seen.insert(id) {
             break;
         }
-        up = platform::hold_parent(here.as_fd()).ok();
+        let Some(dir) = up.take() else { break };
+        here = identity(dir.as_fd());
+        up = platform::hold_parent(dir.as_fd()).ok();
     }
     false
 }
 
 /// R-C1 by identity, on the root as opened: no discovery path is the root or one of the
-/// folders above it, and none lies below it (nor would, created: its deepest existing folder is
-/// compared).
-fn outside_discovery_by_identity(root: &Path, dir: &Dir, discovery: &[PathBuf]) -> Result<(), Error> {
+/// folders above it, and none lies below it (nor would, created: its deepest existing folder,
+/// as its walk left it held, is compared).
+fn outside_discovery_by_identity(
+    root: &Path,
+    dir: &Dir,
+    walked: &[(PathBuf, Walked)],
+) -> Result<(), Error> {
     let above = ancestry(dir.fd());
     let Some(&me) = above.first() else {
         return Ok(());
     };
     let mut seen = std::collections::HashSet::new();
-    for d in discovery {
-        let held = platform::hold_folder(d, true).ok();
-        let why = if held.and_then(|fd| identity(fd.as_fd())).is_some_and(|id| above.contains(&id)) {
+    for (d, w) in walked {
+        // The discovery path as the kernel opens it now (the walk's folder may be its parent,
+        // when it did not exist then).
+        let now = platform::hold_folder(d, true).ok();
+        let why = if now.and_then(|fd| identity(fd.as_fd())).is_some_and(|id| above.contains(&id)) {
             "it lies inside the skill discovery path"
-        } else if below(d, me, &above[1..], &mut seen) {
+        } else if w.held.as_ref().is_some_and(|h| below(h, me, &above[1..], &mut seen)) {
             "it would contain a skill discovery path (even if that path does not exist yet):"
         } else {
             continue;
@@ -460,7 +528,8 @@ fn outside_discovery_by_identity(root: &Path, dir: &Dir, discovery: &[PathBuf]) 
 }
 
 /// Whether `path` (or its deepest existing folder) is the folder at `folder` or below it, by
-/// identity (the host key's check: a key inside the root would be readable with the cache).
+/// identity (the host key's check: a key inside the root would be readable with the cache). A
+/// path the walk gives up on is taken as inside: where it leads cannot be told.
 pub(crate) fn lies_within(path: &Path, folder: &Path) -> bool {
     let Some(target) = platform::hold_folder(folder, true)
         .ok()
@@ -468,16 +537,29 @@ pub(crate) fn lies_within(path: &Path, folder: &Path) -> bool {
     else {
         return false;
     };
-    below(path, target, &[], &mut std::collections::HashSet::new())
+    match walk(path) {
+        Ok(w) => w
+            .held
+            .as_ref()
+            .is_some_and(|h| below(h, target, &[], &mut std::collections::HashSet::new())),
+        Err(e) => gave_up(&e),
+    }
 }
 
-/// Removes the root folder this open made, once the check by identity refused it: it is empty
-/// (nothing is written before the check). Best effort, by descriptor: the folder's own parent,
-/// and its name there.
-fn forget_made(dir: &Dir, resolved: &Path) {
+/// Removes the folders this open made (`made`, outermost first), once the check by identity
+/// refused the root: they are empty (nothing is written before the check). Best effort: the
+/// root by descriptor (its own parent, and its name there), the folders above it by name,
+/// innermost first, each only while empty (round 21 of review: `skills/a/b/cache` left `a/b`).
+fn forget_made(dir: &Dir, resolved: &Path, made: &[PathBuf]) {
+    if made.is_empty() {
+        return;
+    }
     let name = resolved.file_name().and_then(|n| n.to_str());
     if let (Some(name), Ok(parent)) = (name, platform::hold_parent(dir.fd())) {
         let _ = platform::unlink_at(parent.as_fd(), name, true);
+    }
+    for folder in made.iter().rev().skip(1) {
+        let _ = fs::remove_dir(folder);
     }
 }
 
@@ -652,10 +734,8 @@ mod resolve_tests {
     /// The twentieth review: a discovery path the walk could not resolve (there, a folder whose
     /// real path was too long to spell; here, links whose targets take more steps than the walk
     /// allows, which the kernel follows all the same) was skipped, and a root inside it was made.
-    /// The walk still gives up on it, and the check by identity, on the root as opened, refuses
-    /// the root and removes the folder it made.
     #[test]
-    fn a_root_inside_a_discovery_path_the_walk_cannot_resolve_is_refused_by_identity() {
+    fn a_root_beside_a_discovery_path_the_walk_cannot_resolve_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let skills = dir.path().join("real/skills");
         std::fs::create_dir_all(&skills).expect("mkdir");
@@ -668,14 +748,44 @@ mod resolve_tests {
         let discovery = dir.path().join("l3/skills");
         assert!(std::fs::metadata(&discovery).is_ok_and(|m| m.is_dir()), "the kernel resolves it");
         assert!(resolve(&discovery).is_err(), "the walk does not");
+        // Where the walk gives up, where the path leads cannot be told: refused, nothing made
+        // (round 21 of review: such a link, dangling, to the root's future `origins/`).
         let root = skills.join("cache");
         let refused = super::prepare(&root, std::slice::from_ref(&discovery), &crate::store::RealDisk)
-            .expect_err("a root inside the discovery path");
-        assert!(refused.to_string().contains("lies inside the skill discovery path"), "{refused}");
-        assert!(!root.exists(), "the folder it made is gone");
-        // The other way round: a root above the discovery path would contain it.
-        let above = super::prepare(&dir.path().join("real"), &[discovery], &crate::store::RealDisk)
-            .expect_err("a root around the discovery path");
-        assert!(above.to_string().contains("would contain"), "{above}");
+            .expect_err("a root beside a discovery path that cannot be resolved");
+        assert!(refused.to_string().contains("more steps to resolve"), "{refused}");
+        assert!(!root.exists(), "nothing made");
+        let elsewhere = dir.path().join("elsewhere/cache");
+        assert!(super::prepare(&elsewhere, &[discovery], &crate::store::RealDisk).is_err());
+    }
+
+    /// What the path check cannot see (a bind mount, a parent swapped for a link after it),
+    /// the check by identity does: on the root as opened, a discovery path that is the root's
+    /// folder or one above it, or that lies below it, refuses it; and the folders the refused
+    /// open made are removed, the root and every folder it made above it.
+    #[test]
+    fn the_check_by_identity_sees_where_the_opened_root_is_and_removes_what_it_made() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let skills = dir.path().join("skills");
+        std::fs::create_dir_all(&skills).expect("mkdir");
+        let root = skills.join("a/b/cache");
+        let made = super::make(&root).expect("made");
+        assert_eq!(made.len(), 3, "a, a/b and the root: {made:?}");
+        let opened = crate::store::handle::Dir::open_root(&root).expect("open");
+        let walked = vec![(skills.clone(), super::walk(&skills).expect("walks"))];
+        let refused = super::outside_discovery_by_identity(&root, &opened, &walked)
+            .expect_err("inside, by identity");
+        assert!(refused.to_string().contains("lies inside"), "{refused}");
+        super::forget_made(&opened, &root, &made);
+        assert!(!skills.join("a").exists(), "every folder it made is gone");
+        // Around: a root that holds the discovery path's deepest existing folder.
+        let around = dir.path().join("around");
+        std::fs::create_dir_all(around.join("x")).expect("mkdir");
+        let held = crate::store::handle::Dir::open_root(&around).expect("open");
+        let d = around.join("x/not/yet/skills");
+        let walked = vec![(d.clone(), super::walk(&d).expect("walks"))];
+        let refused = super::outside_discovery_by_identity(&around, &held, &walked)
+            .expect_err("around, by identity");
+        assert!(refused.to_string().contains("would contain"), "{refused}");
     }
 }

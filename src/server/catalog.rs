@@ -353,6 +353,20 @@ impl Shared {
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// The published size of the file at `uri`, when a request for it would be answered from
+    /// the snapshot as it is — a watcher keeps it current, so no request scans — and `None`
+    /// otherwise (no scan yet, no watcher, no such file).
+    #[cfg(feature = "serve")]
+    pub(crate) fn published_size(&self, uri: &FileUri) -> Option<u64> {
+        let scanned = self.scanned.lock().unwrap_or_else(PoisonError::into_inner).is_some();
+        if !scanned || !self.watched.load(std::sync::atomic::Ordering::SeqCst) {
+            return None;
+        }
+        let snap = self.current();
+        let (built, i) = snap.file(uri)?;
+        built.entry().map(|e| e.skill.files[i].size)
+    }
+
     /// The snapshot a request reads. Before the first scan every caller waits for it; after
     /// that, only an unwatched server whose snapshot is older than `every` rescans, and only
     /// when no scan is running already (then the current snapshot is answered).

@@ -159,6 +159,13 @@ impl SkillServer {
         }
     }
 
+    /// The published size of the file at `uri`, when the snapshot answers a read of it as it
+    /// is (`Shared::published_size`).
+    #[cfg(feature = "serve")]
+    pub(crate) fn published_size(&self, uri: &FileUri) -> Option<u64> {
+        self.shared.published_size(uri)
+    }
+
     /// The snapshot to answer from (R-E3: no scan of the whole folder per request).
     fn snapshot(&self) -> Result<Arc<Snapshot>, RpcError> {
         self.shared

@@ -37,6 +37,7 @@ use super::stdio::StdioTransport;
 use super::{Changes, RpcError, SkillServer};
 use crate::entry::Limits;
 use crate::source::{SKILLS_EXTENSION, message_bound};
+use crate::uri::FileUri;
 
 /// Serves the folder over stdio (newline-delimited JSON-RPC) until the peer closes stdin.
 ///
@@ -234,9 +235,26 @@ impl ServerHandler for Handler {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.call::<ReadResourceResult>("resources/read", json!({"uri": request.uri}))
-            .await
+        // A small published file is opened, read and hashed on this thread, as the cache reads
+        // a small hit (`QUICK_HIT_MAX_BYTES`): a hop to the blocking pool costs more than a few
+        // KiB of reading and hashing, and a sweep asks for hundreds of them (issue 41, P3).
+        let small = FileUri::parse(&request.uri)
+            .ok()
+            .and_then(|uri| self.server.published_size(&uri))
+            .is_some_and(|size| size <= crate::core::QUICK_HIT_MAX_BYTES);
+        let params = json!({"uri": request.uri});
+        let result = if small {
+            self.server
+                .call("resources/read", &params)
+                .map_err(rpc_error)?
+        } else {
+            self.call_json("resources/read".to_owned(), params).await?
+        };
+        serde_json::from_value::<ReadResourceResult>(result)
             .map(ReadResourceResponse::Complete)
+            .map_err(|e| {
+                ErrorData::internal_error(format!("resources/read: cannot build the result: {e}"), None)
+            })
     }
 
     async fn read_resource_directory(

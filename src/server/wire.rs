@@ -182,15 +182,30 @@ pub(crate) fn content(uri: &str, path: &Path, bytes: Vec<u8>) -> Value {
 
 /// The length of `text` as a JSON string.
 pub(crate) fn json_len(text: &str) -> usize {
+    // A table rather than a `match` per byte: the sum then runs over whole vectors of bytes
+    // (this was a tenth of `serve`'s time answering a sweep's reads).
     text.bytes()
-        .map(|b| match b {
-            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
-            0..0x20 => 6,
-            _ => 1,
-        })
+        .map(|b| usize::from(ESCAPED_LEN[usize::from(b)]))
         .sum::<usize>()
         + 2
 }
+
+/// How many bytes each byte takes inside a JSON string.
+const ESCAPED_LEN: [u8; 256] = {
+    let mut t = [1u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = 6;
+        b += 1;
+    }
+    let mut i = 0;
+    let short = [b'"', b'\\', b'\n', b'\r', b'\t', 0x08, 0x0c];
+    while i < short.len() {
+        t[short[i] as usize] = 2;
+        i += 1;
+    }
+    t
+};
 
 /// The length of `n` bytes in base64 as a JSON string.
 pub(crate) fn base64_len(n: usize) -> usize {
