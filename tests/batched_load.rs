@@ -117,6 +117,9 @@ async fn fails_on_a_lie(
         }
         other => panic!("expected a verification failure for {lied_uri}, got {other:?}"),
     }
+    // What this host kept is in the store before the next one looks (its files reach the
+    // store behind its loads, and tasks the failure dropped may keep its cache alive a while).
+    cache.flush().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -85,6 +85,8 @@ async fn q3_purge_absent_leaves_no_byte_of_a_removed_origin_and_keeps_the_rest()
         cache.load_all(o, &entry).await.expect("load all");
         entries.push(entry);
     }
+    // The loads' files reach the store behind them: wait for them before looking at the disk.
+    cache.flush().await;
     // A copy of the removed origin caught tampered (now in its quarantine), and a crashed
     // publisher's temporary: both must go too.
     let root = dir.path().join("root");

@@ -117,6 +117,8 @@ async fn two_origins(dir: &Path, team_marker: &str, docs_marker: &str) -> (Skill
         .await
         .expect("approve again");
     cache.load_all(&team, &fresh).await.expect("load all");
+    // The loads' files reach the store behind them: wait for them before looking at the disk.
+    cache.flush().await;
     // A tampered copy of team's template, quarantined by verify, and a leftover temporary.
     let root = dir.join("root");
     let blob = all_files(&root.join("origins/team"))

@@ -50,6 +50,10 @@ async fn c5_a_purge_by_one_process_stops_new_loads_in_another_and_its_loaded_ski
         let skill = other.load(&origin, &entry).await.expect("load");
         let before = skill.read("templates/a.md").await.expect("read");
         assert_eq!(before.bytes(), b"the template");
+        // A process that loads stores its files behind the loads; a purge from another process
+        // comes after what it has stored (a purge does not reach into another process's queue:
+        // docs/reliability.md, the twenty-first round).
+        other.flush().await;
 
         purger.purge(&origin).await.expect("purge");
 

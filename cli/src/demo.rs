@@ -210,6 +210,9 @@ impl Tour {
         let notes = skill.read("templates/notes.md").await?;
         say("a supporting file is fetched only when read:");
         describe(&notes);
+        // Loads return before their files are durable (the store keeps them behind); the tour
+        // waits for them, so what follows is read from the disk (and tampered with there).
+        cache.flush().await;
         self.step.done();
 
         self.step

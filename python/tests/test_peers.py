@@ -63,6 +63,9 @@ async def test_y2_every_skill_loads_verified_byte_for_byte_through_connect(
         peer.connect(cache, "peer")
         cold = await load_every_skill_and_compare(cache, "peer", skills_dir)
         assert {f.provenance for f in cold} <= {"server", "cache"}
+        # The first cache stores its files behind its loads: a second cache on the root finds
+        # them once it has (another cache cannot see what is on its way).
+        await within(cache.flush())
         # Warm, from a fresh handle on the same root: every byte from the cache, re-hashed.
         warm_cache = open_cache(tmp_path)
         peer.connect(warm_cache, "peer")

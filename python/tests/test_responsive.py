@@ -87,6 +87,7 @@ async def test_y1_the_event_loop_keeps_ticking_while_a_16_mib_skill_loads_cold_a
     )
     assert provenance == "server"
     assert ticks >= 3 and spins >= 3, (ticks, spins)
+    await within(cache.flush())  # the files reach the store behind the load
     # Warm, from a new handle (no memory tier): re-hashed from disk, still off the loop.
     warm = open_cache(tmp_path, approval="not_required")
     warm.connect_stdio("local", serve_argv(big_skill, tmp_path))

@@ -304,16 +304,26 @@ impl Worker {
             let mut origins: Vec<&Origin> = jobs.iter().map(|j| &j.origin).collect();
             origins.sort_unstable_by(|a, b| a.as_str().cmp(b.as_str()));
             origins.dedup();
-            for origin in origins {
-                // A digest queued twice (two skills list the same bytes) is published once.
-                let mut once = std::collections::HashSet::new();
-                let files: Vec<(&ManifestFile, &VerifiedBytes)> = jobs
-                    .iter()
-                    .filter(|j| &j.origin == origin)
-                    .flat_map(|j| j.files.iter().map(|(f, v)| (f, v)))
-                    .filter(|(f, _)| once.insert(f.digest()))
-                    .collect();
-                self.publish(origin, &files);
+            if self.core.origin_quota().is_some() {
+                // Under a quota each load's batch is published as the load would have: room is
+                // made for one skill at a time, and batches gathered together could outgrow the
+                // quota where each alone fits.
+                for job in &jobs {
+                    let files: Vec<_> = job.files.iter().map(|(f, v)| (f, v)).collect();
+                    self.publish(&job.origin, &files);
+                }
+            } else {
+                for origin in origins {
+                    // A digest queued twice (two skills list the same bytes) is published once.
+                    let mut once = std::collections::HashSet::new();
+                    let files: Vec<(&ManifestFile, &VerifiedBytes)> = jobs
+                        .iter()
+                        .filter(|j| &j.origin == origin)
+                        .flat_map(|j| j.files.iter().map(|(f, v)| (f, v)))
+                        .filter(|(f, _)| once.insert(f.digest()))
+                        .collect();
+                    self.publish(origin, &files);
+                }
             }
             for job in &jobs {
                 self.core
