@@ -44,19 +44,7 @@ async fn read_all(
 
 /// A skill of `n` distinct files besides its `SKILL.md`.
 fn many(n: usize) -> (SkillEntry, common::Files) {
-    let bodies: Vec<(String, Vec<u8>)> = (0..n)
-        .map(|i| {
-            (
-                format!("refs/{i:02}.md"),
-                format!("reference {i}\n").into_bytes(),
-            )
-        })
-        .collect();
-    let files: Vec<(&str, &[u8])> = bodies
-        .iter()
-        .map(|(p, b)| (p.as_str(), b.as_slice()))
-        .collect();
-    common::skill("many", &files)
+    common::many("many", n)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -31,19 +31,7 @@ fn open(dir: &std::path::Path, source: &Arc<Double>) -> (SkillCache, Origin) {
 /// A skill of twelve files besides its `SKILL.md` (more than one publish batch), served by a
 /// double that counts every read.
 fn served() -> (SkillEntry, Arc<Double>) {
-    let bodies: Vec<(String, Vec<u8>)> = (0..12)
-        .map(|i| {
-            (
-                format!("refs/{i:02}.md"),
-                format!("reference {i}\n").into_bytes(),
-            )
-        })
-        .collect();
-    let files: Vec<(&str, &[u8])> = bodies
-        .iter()
-        .map(|(p, b)| (p.as_str(), b.as_slice()))
-        .collect();
-    let (entry, files) = common::skill("behind", &files);
+    let (entry, files) = common::many("behind", 12);
     let double = Arc::new(Double::new());
     double.publish(&entry, &files);
     (entry, double)

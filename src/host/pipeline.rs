@@ -3,9 +3,9 @@
 //! the rest of the local store (one hop for the batch), and
 //! for what is missing — under each digest's single-flight turn — the shared tier, then the
 //! server, each file verified as it arrives (size, then digest, then for the skill's own
-//! `SKILL.md` the frontmatter), and the verified files published in batches while the rest are
-//! still fetched (a round of syncs a batch, not a file, R-C3; the server kept busy meanwhile,
-//! R-T3). A cached copy that fails is quarantined by the core and fetched exactly once more
+//! `SKILL.md` the frontmatter), and the verified files handed in batches to the cache's keeper,
+//! which publishes them behind the load (`behind.rs`; a batch it does not take is published here,
+//! a round of syncs a batch, not a file, R-C3; the server kept busy meanwhile, R-T3). A cached copy that fails is quarantined by the core and fetched exactly once more
 //! (R-V9); bytes from the server that fail are an error at once.
 
 use std::sync::Arc;
@@ -291,8 +291,9 @@ impl Pipeline<'_> {
     /// Fetches and verifies `fetch`'s files (from the shared tier or the server), up to
     /// [`FETCHES_IN_FLIGHT`] at a time, and stores them while the rest are still being fetched:
     /// whenever no publish is under way and at least [`PUBLISH_AHEAD_MIN`] verified files wait,
-    /// they are published as one batch (on the blocking pool) while the fetches go on, so the
-    /// server is kept busy during the syncs; what is left is published at the end (R-T3). Each
+    /// they are handed to the keeper as one batch (or, when it does not take them, published on
+    /// the blocking pool) while the fetches go on, so the server is kept busy meanwhile; what is
+    /// left is handed over at the end (R-T3). Each
     /// file is fully checked — the skill's own `SKILL.md` with its frontmatter — before it is
     /// handed to a publish (R-V6, R-H10). The first failure ends the whole batch (the rest are
     /// dropped unanswered) once a publish under way has finished; files already stored stay (they

@@ -61,6 +61,24 @@ pub fn within<T: Send + 'static>(
 /// A skill's files: (URI, bytes).
 pub type Files = Vec<(String, Vec<u8>)>;
 
+/// A skill `name` of `n` distinct files (`refs/00.md`, …) besides its `SKILL.md`.
+#[allow(dead_code)]
+pub fn many(name: &str, n: usize) -> (SkillEntry, Files) {
+    let bodies: Vec<(String, Vec<u8>)> = (0..n)
+        .map(|i| {
+            (
+                format!("refs/{i:02}.md"),
+                format!("reference {i}\n").into_bytes(),
+            )
+        })
+        .collect();
+    let files: Vec<(&str, &[u8])> = bodies
+        .iter()
+        .map(|(p, b)| (p.as_str(), b.as_slice()))
+        .collect();
+    skill(name, &files)
+}
+
 /// A skill named `name` whose files are (relative path, bytes); the `SKILL.md` is generated.
 pub fn skill(name: &str, files: &[(&str, &[u8])]) -> (SkillEntry, Files) {
     let md = skill_md(&format!("name: {name}\ndescription: The {name} skill."));
