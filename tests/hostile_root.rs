@@ -777,3 +777,63 @@ async fn h5_gc_and_purge_work_on_a_full_disk_and_free_it() {
     let md = entry.file(entry.uri().file()).expect("listed");
     assert!(!cache.store().layout().blob_path(&o, &md.digest()).exists());
 }
+
+/// SQLite opens the index by path: a folder above the root that another user can rename
+/// entries in lets that user swap the path for a link into a skill discovery path while the
+/// cache opens (round 21 of review). Such a root is refused and nothing is made; a sticky
+/// folder (`/tmp`) is not such a folder.
+#[test]
+fn h2_a_root_below_a_folder_others_can_rename_in_is_refused_and_nothing_is_made() {
+    let dir = common::scratch();
+    let shared = dir.path().join("shared");
+    fs::create_dir(&shared).expect("mkdir");
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o775)).expect("chmod");
+    let root = shared.join("mine/cache");
+    let err = Cache::builder().root(&root).open().expect_err("refused");
+    assert!(
+        matches!(
+            err,
+            Error::Store(skillcache::error::StoreError::RootRefused { .. })
+        ),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("a folder above it is writable by group or others"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&shared.display().to_string()),
+        "names the folder: {text}"
+    );
+    assert!(
+        !shared.join("mine").exists(),
+        "the folders it made are removed"
+    );
+
+    // The sticky bit lets only an entry's owner rename it: the root is taken.
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).expect("chmod");
+    Cache::builder()
+        .root(&root)
+        .open()
+        .expect("below a sticky folder");
+    assert_eq!(fs::metadata(&root).expect("stat").mode() & 0o777, 0o700);
+}
+
+#[test]
+fn h2_a_root_below_a_folder_of_another_user_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: giving a folder to another user needs root");
+        return;
+    }
+    let dir = common::scratch();
+    let theirs = dir.path().join("theirs");
+    fs::create_dir(&theirs).expect("mkdir");
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).expect("chown");
+    let err = Cache::builder()
+        .root(theirs.join("cache"))
+        .open()
+        .expect_err("refused");
+    assert!(err.to_string().contains("belongs to another user"), "{err}");
+    assert!(!theirs.join("cache").exists(), "nothing made");
+}

@@ -164,6 +164,9 @@ async fn q3_an_origin_left_only_in_the_store_is_found_and_removed() {
     let uri = SkillUri::parse("skill://notes/SKILL.md").expect("uri");
     let entry = cache.entry(&ghost, &uri).await.expect("entry").entry;
     cache.load_all(&ghost, &entry).await.expect("load all");
+    // The blobs are in the store before the index forgets them (a purge in the index would
+    // otherwise stop the keeper from storing them at all).
+    cache.flush().await;
     cache
         .core()
         .index()

@@ -134,3 +134,38 @@ async fn flush_and_every_maintenance_call_see_what_loads_returned() {
         std::time::Duration::from_secs(5)
     ));
 }
+
+/// Another cache on the root (another process, as far as the store can tell) purges while this
+/// one's keeper still holds the loaded files: the keeper's publish keeps nothing, because the
+/// load noted the index's purge mark before it fetched (round 21 of review). Whichever comes
+/// first, the purge or the keeper's publish, nothing of the origin is left.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_purge_by_another_cache_is_never_undone_by_this_caches_keeper() {
+    let dir = common::scratch();
+    let (entry, double) = served();
+    let (ours, origin) = open(dir.path(), &double);
+    let (theirs, _) = open(dir.path(), &double);
+    ours.load_all(&origin, &entry).await.expect("cold");
+    theirs.purge(&origin).await.expect("purge");
+    ours.flush().await;
+    for cache in [&ours, &theirs] {
+        assert!(cache.origins().await.expect("origins").is_empty());
+        assert_eq!(cache.inventory().await.expect("inventory").blobs, 0);
+    }
+    assert!(
+        !dir.path().join("root/origins/docs-server").exists(),
+        "no folder of the origin under the root"
+    );
+    // The next load fetches again and keeps what it fetched.
+    let reads = double.reads();
+    let (_, files) = ours
+        .load_all(&origin, &entry)
+        .await
+        .expect("after the purge");
+    ours.flush().await;
+    assert!(double.reads() > reads, "fetched again");
+    assert_eq!(
+        ours.inventory().await.expect("inventory").blobs,
+        files.len()
+    );
+}

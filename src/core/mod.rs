@@ -19,6 +19,8 @@ mod pending;
 mod quota;
 mod root;
 #[cfg(test)]
+mod purge_mark_tests;
+#[cfg(test)]
 mod zero_copy_tests;
 
 pub use key::default_key_file;
@@ -317,6 +319,22 @@ pub enum CachedRead {
     Failed(Mismatch),
 }
 
+/// How many purges the index had seen when a load began to fetch ([`Cache::purge_mark`]);
+/// `None` when the index could not say, which keeps nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PurgeMark(Option<u64>);
+
+/// Whether a batch of verified files was kept ([`Cache::store_verified`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// Published and recorded.
+    Stored,
+    /// The store could not keep it (logged): a full disk, an I/O or index error.
+    Failed,
+    /// The index saw a purge after the load noted its mark: nothing was written.
+    Purged,
+}
+
 /// The synchronous cache core over one root.
 #[derive(Debug)]
 pub struct Cache {
@@ -569,22 +587,51 @@ impl Cache {
     /// (A batch that failed used to be retried file by file. The crash-point enumeration of this
     /// path showed why not: after a failure between the links and their folders' syncs, a file
     /// retried alone was recorded while names of the failed batch were not yet durable.)
+    ///
+    /// `fetched` is [`Cache::purge_mark`] as read before the bytes were fetched: when the
+    /// index has seen a purge since, the batch is not kept ([`Kept::Purged`]: nothing is
+    /// written), so that bytes fetched before a purge never bring the purged origin back.
     pub(crate) fn store_verified(
         &self,
         origin: &Origin,
         files: &[(&ManifestFile, &VerifiedBytes)],
-    ) -> Vec<bool> {
+        fetched: PurgeMark,
+    ) -> Kept {
         let batch: Vec<(&ManifestFile, &[u8])> =
             files.iter().map(|(f, v)| (*f, v.as_slice())).collect();
-        match self.store_files(origin, &batch) {
-            Ok(()) => vec![true; files.len()],
+        match self.store_files_since(origin, &batch, Some(fetched)) {
+            Ok(true) => Kept::Stored,
+            Ok(false) => {
+                tracing::debug!(origin = origin.as_str(), files = files.len(), "the origin was purged while these files were fetched: served without keeping a copy");
+                Kept::Purged
+            }
             Err(e) => {
                 for (f, _) in files {
                     tracing::warn!(origin = origin.as_str(), uri = f.uri().as_str(), disk_full = e.is_disk_full(), error = %e, "store failed: served without keeping a copy");
                 }
-                vec![false; files.len()]
+                Kept::Failed
             }
         }
+    }
+
+    /// What the index says of purges now, for a load to note before it fetches (the argument
+    /// `fetched` of [`Cache::store_verified`]). An index that cannot be read gives a mark that
+    /// keeps nothing: whether a purge came between cannot be told.
+    pub(crate) fn purge_mark(&self) -> PurgeMark {
+        match self.index.purges() {
+            Ok(n) => PurgeMark(Some(n)),
+            Err(e) => {
+                tracing::debug!(error = %e, "could not read the index's purge count");
+                PurgeMark(None)
+            }
+        }
+    }
+
+    /// Whether the index has seen no purge since `mark` was taken. Called under the store's
+    /// shared lock, which a purge's exclusive lock excludes: the answer holds until the lock is
+    /// given back.
+    fn unpurged_since(&self, mark: PurgeMark) -> bool {
+        mark.0.is_some() && self.purge_mark() == mark
     }
 
     /// Whether a publish of `bytes` may be left to the write-behind keeper: the index takes
@@ -618,19 +665,34 @@ impl Cache {
     /// # Errors
     /// [`StoreError::BlobMismatch`](crate::error::StoreError::BlobMismatch) if any bytes are not the listed ones (then nothing of the batch is
     /// published); I/O and index errors. Files recorded before an index error stay recorded.
+    #[cfg(any(test, feature = "internals"))]
     pub fn store_files(
         &self,
         origin: &Origin,
         files: &[(&ManifestFile, &[u8])],
     ) -> Result<(), Error> {
+        self.store_files_since(origin, files, None).map(drop)
+    }
+
+    /// [`Cache::store_files`]; with `fetched`, only if the index has seen no purge since that
+    /// mark (false, and nothing written, when it has).
+    fn store_files_since(
+        &self,
+        origin: &Origin,
+        files: &[(&ManifestFile, &[u8])],
+        fetched: Option<PurgeMark>,
+    ) -> Result<bool, Error> {
         if files.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
         // Shared lock from the first blob write until the last row is committed: gc cannot slip
         // between (R-H11). Inside it, the origin's publish section, taken with or without a
         // quota (so that staging holds nothing live while it is held), from the quota's count
         // to the last row: two publishers of one origin never both count the same room (R-Q4).
         let _lock = self.store.lock(LockMode::Shared, "publish")?;
+        if fetched.is_some_and(|mark| !self.unpurged_since(mark)) {
+            return Ok(false);
+        }
         let _section = self.store.lock_origin(origin)?;
         if self.origin_quota.is_none() && self.unswept(origin) {
             // Inside the section nothing in the origin's staging is live: what is there is a
@@ -664,7 +726,7 @@ impl Cache {
             }
             self.record_blobs(origin, &placed)?;
             if blocked.is_empty() {
-                return Ok(());
+                return Ok(true);
             }
             for (digest, _, _) in &blocked {
                 let refused = |why: &str| {
@@ -689,7 +751,7 @@ impl Cache {
             }
             items = blocked;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Records blobs that are now in place, each `(digest, size, evidence)`, in the index (one

@@ -327,7 +327,10 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
     // The check above compared paths; this one asks the descriptor we keep where the folder
     // really is (round 20 of review: a link swapped between the check and the `mkdir`, a bind
     // mount, a discovery path whose real path is too long to spell all got past paths alone).
-    if let Err(refused) = outside_discovery_by_identity(root, &dir, &walked) {
+    let folders = ancestry(dir.fd());
+    let checked = outside_discovery_by_identity(root, &folders, &walked)
+        .and_then(|()| above_is_ours(root, &resolved, folders.get(1..).unwrap_or_default()));
+    if let Err(refused) = checked {
         forget_made(&dir, &resolved, &made);
         return Err(refused);
     }
@@ -442,29 +445,59 @@ fn outside_discovery(
 type Id = (u64, u64);
 
 fn identity(fd: platform::BorrowedFd<'_>) -> Option<Id> {
+    described(fd).map(|(id, _)| id)
+}
+
+/// A folder's identity and its metadata.
+fn described(fd: platform::BorrowedFd<'_>) -> Option<(Id, platform::Stat)> {
     let st = platform::fstat(fd).ok()?;
-    (st.ino != 0).then_some((st.dev, st.ino))
+    (st.ino != 0).then_some(((st.dev, st.ino), st))
 }
 
 /// How many folders up a walk by `..` goes at most (a path of 4 KB has fewer).
 const MAX_DEPTH: usize = 4096;
 
-/// The identities of the folder `dir` holds and of every folder above it, by walking `..` from
-/// the descriptor: where the folder is, whatever path named it. Stops at the filesystem's root,
-/// at a folder it cannot hold, or after [`MAX_DEPTH`] levels.
-fn ancestry(dir: platform::BorrowedFd<'_>) -> Vec<Id> {
-    let mut ids: Vec<Id> = identity(dir).into_iter().collect();
+/// The folder `dir` holds and every folder above it, each as its identity and metadata, by
+/// walking `..` from the descriptor: where the folder is, whatever path named it. Stops at the
+/// filesystem's root, at a folder it cannot hold, or after [`MAX_DEPTH`] levels.
+fn ancestry(dir: platform::BorrowedFd<'_>) -> Vec<(Id, platform::Stat)> {
+    let mut folders: Vec<(Id, platform::Stat)> = described(dir).into_iter().collect();
     let mut up = platform::hold_parent(dir).ok();
     while let Some(here) = up.take() {
-        let Some(id) = identity(here.as_fd()) else { break };
+        let Some(folder) = described(here.as_fd()) else { break };
         // `..` of the root is the root.
-        if ids.last() == Some(&id) || ids.len() >= MAX_DEPTH {
+        if folders.last().map(|f| f.0) == Some(folder.0) || folders.len() >= MAX_DEPTH {
             break;
         }
-        ids.push(id);
+        folders.push(folder);
         up = platform::hold_parent(here.as_fd()).ok();
     }
-    ids
+    folders
+}
+
+/// The root's files are opened by path where the platform gives no other way (`SQLite` opens
+/// the index, its log and its shared memory by name): a folder above the root that someone
+/// else can rename entries in lets that someone swap the path for a link while the cache opens
+/// (round 21 of review put `index.sqlite3` in a skill discovery path that way). Such a root is
+/// refused, as `ssh` refuses a key below one: each folder above it must be this user's or the
+/// superuser's, and writable by nobody else unless sticky ([`platform::others_can_rename_in`]).
+/// Whoever can rename in a folder this user owns is this user, who can write a discovery path
+/// as easily. `above` is [`ancestry`] without the root itself; `resolved` names the folders in
+/// the message (the same folders, unless one was swapped meanwhile).
+fn above_is_ours(root: &Path, resolved: &Path, above: &[(Id, platform::Stat)]) -> Result<(), Error> {
+    let Some(at) = above.iter().position(|(_, st)| platform::others_can_rename_in(st)) else {
+        return Ok(());
+    };
+    let st = above[at].1;
+    Err(Error::Store(crate::error::StoreError::RootRefused {
+        root: root.to_owned(),
+        why: if st.uid == platform::user_id() || st.uid == 0 {
+            "a folder above it is writable by group or others (without the sticky bit), who could swap the path for a link while the cache opens its files; make it writable only by its owner, or choose a root elsewhere:"
+        } else {
+            "a folder above it belongs to another user, who could swap the path for a link while the cache opens its files; choose a root below folders only you (or the superuser) own:"
+        },
+        path: resolved.ancestors().nth(at + 1).unwrap_or(resolved).to_owned(),
+    }))
 }
 
 /// Whether the folder `held` (a discovery path, or its deepest existing folder, as its walk
@@ -494,15 +527,15 @@ fn below(
     false
 }
 
-/// R-C1 by identity, on the root as opened: no discovery path is the root or one of the
+/// R-C1 by identity, on the root as opened (`folders`: its [`ancestry`]): no discovery path is the root or one of the
 /// folders above it, and none lies below it (nor would, created: its deepest existing folder,
 /// as its walk left it held, is compared).
 fn outside_discovery_by_identity(
     root: &Path,
-    dir: &Dir,
+    folders: &[(Id, platform::Stat)],
     walked: &[(PathBuf, Walked)],
 ) -> Result<(), Error> {
-    let above = ancestry(dir.fd());
+    let above: Vec<Id> = folders.iter().map(|(id, _)| *id).collect();
     let Some(&me) = above.first() else {
         return Ok(());
     };
@@ -773,7 +806,7 @@ mod resolve_tests {
         assert_eq!(made.len(), 3, "a, a/b and the root: {made:?}");
         let opened = crate::store::handle::Dir::open_root(&root).expect("open");
         let walked = vec![(skills.clone(), super::walk(&skills).expect("walks"))];
-        let refused = super::outside_discovery_by_identity(&root, &opened, &walked)
+        let refused = super::outside_discovery_by_identity(&root, &super::ancestry(opened.fd()), &walked)
             .expect_err("inside, by identity");
         assert!(refused.to_string().contains("lies inside"), "{refused}");
         super::forget_made(&opened, &root, &made);
@@ -784,7 +817,7 @@ mod resolve_tests {
         let held = crate::store::handle::Dir::open_root(&around).expect("open");
         let d = around.join("x/not/yet/skills");
         let walked = vec![(d.clone(), super::walk(&d).expect("walks"))];
-        let refused = super::outside_discovery_by_identity(&around, &held, &walked)
+        let refused = super::outside_discovery_by_identity(&around, &super::ancestry(held.fd()), &walked)
             .expect_err("around, by identity");
         assert!(refused.to_string().contains("would contain"), "{refused}");
     }

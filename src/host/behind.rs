@@ -27,7 +27,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::core::Cache;
+use crate::core::{Cache, Kept, PurgeMark};
 use crate::entry::ManifestFile;
 use crate::origin::Origin;
 use crate::stats::{Counter, Counters};
@@ -47,6 +47,9 @@ struct Job {
     seq: u64,
     origin: Origin,
     files: Batch,
+    /// The index's purge mark the load noted before it fetched these files: they are kept
+    /// only if no purge came since (`Cache::store_verified`).
+    mark: PurgeMark,
 }
 
 /// How far the thread has got: every batch up to `done` is published (or failed).
@@ -155,6 +158,7 @@ impl Keeper {
         &self,
         origin: &Origin,
         files: &[(ManifestFile, VerifiedBytes)],
+        mark: PurgeMark,
     ) -> bool {
         let bytes = files.iter().map(|(_, v)| v.as_slice().len() as u64).sum();
         if !self.core.room_behind(bytes) {
@@ -185,6 +189,7 @@ impl Keeper {
             seq,
             origin: origin.clone(),
             files: files.to_vec(),
+            mark,
         };
         if r.jobs.send(Msg::Job(job)).is_err() {
             // The thread is gone (it does not panic out of its loop: belt and braces). This
@@ -310,19 +315,31 @@ impl Worker {
                 // quota where each alone fits.
                 for job in &jobs {
                     let files: Vec<_> = job.files.iter().map(|(f, v)| (f, v)).collect();
-                    self.publish(&job.origin, &files);
+                    self.publish(&job.origin, &files, job.mark);
                 }
             } else {
+                // Each origin's files together, by the purge mark their loads noted (one mark,
+                // unless a purge came between two loads of the round).
+                let mut marks: Vec<PurgeMark> = Vec::new();
+                for job in &jobs {
+                    if !marks.contains(&job.mark) {
+                        marks.push(job.mark);
+                    }
+                }
                 for origin in origins {
-                    // A digest queued twice (two skills list the same bytes) is published once.
-                    let mut once = std::collections::HashSet::new();
-                    let files: Vec<(&ManifestFile, &VerifiedBytes)> = jobs
-                        .iter()
-                        .filter(|j| &j.origin == origin)
-                        .flat_map(|j| j.files.iter().map(|(f, v)| (f, v)))
-                        .filter(|(f, _)| once.insert(f.digest()))
-                        .collect();
-                    self.publish(origin, &files);
+                    for &mark in &marks {
+                        // A digest queued twice (two skills list the same bytes) is published once.
+                        let mut once = std::collections::HashSet::new();
+                        let files: Vec<(&ManifestFile, &VerifiedBytes)> = jobs
+                            .iter()
+                            .filter(|j| &j.origin == origin && j.mark == mark)
+                            .flat_map(|j| j.files.iter().map(|(f, v)| (f, v)))
+                            .filter(|(f, _)| once.insert(f.digest()))
+                            .collect();
+                        if !files.is_empty() {
+                            self.publish(origin, &files, mark);
+                        }
+                    }
                 }
             }
             for job in &jobs {
@@ -340,11 +357,14 @@ impl Worker {
     /// Publishes one origin's files; one the store cannot keep is logged and counted. A panic
     /// in the store is caught: it fails this round's files, never the thread (a flush waiting
     /// on it would wait forever).
-    fn publish(&self, origin: &Origin, files: &[(&ManifestFile, &VerifiedBytes)]) {
-        let stored =
-            std::panic::catch_unwind(AssertUnwindSafe(|| self.core.store_verified(origin, files)));
+    fn publish(&self, origin: &Origin, files: &[(&ManifestFile, &VerifiedBytes)], mark: PurgeMark) {
+        let stored = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            self.core.store_verified(origin, files, mark)
+        }));
         let failed = if let Ok(kept) = stored {
-            kept.iter().filter(|k| !**k).count()
+            // Not kept because the origin was purged meanwhile is the purge's doing, not a
+            // failure of the store.
+            if kept == Kept::Failed { files.len() } else { 0 }
         } else {
             tracing::warn!(
                 origin = origin.as_str(),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::file::{Provenance, SkillFile};
 use super::state::State;
-use crate::core::{CachedRead, QUICK_HIT_MAX_BYTES};
+use crate::core::{CachedRead, Kept, PurgeMark, QUICK_HIT_MAX_BYTES};
 use crate::entry::{ManifestFile, SkillEntry, select_content};
 use crate::error::{Error, Mismatch, VerifyError};
 use crate::frontmatter;
@@ -118,7 +118,11 @@ impl Pipeline<'_> {
             // A miss is looked up (and counted, R-P4) again under the fetch turns, so only hits
             // and quarantines are counted here.
             let mut wanted = Vec::new();
-            for (i, read) in rest.iter().copied().zip(self.cached(files, &rest).await?) {
+            for (i, read) in rest
+                .iter()
+                .copied()
+                .zip(self.cached(files, &rest, false).await?.0)
+            {
                 match read? {
                     CachedRead::Hit(v) => out[i] = Some(self.hit(&files[i], v)?),
                     CachedRead::Miss => wanted.push((i, false)),
@@ -151,18 +155,24 @@ impl Pipeline<'_> {
         }));
     }
 
-    /// The store's reads of `files[at]`, verified in parallel (one hop).
+    /// The store's reads of `files[at]`, verified in parallel (one hop); with `mark`, in the
+    /// same hop, the index's purge mark, noted before anything is fetched (a publish of what is
+    /// fetched next is kept only while it holds: `Cache::store_verified`).
     async fn cached(
         &self,
         files: &[ManifestFile],
         at: &[usize],
-    ) -> Result<Vec<Result<CachedRead, Error>>, Error> {
+        mark: bool,
+    ) -> Result<(Vec<Result<CachedRead, Error>>, Option<PurgeMark>), Error> {
         let (origin, batch) = (
             self.origin.clone(),
             at.iter().map(|&i| files[i].clone()).collect::<Vec<_>>(),
         );
         self.state
-            .blocking(move |c| Ok(c.read_files(&origin, &batch)))
+            .blocking(move |c| {
+                let reads = c.read_files(&origin, &batch);
+                Ok((reads, mark.then(|| c.purge_mark())))
+            })
             .await
     }
 
@@ -239,7 +249,9 @@ impl Pipeline<'_> {
         }
         let at: Vec<usize> = wanted.iter().map(|&(i, _)| i).collect();
         let mut fetch: Vec<(usize, bool)> = Vec::new();
-        for (&(i, retried), read) in wanted.iter().zip(self.cached(files, &at).await?) {
+        let (reads, mark) = self.cached(files, &at, true).await?;
+        let mark = mark.expect("asked for");
+        for (&(i, retried), read) in wanted.iter().zip(reads) {
             match read? {
                 CachedRead::Hit(v) => out[i] = Some(self.hit(&files[i], v)?),
                 CachedRead::Miss => {
@@ -258,7 +270,7 @@ impl Pipeline<'_> {
                 }
             }
         }
-        let stored = match self.fetch_and_store(files, &fetch).await {
+        let stored = match self.fetch_and_store(files, &fetch, mark).await {
             Ok(v) => v,
             Err(e) => {
                 if let Error::Source(crate::error::SourceError::Timeout { method, after, .. }) = &e
@@ -302,6 +314,7 @@ impl Pipeline<'_> {
         &self,
         files: &[ManifestFile],
         fetch: &[(usize, bool)],
+        mark: PurgeMark,
     ) -> Result<Vec<Served>, Error> {
         let mut slots: Vec<Option<Served>> =
             std::iter::repeat_with(|| None).take(fetch.len()).collect();
@@ -322,7 +335,7 @@ impl Pipeline<'_> {
                 && fetching
                 && waiting.len() >= PUBLISH_AHEAD_MIN
             {
-                publishing = Some(self.start_publish(std::mem::take(&mut waiting)));
+                publishing = Some(self.start_publish(std::mem::take(&mut waiting), mark));
             }
             if !fetching && publishing.is_none() {
                 break;
@@ -351,7 +364,7 @@ impl Pipeline<'_> {
             return Err(e);
         }
         if !waiting.is_empty() {
-            let (at, rest) = self.start_publish(waiting);
+            let (at, rest) = self.start_publish(waiting, mark);
             for (slot, r) in at.into_iter().zip(rest.await?) {
                 slots[slot] = Some(r);
             }
@@ -387,12 +400,13 @@ impl Pipeline<'_> {
     fn start_publish(
         &self,
         waiting: Vec<(usize, ManifestFile, VerifiedBytes, Provenance)>,
+        mark: PurgeMark,
     ) -> Publishing<'_> {
         let (at, batch): (Vec<usize>, Vec<_>) = waiting
             .into_iter()
             .map(|(slot, f, v, p)| (slot, (f, v, p)))
             .unzip();
-        (at, Box::pin(self.publish(batch)))
+        (at, Box::pin(self.publish(batch, mark)))
     }
 
     /// Stores fetched, verified files: handed to the keeper, which publishes them behind the
@@ -403,10 +417,11 @@ impl Pipeline<'_> {
     async fn publish(
         &self,
         fetched: Vec<(ManifestFile, VerifiedBytes, Provenance)>,
+        mark: PurgeMark,
     ) -> Result<Vec<Served>, Error> {
         let (batch, provenance): (Vec<_>, Vec<_>) =
             fetched.into_iter().map(|(f, v, p)| ((f, v), p)).unzip();
-        if self.state.keeper().hand_over(self.origin, &batch) {
+        if self.state.keeper().hand_over(self.origin, &batch, mark) {
             return Ok(batch
                 .into_iter()
                 .zip(provenance)
@@ -417,13 +432,12 @@ impl Pipeline<'_> {
         self.state
             .blocking(move |c| {
                 let files: Vec<_> = batch.iter().map(|(f, v)| (f, v)).collect();
-                let kept = c.store_verified(&origin, &files);
+                let kept = c.store_verified(&origin, &files, mark) == Kept::Stored;
                 drop(files);
                 Ok(batch
                     .into_iter()
                     .zip(provenance)
-                    .zip(kept)
-                    .map(|(((f, v), p), k)| (f, v, p, k))
+                    .map(|((f, v), p)| (f, v, p, kept))
                     .collect())
             })
             .await

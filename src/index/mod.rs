@@ -269,8 +269,28 @@ impl Index {
             // Child tables cascade from `origins`.
             tx.execute("DELETE FROM origins WHERE label = ?1", [origin.as_str()])
                 .map_err(db_err("purge"))?;
+            // In the same transaction: a publish that saw the old count is of bytes fetched
+            // before this purge ([`Index::purges`]).
+            tx.execute("UPDATE purges SET generation = generation + 1", [])
+                .map_err(db_err("purge"))?;
             Ok(())
         })
+    }
+
+    /// How many purges this index has seen, by any process. A load reads it before it fetches;
+    /// its publish is kept only if the count is the same then, read under the store's shared
+    /// lock (which a purge's exclusive lock excludes), so that bytes fetched before a purge
+    /// never bring the purged origin back.
+    ///
+    /// # Errors
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub fn purges(&self) -> Result<u64, IndexError> {
+        let n: i64 = self
+            .conn()
+            .prepare_cached("SELECT generation FROM purges WHERE id = 0")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .map_err(db_err("read purges"))?;
+        Ok(n.cast_unsigned())
     }
 
     /// Leaves nothing deleted readable in the index's files (K3), after a purge: `SQLite` keeps

@@ -82,6 +82,18 @@ const MIGRATIONS: &[&str] = &[
     DROP TABLE approvals;
     ALTER TABLE approvals_v2 RENAME TO approvals;
     ",
+    // 3: how many purges the index has seen, in one row. A load notes it before it fetches;
+    // a publish of what it fetched is kept only while the count is unchanged, so that a purge
+    // by another cache or process is not undone by bytes fetched before it (round 21 of
+    // review). One count for every origin: a count per origin would keep the label of a purged
+    // origin readable (K3).
+    "
+    CREATE TABLE purges (
+        id         INTEGER PRIMARY KEY CHECK (id = 0),
+        generation INTEGER NOT NULL
+    );
+    INSERT INTO purges(id, generation) VALUES (0, 0);
+    ",
 ];
 
 /// The number of migrations this build knows: the newest schema version.

@@ -505,6 +505,15 @@ pub(crate) fn user_id() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
+/// Whether someone other than this user and the superuser can rename or replace what a folder
+/// holds: it belongs to another user, or group or others may write it without the sticky bit
+/// (with it, as in `/tmp`, only an entry's owner may rename the entry).
+pub(crate) fn others_can_rename_in(st: &Stat) -> bool {
+    let owner_is_trusted = st.uid == user_id() || st.uid == 0;
+    let shared = st.mode & 0o022 != 0 && st.mode & 0o1000 == 0;
+    !owner_is_trusted || shared
+}
+
 /// A private file is read without following a link in its last component or blocking.
 pub(crate) fn read_no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
     options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)

@@ -801,6 +801,14 @@ fn clear_readonly(path: &Path) -> io::Result<()> {
     file.set_permissions(permissions)
 }
 
+/// Never, as far as the root's opening is concerned: a held folder is held with every folder
+/// above it and without `FILE_SHARE_DELETE` (module comment), so nothing on its path can be
+/// renamed while the cache uses it; and a root lies inside the user's profile.
+pub(crate) fn others_can_rename_in(st: &Stat) -> bool {
+    let _ = st;
+    false
+}
+
 /// No user id: ownership on Windows is an ACL's business. 0, which [`Stat::uid`] also reports.
 pub(crate) fn user_id() -> u32 {
     0

@@ -1,0 +1,63 @@
+//! A purge is never undone by bytes fetched before it (round 21 of review): a load notes the
+//! index's purge mark before it fetches, and its publish — by the load, or behind it by the
+//! keeper, in this process or another — keeps nothing once the index has seen a purge since.
+
+use super::{Cache, Kept};
+use crate::digest::Digest;
+use crate::entry::{ManifestFile, SkillEntry, Validation};
+use crate::origin::Origin;
+use crate::verify::VerifiedBytes;
+
+/// A skill of two files and their bytes.
+fn skill() -> (Vec<ManifestFile>, Vec<Vec<u8>>) {
+    let md = b"---\nname: kept\ndescription: Kept or not.\n---\n".to_vec();
+    let notes = b"notes fetched before the purge".to_vec();
+    let wire = serde_json::json!({
+        "uri": "skill://kept/SKILL.md",
+        "frontmatter": {"name": "kept", "description": "Kept or not."},
+        "resources": [
+            {"uri": "skill://kept/SKILL.md", "digest": Digest::of(&md).to_string(), "size": md.len()},
+            {"uri": "skill://kept/notes.md", "digest": Digest::of(&notes).to_string(), "size": notes.len()},
+        ],
+    });
+    let entry = SkillEntry::from_json(&wire, &Validation::default()).expect("valid fixture");
+    let files = entry.manifest().expect("manifest").files().to_vec();
+    (files, vec![md, notes])
+}
+
+fn open(dir: &std::path::Path) -> Cache {
+    Cache::builder()
+        .root(dir.join("root"))
+        .key_file(dir.join("host.key"))
+        .open()
+        .expect("open")
+}
+
+#[test]
+fn a_publish_of_bytes_fetched_before_another_caches_purge_keeps_nothing() {
+    let dir = crate::scratch::scratch();
+    // Two caches on one root: two processes, as far as the index and the store can tell.
+    let (ours, theirs) = (open(dir.path()), open(dir.path()));
+    let origin = Origin::new("docs").expect("label");
+    let (files, bytes) = skill();
+    ours.store_file(&origin, &files[0], &bytes[0]).expect("an earlier load's file");
+
+    // A load notes the mark, then fetches; meanwhile the other cache purges the origin.
+    let mark = ours.purge_mark();
+    let fetched = VerifiedBytes::check(bytes[1].clone(), files[1].size(), files[1].digest())
+        .expect("verified");
+    theirs.purge(&origin).expect("purge");
+
+    assert_eq!(ours.store_verified(&origin, &[(&files[1], &fetched)], mark), Kept::Purged);
+    assert!(ours.index().origins().expect("origins").is_empty(), "no row came back");
+    assert!(
+        !dir.path().join("root/origins/docs").exists(),
+        "no folder of the origin came back"
+    );
+
+    // A load that begins after the purge keeps what it fetches.
+    let after = ours.purge_mark();
+    assert_ne!(after, mark);
+    assert_eq!(ours.store_verified(&origin, &[(&files[1], &fetched)], after), Kept::Stored);
+    assert_eq!(ours.index().origins().expect("origins"), vec![origin]);
+}
