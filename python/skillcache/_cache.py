@@ -369,6 +369,15 @@ class SkillCache:
         and so does the interpreter's exit. Call it before handing the root to another process."""
         await self._native.flush()
 
+    async def __aenter__(self) -> "SkillCache":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Leaving `async with`, failed or not, waits for the store (`flush`): what the block
+        loaded is on disk before whatever follows it (a temporary root removed, another process
+        reading the root). The cache stays usable; an exception passes on."""
+        await self.flush()
+
     async def inventory(self) -> Inventory:
         """Counts what the cache root holds."""
         return Inventory(**await self._native.inventory())

@@ -208,6 +208,27 @@ async def test_l1_check_lock_names_each_file_that_changed_and_each_origin_it_cou
     assert "origin gone" in gone.message
 
 
+async def test_leaving_async_with_leaves_every_loaded_file_in_the_store(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    """A load returns before its files are durable; `async with` waits for them on the way
+    out, on an exception too, so a host may remove the root right after the block."""
+    argv = serve_argv(skills_dir, tmp_path)
+    cache = open_cache(tmp_path, approval="not_required")
+    with pytest.raises(RuntimeError, match="the host's own failure"):
+        async with cache as same:
+            assert same is cache
+            cache.connect_stdio("local", argv)
+            entry = (await within(cache.entry("local", NOTES))).entry
+            _, files = await within(cache.load_all("local", entry))
+            raise RuntimeError("the host's own failure")
+    origins = tmp_path / "cache" / "root" / "origins"
+    blobs = [p for p in origins.rglob("*")
+             if p.is_file() and "tmp" not in p.relative_to(origins).parts]
+    assert len(blobs) == len(files), blobs
+    assert (await within(cache.inventory())).blobs == len(files)
+
+
 # --- maintenance: V9 and the admin calls ------------------------------------------------------
 
 
