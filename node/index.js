@@ -743,6 +743,21 @@ const SkillCacheChecked = new Proxy(NativeSkillCache, {
 // through the prototype's `constructor` too.
 defineProperty(cacheProto, 'constructor', { __proto__: null, value: SkillCacheChecked, writable: true, configurable: true });
 
+// `await using cache = new SkillCache(…)` (explicit resource management, where the engine or a
+// compiler gives it): leaving the scope, failed or not, waits for the store, as `flush()` does,
+// so that what the scope loaded is on disk before whatever follows (a temporary root removed).
+// The symbol is the engine's own (Node 20.4 and later), taken when the package loads.
+const asyncDispose = Symbol.asyncDispose;
+const flushMethod = cacheProto.flush;
+if (typeof asyncDispose === 'symbol') {
+  defineProperty(cacheProto, asyncDispose, {
+    __proto__: null,
+    value: { [asyncDispose.description]() { return apply(flushMethod, this, []); } }[asyncDispose.description],
+    writable: true,
+    configurable: true,
+  });
+}
+
 // The connect methods' options, the same way: a copy is what the addon reads, once, each option
 // of its type, and each value of a table a string.
 for (const name of ['connectStdio', 'connectHttp']) {

@@ -58,3 +58,19 @@ test('a corrupt blob is reported as an origin and a digest', { timeout: 60_000 }
   assert.deepEqual(keys(report.corrupt[0]), declared().BlobRef);
   await cache.purge('docs');
 });
+
+test('Symbol.asyncDispose (`await using`) leaves every loaded file in the store', { timeout: 60_000 }, async (t) => {
+  const dir = scratch(t);
+  const cache = new SkillCache({ root: join(dir, 'cache'), keyFile: join(dir, 'host.key'), approval: 'notRequired' });
+  cache.connectStdio('docs', serveArgv(samples, dir), { stderr: 'ignore' });
+  const { entry } = await cache.entry('docs', 'skill://release-notes/SKILL.md');
+  const [, files] = await cache.loadAll('docs', entry);
+  // What `await using` calls on the way out of its scope (Node 20 has the symbol, not the syntax).
+  assert.equal(typeof cache[Symbol.asyncDispose], 'function');
+  await cache[Symbol.asyncDispose]();
+  for (const f of files) {
+    const hex = f.digest.slice('sha256:'.length);
+    assert.equal(readFileSync(join(dir, 'cache', 'origins', 'docs', 'sha256', hex.slice(0, 2), hex.slice(2))).length, f.size);
+  }
+  assert.equal((await cache.inventory()).blobs, files.length);
+});
