@@ -8,9 +8,37 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::double::Double;
 use skillcache::{ApprovalPolicy, Origin, Provenance, SkillCache, SkillEntry};
+
+/// Every test here waits on the keeper (a flush, the last handle's drop): one that hangs fails
+/// after this bound instead of hanging the suite. A guard, not a speed target: each test takes
+/// well under a second.
+const HANG: Duration = Duration::from_secs(120);
+
+/// Runs `test` on a runtime of its own, on a thread of its own, within [`HANG`]; its panic is
+/// the test's.
+fn bounded<F: Future<Output = ()> + Send + 'static>(test: impl FnOnce() -> F + Send + 'static) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(test());
+        }));
+        let _ = tx.send(run);
+    });
+    let run = rx
+        .recv_timeout(HANG)
+        .unwrap_or_else(|e| panic!("{e} after {HANG:?}: the keeper (a flush, a drop) hangs"));
+    if let Err(panic) = run {
+        std::panic::resume_unwind(panic);
+    }
+}
 
 fn open(dir: &std::path::Path, source: &Arc<Double>) -> (SkillCache, Origin) {
     let cache = SkillCache::builder()
@@ -37,135 +65,145 @@ fn served() -> (SkillEntry, Arc<Double>) {
     (entry, double)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_second_load_right_after_the_first_asks_the_server_nothing() {
-    let dir = common::scratch();
-    let (entry, double) = served();
-    let (cache, origin) = open(dir.path(), &double);
-    let (_, first) = cache.load_all(&origin, &entry).await.expect("cold");
-    let reads = double.reads();
-    assert_eq!(reads, first.len(), "every file fetched once");
-    // Whether the keeper has published them yet or not, they are the cache's.
-    let (_, again) = cache.load_all(&origin, &entry).await.expect("warm");
-    assert_eq!(
-        double.reads(),
-        reads,
-        "no request for a file on its way to the store"
-    );
-    assert!(again.iter().all(|f| f.provenance() == Provenance::Cache));
-    assert_eq!(
-        again.iter().map(|f| f.bytes().to_vec()).collect::<Vec<_>>(),
-        first.iter().map(|f| f.bytes().to_vec()).collect::<Vec<_>>()
-    );
+#[test]
+fn a_second_load_right_after_the_first_asks_the_server_nothing() {
+    bounded(|| async move {
+        let dir = common::scratch();
+        let (entry, double) = served();
+        let (cache, origin) = open(dir.path(), &double);
+        let (_, first) = cache.load_all(&origin, &entry).await.expect("cold");
+        let reads = double.reads();
+        assert_eq!(reads, first.len(), "every file fetched once");
+        // Whether the keeper has published them yet or not, they are the cache's.
+        let (_, again) = cache.load_all(&origin, &entry).await.expect("warm");
+        assert_eq!(
+            double.reads(),
+            reads,
+            "no request for a file on its way to the store"
+        );
+        assert!(again.iter().all(|f| f.provenance() == Provenance::Cache));
+        assert_eq!(
+            again.iter().map(|f| f.bytes().to_vec()).collect::<Vec<_>>(),
+            first.iter().map(|f| f.bytes().to_vec()).collect::<Vec<_>>()
+        );
+    });
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn dropping_the_cache_leaves_every_loaded_file_in_the_store() {
-    let dir = common::scratch();
-    let (entry, double) = served();
-    {
+#[test]
+fn dropping_the_cache_leaves_every_loaded_file_in_the_store() {
+    bounded(|| async move {
+        let dir = common::scratch();
+        let (entry, double) = served();
+        {
+            let (cache, origin) = open(dir.path(), &double);
+            let (_, files) = cache.load_all(&origin, &entry).await.expect("cold");
+            assert!(
+                files.iter().all(skillcache::SkillFile::stored),
+                "kept or on its way"
+            );
+        }
+        let reads = double.reads();
+        // A new cache on the same root: nothing in memory, everything from the disk.
+        let (cache, origin) = open(dir.path(), &double);
+        let (_, files) = cache
+            .load_all(&origin, &entry)
+            .await
+            .expect("from the store");
+        assert_eq!(double.reads(), reads, "every file was on disk");
+        assert!(files.iter().all(|f| f.provenance() == Provenance::Cache));
+        assert_eq!(
+            cache.inventory().await.expect("inventory").blobs,
+            files.len()
+        );
+        assert!(
+            dir.path().join("root/origins/docs-server").is_dir(),
+            "the origin's folder"
+        );
+    });
+}
+
+#[test]
+fn a_purge_right_after_loads_is_never_undone_by_the_keeper() {
+    bounded(|| async move {
+        let dir = common::scratch();
+        let (entry, double) = served();
+        {
+            let (cache, origin) = open(dir.path(), &double);
+            cache.load_all(&origin, &entry).await.expect("cold");
+            cache.purge(&origin).await.expect("purge");
+            assert!(cache.origins().await.expect("origins").is_empty());
+        }
+        // After the keeper's thread has ended (the drop waits for it), still nothing of the origin.
+        let (cache, _) = open(dir.path(), &double);
+        assert!(cache.origins().await.expect("origins").is_empty());
+        assert_eq!(cache.inventory().await.expect("inventory").blobs, 0);
+        assert!(
+            !dir.path().join("root/origins/docs-server").exists(),
+            "no folder of the origin under the root"
+        );
+    });
+}
+
+#[test]
+fn flush_and_every_maintenance_call_see_what_loads_returned() {
+    bounded(|| async move {
+        let dir = common::scratch();
+        let (entry, double) = served();
         let (cache, origin) = open(dir.path(), &double);
         let (_, files) = cache.load_all(&origin, &entry).await.expect("cold");
-        assert!(
-            files.iter().all(skillcache::SkillFile::stored),
-            "kept or on its way"
+        // No flush first: inventory, verify and gc flush by themselves.
+        assert_eq!(
+            cache.inventory().await.expect("inventory").blobs,
+            files.len()
         );
-    }
-    let reads = double.reads();
-    // A new cache on the same root: nothing in memory, everything from the disk.
-    let (cache, origin) = open(dir.path(), &double);
-    let (_, files) = cache
-        .load_all(&origin, &entry)
-        .await
-        .expect("from the store");
-    assert_eq!(double.reads(), reads, "every file was on disk");
-    assert!(files.iter().all(|f| f.provenance() == Provenance::Cache));
-    assert_eq!(
-        cache.inventory().await.expect("inventory").blobs,
-        files.len()
-    );
-    assert!(
-        dir.path().join("root/origins/docs-server").is_dir(),
-        "the origin's folder"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_purge_right_after_loads_is_never_undone_by_the_keeper() {
-    let dir = common::scratch();
-    let (entry, double) = served();
-    {
-        let (cache, origin) = open(dir.path(), &double);
-        cache.load_all(&origin, &entry).await.expect("cold");
-        cache.purge(&origin).await.expect("purge");
-        assert!(cache.origins().await.expect("origins").is_empty());
-    }
-    // After the keeper's thread has ended (the drop waits for it), still nothing of the origin.
-    let (cache, _) = open(dir.path(), &double);
-    assert!(cache.origins().await.expect("origins").is_empty());
-    assert_eq!(cache.inventory().await.expect("inventory").blobs, 0);
-    assert!(
-        !dir.path().join("root/origins/docs-server").exists(),
-        "no folder of the origin under the root"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn flush_and_every_maintenance_call_see_what_loads_returned() {
-    let dir = common::scratch();
-    let (entry, double) = served();
-    let (cache, origin) = open(dir.path(), &double);
-    let (_, files) = cache.load_all(&origin, &entry).await.expect("cold");
-    // No flush first: inventory, verify and gc flush by themselves.
-    assert_eq!(
-        cache.inventory().await.expect("inventory").blobs,
-        files.len()
-    );
-    let verified = cache.verify(None, |_, _| {}).await.expect("verify");
-    assert_eq!(verified.checked, files.len());
-    assert!(verified.is_clean());
-    let (_, more) = cache.load_all(&origin, &entry).await.expect("warm");
-    cache.flush().await;
-    assert_eq!(
-        cache.inventory().await.expect("inventory").blobs,
-        more.len()
-    );
-    assert!(skillcache::SkillCache::flush_all(
-        std::time::Duration::from_secs(5)
-    ));
+        let verified = cache.verify(None, |_, _| {}).await.expect("verify");
+        assert_eq!(verified.checked, files.len());
+        assert!(verified.is_clean());
+        let (_, more) = cache.load_all(&origin, &entry).await.expect("warm");
+        cache.flush().await;
+        assert_eq!(
+            cache.inventory().await.expect("inventory").blobs,
+            more.len()
+        );
+        assert!(skillcache::SkillCache::flush_all(
+            std::time::Duration::from_secs(5)
+        ));
+    });
 }
 
 /// Another cache on the root (another process, as far as the store can tell) purges while this
 /// one's keeper still holds the loaded files: the keeper's publish keeps nothing, because the
 /// load noted the index's purge mark before it fetched (round 21 of review). Whichever comes
 /// first, the purge or the keeper's publish, nothing of the origin is left.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_purge_by_another_cache_is_never_undone_by_this_caches_keeper() {
-    let dir = common::scratch();
-    let (entry, double) = served();
-    let (ours, origin) = open(dir.path(), &double);
-    let (theirs, _) = open(dir.path(), &double);
-    ours.load_all(&origin, &entry).await.expect("cold");
-    theirs.purge(&origin).await.expect("purge");
-    ours.flush().await;
-    for cache in [&ours, &theirs] {
-        assert!(cache.origins().await.expect("origins").is_empty());
-        assert_eq!(cache.inventory().await.expect("inventory").blobs, 0);
-    }
-    assert!(
-        !dir.path().join("root/origins/docs-server").exists(),
-        "no folder of the origin under the root"
-    );
-    // The next load fetches again and keeps what it fetched.
-    let reads = double.reads();
-    let (_, files) = ours
-        .load_all(&origin, &entry)
-        .await
-        .expect("after the purge");
-    ours.flush().await;
-    assert!(double.reads() > reads, "fetched again");
-    assert_eq!(
-        ours.inventory().await.expect("inventory").blobs,
-        files.len()
-    );
+#[test]
+fn a_purge_by_another_cache_is_never_undone_by_this_caches_keeper() {
+    bounded(|| async move {
+        let dir = common::scratch();
+        let (entry, double) = served();
+        let (ours, origin) = open(dir.path(), &double);
+        let (theirs, _) = open(dir.path(), &double);
+        ours.load_all(&origin, &entry).await.expect("cold");
+        theirs.purge(&origin).await.expect("purge");
+        ours.flush().await;
+        for cache in [&ours, &theirs] {
+            assert!(cache.origins().await.expect("origins").is_empty());
+            assert_eq!(cache.inventory().await.expect("inventory").blobs, 0);
+        }
+        assert!(
+            !dir.path().join("root/origins/docs-server").exists(),
+            "no folder of the origin under the root"
+        );
+        // The next load fetches again and keeps what it fetched.
+        let reads = double.reads();
+        let (_, files) = ours
+            .load_all(&origin, &entry)
+            .await
+            .expect("after the purge");
+        ours.flush().await;
+        assert!(double.reads() > reads, "fetched again");
+        assert_eq!(
+            ours.inventory().await.expect("inventory").blobs,
+            files.len()
+        );
+    });
 }

@@ -420,6 +420,8 @@ impl Cache {
     ///
     /// # Errors
     /// [`IndexError::Database`](crate::error::IndexError::Database) on a database failure.
+    // The host path keeps entries a listing (or one `skills/get`) at a time (`put_entries`).
+    #[cfg(any(test, feature = "internals"))]
     pub fn put_entry(
         &self,
         origin: &Origin,
@@ -446,6 +448,25 @@ impl Cache {
         Ok(self
             .index
             .put_entries(origin, principal, entries, hints, now_ms())?)
+    }
+
+    /// [`Cache::put_entries`] for entries a server answered again, when no change was
+    /// announced for `origin` within [`RELIST_SLACK_MS`](crate::index::RELIST_SLACK_MS): an
+    /// unchanged entry whose row is that recent is left as it is
+    /// ([`Index::put_entries_relisted`](crate::index::Index::put_entries_relisted)).
+    ///
+    /// # Errors
+    /// As [`Cache::put_entries`].
+    pub(crate) fn put_relisted(
+        &self,
+        origin: &Origin,
+        principal: &str,
+        entries: &[SkillEntry],
+        hints: CacheHints,
+    ) -> Result<Vec<PutOutcome>, Error> {
+        Ok(self
+            .index
+            .put_entries_relisted(origin, principal, entries, hints, now_ms())?)
     }
 
     /// The entry for (`origin`, `uri`) visible to `principal`, with its freshness.

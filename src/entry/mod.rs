@@ -225,11 +225,98 @@ impl SkillEntry {
         json!({"uri": self.uri.as_str(), "frontmatter": self.frontmatter, "resources": resources})
     }
 
+    /// [`SkillEntry::to_json`] as text, written straight from the entry (no intermediate
+    /// `Value`, no copy of the frontmatter): the form the index stores and compares on every
+    /// listing. The same text as `to_json().to_string()`, key for key (`serde_json`'s maps sort
+    /// their keys, so the fields below are declared in that order; a test holds the two equal).
+    pub(crate) fn to_json_text(&self) -> String {
+        /// `"dynamic"`, or the files.
+        #[derive(serde::Serialize)]
+        #[serde(untagged)]
+        enum ResourcesText<'a> {
+            Dynamic(&'static str),
+            Files(Vec<FileText<'a>>),
+        }
+        #[derive(serde::Serialize)]
+        struct FileText<'a> {
+            digest: Shown<'a>,
+            size: u64,
+            uri: &'a str,
+        }
+        /// A digest as its text, written through `Display` (no `String` per file).
+        struct Shown<'a>(&'a Digest);
+        impl serde::Serialize for Shown<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self.0)
+            }
+        }
+        #[derive(serde::Serialize)]
+        struct EntryText<'a> {
+            frontmatter: &'a Frontmatter,
+            resources: ResourcesText<'a>,
+            uri: &'a str,
+        }
+        let resources = match &self.resources {
+            Resources::Dynamic => ResourcesText::Dynamic("dynamic"),
+            Resources::Manifest(m) => ResourcesText::Files(
+                m.files
+                    .iter()
+                    .map(|f| FileText {
+                        digest: Shown(&f.digest),
+                        size: f.size,
+                        uri: f.uri.as_str(),
+                    })
+                    .collect(),
+            ),
+        };
+        serde_json::to_string(&EntryText {
+            frontmatter: &self.frontmatter,
+            resources,
+            uri: self.uri.as_str(),
+        })
+        .expect("an entry's JSON has string keys only")
+    }
+
     internal_pub! {
         /// What changed from `self` to `newer` (R-A2), for a person to read.
         #[must_use]
         fn diff(&self, newer: &SkillEntry) -> EntryDiff {
             binding::diff(self, newer)
+        }
+    }
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::{SkillEntry, Validation};
+
+    /// The index compares the text of a listed entry with the stored one: the direct writer and
+    /// the `Value` must give the same text, or every stored row would read as changed.
+    #[test]
+    fn the_entry_text_is_the_json_value_text_key_for_key() {
+        let md = "---\nname: text\n---\n";
+        let entries = [
+            serde_json::json!({
+                "uri": "skill://text/SKILL.md",
+                "frontmatter": {
+                    "name": "text", "description": "Quotes \" and \\ and \u{7f} and é and \u{1F600}, a tab\t.",
+                    "metadata": {"z": [1, 2.5, null, true], "a": {"nested": "yes"}},
+                    "allowed-tools": ["Read", "Bash(git *)"],
+                },
+                "resources": [
+                    {"uri": "skill://text/SKILL.md", "digest": crate::digest::Digest::of(md.as_bytes()).to_string(), "size": md.len()},
+                    {"uri": "skill://text/a%20b/%C3%A9.md", "digest": crate::digest::Digest::of(b"x").to_string(), "size": 1},
+                ],
+            }),
+            serde_json::json!({
+                "uri": "skill://live/SKILL.md",
+                "frontmatter": {"name": "live", "description": "A dynamic skill."},
+                "resources": "dynamic",
+            }),
+        ];
+        for wire in entries {
+            let entry = SkillEntry::from_json(&wire, &Validation::default()).expect("valid");
+            assert_eq!(entry.to_json_text(), entry.to_json().to_string());
         }
     }
 }

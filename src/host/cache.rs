@@ -247,14 +247,8 @@ impl SkillCache {
         entry: SkillEntry,
         hints: CacheHints,
     ) -> Result<EntryInfo, Error> {
-        let (o, e, p) = (origin.clone(), entry.clone(), self.principal.to_string());
-        let out = self
-            .state
-            .blocking(move |c| {
-                unkept_if_unrecordable(&o, c.put_entry(&o, &p, &e, hints), PutOutcome::default)
-            })
-            .await?;
-        Ok(self.kept(origin, entry, out))
+        let mut kept = self.keep_all(origin, vec![entry], hints).await?;
+        Ok(kept.pop().expect("one outcome for one entry"))
     }
 
     /// [`keep`](Self::keep) for the entries of one listing, in one index transaction: one
@@ -269,13 +263,22 @@ impl SkillCache {
             return Ok(Vec::new());
         }
         let (o, e, p) = (origin.clone(), entries.clone(), self.principal.to_string());
+        // A row fetched before a change the server announced is stale (R-B5): within the slack
+        // of such an announcement every row is renewed, else a recent unchanged row is left as
+        // it is (a host that lists at every turn writes nothing).
+        let since =
+            crate::core::now_ms().saturating_sub(crate::index::RELIST_SLACK_MS.unsigned_abs());
+        let renew = self.state.marks().announced_since(origin, since);
         let outcomes = self
             .state
             .blocking(move |c| {
                 let n = e.len();
-                unkept_if_unrecordable(&o, c.put_entries(&o, &p, &e, hints), || {
-                    vec![PutOutcome::default(); n]
-                })
+                let put = if renew {
+                    c.put_entries(&o, &p, &e, hints)
+                } else {
+                    c.put_relisted(&o, &p, &e, hints)
+                };
+                unkept_if_unrecordable(&o, put, || vec![PutOutcome::default(); n])
             })
             .await?;
         // One outcome per entry, in order (`put_entries`' contract).

@@ -102,6 +102,13 @@ impl Marks {
         }
     }
 
+    /// Whether the server of `origin` announced any change at or after `since_ms`.
+    pub(super) fn announced_since(&self, origin: &Origin, since_ms: u64) -> bool {
+        lock(&self.stale).get(origin).is_some_and(|m| {
+            m.everything.is_some_and(|t| t >= since_ms) || m.files.values().any(|&t| t >= since_ms)
+        })
+    }
+
     /// Whether an announcement since `fetched_at_ms` concerns `entry`.
     pub(super) fn is_stale(&self, origin: &Origin, entry: &SkillEntry, fetched_at_ms: u64) -> bool {
         lock(&self.stale)

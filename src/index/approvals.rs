@@ -83,7 +83,7 @@ impl Index {
         now_ms: u64,
     ) -> Result<(), IndexError> {
         let uri = entry.uri().canonical();
-        let json = entry.to_json().to_string();
+        let json = entry.to_json_text();
         let tools = granted_tools.map(Value::to_string);
         let at = i64::try_from(now_ms).unwrap_or(i64::MAX);
         let seal = ApprovalRow {

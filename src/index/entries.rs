@@ -65,6 +65,22 @@ fn scope_key(scope: Scope, principal: &str) -> (&'static str, &str) {
     }
 }
 
+/// The longest [`relist_slack_ms`]: a caller that knows of no change announced since this long
+/// ago may put entries as [relisted](Index::put_entries_relisted).
+pub const RELIST_SLACK_MS: i64 = 1_000;
+
+/// How long after its row was written an unchanged entry listed again leaves the row as it is:
+/// a second, or half the entry's time to live when that is shorter (so that an entry that is
+/// fresh for a while is not cut short by more than half of it). An entry with no time to live
+/// (`ttlMs` 0) is never fresh, so only the age `offline` reports moves, by at most the second.
+fn relist_slack_ms(ttl_ms: i64) -> i64 {
+    if ttl_ms == 0 {
+        RELIST_SLACK_MS
+    } else {
+        RELIST_SLACK_MS.min(ttl_ms / 2)
+    }
+}
+
 fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
@@ -79,6 +95,8 @@ struct Put<'a> {
     public: bool,
     ttl_ms: i64,
     fetched_at_ms: i64,
+    /// Whether a recent unchanged row may be left as it is ([`Index::put_entries_relisted`]).
+    relisted: bool,
 }
 
 /// An entry ready to be written: its JSON, its binding and its row's seal.
@@ -86,7 +104,8 @@ struct SealedEntry<'e> {
     entry: &'e SkillEntry,
     json: String,
     binding: Option<Vec<u8>>,
-    seal: Vec<u8>,
+    /// Made by [`Index::seal_of`] when the row is written.
+    seal: std::sync::OnceLock<Vec<u8>>,
 }
 
 /// An `entries` row as read back, with its seal.
@@ -170,6 +189,8 @@ impl Index {
     ///
     /// # Errors
     /// [`IndexError::Database`](IndexError::Database) on a database failure; [`IndexError::ReadOnly`](IndexError::ReadOnly) on a read-only index.
+    // The host path keeps entries a listing (or one `skills/get`) at a time (`put_entries`).
+    #[cfg(any(test, feature = "internals"))]
     pub fn put_entry(
         &self,
         origin: &Origin,
@@ -196,6 +217,39 @@ impl Index {
         hints: CacheHints,
         now_ms: u64,
     ) -> Result<Vec<PutOutcome>, IndexError> {
+        self.put_with(origin, principal, entries, hints, now_ms, false)
+    }
+
+    /// [`Index::put_entries`] for entries a server answered again: an entry unchanged (the
+    /// same text, scope and time to live) whose row was written less than [`relist_slack_ms`]
+    /// before `now_ms` is left as it is — a host that lists at every turn writes nothing. Its
+    /// recorded fetch time then lags the truth by less than the slack, which only makes it
+    /// look older: its freshness ends early, never late. A caller that knows of a change
+    /// announced within the slack (R-B5: a row fetched before the announcement is stale)
+    /// renews with [`Index::put_entries`] instead, or the entry would stay stale.
+    ///
+    /// # Errors
+    /// As [`Index::put_entries`].
+    pub fn put_entries_relisted(
+        &self,
+        origin: &Origin,
+        principal: &str,
+        entries: &[SkillEntry],
+        hints: CacheHints,
+        now_ms: u64,
+    ) -> Result<Vec<PutOutcome>, IndexError> {
+        self.put_with(origin, principal, entries, hints, now_ms, true)
+    }
+
+    fn put_with(
+        &self,
+        origin: &Origin,
+        principal: &str,
+        entries: &[SkillEntry],
+        hints: CacheHints,
+        now_ms: u64,
+        relisted: bool,
+    ) -> Result<Vec<PutOutcome>, IndexError> {
         let (scope, who) = scope_key(hints.scope(), principal);
         let put = Put {
             origin,
@@ -205,37 +259,47 @@ impl Index {
             public: matches!(hints.scope(), Scope::Public),
             ttl_ms: to_i64(hints.ttl_ms()),
             fetched_at_ms: to_i64(now_ms),
+            relisted,
         };
-        // Serialised and sealed before the transaction: the write lock is held for writes only.
-        let rows: Vec<SealedEntry<'_>> = entries.iter().map(|e| self.sealed(&put, e)).collect();
+        // Serialised before the transaction (the write lock is held for writes only); a row is
+        // sealed when it is written (`seal_of`).
+        let rows: Vec<SealedEntry<'_>> = entries.iter().map(Self::unsealed).collect();
         self.write("store entry", |tx| {
             let oid = origin_id(tx, origin)?;
             rows.iter().map(|row| self.put_row(tx, oid, &put, row)).collect()
         })
     }
 
-    /// `entry` serialised, with its binding and its seal, for [`Index::put_entries`].
-    fn sealed<'e>(&self, put: &Put<'_>, entry: &'e SkillEntry) -> SealedEntry<'e> {
-        let json = entry.to_json().to_string();
+    /// `entry` serialised, with its binding, for [`Index::put_entries`] (sealed by
+    /// [`Index::seal_of`] when written).
+    fn unsealed(entry: &SkillEntry) -> SealedEntry<'_> {
+        let json = entry.to_json_text();
         let binding = entry.binding().map(|b| b.as_bytes().to_vec());
-        let seal = EntryRow {
-            origin: put.origin.as_str(),
-            skill_uri: entry.uri().canonical(),
-            scope: put.scope,
-            principal: put.who,
-            entry_json: &json,
-            binding: binding.as_deref(),
-            ttl_ms: put.ttl_ms,
-            fetched_at_ms: put.fetched_at_ms,
-        }
-        .sealer(&self.key)
-        .seal();
         SealedEntry {
             entry,
             json,
             binding,
-            seal,
+            seal: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The seal of `row` as `put` writes it, made once, when the row is written (a row left as
+    /// it is needs none).
+    fn seal_of<'r>(&self, put: &Put<'_>, row: &'r SealedEntry<'_>) -> &'r [u8] {
+        row.seal.get_or_init(|| {
+            EntryRow {
+                origin: put.origin.as_str(),
+                skill_uri: row.entry.uri().canonical(),
+                scope: put.scope,
+                principal: put.who,
+                entry_json: &row.json,
+                binding: row.binding.as_deref(),
+                ttl_ms: put.ttl_ms,
+                fetched_at_ms: put.fetched_at_ms,
+            }
+            .sealer(&self.key)
+            .seal()
+        })
     }
 
     /// Writes one sealed entry inside the listing's transaction, and says what that did to
@@ -259,7 +323,19 @@ impl Index {
         let unchanged = previous.as_ref().is_some_and(|r| {
             r.scope == put.scope && r.principal == put.who && r.entry_json == row.json
         });
-        let previous = previous.map(|r| r.entry_json);
+        // Answered again unchanged, with the same hints, shortly after its row was written:
+        // the row is left as it is ([`Index::put_entries_relisted`]).
+        let recent = put.relisted
+            && previous.as_ref().is_some_and(|r| {
+            r.ttl_ms == put.ttl_ms
+                && (0..relist_slack_ms(put.ttl_ms)).contains(&(put.fetched_at_ms - r.fetched_at_ms))
+        });
+        if unchanged && recent {
+            return self.revoke_unless_held(tx, oid, put, entry, None);
+        }
+        // An unchanged entry has nothing to say against itself: its previous copy is not
+        // parsed (a whole entry's validation, for each skill of every listing) to find no diff.
+        let previous = previous.filter(|_| !unchanged).map(|r| r.entry_json);
         // A scope flip replaces the other copy (R-C6): public replaces every private copy of the
         // URI; private replaces the public one.
         let other = if put.public { "private" } else { "public" };
@@ -269,7 +345,7 @@ impl Index {
         )
         .map_err(db_err("store entry"))?;
         let (scope, who, ttl_ms, at, seal) =
-            (put.scope, put.who, put.ttl_ms, put.fetched_at_ms, &row.seal);
+            (put.scope, put.who, put.ttl_ms, put.fetched_at_ms, self.seal_of(put, row));
         if unchanged {
             tx.prepare_cached(
                 "UPDATE entries SET ttl_ms = ?5, fetched_at_ms = ?6, seal = ?7
@@ -707,6 +783,60 @@ mod tests {
     /// The rows the writer connection has changed since it was opened.
     fn writes(index: &Index) -> u64 {
         index.writer.as_ref().map_or(0, |w| super::super::lock(w).total_changes())
+    }
+
+    /// A host that lists at every turn: an unchanged entry listed again within the slack (a
+    /// second, or half its time to live) writes nothing; its recorded fetch time stays the
+    /// older one, which only ends its freshness early. Past the slack, or changed, it is
+    /// written as before.
+    #[test]
+    fn an_unchanged_entry_listed_again_within_the_slack_writes_nothing() {
+        let dir = crate::scratch::scratch();
+        let index = Index::open(&dir.path().join("index.sqlite3"), SealKey::from_bytes([7; 32]))
+            .expect("open");
+        let origin = Origin::new("docs").expect("label");
+        let uri = SkillUri::parse("skill://a/SKILL.md").expect("uri");
+        let listing = [skill("a", 5, "first"), skill("b", 5, "second")];
+        for (ttl, slack) in [(0, 1_000), (60_000, 1_000), (400, 200)] {
+            let hints = CacheHints::new(ttl, Scope::Public);
+            index.put_entries_relisted(&origin, "", &listing, hints, 100_000).expect("kept");
+            let before = writes(&index);
+            let outcomes = index
+                .put_entries_relisted(&origin, "", &listing, hints, 100_000 + slack - 1)
+                .expect("kept");
+            assert!(outcomes.iter().all(|o| !o.revoked && o.diff.is_none()));
+            assert_eq!(writes(&index) - before, 0, "ttl {ttl}: nothing written within the slack");
+            let stored = index.entry(&origin, &uri, "", 100_000 + slack).expect("read").expect("kept");
+            assert_eq!(stored.fetched_at_ms, 100_000, "ttl {ttl}: the older time, never a later one");
+            assert_eq!(stored.fresh, 100_000 + slack < 100_000 + ttl, "ttl {ttl}");
+
+            index
+                .put_entries_relisted(&origin, "", &listing, hints, 100_000 + slack)
+                .expect("kept");
+            let stored = index.entry(&origin, &uri, "", 100_000 + slack).expect("read").expect("kept");
+            assert_eq!(stored.fetched_at_ms, 100_000 + slack, "ttl {ttl}: past the slack, renewed");
+            // Reset for the next round: an older time, so its first put writes.
+            index.put_entries_relisted(&origin, "", &listing, hints, 1).expect("kept");
+        }
+        // A caller that knows of a change announced meanwhile renews within the slack.
+        let hints = CacheHints::new(0, Scope::Public);
+        index.put_entries_relisted(&origin, "", &listing, hints, 150_000).expect("kept");
+        index.put_entries(&origin, "", &listing, hints, 150_001).expect("kept");
+        let stored = index.entry(&origin, &uri, "", 150_002).expect("read").expect("kept");
+        assert_eq!(stored.fetched_at_ms, 150_001, "renewed");
+        // Changed within the slack: written at once, and the change said.
+        let hints = CacheHints::new(0, Scope::Public);
+        index.put_entries_relisted(&origin, "", &listing, hints, 200_000).expect("kept");
+        let changed = [skill("a", 5, "first, changed")];
+        let outcomes = index.put_entries_relisted(&origin, "", &changed, hints, 200_001).expect("kept");
+        assert!(outcomes[0].diff.is_some());
+        let stored = index.entry(&origin, &uri, "", 200_002).expect("read").expect("kept");
+        assert_eq!(stored.entry, changed[0]);
+        // Other hints within the slack (another time to live): written too.
+        let longer = CacheHints::new(30_000, Scope::Public);
+        index.put_entries_relisted(&origin, "", &changed, longer, 200_003).expect("kept");
+        let stored = index.entry(&origin, &uri, "", 200_004).expect("read").expect("kept");
+        assert_eq!((stored.fetched_at_ms, stored.hints.ttl_ms()), (200_003, 30_000));
     }
 
     #[test]

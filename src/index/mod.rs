@@ -35,6 +35,7 @@ mod stored;
 pub use approvals::Approval;
 pub use blobs::BlobRecord;
 pub use entries::{EntrySummary, PutOutcome, StoredEntry};
+pub(crate) use entries::RELIST_SLACK_MS;
 pub use seal::{KEY_LEN, SealKey};
 
 use std::path::{Path, PathBuf};
