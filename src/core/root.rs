@@ -329,7 +329,8 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
     // mount, a discovery path whose real path is too long to spell all got past paths alone).
     let folders = ancestry(dir.fd());
     let checked = outside_discovery_by_identity(root, &folders, &walked)
-        .and_then(|()| above_is_ours(root, &resolved, folders.get(1..).unwrap_or_default()));
+        .and_then(|()| above_is_ours(root, &resolved, folders.get(1..).unwrap_or_default()))
+        .and_then(|()| path_is_ours(root, &resolved, folders.first().map(|f| f.0)));
     if let Err(refused) = checked {
         forget_made(&dir, &resolved, &made);
         return Err(refused);
@@ -473,6 +474,55 @@ fn ancestry(dir: platform::BorrowedFd<'_>) -> Vec<(Id, platform::Stat)> {
         up = platform::hold_parent(here.as_fd()).ok();
     }
     folders
+}
+
+/// The folders on `resolved` itself, walked by name from its first folder without following a
+/// link: none may be one another user can rename entries in, and the walk must end at the root
+/// the cache holds (`me`). The folders above the held root ([`above_is_ours`]) are not enough
+/// alone: a link on the path, a real folder while the path was resolved, then a link to a safe
+/// place while the root was opened and checked, then a link into a skills folder while SQLite
+/// opened the index by the path, passed them (round 22 of review). Checked here, the path is
+/// one only this user or the superuser can change afterwards. Where the platform gives no
+/// identity (Windows, whose held folders cannot be renamed), there is nothing to compare.
+fn path_is_ours(root: &Path, resolved: &Path, me: Option<Id>) -> Result<(), Error> {
+    let Some(me) = me else {
+        return Ok(());
+    };
+    let refuse = |why, path: &Path| {
+        Error::Store(crate::error::StoreError::RootRefused {
+            root: root.to_owned(),
+            why,
+            path: path.to_owned(),
+        })
+    };
+    let changed = "a folder on its path changed while the cache opened it (a link where a folder was), so where its files would go cannot be told:";
+    let mut names = resolved.components();
+    let mut at = PathBuf::new();
+    let Some(first) = names.next() else {
+        return Ok(());
+    };
+    at.push(first);
+    let mut here = platform::hold_folder(&at, false).map_err(|_| refuse(changed, &at))?;
+    for name in names {
+        let std::path::Component::Normal(name) = name else {
+            return Err(refuse(changed, resolved));
+        };
+        if described(here.as_fd()).is_some_and(|(_, st)| platform::others_can_rename_in(&st)) {
+            return Err(refuse(
+                "a folder on its path lets another user rename what it holds (it belongs to another user, or is writable by group or others without the sticky bit), who could swap the path for a link while the cache opens its files; choose a root below folders only you (or the superuser) can change:",
+                &at,
+            ));
+        }
+        at.push(name);
+        here = match platform::hold_dir(here.as_fd(), Path::new(name)) {
+            Ok(Some(next)) => next,
+            _ => return Err(refuse(changed, &at)),
+        };
+    }
+    if identity(here.as_fd()) != Some(me) {
+        return Err(refuse(changed, resolved));
+    }
+    Ok(())
 }
 
 /// The root's files are opened by path where the platform gives no other way (`SQLite` opens
@@ -790,6 +840,33 @@ mod resolve_tests {
         assert!(!root.exists(), "nothing made");
         let elsewhere = dir.path().join("elsewhere/cache");
         assert!(super::prepare(&elsewhere, &[discovery], &crate::store::RealDisk).is_err());
+    }
+
+    /// Round 22 of review: a path component a link while the root was opened (to a safe place)
+    /// and later (into a skills folder, when SQLite opens the index by the path). The path is
+    /// walked by name without following a link, each folder on it checked, and must end at the
+    /// root held.
+    #[test]
+    fn a_path_that_is_not_the_held_roots_own_or_passes_a_shared_folder_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let safe = dir.path().join("safe/cache");
+        std::fs::create_dir_all(&safe).expect("mkdir");
+        symlink(&dir.path().join("safe"), &dir.path().join("swapped")).expect("link");
+        let through = dir.path().join("swapped/cache");
+        let held = crate::store::handle::Dir::open_root(&through).expect("opens through the link");
+        let me = super::ancestry(held.fd()).first().map(|f| f.0);
+        let refused = super::path_is_ours(&through, &through, me).expect_err("a link on the path");
+        assert!(refused.to_string().contains("changed while the cache opened it"), "{refused}");
+        super::path_is_ours(&safe, &safe, me).expect("the real path is the root's own");
+
+        let shared = dir.path().join("shared");
+        std::fs::create_dir_all(shared.join("cache")).expect("mkdir");
+        crate::platform::set_mode(&shared, 0o775).expect("chmod");
+        let root = shared.join("cache");
+        let held = crate::store::handle::Dir::open_root(&root).expect("open");
+        let me = super::ancestry(held.fd()).first().map(|f| f.0);
+        let refused = super::path_is_ours(&root, &root, me).expect_err("a shared folder on the path");
+        assert!(refused.to_string().contains("lets another user rename"), "{refused}");
     }
 
     /// What the path check cannot see (a bind mount, a parent swapped for a link after it),

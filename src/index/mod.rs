@@ -271,8 +271,11 @@ impl Index {
             tx.execute("DELETE FROM origins WHERE label = ?1", [origin.as_str()])
                 .map_err(db_err("purge"))?;
             // In the same transaction: a publish that saw the old count is of bytes fetched
-            // before this purge ([`Index::purges`]).
-            tx.execute("UPDATE purges SET generation = generation + 1", [])
+            // before this purge ([`Index::purges`]). Bumped even when the index holds no row of
+            // the origin: a load of it may still hold its bytes, in this process or another,
+            // before its first row. (The origin's row going bumps it too, by the trigger of
+            // schema 4, for a process of an older version still running on this index.)
+            tx.execute("UPDATE purges SET generation = generation + 1 WHERE id = 0", [])
                 .map_err(db_err("purge"))?;
             Ok(())
         })
