@@ -48,6 +48,10 @@ pub enum Counter {
     /// Verified files that could not be kept (a full disk, a read-only root): served all the
     /// same, [`SkillFile::stored`](crate::SkillFile::stored) false, and logged.
     StoreFailures,
+    /// Verified files not kept because the index was purged (of any origin, by any cache or
+    /// process) between the request for them and their publish: served all the same, and a
+    /// later load fetches them again (a purge is never undone by bytes fetched before it).
+    PurgeDrops,
     /// Index rows that failed their seal check and were treated as absent (R-H3).
     SealFailures,
     /// Requests and connection attempts that missed their deadline (R-B1).
@@ -74,7 +78,7 @@ pub enum Counter {
 }
 
 /// How many counters there are: the length of [`Counter::ALL`].
-const COUNT: usize = 16;
+const COUNT: usize = 17;
 
 impl Counter {
     /// Every counter, in the order of the enum (and of a snapshot's iteration).
@@ -87,6 +91,7 @@ impl Counter {
         Counter::Quarantines,
         Counter::Retries,
         Counter::StoreFailures,
+        Counter::PurgeDrops,
         Counter::SealFailures,
         Counter::Timeouts,
         Counter::L2Hits,
@@ -107,6 +112,7 @@ impl Counter {
             Counter::Quarantines => "quarantines",
             Counter::Retries => "retries",
             Counter::StoreFailures => "store_failures",
+            Counter::PurgeDrops => "purge_drops",
             Counter::SealFailures => "seal_failures",
             Counter::Timeouts => "timeouts",
             Counter::L2Hits => "l2_hits",

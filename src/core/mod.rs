@@ -438,6 +438,8 @@ impl Cache {
     ///
     /// # Errors
     /// As [`Cache::put_entry`]; nothing is stored if any write fails.
+    // The host path keeps what a server answered with `put_answered`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn put_entries(
         &self,
         origin: &Origin,
@@ -450,23 +452,29 @@ impl Cache {
             .put_entries(origin, principal, entries, hints, now_ms())?)
     }
 
-    /// [`Cache::put_entries`] for entries a server answered again, when no change was
-    /// announced for `origin` within [`RELIST_SLACK_MS`](crate::index::RELIST_SLACK_MS): an
-    /// unchanged entry whose row is that recent is left as it is
-    /// ([`Index::put_entries_relisted`](crate::index::Index::put_entries_relisted)).
+    /// Keeps entries a server answered to a request sent after `mark` was taken
+    /// ([`Cache::purge_mark`]): `None`, and nothing written, when the index has seen a purge
+    /// since (or could not say). `relisted` as
+    /// [`Index::put_answered`](crate::index::Index::put_answered): true unless the server
+    /// announced a change within [`RELIST_SLACK_MS`](crate::index::RELIST_SLACK_MS).
     ///
     /// # Errors
     /// As [`Cache::put_entries`].
-    pub(crate) fn put_relisted(
+    pub(crate) fn put_answered(
         &self,
         origin: &Origin,
         principal: &str,
         entries: &[SkillEntry],
         hints: CacheHints,
-    ) -> Result<Vec<PutOutcome>, Error> {
+        relisted: bool,
+        mark: PurgeMark,
+    ) -> Result<Option<Vec<PutOutcome>>, Error> {
+        let Some(purges) = mark.0 else {
+            return Ok(None);
+        };
         Ok(self
             .index
-            .put_entries_relisted(origin, principal, entries, hints, now_ms())?)
+            .put_answered(origin, principal, entries, hints, now_ms(), relisted, purges)?)
     }
 
     /// The entry for (`origin`, `uri`) visible to `principal`, with its freshness.

@@ -61,3 +61,32 @@ fn a_publish_of_bytes_fetched_before_another_caches_purge_keeps_nothing() {
     assert_eq!(ours.store_verified(&origin, &[(&files[1], &fetched)], after), Kept::Stored);
     assert_eq!(ours.index().origins().expect("origins"), vec![origin]);
 }
+
+/// The same for entries (round 22 of review): a listing or `skills/get` asked before another
+/// cache's purge and answered after it is served, not kept, so the purged label stays gone.
+#[test]
+fn entries_asked_for_before_another_caches_purge_are_not_kept() {
+    let dir = crate::scratch::scratch();
+    let (ours, theirs) = (open(dir.path()), open(dir.path()));
+    let origin = Origin::new("docs").expect("label");
+    let (files, _) = skill();
+    let wire = serde_json::json!({
+        "uri": "skill://kept/SKILL.md",
+        "frontmatter": {"name": "kept", "description": "Kept or not."},
+        "resources": files.iter().map(|f| serde_json::json!({
+            "uri": f.uri().as_str(), "digest": f.digest().to_string(), "size": f.size()})).collect::<Vec<_>>(),
+    });
+    let entry = SkillEntry::from_json(&wire, &Validation::default()).expect("valid");
+    let hints = crate::entry::CacheHints::new(60_000, crate::entry::Scope::Public);
+    let answered = |c: &Cache, mark| {
+        c.put_answered(&origin, "", std::slice::from_ref(&entry), hints, true, mark)
+            .expect("no error")
+    };
+    assert!(answered(&ours, ours.purge_mark()).is_some(), "kept with no purge between");
+
+    let mark = ours.purge_mark();
+    theirs.purge(&origin).expect("purge");
+    assert!(answered(&ours, mark).is_none(), "not kept: a purge came between");
+    assert!(ours.index().origins().expect("origins").is_empty(), "the label stays gone");
+    assert!(answered(&ours, ours.purge_mark()).is_some(), "a request after the purge keeps");
+}

@@ -509,13 +509,21 @@ fn path_is_ours(root: &Path, resolved: &Path, me: Option<Id>) -> Result<(), Erro
         };
         if described(here.as_fd()).is_some_and(|(_, st)| platform::others_can_rename_in(&st)) {
             return Err(refuse(
-                "a folder on its path lets another user rename what it holds (it belongs to another user, or is writable by group or others without the sticky bit), who could swap the path for a link while the cache opens its files; choose a root below folders only you (or the superuser) can change:",
+                "a folder on its path lets another user rename what it holds (it belongs to another user, or is writable by group or others without the sticky bit), who could swap the path for a link while the cache opens its files; make it writable only by its owner, or set a root below folders only you or the superuser can change (the root option, or SKILLCACHE_ROOT):",
                 &at,
             ));
         }
         at.push(name);
         here = match platform::hold_dir(here.as_fd(), Path::new(name)) {
             Ok(Some(next)) => next,
+            // Where a folder is held by a read-only open (no `O_PATH`: macOS), one this user
+            // may search but not read cannot be held to be checked.
+            Err(e) if platform::is(&e, &[errno::EACCES]) => {
+                return Err(refuse(
+                    "a folder on its path cannot be opened to check who can change it (it is not readable by you); make it readable, or set a root elsewhere (the root option, or SKILLCACHE_ROOT):",
+                    &at,
+                ));
+            }
             _ => return Err(refuse(changed, &at)),
         };
     }
@@ -542,9 +550,9 @@ fn above_is_ours(root: &Path, resolved: &Path, above: &[(Id, platform::Stat)]) -
     Err(Error::Store(crate::error::StoreError::RootRefused {
         root: root.to_owned(),
         why: if st.uid == platform::user_id() || st.uid == 0 {
-            "a folder above it is writable by group or others (without the sticky bit), who could swap the path for a link while the cache opens its files; make it writable only by its owner, or choose a root elsewhere:"
+            "a folder above it is writable by group or others (without the sticky bit), who could swap the path for a link while the cache opens its files; make it writable only by its owner (chmod go-w), or set a root elsewhere (the root option, or SKILLCACHE_ROOT):"
         } else {
-            "a folder above it belongs to another user, who could swap the path for a link while the cache opens its files; choose a root below folders only you (or the superuser) own:"
+            "a folder above it belongs to another user, who could swap the path for a link while the cache opens its files; set a root below folders only you or the superuser own (the root option, or SKILLCACHE_ROOT):"
         },
         path: resolved.ancestors().nth(at + 1).unwrap_or(resolved).to_owned(),
     }))

@@ -361,9 +361,13 @@ impl Worker {
         let stored = std::panic::catch_unwind(AssertUnwindSafe(|| {
             self.core.store_verified(origin, files, mark)
         }));
+        let n = u64::try_from(files.len()).unwrap_or(u64::MAX);
         let failed = if let Ok(kept) = stored {
-            // Not kept because the origin was purged meanwhile is the purge's doing, not a
-            // failure of the store.
+            // Not kept because the index was purged meanwhile is the purge's doing, not a
+            // failure of the store: counted apart.
+            if kept == Kept::Purged {
+                self.counters.add(Counter::PurgeDrops, n);
+            }
             if kept == Kept::Failed { files.len() } else { 0 }
         } else {
             tracing::warn!(

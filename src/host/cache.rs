@@ -11,6 +11,7 @@ use super::offline::{self, OfflineSource};
 use super::state::State;
 use super::window::LoadedSkill;
 use crate::catalog::{self, Catalog};
+use crate::core::PurgeMark;
 use crate::entry::info::EntryInfo;
 use crate::entry::{CacheHints, Listing, SkillEntry, parse_get_result, parse_list_result};
 use crate::error::{ConfigError, Error, Mismatch};
@@ -222,6 +223,7 @@ impl SkillCache {
     /// Invalid entries and responses, transport and index errors.
     pub async fn refresh(&self, origin: &Origin, uri: &SkillUri) -> Result<EntryInfo, Error> {
         let source = self.source(origin)?;
+        let mark = self.purge_mark().await?;
         let result = self
             .state
             .ask(
@@ -234,7 +236,7 @@ impl SkillCache {
             .await?;
         let (entry, hints) = parse_get_result(&result, uri, &self.state.settings().validation)
             .map_err(|e| e.sent_by(origin))?;
-        self.keep(origin, entry, hints).await
+        self.keep(origin, entry, hints, mark).await
     }
 
     /// Stores a fetched entry and says what storing it revoked. An index that cannot record it
@@ -246,8 +248,9 @@ impl SkillCache {
         origin: &Origin,
         entry: SkillEntry,
         hints: CacheHints,
+        mark: PurgeMark,
     ) -> Result<EntryInfo, Error> {
-        let mut kept = self.keep_all(origin, vec![entry], hints).await?;
+        let mut kept = self.keep_all(origin, vec![entry], hints, mark).await?;
         Ok(kept.pop().expect("one outcome for one entry"))
     }
 
@@ -258,6 +261,7 @@ impl SkillCache {
         origin: &Origin,
         entries: Vec<SkillEntry>,
         hints: CacheHints,
+        mark: PurgeMark,
     ) -> Result<Vec<EntryInfo>, Error> {
         if entries.is_empty() {
             return Ok(Vec::new());
@@ -268,16 +272,19 @@ impl SkillCache {
         // it is (a host that lists at every turn writes nothing).
         let since =
             crate::core::now_ms().saturating_sub(crate::index::RELIST_SLACK_MS.unsigned_abs());
-        let renew = self.state.marks().announced_since(origin, since);
+        let relisted = !self.state.marks().announced_since(origin, since);
         let outcomes = self
             .state
             .blocking(move |c| {
                 let n = e.len();
-                let put = if renew {
-                    c.put_entries(&o, &p, &e, hints)
-                } else {
-                    c.put_relisted(&o, &p, &e, hints)
-                };
+                let put = c.put_answered(&o, &p, &e, hints, relisted, mark).map(|kept| {
+                    kept.unwrap_or_else(|| {
+                        // Asked before a purge of the index (any origin, any process), answered
+                        // after it: served, not kept (the purge is not undone).
+                        tracing::debug!(origin = o.as_str(), "the index was purged while these entries were asked for: served without keeping them");
+                        vec![PutOutcome::default(); n]
+                    })
+                });
                 unkept_if_unrecordable(&o, put, || vec![PutOutcome::default(); n])
             })
             .await?;
@@ -287,6 +294,12 @@ impl SkillCache {
             .zip(outcomes)
             .map(|(entry, out)| self.kept(origin, entry, out))
             .collect())
+    }
+
+    /// The index's purge mark, taken before a request whose answer is kept
+    /// (`Cache::put_answered`).
+    async fn purge_mark(&self) -> Result<PurgeMark, Error> {
+        self.state.blocking(|c| Ok(c.purge_mark())).await
     }
 
     /// What a stored entry tells its caller; a revocation it caused is noted first.
@@ -318,6 +331,7 @@ impl SkillCache {
         }
         let source = self.source(origin)?;
         let validation = &self.state.settings().validation;
+        let mark = self.purge_mark().await?;
         let mut listing = Listing::new();
         let mut cursor: Option<String> = None;
         loop {
@@ -348,7 +362,7 @@ impl SkillCache {
         }
         // The valid entries kept in one transaction, then every refusal put back in its slot.
         let mut out: Vec<Result<EntryInfo, Error>> = self
-            .keep_all(origin, valid, hints)
+            .keep_all(origin, valid, hints, mark)
             .await?
             .into_iter()
             .map(Ok)

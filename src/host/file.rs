@@ -119,7 +119,11 @@ impl SkillFile {
     pub fn retried(&self) -> bool {
         self.retried
     }
-    /// Whether the bytes are kept in the cache (false for dynamic files, and when storing failed).
+    /// Whether the bytes are kept in the cache, or on their way to it (false for dynamic files,
+    /// and when storing failed at once). A load returns before its files are durable: one the
+    /// store then cannot keep (a full disk) or may not keep (the index was purged since the
+    /// request) still says true here, and is counted (`store_failures`, `purge_drops`) and
+    /// logged; `SkillCache::flush` waits for the store.
     #[must_use]
     pub fn stored(&self) -> bool {
         self.stored

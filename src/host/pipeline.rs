@@ -284,9 +284,6 @@ impl Pipeline<'_> {
             }
         };
         for ((i, retried), (file, verified, provenance, stored)) in fetch.into_iter().zip(stored) {
-            if !stored {
-                self.state.counters().bump(Counter::StoreFailures);
-            }
             self.state.counters().served(verified.as_slice().len());
             out[i] = Some(SkillFile::listed(
                 self.origin,
@@ -429,18 +426,29 @@ impl Pipeline<'_> {
                 .collect());
         }
         let origin = self.origin.clone();
-        self.state
+        let n = u64::try_from(batch.len()).unwrap_or(u64::MAX);
+        let (served, outcome) = self
+            .state
             .blocking(move |c| {
                 let files: Vec<_> = batch.iter().map(|(f, v)| (f, v)).collect();
-                let kept = c.store_verified(&origin, &files, mark) == Kept::Stored;
+                let outcome = c.store_verified(&origin, &files, mark);
                 drop(files);
-                Ok(batch
+                let kept = outcome == Kept::Stored;
+                let served: Vec<Served> = batch
                     .into_iter()
                     .zip(provenance)
                     .map(|((f, v), p)| (f, v, p, kept))
-                    .collect())
+                    .collect();
+                Ok((served, outcome))
             })
-            .await
+            .await?;
+        match outcome {
+            Kept::Stored => {}
+            Kept::Failed => self.state.counters().add(Counter::StoreFailures, n),
+            // Not a failure of the store: the purge's doing, counted apart.
+            Kept::Purged => self.state.counters().add(Counter::PurgeDrops, n),
+        }
+        Ok(served)
     }
 }
 

@@ -66,7 +66,7 @@ fn scope_key(scope: Scope, principal: &str) -> (&'static str, &str) {
 }
 
 /// The longest [`relist_slack_ms`]: a caller that knows of no change announced since this long
-/// ago may put entries as [relisted](Index::put_entries_relisted).
+/// ago may put entries as relisted ([`Index::put_answered`]).
 pub const RELIST_SLACK_MS: i64 = 1_000;
 
 /// How long after its row was written an unchanged entry listed again leaves the row as it is:
@@ -95,7 +95,7 @@ struct Put<'a> {
     public: bool,
     ttl_ms: i64,
     fetched_at_ms: i64,
-    /// Whether a recent unchanged row may be left as it is ([`Index::put_entries_relisted`]).
+    /// Whether a recent unchanged row may be left as it is ([`Index::put_answered`]).
     relisted: bool,
 }
 
@@ -209,6 +209,8 @@ impl Index {
     ///
     /// # Errors
     /// As [`Index::put_entry`]; nothing is stored if any write fails.
+    // The host path keeps what a server answered with `put_answered`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn put_entries(
         &self,
         origin: &Origin,
@@ -217,30 +219,40 @@ impl Index {
         hints: CacheHints,
         now_ms: u64,
     ) -> Result<Vec<PutOutcome>, IndexError> {
-        self.put_with(origin, principal, entries, hints, now_ms, false)
+        let kept = self.put_with(origin, principal, entries, hints, now_ms, false, None)?;
+        Ok(kept.expect("kept whatever the purge count"))
     }
 
-    /// [`Index::put_entries`] for entries a server answered again: an entry unchanged (the
-    /// same text, scope and time to live) whose row was written less than [`relist_slack_ms`]
-    /// before `now_ms` is left as it is — a host that lists at every turn writes nothing. Its
-    /// recorded fetch time then lags the truth by less than the slack, which only makes it
-    /// look older: its freshness ends early, never late. A caller that knows of a change
-    /// announced within the slack (R-B5: a row fetched before the announcement is stale)
-    /// renews with [`Index::put_entries`] instead, or the entry would stay stale.
+    /// [`Index::put_entries`] for entries a server answered, after a load of the index's purge
+    /// count ([`Index::purges`]) taken before the request went out: `None`, and nothing
+    /// written, if the count moved since (an origin purged meanwhile, by any cache or process,
+    /// is not brought back by an answer to a request sent before the purge: round 22 of
+    /// review). The count is read inside the write transaction, which a purge's own excludes.
+    ///
+    /// `relisted`: an entry unchanged (the same text, scope and time to live) whose row was
+    /// written less than [`relist_slack_ms`] before `now_ms` is left as it is — a host that
+    /// lists at every turn writes nothing. Its recorded fetch time then lags the truth by less
+    /// than the slack, which only makes it look older: its freshness ends early, never late. A
+    /// caller that knows of a change announced within the slack (R-B5: a row fetched before the
+    /// announcement is stale) renews instead (`relisted` false), or the entry would stay stale.
     ///
     /// # Errors
     /// As [`Index::put_entries`].
-    pub fn put_entries_relisted(
+    #[allow(clippy::too_many_arguments)] // one listing's answer and how to keep it
+    pub fn put_answered(
         &self,
         origin: &Origin,
         principal: &str,
         entries: &[SkillEntry],
         hints: CacheHints,
         now_ms: u64,
-    ) -> Result<Vec<PutOutcome>, IndexError> {
-        self.put_with(origin, principal, entries, hints, now_ms, true)
+        relisted: bool,
+        purges: u64,
+    ) -> Result<Option<Vec<PutOutcome>>, IndexError> {
+        self.put_with(origin, principal, entries, hints, now_ms, relisted, Some(purges))
     }
 
+    #[allow(clippy::too_many_arguments)] // the two public forms' common part
     fn put_with(
         &self,
         origin: &Origin,
@@ -249,7 +261,8 @@ impl Index {
         hints: CacheHints,
         now_ms: u64,
         relisted: bool,
-    ) -> Result<Vec<PutOutcome>, IndexError> {
+        purges: Option<u64>,
+    ) -> Result<Option<Vec<PutOutcome>>, IndexError> {
         let (scope, who) = scope_key(hints.scope(), principal);
         let put = Put {
             origin,
@@ -265,8 +278,20 @@ impl Index {
         // sealed when it is written (`seal_of`).
         let rows: Vec<SealedEntry<'_>> = entries.iter().map(Self::unsealed).collect();
         self.write("store entry", |tx| {
+            if let Some(seen) = purges {
+                let now: i64 = tx
+                    .prepare_cached("SELECT generation FROM purges WHERE id = 0")
+                    .and_then(|mut st| st.query_row([], |r| r.get(0)))
+                    .map_err(db_err("store entry"))?;
+                if now.cast_unsigned() != seen {
+                    return Ok(None);
+                }
+            }
             let oid = origin_id(tx, origin)?;
-            rows.iter().map(|row| self.put_row(tx, oid, &put, row)).collect()
+            rows.iter()
+                .map(|row| self.put_row(tx, oid, &put, row))
+                .collect::<Result<_, _>>()
+                .map(Some)
         })
     }
 
@@ -324,7 +349,7 @@ impl Index {
             r.scope == put.scope && r.principal == put.who && r.entry_json == row.json
         });
         // Answered again unchanged, with the same hints, shortly after its row was written:
-        // the row is left as it is ([`Index::put_entries_relisted`]).
+        // the row is left as it is ([`Index::put_answered`]).
         let recent = put.relisted
             && previous.as_ref().is_some_and(|r| {
             r.ttl_ms == put.ttl_ms
@@ -799,11 +824,10 @@ mod tests {
         let listing = [skill("a", 5, "first"), skill("b", 5, "second")];
         for (ttl, slack) in [(0, 1_000), (60_000, 1_000), (400, 200)] {
             let hints = CacheHints::new(ttl, Scope::Public);
-            index.put_entries_relisted(&origin, "", &listing, hints, 100_000).expect("kept");
+            index.put_answered(&origin, "", &listing, hints, 100_000, true, index.purges().expect("count")).expect("kept").expect("no purge");
             let before = writes(&index);
             let outcomes = index
-                .put_entries_relisted(&origin, "", &listing, hints, 100_000 + slack - 1)
-                .expect("kept");
+                .put_answered(&origin, "", &listing, hints, 100_000 + slack - 1, true, index.purges().expect("count")).expect("kept").expect("no purge");
             assert!(outcomes.iter().all(|o| !o.revoked && o.diff.is_none()));
             assert_eq!(writes(&index) - before, 0, "ttl {ttl}: nothing written within the slack");
             let stored = index.entry(&origin, &uri, "", 100_000 + slack).expect("read").expect("kept");
@@ -811,30 +835,29 @@ mod tests {
             assert_eq!(stored.fresh, 100_000 + slack < 100_000 + ttl, "ttl {ttl}");
 
             index
-                .put_entries_relisted(&origin, "", &listing, hints, 100_000 + slack)
-                .expect("kept");
+                .put_answered(&origin, "", &listing, hints, 100_000 + slack, true, index.purges().expect("count")).expect("kept").expect("no purge");
             let stored = index.entry(&origin, &uri, "", 100_000 + slack).expect("read").expect("kept");
             assert_eq!(stored.fetched_at_ms, 100_000 + slack, "ttl {ttl}: past the slack, renewed");
             // Reset for the next round: an older time, so its first put writes.
-            index.put_entries_relisted(&origin, "", &listing, hints, 1).expect("kept");
+            index.put_answered(&origin, "", &listing, hints, 1, true, index.purges().expect("count")).expect("kept").expect("no purge");
         }
         // A caller that knows of a change announced meanwhile renews within the slack.
         let hints = CacheHints::new(0, Scope::Public);
-        index.put_entries_relisted(&origin, "", &listing, hints, 150_000).expect("kept");
+        index.put_answered(&origin, "", &listing, hints, 150_000, true, index.purges().expect("count")).expect("kept").expect("no purge");
         index.put_entries(&origin, "", &listing, hints, 150_001).expect("kept");
         let stored = index.entry(&origin, &uri, "", 150_002).expect("read").expect("kept");
         assert_eq!(stored.fetched_at_ms, 150_001, "renewed");
         // Changed within the slack: written at once, and the change said.
         let hints = CacheHints::new(0, Scope::Public);
-        index.put_entries_relisted(&origin, "", &listing, hints, 200_000).expect("kept");
+        index.put_answered(&origin, "", &listing, hints, 200_000, true, index.purges().expect("count")).expect("kept").expect("no purge");
         let changed = [skill("a", 5, "first, changed")];
-        let outcomes = index.put_entries_relisted(&origin, "", &changed, hints, 200_001).expect("kept");
+        let outcomes = index.put_answered(&origin, "", &changed, hints, 200_001, true, index.purges().expect("count")).expect("kept").expect("no purge");
         assert!(outcomes[0].diff.is_some());
         let stored = index.entry(&origin, &uri, "", 200_002).expect("read").expect("kept");
         assert_eq!(stored.entry, changed[0]);
         // Other hints within the slack (another time to live): written too.
         let longer = CacheHints::new(30_000, Scope::Public);
-        index.put_entries_relisted(&origin, "", &changed, longer, 200_003).expect("kept");
+        index.put_answered(&origin, "", &changed, longer, 200_003, true, index.purges().expect("count")).expect("kept").expect("no purge");
         let stored = index.entry(&origin, &uri, "", 200_004).expect("read").expect("kept");
         assert_eq!((stored.fetched_at_ms, stored.hints.ttl_ms()), (200_003, 30_000));
     }
