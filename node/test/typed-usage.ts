@@ -66,3 +66,10 @@ export async function host(root: string): Promise<number> {
   console.log(report.isClean, gc.bytesAfter, removed, await cache.origins(), cache.stats()['misses'], lock.skills.length);
   return bytes + cache.forPrincipal('alice').root.length;
 }
+
+// `await using` (explicit resource management): the cache is an AsyncDisposable.
+export async function scoped(root: string): Promise<void> {
+  await using cache = new SkillCache({ root, keyFile: `${root}/host.key` });
+  const disposable: AsyncDisposable = cache;
+  void disposable;
+}
