@@ -85,16 +85,22 @@ async def test_t4_a_miss_goes_to_the_runtime_and_the_server(tmp_path: Path, skil
     cache = open_cache(tmp_path, approval="not_required")
     cache.connect_stdio("docs", hostile_argv(skills_dir, "honest", log))
     entry = (await within(cache.entry("docs", NOTES))).entry
+    # A miss is polled once on the calling thread, then goes on on the runtime: one hop. On a
+    # busy machine the calling thread can be descheduled long enough inside that one poll for
+    # every step of the miss (the blocking read, the server's answer) to be done when the poll
+    # looks: the miss is then answered in it, with no hop. Either way it reached the server.
     hops = native._hops()
     skill = await within(cache.load("docs", entry))  # SKILL.md: a miss
-    assert native._hops() == hops + 1
+    assert native._hops() - hops in (0, 1)
     assert requests(log).count("resources/read") == 1
+    hops = native._hops()
     f = await within(skill.read(TEMPLATE))  # another miss
     assert f.provenance == "server" and f.bytes == FIXTURE_SKILLS["release-notes"][TEMPLATE]
-    assert native._hops() == hops + 2
+    assert native._hops() - hops in (0, 1)
     assert requests(log).count("resources/read") == 2
-    again = await skill.read(TEMPLATE)  # now a hit: no hop
-    assert again.provenance == "cache" and native._hops() == hops + 2
+    hops = native._hops()
+    again = await skill.read(TEMPLATE)  # now a hit: never a hop
+    assert again.provenance == "cache" and native._hops() == hops
 
 
 @pytest.mark.parametrize("isolation", ["rehash", "guaranteed"])
