@@ -431,6 +431,46 @@ fn h3_a_key_inside_the_root_is_refused_and_not_created() {
     refused_inside_root(&link.join("host.key"));
 }
 
+/// Round 23 of review: a key file named inside a skill discovery path would be loaded by an
+/// agent as a skill's file, and the seal key read by the model. Refused, and not created; a
+/// link into the folder too.
+#[test]
+fn h3_a_key_inside_a_skill_discovery_path_is_refused_and_not_created() {
+    let f = Fixture::new();
+    let skills = f.dir.path().join("skills");
+    std::fs::create_dir_all(skills.join("notes")).expect("mkdir");
+    let refused = |key: &Path| {
+        let err = Cache::builder()
+            .root(f.root())
+            .discovery_path(&skills)
+            .key_file(key)
+            .open()
+            .expect_err("the key is refused");
+        assert!(
+            matches!(
+                &err,
+                Error::Index(skillcache::error::IndexError::HostKey {
+                    problem: KeyProblem::InsideDiscovery { .. },
+                    ..
+                })
+            ),
+            "{}: {err:?}",
+            key.display()
+        );
+        assert!(
+            err.to_string().contains("where an agent would load it"),
+            "{err}"
+        );
+    };
+    let inside = skills.join("notes").join("SKILL.md");
+    refused(&inside);
+    assert!(!inside.exists(), "not created");
+    let link = f.dir.path().join("link-to-skills");
+    std::os::unix::fs::symlink(&skills, &link).expect("symlink");
+    refused(&link.join("notes").join("host.key"));
+    assert!(!skills.join("notes").join("host.key").exists());
+}
+
 #[test]
 fn h3_a_key_of_the_wrong_length_or_not_a_regular_file_is_refused() {
     let f = Fixture::new();

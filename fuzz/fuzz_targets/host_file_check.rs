@@ -37,6 +37,7 @@ pub const VOCABULARY: &[&str] = &[
     "contains a NUL character",
     "is not a usable variable name (empty, or contains '=')",
     "is not an http:// or https:// URL",
+    "an http:// or https:// URL with a host is needed",
     "is not a valid HTTP header name", "is not a valid HTTP header value",
     "is given twice; the host and a reader of the file could take different values",
     "the name is not a usable origin: ",

@@ -225,7 +225,7 @@ fn keep_behind(c: &Cache, w: &World) {
         }
     }
     let batch: Vec<_> = held.iter().map(|(f, v)| (f, v)).collect();
-    c.store_verified(&w.origin, &batch, c.purge_mark());
+    c.store_verified(&w.origin, &batch, c.purge_mark(&w.origin));
 }
 
 const SCENARIOS: &[Scenario] = &[

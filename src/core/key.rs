@@ -27,8 +27,14 @@ pub fn default_key_file() -> PathBuf {
 }
 
 /// Reads the key at `path`, creating it on first use, after refusing a path inside `root`
-/// (already resolved); and whether it was created just now.
-pub(crate) fn load_or_create(path: &Path, root: &Path) -> Result<(SealKey, bool), Error> {
+/// (already resolved) or inside a skill discovery path (an agent would load it as a skill's
+/// file, and the model would read the key: round 23 of review); and whether it was created
+/// just now.
+pub(crate) fn load_or_create(
+    path: &Path,
+    root: &Path,
+    discovery: &[PathBuf],
+) -> Result<(SealKey, bool), Error> {
     let refused = |problem| Error::Index(crate::error::IndexError::HostKey {
         path: path.to_owned(),
         problem,
@@ -41,6 +47,18 @@ pub(crate) fn load_or_create(path: &Path, root: &Path) -> Result<(SealKey, bool)
         || super::root::lies_within(parent, &root)
     {
         return Err(refused(KeyProblem::InsideRoot { root }));
+    }
+    // The same two ways for each discovery path: by its resolved spelling (it may not exist
+    // yet), and by identity (a link or a bind mount into it).
+    let resolved = super::root::resolve(path).ok();
+    for d in discovery {
+        let by_path = resolved
+            .as_ref()
+            .zip(super::root::resolve(d).ok())
+            .is_some_and(|(p, d)| p.starts_with(d));
+        if by_path || super::root::lies_within(parent, d) {
+            return Err(refused(KeyProblem::InsideDiscovery { folder: d.clone() }));
+        }
     }
     match read(path) {
         Err(Error::Store(crate::error::StoreError::Io { source, .. })) if source.kind() == io::ErrorKind::NotFound => {

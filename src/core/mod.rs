@@ -238,7 +238,7 @@ impl CacheBuilder {
         let dir = root::prepare(&root, &discovery, self.disk.as_ref())?;
         let root = dir.path().to_owned();
         let key_file = self.key_file.unwrap_or_else(default_key_file);
-        let (key, new_key) = key::load_or_create(&key_file, &root)?;
+        let (key, new_key) = key::load_or_create(&key_file, &root, &discovery)?;
         let store = BlobStore::open(dir, self.disk, self.lock_timeout)?;
         store.scrub_index_files()?;
         let index = Index::open(&store.layout().index_db(), key)?;
@@ -323,6 +323,14 @@ pub enum CachedRead {
 /// `None` when the index could not say, which keeps nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PurgeMark(Option<u64>);
+
+/// What a request whose answer is kept notes before it is sent ([`Cache::asked`]): the purge
+/// mark, and the time, which becomes the fetch time of the entries it answers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Asked {
+    mark: PurgeMark,
+    at_ms: u64,
+}
 
 /// Whether a batch of verified files was kept ([`Cache::store_verified`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -452,9 +460,11 @@ impl Cache {
             .put_entries(origin, principal, entries, hints, now_ms())?)
     }
 
-    /// Keeps entries a server answered to a request sent after `mark` was taken
-    /// ([`Cache::purge_mark`]): `None`, and nothing written, when the index has seen a purge
-    /// since (or could not say). `relisted` as
+    /// Keeps entries a server answered to a request sent after `asked` was noted
+    /// ([`Cache::asked`]): `None`, and nothing written, when the index has seen a purge since
+    /// (or could not say). Their fetch time is the time the request was sent, not the time the
+    /// answer is kept: a change the server announced meanwhile still marks them stale (round 23
+    /// of review). `relisted` as
     /// [`Index::put_answered`](crate::index::Index::put_answered): true unless the server
     /// announced a change within [`RELIST_SLACK_MS`](crate::index::RELIST_SLACK_MS).
     ///
@@ -467,14 +477,14 @@ impl Cache {
         entries: &[SkillEntry],
         hints: CacheHints,
         relisted: bool,
-        mark: PurgeMark,
+        asked: Asked,
     ) -> Result<Option<Vec<PutOutcome>>, Error> {
-        let Some(purges) = mark.0 else {
+        let Some(purges) = asked.mark.0 else {
             return Ok(None);
         };
         Ok(self
             .index
-            .put_answered(origin, principal, entries, hints, now_ms(), relisted, purges)?)
+            .put_answered(origin, principal, entries, hints, asked.at_ms, relisted, purges)?)
     }
 
     /// The entry for (`origin`, `uri`) visible to `principal`, with its freshness.
@@ -643,11 +653,13 @@ impl Cache {
         }
     }
 
-    /// What the index says of purges now, for a load to note before it fetches (the argument
-    /// `fetched` of [`Cache::store_verified`]). An index that cannot be read gives a mark that
-    /// keeps nothing: whether a purge came between cannot be told.
-    pub(crate) fn purge_mark(&self) -> PurgeMark {
-        match self.index.purges() {
+    /// What the index says of purges now, for a request about `origin` to note before it is
+    /// sent (the argument `fetched` of [`Cache::store_verified`], `mark` of
+    /// [`Cache::put_answered`]); the index is made to hold a row for the origin first
+    /// ([`Index::purges_for`](crate::index::Index::purges_for)). An index that cannot be read
+    /// or written gives a mark that keeps nothing: whether a purge came between cannot be told.
+    pub(crate) fn purge_mark(&self, origin: &Origin) -> PurgeMark {
+        match self.index.purges_for(origin) {
             Ok(n) => PurgeMark(Some(n)),
             Err(e) => {
                 tracing::debug!(error = %e, "could not read the index's purge count");
@@ -656,11 +668,21 @@ impl Cache {
         }
     }
 
+    /// What a request for `origin`'s entries notes before it is sent: the time, then the purge
+    /// mark ([`Cache::put_answered`]).
+    pub(crate) fn asked(&self, origin: &Origin) -> Asked {
+        let at_ms = now_ms();
+        Asked {
+            mark: self.purge_mark(origin),
+            at_ms,
+        }
+    }
+
     /// Whether the index has seen no purge since `mark` was taken. Called under the store's
     /// shared lock, which a purge's exclusive lock excludes: the answer holds until the lock is
     /// given back.
     fn unpurged_since(&self, mark: PurgeMark) -> bool {
-        mark.0.is_some() && self.purge_mark() == mark
+        mark.0.is_some() && self.index.purges().ok() == mark.0
     }
 
     /// Whether a publish of `bytes` may be left to the write-behind keeper: the index takes

@@ -43,7 +43,7 @@ fn a_publish_of_bytes_fetched_before_another_caches_purge_keeps_nothing() {
     ours.store_file(&origin, &files[0], &bytes[0]).expect("an earlier load's file");
 
     // A load notes the mark, then fetches; meanwhile the other cache purges the origin.
-    let mark = ours.purge_mark();
+    let mark = ours.purge_mark(&origin);
     let fetched = VerifiedBytes::check(bytes[1].clone(), files[1].size(), files[1].digest())
         .expect("verified");
     theirs.purge(&origin).expect("purge");
@@ -56,7 +56,7 @@ fn a_publish_of_bytes_fetched_before_another_caches_purge_keeps_nothing() {
     );
 
     // A load that begins after the purge keeps what it fetches.
-    let after = ours.purge_mark();
+    let after = ours.purge_mark(&origin);
     assert_ne!(after, mark);
     assert_eq!(ours.store_verified(&origin, &[(&files[1], &fetched)], after), Kept::Stored);
     assert_eq!(ours.index().origins().expect("origins"), vec![origin]);
@@ -78,15 +78,49 @@ fn entries_asked_for_before_another_caches_purge_are_not_kept() {
     });
     let entry = SkillEntry::from_json(&wire, &Validation::default()).expect("valid");
     let hints = crate::entry::CacheHints::new(60_000, crate::entry::Scope::Public);
-    let answered = |c: &Cache, mark| {
-        c.put_answered(&origin, "", std::slice::from_ref(&entry), hints, true, mark)
+    let answered = |c: &Cache, asked| {
+        c.put_answered(&origin, "", std::slice::from_ref(&entry), hints, true, asked)
             .expect("no error")
     };
-    assert!(answered(&ours, ours.purge_mark()).is_some(), "kept with no purge between");
+    let asked = ours.asked(&origin);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    assert!(answered(&ours, asked).is_some(), "kept with no purge between");
+    let stored = ours
+        .entry(&origin, entry.uri(), "")
+        .expect("read")
+        .expect("kept");
+    assert_eq!(
+        stored.fetched_at_ms, asked.at_ms,
+        "fetched when asked, not when kept: a change announced meanwhile still marks it stale"
+    );
 
-    let mark = ours.purge_mark();
+    let asked = ours.asked(&origin);
     theirs.purge(&origin).expect("purge");
-    assert!(answered(&ours, mark).is_none(), "not kept: a purge came between");
+    assert!(answered(&ours, asked).is_none(), "not kept: a purge came between");
     assert!(ours.index().origins().expect("origins").is_empty(), "the label stays gone");
-    assert!(answered(&ours, ours.purge_mark()).is_some(), "a request after the purge keeps");
+    assert!(answered(&ours, ours.asked(&origin)).is_some(), "a request after the purge keeps");
+}
+
+/// Round 23 of review: a process of the previous version purges with a bare delete (no count of
+/// its own) an origin this cache is loading for the first time. The mark made the index hold a
+/// row for the origin, so the delete moves the count (schema 4's trigger) and the load's publish
+/// keeps nothing.
+#[test]
+fn an_older_processes_purge_of_an_origin_with_no_row_yet_is_not_undone() {
+    let dir = crate::scratch::scratch();
+    let ours = open(dir.path());
+    let origin = Origin::new("docs").expect("label");
+    let (files, bytes) = skill();
+    assert!(ours.index().origins().expect("origins").is_empty(), "nothing of it yet");
+    let mark = ours.purge_mark(&origin);
+    let fetched = VerifiedBytes::check(bytes[1].clone(), files[1].size(), files[1].digest())
+        .expect("verified");
+    // The older process: its purge is a bare delete of the origin's row.
+    let old = rusqlite::Connection::open(dir.path().join("root/index.sqlite3")).expect("open");
+    let deleted = old
+        .execute("DELETE FROM origins WHERE label = 'docs'", [])
+        .expect("an old purge");
+    assert_eq!(deleted, 1, "the mark made the index hold a row for the origin");
+    assert_eq!(ours.store_verified(&origin, &[(&files[1], &fetched)], mark), Kept::Purged);
+    assert!(ours.index().origins().expect("origins").is_empty());
 }

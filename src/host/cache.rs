@@ -11,7 +11,7 @@ use super::offline::{self, OfflineSource};
 use super::state::State;
 use super::window::LoadedSkill;
 use crate::catalog::{self, Catalog};
-use crate::core::PurgeMark;
+use crate::core::Asked;
 use crate::entry::info::EntryInfo;
 use crate::entry::{CacheHints, Listing, SkillEntry, parse_get_result, parse_list_result};
 use crate::error::{ConfigError, Error, Mismatch};
@@ -223,7 +223,7 @@ impl SkillCache {
     /// Invalid entries and responses, transport and index errors.
     pub async fn refresh(&self, origin: &Origin, uri: &SkillUri) -> Result<EntryInfo, Error> {
         let source = self.source(origin)?;
-        let mark = self.purge_mark().await?;
+        let asked = self.asked(origin).await?;
         let result = self
             .state
             .ask(
@@ -236,7 +236,7 @@ impl SkillCache {
             .await?;
         let (entry, hints) = parse_get_result(&result, uri, &self.state.settings().validation)
             .map_err(|e| e.sent_by(origin))?;
-        self.keep(origin, entry, hints, mark).await
+        self.keep(origin, entry, hints, asked).await
     }
 
     /// Stores a fetched entry and says what storing it revoked. An index that cannot record it
@@ -248,9 +248,9 @@ impl SkillCache {
         origin: &Origin,
         entry: SkillEntry,
         hints: CacheHints,
-        mark: PurgeMark,
+        asked: Asked,
     ) -> Result<EntryInfo, Error> {
-        let mut kept = self.keep_all(origin, vec![entry], hints, mark).await?;
+        let mut kept = self.keep_all(origin, vec![entry], hints, asked).await?;
         Ok(kept.pop().expect("one outcome for one entry"))
     }
 
@@ -261,7 +261,7 @@ impl SkillCache {
         origin: &Origin,
         entries: Vec<SkillEntry>,
         hints: CacheHints,
-        mark: PurgeMark,
+        asked: Asked,
     ) -> Result<Vec<EntryInfo>, Error> {
         if entries.is_empty() {
             return Ok(Vec::new());
@@ -277,7 +277,7 @@ impl SkillCache {
             .state
             .blocking(move |c| {
                 let n = e.len();
-                let put = c.put_answered(&o, &p, &e, hints, relisted, mark).map(|kept| {
+                let put = c.put_answered(&o, &p, &e, hints, relisted, asked).map(|kept| {
                     kept.unwrap_or_else(|| {
                         // Asked before a purge of the index (any origin, any process), answered
                         // after it: served, not kept (the purge is not undone).
@@ -296,10 +296,10 @@ impl SkillCache {
             .collect())
     }
 
-    /// The index's purge mark, taken before a request whose answer is kept
-    /// (`Cache::put_answered`).
-    async fn purge_mark(&self) -> Result<PurgeMark, Error> {
-        self.state.blocking(|c| Ok(c.purge_mark())).await
+    /// What a request whose answer is kept notes before it is sent (`Cache::asked`).
+    async fn asked(&self, origin: &Origin) -> Result<Asked, Error> {
+        let o = origin.clone();
+        self.state.blocking(move |c| Ok(c.asked(&o))).await
     }
 
     /// What a stored entry tells its caller; a revocation it caused is noted first.
@@ -331,7 +331,7 @@ impl SkillCache {
         }
         let source = self.source(origin)?;
         let validation = &self.state.settings().validation;
-        let mark = self.purge_mark().await?;
+        let asked = self.asked(origin).await?;
         let mut listing = Listing::new();
         let mut cursor: Option<String> = None;
         loop {
@@ -362,7 +362,7 @@ impl SkillCache {
         }
         // The valid entries kept in one transaction, then every refusal put back in its slot.
         let mut out: Vec<Result<EntryInfo, Error>> = self
-            .keep_all(origin, valid, hints, mark)
+            .keep_all(origin, valid, hints, asked)
             .await?
             .into_iter()
             .map(Ok)

@@ -171,7 +171,7 @@ impl Pipeline<'_> {
         self.state
             .blocking(move |c| {
                 let reads = c.read_files(&origin, &batch);
-                Ok((reads, mark.then(|| c.purge_mark())))
+                Ok((reads, mark.then(|| c.purge_mark(&origin))))
             })
             .await
     }

@@ -110,6 +110,11 @@ pub enum KeyProblem {
         /// The cache root.
         root: std::path::PathBuf,
     },
+    /// It lies inside a skill discovery path, where an agent would load it as a skill's file.
+    InsideDiscovery {
+        /// The discovery path.
+        folder: std::path::PathBuf,
+    },
 }
 
 impl fmt::Display for KeyProblem {
@@ -134,6 +139,11 @@ impl fmt::Display for KeyProblem {
                 f,
                 "it lies inside the cache root {}; keep it outside the root (the default is ~/.config/skillcache/host.key)",
                 SafePath(root)
+            ),
+            KeyProblem::InsideDiscovery { folder } => write!(
+                f,
+                "it lies inside the skill discovery path {}, where an agent would load it as a skill's file; keep it elsewhere (the default is ~/.config/skillcache/host.key)",
+                SafePath(folder)
             ),
         }
     }

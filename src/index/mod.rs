@@ -297,6 +297,22 @@ impl Index {
         Ok(n.cast_unsigned())
     }
 
+    /// [`Index::purges`] for a request about `origin`, after making sure the index holds a row
+    /// for it (written only when it has none): a purge of the origin then always deletes a
+    /// row, so that even a process of an older version, whose purge does not count but whose
+    /// deleting a row does (schema 4's trigger), moves the count (round 23 of review).
+    ///
+    /// # Errors
+    /// [`IndexError::Database`](IndexError::Database) on a database failure;
+    /// [`IndexError::ReadOnly`](IndexError::ReadOnly) when the row is missing and the index
+    /// cannot be written.
+    pub fn purges_for(&self, origin: &Origin) -> Result<u64, IndexError> {
+        if find_origin_id(&self.conn(), origin)?.is_none() {
+            self.write("add origin", |tx| origin_id(tx, origin).map(drop))?;
+        }
+        self.purges()
+    }
+
     /// Leaves nothing deleted readable in the index's files (K3), after a purge: `SQLite` keeps
     /// a deleted row's bytes in its page's free space and on the free list, and the write-ahead
     /// log keeps old page images until a checkpoint. `VACUUM` rebuilds every page from the live
