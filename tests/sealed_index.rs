@@ -471,6 +471,40 @@ fn h3_a_key_inside_a_skill_discovery_path_is_refused_and_not_created() {
     assert!(!skills.join("notes").join("host.key").exists());
 }
 
+/// Round 24 of review: the key is made and read by its path, so a folder on that path that
+/// another user could change (swap for a link into a skills folder between the checks and the
+/// key's creation) refuses it; a sticky folder (`/tmp`) does not.
+#[test]
+fn h3_a_key_below_a_folder_others_can_change_is_refused_and_not_created() {
+    let f = Fixture::new();
+    let shared = f.dir.path().join("shared");
+    std::fs::create_dir(&shared).expect("mkdir");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o775)).expect("chmod");
+    let key = shared.join("keys").join("host.key");
+    let err = open_err(&f, &key);
+    assert!(
+        matches!(
+            &err,
+            Error::Index(skillcache::error::IndexError::HostKey {
+                problem: KeyProblem::FolderNotOurs { .. },
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("could be changed by another user"),
+        "{err}"
+    );
+    assert!(!shared.join("keys").exists(), "nothing made");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    Cache::builder()
+        .root(f.root())
+        .key_file(&key)
+        .open()
+        .expect("below a sticky folder");
+}
+
 #[test]
 fn h3_a_key_of_the_wrong_length_or_not_a_regular_file_is_refused() {
     let f = Fixture::new();

@@ -51,6 +51,15 @@ pub(crate) fn load_or_create(
     // The same two ways for each discovery path: by its resolved spelling (it may not exist
     // yet), and by identity (a link or a bind mount into it).
     let resolved = super::root::resolve(path).ok();
+    // The key is made and read by its path: nobody else may be able to swap a folder on it for
+    // a link between these checks and that (round 24 of review), as for the root.
+    if let Some(folder) = resolved
+        .as_deref()
+        .and_then(Path::parent)
+        .and_then(super::root::changeable_by_others)
+    {
+        return Err(refused(KeyProblem::FolderNotOurs { folder }));
+    }
     for d in discovery {
         let by_path = resolved
             .as_ref()

@@ -636,6 +636,12 @@ impl Cache {
         files: &[(&ManifestFile, &VerifiedBytes)],
         fetched: PurgeMark,
     ) -> Kept {
+        if fetched.0.is_none() {
+            // The index could not be read (or written) when the load began: it cannot keep
+            // these now either; a failure of the store, not a purge (round 24 of review).
+            tracing::warn!(origin = origin.as_str(), files = files.len(), "store failed (the index could not be read when the load began): served without keeping a copy");
+            return Kept::Failed;
+        }
         let batch: Vec<(&ManifestFile, &[u8])> =
             files.iter().map(|(f, v)| (*f, v.as_slice())).collect();
         match self.store_files_since(origin, &batch, Some(fetched)) {

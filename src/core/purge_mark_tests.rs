@@ -113,6 +113,10 @@ fn an_older_processes_purge_of_an_origin_with_no_row_yet_is_not_undone() {
     let (files, bytes) = skill();
     assert!(ours.index().origins().expect("origins").is_empty(), "nothing of it yet");
     let mark = ours.purge_mark(&origin);
+    assert!(
+        ours.index().origins().expect("origins").is_empty(),
+        "the row a mark makes holds nothing: not an origin the cache holds (round 24)"
+    );
     let fetched = VerifiedBytes::check(bytes[1].clone(), files[1].size(), files[1].digest())
         .expect("verified");
     // The older process: its purge is a bare delete of the origin's row.

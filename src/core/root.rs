@@ -533,6 +533,37 @@ fn path_is_ours(root: &Path, resolved: &Path, me: Option<Id>) -> Result<(), Erro
     Ok(())
 }
 
+/// The first folder on the existing part of `resolved` (walked by name from its first folder,
+/// without following a link) that someone other than this user or the superuser could change
+/// — another user's, or writable by group or others without the sticky bit — or the first link
+/// met; `None` when there is none. The host key's check (round 24 of review): the key is made
+/// and read by its path, so nobody else may be able to swap a folder on it for a link.
+pub(crate) fn changeable_by_others(resolved: &Path) -> Option<PathBuf> {
+    let mut names = resolved.components();
+    let mut at = PathBuf::new();
+    at.push(names.next()?);
+    let mut here = platform::hold_folder(&at, false).ok()?;
+    for name in names {
+        if described(here.as_fd()).is_some_and(|(_, st)| platform::others_can_rename_in(&st)) {
+            return Some(at);
+        }
+        let std::path::Component::Normal(name) = name else {
+            return Some(at);
+        };
+        at.push(name);
+        here = match platform::hold_dir(here.as_fd(), Path::new(name)) {
+            Ok(Some(next)) => next,
+            // Past the existing part: what is made there is made by this user.
+            Ok(None) => return None,
+            // A link (or a file) where a folder was, or a folder that cannot be held.
+            Err(_) => return Some(at),
+        };
+    }
+    described(here.as_fd())
+        .is_some_and(|(_, st)| platform::others_can_rename_in(&st))
+        .then_some(at)
+}
+
 /// The root's files are opened by path where the platform gives no other way (`SQLite` opens
 /// the index, its log and its shared memory by name): a folder above the root that someone
 /// else can rename entries in lets that someone swap the path for a link while the cache opens

@@ -97,6 +97,9 @@ struct Put<'a> {
     fetched_at_ms: i64,
     /// Whether a recent unchanged row may be left as it is ([`Index::put_answered`]).
     relisted: bool,
+    /// Whether the entries answer a request asked at `fetched_at_ms` ([`Index::put_answered`]):
+    /// a row kept from a request asked later is newer, and stays.
+    answered: bool,
 }
 
 /// An entry ready to be written: its JSON, its binding and its row's seal.
@@ -273,6 +276,7 @@ impl Index {
             ttl_ms: to_i64(hints.ttl_ms()),
             fetched_at_ms: to_i64(now_ms),
             relisted,
+            answered: purges.is_some(),
         };
         // Serialised before the transaction (the write lock is held for writes only); a row is
         // sealed when it is written (`seal_of`).
@@ -345,6 +349,16 @@ impl Index {
         // The same entry in the same row, listed again: only its time and seal change. Its file
         // rows stay (their seals do not cover the time), so a listing of unchanged skills writes
         // one row each, not every file again (G1: a catalog of 10 k files rewrote 10 k file rows).
+        // An answer to a request asked before the one whose answer this row holds (two caches
+        // or tasks asking at once, the earlier answer kept last) is older than the row: the row
+        // stays, or the older content would be served as fresh (round 24 of review).
+        if put.answered
+            && previous.as_ref().is_some_and(|r| {
+                r.scope == put.scope && r.principal == put.who && r.fetched_at_ms > put.fetched_at_ms
+            })
+        {
+            return Ok(PutOutcome::default());
+        }
         let unchanged = previous.as_ref().is_some_and(|r| {
             r.scope == put.scope && r.principal == put.who && r.entry_json == row.json
         });
@@ -838,8 +852,9 @@ mod tests {
                 .put_answered(&origin, "", &listing, hints, 100_000 + slack, true, index.purges().expect("count")).expect("kept").expect("no purge");
             let stored = index.entry(&origin, &uri, "", 100_000 + slack).expect("read").expect("kept");
             assert_eq!(stored.fetched_at_ms, 100_000 + slack, "ttl {ttl}: past the slack, renewed");
-            // Reset for the next round: an older time, so its first put writes.
-            index.put_answered(&origin, "", &listing, hints, 1, true, index.purges().expect("count")).expect("kept").expect("no purge");
+            // Reset for the next round: an older time, so its first put writes (a renewal, not
+            // an answer: an answer older than the row would leave it).
+            index.put_entries(&origin, "", &listing, hints, 1).expect("kept");
         }
         // A caller that knows of a change announced meanwhile renews within the slack.
         let hints = CacheHints::new(0, Scope::Public);
@@ -860,6 +875,31 @@ mod tests {
         index.put_answered(&origin, "", &changed, longer, 200_003, true, index.purges().expect("count")).expect("kept").expect("no purge");
         let stored = index.entry(&origin, &uri, "", 200_004).expect("read").expect("kept");
         assert_eq!((stored.fetched_at_ms, stored.hints.ttl_ms()), (200_003, 30_000));
+    }
+
+    /// Round 24 of review: two caches ask at once, and the answer asked first is kept last. The
+    /// row keeps the later answer; the earlier one is served to its caller, never as the row.
+    #[test]
+    fn an_answer_asked_before_the_rows_own_does_not_replace_it() {
+        let dir = crate::scratch::scratch();
+        let index = Index::open(&dir.path().join("index.sqlite3"), SealKey::from_bytes([7; 32]))
+            .expect("open");
+        let origin = Origin::new("docs").expect("label");
+        let uri = SkillUri::parse("skill://a/SKILL.md").expect("uri");
+        let hints = CacheHints::new(60_000, Scope::Public);
+        let purges = index.purges_for(&origin).expect("count");
+        let newer = [skill("a", 3, "asked second")];
+        let older = [skill("a", 3, "asked first")];
+        index
+            .put_answered(&origin, "", &newer, hints, 2_000, false, purges)
+            .expect("kept")
+            .expect("no purge");
+        index
+            .put_answered(&origin, "", &older, hints, 1_000, false, purges)
+            .expect("kept")
+            .expect("no purge");
+        let stored = index.entry(&origin, &uri, "", 2_500).expect("read").expect("kept");
+        assert_eq!((stored.entry, stored.fetched_at_ms), (newer[0].clone(), 2_000));
     }
 
     #[test]

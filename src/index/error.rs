@@ -115,6 +115,12 @@ pub enum KeyProblem {
         /// The discovery path.
         folder: std::path::PathBuf,
     },
+    /// A folder on its path could be changed by another user (theirs, or writable by group or
+    /// others without the sticky bit), who could swap it for a link while the key is made.
+    FolderNotOurs {
+        /// The folder.
+        folder: std::path::PathBuf,
+    },
 }
 
 impl fmt::Display for KeyProblem {
@@ -139,6 +145,11 @@ impl fmt::Display for KeyProblem {
                 f,
                 "it lies inside the cache root {}; keep it outside the root (the default is ~/.config/skillcache/host.key)",
                 SafePath(root)
+            ),
+            KeyProblem::FolderNotOurs { folder } => write!(
+                f,
+                "the folder {} on its path could be changed by another user (theirs, or writable by group or others), who could swap it for a link while the key is made; keep the key below folders only you or the superuser can change (the default is ~/.config/skillcache/host.key)",
+                SafePath(folder)
             ),
             KeyProblem::InsideDiscovery { folder } => write!(
                 f,

@@ -241,14 +241,23 @@ impl Index {
             .map_err(db_err("read version"))
     }
 
-    /// Every origin the index knows.
+    /// Every origin the index holds anything of: an entry, a blob record or an approval. A row
+    /// with nothing under it — made by a request's purge mark ([`Index::purges_for`]) whose
+    /// answer was never kept, a server that failed — is not an origin the cache holds, and is
+    /// not listed (round 24 of review); a purge of the origin still deletes it.
     ///
     /// # Errors
     /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn origins(&self) -> Result<Vec<Origin>, IndexError> {
         let conn = self.conn();
         let mut stmt = conn
-            .prepare_cached("SELECT label FROM origins ORDER BY label")
+            .prepare_cached(
+                "SELECT label FROM origins o
+                 WHERE EXISTS (SELECT 1 FROM entries WHERE origin_id = o.id)
+                    OR EXISTS (SELECT 1 FROM blobs WHERE origin_id = o.id)
+                    OR EXISTS (SELECT 1 FROM approvals WHERE origin_id = o.id)
+                 ORDER BY label",
+            )
             .map_err(db_err("list origins"))?;
         let labels = stmt
             .query_map([], |r| r.get::<_, String>(0))
