@@ -660,7 +660,7 @@ impl Cache {
     }
 
     /// What the index says of purges now, for a request about `origin` to note before it is
-    /// sent (the argument `fetched` of [`Cache::store_verified`], `mark` of
+    /// sent (the argument `fetched` of [`Cache::store_verified`], and inside [`Asked`] of
     /// [`Cache::put_answered`]); the index is made to hold a row for the origin first
     /// ([`Index::purges_for`](crate::index::Index::purges_for)). An index that cannot be read
     /// or written gives a mark that keeps nothing: whether a purge came between cannot be told.
