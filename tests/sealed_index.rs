@@ -469,6 +469,20 @@ fn h3_a_key_inside_a_skill_discovery_path_is_refused_and_not_created() {
     std::os::unix::fs::symlink(&skills, &link).expect("symlink");
     refused(&link.join("notes").join("host.key"));
     assert!(!skills.join("notes").join("host.key").exists());
+    // Spelled with another case while neither exists: on a filesystem that folds case (macOS,
+    // Windows, a casefolded mount) it is the same folder, so it is refused everywhere.
+    let unmade = f.dir.path().join("later").join(".claude").join("skills");
+    let refused_unmade = Cache::builder()
+        .root(f.root())
+        .discovery_path(&unmade)
+        .key_file(f.dir.path().join("later").join(".Claude").join("SKILLS").join("host.key"))
+        .open()
+        .expect_err("another case of a discovery path is refused");
+    assert!(
+        refused_unmade.to_string().contains("where an agent would load it"),
+        "{refused_unmade}"
+    );
+    assert!(!f.dir.path().join("later").exists(), "nothing made");
 }
 
 /// Round 24 of review: the key is made and read by its path, so a folder on that path that

@@ -61,10 +61,13 @@ pub(crate) fn load_or_create(
         return Err(refused(KeyProblem::FolderNotOurs { folder }));
     }
     for d in discovery {
+        // Names compared without case, as for the root: where the filesystem folds case, a key
+        // at `~/.Claude/skills/k` is read by the agent that scans `~/.claude/skills`, and while
+        // neither exists `resolve` spells both as given.
         let by_path = resolved
             .as_ref()
             .zip(super::root::resolve(d).ok())
-            .is_some_and(|(p, d)| p.starts_with(d));
+            .is_some_and(|(p, d)| super::root::within(p, &d));
         if by_path || super::root::lies_within(parent, d) {
             return Err(refused(KeyProblem::InsideDiscovery { folder: d.clone() }));
         }

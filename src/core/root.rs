@@ -691,7 +691,7 @@ fn forget_made(dir: &Dir, resolved: &Path, made: &[PathBuf]) {
 /// neither exists yet (it spells a missing name as given), and a root made as `~/.CLAUDE/x`
 /// would then be found by the agent that scans `~/.claude`. Refusing such a root where the
 /// filesystem keeps case too costs nothing.
-fn within(path: &Path, base: &Path) -> bool {
+pub(super) fn within(path: &Path, base: &Path) -> bool {
     let mut names = path.components();
     base.components().all(|b| {
         names.next().is_some_and(|p| {
