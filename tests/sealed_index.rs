@@ -475,11 +475,20 @@ fn h3_a_key_inside_a_skill_discovery_path_is_refused_and_not_created() {
     let refused_unmade = Cache::builder()
         .root(f.root())
         .discovery_path(&unmade)
-        .key_file(f.dir.path().join("later").join(".Claude").join("SKILLS").join("host.key"))
+        .key_file(
+            f.dir
+                .path()
+                .join("later")
+                .join(".Claude")
+                .join("SKILLS")
+                .join("host.key"),
+        )
         .open()
         .expect_err("another case of a discovery path is refused");
     assert!(
-        refused_unmade.to_string().contains("where an agent would load it"),
+        refused_unmade
+            .to_string()
+            .contains("where an agent would load it"),
         "{refused_unmade}"
     );
     assert!(!f.dir.path().join("later").exists(), "nothing made");

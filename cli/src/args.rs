@@ -491,6 +491,11 @@ pub(crate) struct ServeArgs {
     /// skill's folder).
     #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) watch_ms: u64,
+    /// How many MiB of published files to keep in memory to answer reads with (files up to
+    /// 1 MiB; 0 keeps none and reads every file from the folder, checked, on each request). A
+    /// kept file edited on disk is answered as published until the next scan announces it.
+    #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    pub(crate) held_mib: u64,
 }
 
 /// `--timeout`: positive seconds, fractions allowed.

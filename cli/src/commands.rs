@@ -75,6 +75,7 @@ async fn run_serve(args: crate::args::ServeArgs) -> Result<Outcome> {
         http,
         directory_read,
         watch_ms,
+        held_mib,
         lenient,
         // Checked before anything ran (`plan`).
         allow_remote: _,
@@ -96,7 +97,8 @@ async fn run_serve(args: crate::args::ServeArgs) -> Result<Outcome> {
             .ttl_ms(ttl_ms)
             .directory_read(directory_read)
             .lenient(lenient)
-            .watch_interval(std::time::Duration::from_millis(watch_ms)),
+            .watch_interval(std::time::Duration::from_millis(watch_ms))
+            .held_bytes(held_mib * 1024 * 1024),
         SkillServer::dynamic,
     );
     match http {

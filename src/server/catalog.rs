@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::held::Budget;
 use super::inspect::{LocalSkill, inspect_beneath, open_root};
 use crate::entry::Validation;
 use crate::error::{EntryError, Error, StoreError};
@@ -213,6 +214,7 @@ impl Catalog {
         &mut self,
         root: &Path,
         validation: &Validation,
+        hold: Option<&Arc<Budget>>,
     ) -> Result<Option<Snapshot>, Error> {
         let fd = Arc::new(open_root(root).map_err(|e| root_error(root, e))?);
         let mut scan = Scan::new();
@@ -238,7 +240,7 @@ impl Catalog {
             let next = match old {
                 Some(old) if old.stamps == stamps => old,
                 old => {
-                    let next = Arc::new(build(fd.as_fd(), root, dir, stamps, validation));
+                    let next = Arc::new(build(fd.as_fd(), root, dir, stamps, validation, hold));
                     self.pending.record(old.as_deref(), Some(&next));
                     next
                 }
@@ -263,6 +265,7 @@ impl Catalog {
         root: &Path,
         dir: &Path,
         validation: &Validation,
+        hold: Option<&Arc<Budget>>,
     ) -> Option<Snapshot> {
         let fd = self.root.clone()?;
         let old = self.built.get(dir)?.clone();
@@ -270,7 +273,7 @@ impl Catalog {
         if old.stamps == stamps {
             return None;
         }
-        let next = Arc::new(build(fd.as_fd(), root, dir, stamps, validation));
+        let next = Arc::new(build(fd.as_fd(), root, dir, stamps, validation, hold));
         self.pending.record(Some(&old), Some(&next));
         self.built.insert(dir.to_owned(), next);
         Some(Snapshot::of(Some(fd), &self.built))
@@ -330,6 +333,8 @@ pub(crate) struct Shared {
     scanned: Mutex<Option<Instant>>,
     /// Whether a watcher rescans on a timer (then requests never scan the whole folder).
     watched: std::sync::atomic::AtomicBool,
+    /// The bound on the bytes held to answer reads with (only while watched: `held`).
+    pub(crate) held: Arc<Budget>,
 }
 
 impl Shared {
@@ -340,6 +345,14 @@ impl Shared {
             .clone()
     }
 
+    /// Where a build keeps the bytes it hashed: only a watched server holds them, since it
+    /// learns of an edit from its watcher, not from the read that finds it (`held`).
+    fn hold(&self) -> Option<&Arc<Budget>> {
+        self.watched
+            .load(std::sync::atomic::Ordering::SeqCst)
+            .then_some(&self.held)
+    }
+
     fn publish(&self, snap: Snapshot) -> Arc<Snapshot> {
         let snap = Arc::new(snap);
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = snap.clone();
@@ -347,7 +360,7 @@ impl Shared {
     }
 
     /// A watcher now rescans on its timer: requests stop rescanning the whole folder.
-    #[cfg(feature = "serve")]
+    #[cfg(any(feature = "serve", test))]
     pub(crate) fn watch(&self) {
         self.watched
             .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -415,7 +428,7 @@ impl Shared {
         validation: &Validation,
     ) -> Result<(), Error> {
         let started = Instant::now();
-        let next = catalog.refresh(root, validation)?;
+        let next = catalog.refresh(root, validation, self.hold())?;
         *self.scanned.lock().unwrap_or_else(PoisonError::into_inner) = Some(started);
         if let Some(snap) = next {
             self.publish(snap);
@@ -442,7 +455,7 @@ impl Shared {
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => return snap,
         };
-        match catalog.refresh_skill(root, &built.dir, validation) {
+        match catalog.refresh_skill(root, &built.dir, validation, self.hold()) {
             Some(next) => self.publish(next),
             None => snap,
         }
@@ -477,13 +490,15 @@ fn build(
     dir: &Path,
     stamps: Vec<(PathBuf, Stamp)>,
     validation: &Validation,
+    hold: Option<&Arc<Budget>>,
 ) -> Built {
     let rel = dir
         .iter()
         .map(|segment| encode_segment(segment.as_encoded_bytes()))
         .collect::<Vec<_>>()
         .join("/");
-    let outcome = inspect_beneath(fd, root, dir, &format!("skill://{rel}"), validation).map(|skill| {
+    let uri_root = format!("skill://{rel}");
+    let outcome = inspect_beneath(fd, root, dir, &uri_root, validation, hold).map(|skill| {
         let json = skill.entry.to_json();
         let json_len = serde_json::to_vec(&json).map_or(0, |v| v.len());
         Entry {
@@ -576,7 +591,7 @@ mod tests {
         skill(tmp.path(), "alpha", "a");
         let mut catalog = Catalog::default();
         let snap = catalog
-            .refresh(tmp.path(), &strict())
+            .refresh(tmp.path(), &strict(), None)
             .expect("first scan")
             .expect("a change");
         assert_eq!(snap.len(), 1);
@@ -585,7 +600,7 @@ mod tests {
         assert!(first.uris.contains("skill://alpha/notes.md"));
         assert!(
             catalog
-                .refresh(tmp.path(), &strict())
+                .refresh(tmp.path(), &strict(), None)
                 .expect("second scan")
                 .is_none()
         );
@@ -598,12 +613,12 @@ mod tests {
         skill(tmp.path(), "alpha", "a");
         skill(tmp.path(), "beta", "b");
         let mut catalog = Catalog::default();
-        catalog.refresh(tmp.path(), &strict()).expect("scan");
+        catalog.refresh(tmp.path(), &strict(), None).expect("scan");
         catalog.take_changes();
         fs::write(tmp.path().join("beta/notes.md"), "b, longer now").expect("edit");
         assert!(
             catalog
-                .refresh(tmp.path(), &strict())
+                .refresh(tmp.path(), &strict(), None)
                 .expect("rescan")
                 .is_some()
         );
@@ -621,7 +636,7 @@ mod tests {
         skill(tmp.path(), "alpha", "a");
         skill(tmp.path(), "beta", "b");
         let mut catalog = Catalog::default();
-        catalog.refresh(tmp.path(), &strict()).expect("scan");
+        catalog.refresh(tmp.path(), &strict(), None).expect("scan");
         fs::remove_dir_all(tmp.path().join("alpha")).expect("rm");
         // A name that does not match its folder is refused, with the reason kept.
         fs::write(
@@ -630,7 +645,7 @@ mod tests {
         )
         .expect("edit");
         let snap = catalog
-            .refresh(tmp.path(), &strict())
+            .refresh(tmp.path(), &strict(), None)
             .expect("rescan")
             .expect("a change");
         assert_eq!(snap.len(), 0);

@@ -13,9 +13,11 @@
 use std::ffi::{OsStr, OsString};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::held::{Budget, Held};
 use crate::beneath::{self, Refused};
 use crate::digest::Digest;
 use crate::entry::{SkillEntry, Validation};
@@ -49,6 +51,9 @@ internal_pub! {
         pub digest: Digest,
         /// Its size.
         pub size: u64,
+        /// Its bytes, kept from the read that hashed them, when a watched server holds them
+        /// (`held`); `None` elsewhere.
+        pub(crate) held: Option<Arc<Held>>,
     }
 }
 
@@ -101,22 +106,24 @@ internal_pub! {
         validation: &Validation,
     ) -> Result<LocalSkill, Vec<Error>> {
         let fd = open_named(dir).map_err(|e| vec![folder_error(dir, e)])?;
-        inspect_at(fd.as_fd(), dir, root, validation)
+        inspect_at(fd.as_fd(), dir, root, validation, None)
     }
 }
 
 /// [`inspect_folder`] for the skill folder `rel` below the served folder `base` (whose path,
-/// for messages, is `base_path`), reached without following a link on the way (R-E1).
+/// for messages, is `base_path`), reached without following a link on the way (R-E1); keeping
+/// each file's bytes while `hold` has room.
 pub(crate) fn inspect_beneath(
     base: BorrowedFd<'_>,
     base_path: &Path,
     rel: &Path,
     root: &str,
     validation: &Validation,
+    hold: Option<&Arc<Budget>>,
 ) -> Result<LocalSkill, Vec<Error>> {
     let path = base_path.join(rel);
     let fd = beneath::open_dir_beneath(base, rel).map_err(|e| vec![folder_error(&path, e)])?;
-    inspect_at(fd.as_fd(), &path, root, validation)
+    inspect_at(fd.as_fd(), &path, root, validation, hold)
 }
 
 internal_pub! {
@@ -158,6 +165,7 @@ fn inspect_at(
     path: &Path,
     root: &str,
     validation: &Validation,
+    hold: Option<&Arc<Budget>>,
 ) -> Result<LocalSkill, Vec<Error>> {
     let limits = validation.current_limits();
     let skill_uri_text = format!("{root}/{SKILL_MD}");
@@ -178,7 +186,7 @@ fn inspect_at(
         return Err(problems);
     }
     let has_skill_md = walk.found.iter().any(|f| f.segments == [SKILL_MD]);
-    let hashed = hash_all(dir, walk.found, root, skill_uri.as_ref(), &mut problems);
+    let hashed = hash_all(dir, walk.found, root, skill_uri.as_ref(), hold, &mut problems);
     if !has_skill_md {
         problems.push(Error::Entry(EntryError::Folder {
             path: path.join(SKILL_MD),
@@ -266,6 +274,7 @@ fn hash_all(
     found: Vec<Found>,
     root: &str,
     skill_uri: Option<&SkillUri>,
+    hold: Option<&Arc<Budget>>,
     problems: &mut Vec<Error>,
 ) -> Hashed {
     let mut out = Hashed {
@@ -275,7 +284,8 @@ fn hash_all(
     };
     for f in found {
         let is_skill_md = f.segments == [SKILL_MD];
-        let (digest, size, bytes) = match hash_file(dir, &f, is_skill_md) {
+        let claim = hold.and_then(|budget| budget.claim(f.size));
+        let (digest, size, bytes) = match hash_file(dir, &f, is_skill_md || claim.is_some()) {
             Ok(read) => read,
             Err(e) => {
                 problems.push(e);
@@ -291,13 +301,18 @@ fn hash_all(
             }
         };
         if skill_uri.is_some_and(|s| s.file() == &uri)
-            && let Some(bytes) = bytes
+            && let Some(bytes) = &bytes
         {
-            match frontmatter::parse(&bytes) {
+            match frontmatter::parse(bytes) {
                 Ok(map) => out.frontmatter = Some(map),
                 Err(e) => problems.push(e.into()),
             }
         }
+        // The bytes just hashed into `digest`, never read again (R-E1).
+        let kept = claim
+            .zip(bytes)
+            .and_then(|(claim, bytes)| claim.hold(bytes))
+            .map(Arc::new);
         out.resources
             .push(json!({"uri": uri_text, "digest": digest.to_string(), "size": size}));
         out.files.push(LocalFile {
@@ -306,6 +321,7 @@ fn hash_all(
             rel: f.rel,
             digest,
             size,
+            held: kept,
         });
     }
     out
@@ -313,7 +329,7 @@ fn hash_all(
 
 /// Opens the found file from the folder's descriptor (no link on the way, no FIFO, a regular
 /// file no longer than the walk saw), and hashes it by streaming; keeps the bytes only when
-/// `keep` (`SKILL.md`).
+/// `keep` (`SKILL.md`, and a file a watched server holds).
 fn hash_file(
     dir: BorrowedFd<'_>,
     found: &Found,

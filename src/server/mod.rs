@@ -9,6 +9,7 @@
 //! - `inspect`: a folder on disk → the entry a server would publish (behind `local::inspect`).
 //! - `catalog`: the served folder as a snapshot, rescanned on the watch interval (R-E3).
 //! - `read`: `resources/read` from the folder's descriptor, only the bytes published (R-E1).
+//! - `held`: the bytes a watched server keeps from its scan to answer reads with, bounded.
 //! - `wire`: the JSON answers, paging and cursors (R-E8).
 //! - `rmcp_server`: the rmcp handler and the watcher; `stdio` and `http`: the two transports,
 //!   each bounded (R-E2, R-E3).
@@ -17,6 +18,7 @@
 //! [`SkillServer::lenient`] opts out) and reports the others through `tracing`.
 
 mod catalog;
+mod held;
 #[cfg(feature = "serve")]
 mod http;
 pub(crate) mod inspect;
@@ -142,6 +144,18 @@ impl SkillServer {
     #[must_use]
     pub fn watch_interval(mut self, every: std::time::Duration) -> SkillServer {
         self.watch_interval = every;
+        self
+    }
+
+    /// How many bytes of published files a server under [`serve_stdio`](crate::serve_stdio)
+    /// or [`serve_http`](crate::serve_http) keeps in memory to answer `resources/read` with
+    /// (default 64 MiB; a file over 1 MiB is never kept; 0 keeps none). The bytes kept are
+    /// the very ones hashed into the published digest. A kept file edited on disk is answered
+    /// as published until the watcher's next scan publishes and announces the change; the
+    /// others are read from the folder and checked against the digest on each request.
+    #[must_use]
+    pub fn held_bytes(self, max: u64) -> SkillServer {
+        self.shared.held.set_max(max);
         self
     }
 

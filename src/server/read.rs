@@ -8,6 +8,9 @@
 //! ones. Anything else — the file swapped for a link to a file outside the folder, for a link to
 //! `/dev/zero` or to a FIFO, edited, grown, removed — is an error answer, and the skill's folder
 //! is scanned again so the next `skills/get` publishes it as it now is.
+//!
+//! A watched server answers a file its scan held ([`super::held`]) from those bytes — the ones
+//! hashed into the published digest — without touching the folder.
 
 use std::io::Read as _;
 use std::path::Path;
@@ -53,6 +56,12 @@ pub(super) fn published(
     let (built, i) = snap.file(uri).ok_or_else(unknown)?;
     let entry = built.entry().ok_or_else(unknown)?;
     let file = &entry.skill.files[i];
+    // A dynamic skill's files are answered as they now are: never from what the scan held.
+    if let Some(held) = &file.held
+        && !server.dynamic.contains(&built.rel)
+    {
+        return Ok(wire::content(uri.as_str(), &file.path, held.bytes().to_vec()));
+    }
     let root = snap.root().ok_or_else(unknown)?;
     match read_checked(root, &built.dir.join(&file.rel), file) {
         Ok(bytes) => return Ok(wire::content(uri.as_str(), &file.path, bytes)),

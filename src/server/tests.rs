@@ -279,3 +279,87 @@ fn e3_a_directory_read_of_a_huge_uri_costs_its_length_not_its_square() {
     // Refused, or an empty listing: no published file lies under that path.
     assert!(answer.is_err() || answer.as_ref().is_ok_and(|a| !a.contains("a.md")), "{answer:?}");
 }
+
+/// A server as `serve_stdio`/`serve_http` run it: its watcher's flag set before the first scan
+/// (the tests call `changes()` for the watcher's tick).
+fn watched(dir: &std::path::Path) -> SkillServer {
+    let server = SkillServer::new(dir);
+    server.shared.watch();
+    server
+}
+
+fn read_text(server: &SkillServer, uri: &str) -> Result<String, RpcError> {
+    server
+        .call("resources/read", &json!({"uri": uri}))
+        .map(|r| r["contents"][0]["text"].as_str().unwrap_or_default().to_owned())
+}
+
+#[test]
+fn p3_a_watched_server_answers_the_bytes_its_scan_hashed_until_the_next_scan_publishes_an_edit() {
+    let dir = folder(&[("notes.md", b"published\n")]);
+    let server = watched(dir.path());
+    assert_eq!(read_text(&server, "skill://esc/notes.md").as_deref(), Ok("published\n"));
+    assert!(server.shared.held.used() > 0, "the scan kept what it hashed");
+    // Edited on disk: until the watcher's next scan the published bytes are answered, never
+    // the edit (nor an error): they are what the listing's digest names.
+    std::fs::write(dir.path().join("esc/notes.md"), b"edited, not published\n").expect("edit");
+    assert_eq!(read_text(&server, "skill://esc/notes.md").as_deref(), Ok("published\n"));
+    let changes = server.changes().expect("scan");
+    assert!(changes.uris.contains("skill://esc/notes.md"), "{changes:?}");
+    assert_eq!(
+        read_text(&server, "skill://esc/notes.md").as_deref(),
+        Ok("edited, not published\n"),
+        "the scan published the edit, and answers it"
+    );
+}
+
+#[test]
+fn p3_an_unwatched_server_holds_nothing_and_reads_each_file_from_the_folder() {
+    let dir = folder(&[("notes.md", b"published\n")]);
+    let server = SkillServer::new(dir.path()).watch_interval(std::time::Duration::from_secs(3600));
+    assert_eq!(read_text(&server, "skill://esc/notes.md").as_deref(), Ok("published\n"));
+    assert_eq!(server.shared.held.used(), 0);
+    std::fs::write(dir.path().join("esc/notes.md"), b"edited, not published\n").expect("edit");
+    let (code, _) = read_text(&server, "skill://esc/notes.md").expect_err("changed since");
+    assert_eq!(code, INTERNAL_ERROR);
+}
+
+#[test]
+fn p3_held_bytes_stay_within_the_bound_and_the_rest_is_read_checked_from_the_folder() {
+    let dir = folder(&[("a.md", &[b'a'; 600]), ("b.md", &[b'b'; 600])]);
+    // Room for SKILL.md and one of the two files.
+    let server = watched(dir.path()).held_bytes(1_000);
+    assert_eq!(read_text(&server, "skill://esc/a.md").map(|t| t.len()), Ok(600));
+    let used = server.shared.held.used();
+    assert!((600..=1_000).contains(&used), "{used}");
+    // Whichever was not held is read from the folder and checked: an edit is an error there.
+    std::fs::write(dir.path().join("esc/a.md"), [b'x'; 600]).expect("edit");
+    std::fs::write(dir.path().join("esc/b.md"), [b'y'; 600]).expect("edit");
+    let answers = [read_text(&server, "skill://esc/a.md"), read_text(&server, "skill://esc/b.md")];
+    assert_eq!(
+        answers.iter().filter(|a| a.is_err()).count(),
+        1,
+        "one held (answered as published), one read and refused: {answers:?}"
+    );
+    assert!(answers.iter().flatten().all(|t| t == &"a".repeat(600) || t == &"b".repeat(600)));
+}
+
+#[test]
+fn p3_the_room_held_bytes_took_is_given_back_when_their_skill_is_gone() {
+    let dir = folder(&[("notes.md", b"published\n")]);
+    let server = watched(dir.path());
+    assert!(read_text(&server, "skill://esc/notes.md").is_ok());
+    assert!(server.shared.held.used() > 0);
+    std::fs::remove_dir_all(dir.path().join("esc")).expect("rm");
+    server.changes().expect("scan");
+    assert_eq!(server.shared.held.used(), 0, "nothing held for a skill no longer published");
+}
+
+#[test]
+fn p3_a_dynamic_skills_files_are_answered_as_they_now_are_never_from_held_bytes() {
+    let dir = folder(&[("notes.md", b"first\n")]);
+    let server = watched(dir.path()).dynamic("esc");
+    assert_eq!(read_text(&server, "skill://esc/notes.md").as_deref(), Ok("first\n"));
+    std::fs::write(dir.path().join("esc/notes.md"), b"now\n").expect("edit");
+    assert_eq!(read_text(&server, "skill://esc/notes.md").as_deref(), Ok("now\n"));
+}
