@@ -528,6 +528,59 @@ fn h3_a_key_below_a_folder_others_can_change_is_refused_and_not_created() {
         .expect("below a sticky folder");
 }
 
+/// Round 25 of review: the key was checked at its resolved path but made by the path as given,
+/// so a link in another user's folder on the way could point elsewhere in between. The key is
+/// now made where its folder resolved when checked, and the link is not followed again; a key
+/// whose folder cannot be resolved (a link to a file on the way) is refused.
+#[test]
+fn h3_a_key_named_through_a_link_is_made_where_it_was_checked_and_an_unreachable_folder_is_refused()
+{
+    let f = Fixture::new();
+    let (mine, shared) = (f.dir.path().join("mine"), f.dir.path().join("shared"));
+    std::fs::create_dir(&mine).expect("mkdir");
+    std::fs::create_dir(&shared).expect("mkdir");
+    let link = shared.join("k");
+    std::os::unix::fs::symlink(&mine, &link).expect("symlink");
+    Cache::builder()
+        .root(f.root())
+        .key_file(link.join("host.key"))
+        .open()
+        .expect("through a link into a folder of ours");
+    assert!(
+        mine.join("host.key").is_file(),
+        "made at the resolved folder"
+    );
+    // A link to a file where a folder should be: nothing resolves, nothing is checked, so it
+    // is refused before anything is made.
+    let file = f.dir.path().join("plain");
+    std::fs::write(&file, b"x").expect("write");
+    let to_file = shared.join("f");
+    std::os::unix::fs::symlink(&file, &to_file).expect("symlink");
+    let err = open_err(&f, &to_file.join("host.key"));
+    assert!(
+        matches!(
+            &err,
+            Error::Index(skillcache::error::IndexError::HostKey {
+                problem: KeyProblem::FolderUnreachable,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("SKILLCACHE_KEY_FILE"), "{err}");
+    let deeper = open_err(&f, &to_file.join("sub").join("host.key"));
+    assert!(
+        matches!(
+            &deeper,
+            Error::Index(skillcache::error::IndexError::HostKey {
+                problem: KeyProblem::FolderUnreachable,
+                ..
+            })
+        ),
+        "{deeper:?}"
+    );
+}
+
 #[test]
 fn h3_a_key_of_the_wrong_length_or_not_a_regular_file_is_refused() {
     let f = Fixture::new();

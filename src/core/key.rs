@@ -40,42 +40,43 @@ pub(crate) fn load_or_create(
         problem,
     });
     let root = fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
+    // The key is checked, read and made at one spelling: its folder resolved (no link left on
+    // it), and its own name, never followed (`read`). Checking the resolved path but making the
+    // key by the path as given let a link in another user's folder point elsewhere between the
+    // two (round 25 of review); a folder that cannot be resolved is refused, as for the root.
+    let name = path
+        .file_name()
+        .ok_or_else(|| refused(KeyProblem::NotARegularFile))?;
+    let given_folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+    let folder = super::root::resolve(given_folder.unwrap_or(Path::new(".")))
+        .ok()
+        .filter(|f| fs::symlink_metadata(f).map_or(true, |m| m.is_dir()))
+        .ok_or_else(|| refused(KeyProblem::FolderUnreachable))?;
+    let at = folder.join(name);
     // By path, and by identity (a path whose real spelling is too long to resolve, a bind
     // mount: round 20 of review).
-    let parent = path.parent().unwrap_or(path);
-    if super::root::resolve(path).is_ok_and(|p| p.starts_with(&root))
-        || super::root::lies_within(parent, &root)
-    {
+    if at.starts_with(&root) || super::root::lies_within(&folder, &root) {
         return Err(refused(KeyProblem::InsideRoot { root }));
     }
-    // The same two ways for each discovery path: by its resolved spelling (it may not exist
-    // yet), and by identity (a link or a bind mount into it).
-    let resolved = super::root::resolve(path).ok();
-    // The key is made and read by its path: nobody else may be able to swap a folder on it for
-    // a link between these checks and that (round 24 of review), as for the root.
-    if let Some(folder) = resolved
-        .as_deref()
-        .and_then(Path::parent)
-        .and_then(super::root::changeable_by_others)
-    {
+    // Nobody else may be able to swap a folder on that path for a link between these checks
+    // and the key's creation (round 24 of review), as for the root.
+    if let Some(folder) = super::root::changeable_by_others(&folder) {
         return Err(refused(KeyProblem::FolderNotOurs { folder }));
     }
     for d in discovery {
-        // Names compared without case, as for the root: where the filesystem folds case, a key
-        // at `~/.Claude/skills/k` is read by the agent that scans `~/.claude/skills`, and while
-        // neither exists `resolve` spells both as given.
-        let by_path = resolved
-            .as_ref()
-            .zip(super::root::resolve(d).ok())
-            .is_some_and(|(p, d)| super::root::within(p, &d));
-        if by_path || super::root::lies_within(parent, d) {
+        // By its resolved spelling (it may not exist yet), names compared without case as for
+        // the root: where the filesystem folds case, a key at `~/.Claude/skills/k` is read by
+        // the agent that scans `~/.claude/skills`, and while neither exists `resolve` spells
+        // both as given. And by identity (a link or a bind mount into it).
+        let by_path = super::root::resolve(d).is_ok_and(|d| super::root::within(&at, &d));
+        if by_path || super::root::lies_within(&folder, d) {
             return Err(refused(KeyProblem::InsideDiscovery { folder: d.clone() }));
         }
     }
-    match read(path) {
+    match read(&at) {
         Err(Error::Store(crate::error::StoreError::Io { source, .. })) if source.kind() == io::ErrorKind::NotFound => {
-            create(path)?;
-            read(path).map(|key| (key, true))
+            create(&at)?;
+            read(&at).map(|key| (key, true))
         }
         other => other.map(|key| (key, false)),
     }

@@ -691,15 +691,29 @@ fn forget_made(dir: &Dir, resolved: &Path, made: &[PathBuf]) {
 /// neither exists yet (it spells a missing name as given), and a root made as `~/.CLAUDE/x`
 /// would then be found by the agent that scans `~/.claude`. Refusing such a root where the
 /// filesystem keeps case too costs nothing.
+///
+/// Names that are Unicode are compared case-folded, not only in ASCII: APFS and NTFS fold
+/// `ſ` (U+017F) to `s` and the Kelvin sign (U+212A) to `k`, so `~/.claude/ſkills` names the
+/// discovery path there (round 25 of review).
 pub(super) fn within(path: &Path, base: &Path) -> bool {
     let mut names = path.components();
     base.components().all(|b| {
-        names.next().is_some_and(|p| {
-            p.as_os_str()
-                .as_encoded_bytes()
-                .eq_ignore_ascii_case(b.as_os_str().as_encoded_bytes())
-        })
+        names
+            .next()
+            .is_some_and(|p| same_name(p.as_os_str(), b.as_os_str()))
     })
+}
+
+/// Whether two names are one where the filesystem folds case.
+fn same_name(a: &std::ffi::OsStr, b: &std::ffi::OsStr) -> bool {
+    match (a.to_str(), b.to_str()) {
+        (Some(a), Some(b)) if !(a.is_ascii() && b.is_ascii()) => {
+            // Upper then lower: the simple mappings std offers, composed, fold `ſ` to `s`.
+            let fold = |s: &str| s.to_uppercase().to_lowercase();
+            fold(a) == fold(b)
+        }
+        _ => a.as_encoded_bytes().eq_ignore_ascii_case(b.as_encoded_bytes()),
+    }
 }
 
 /// What an existing folder is to us.
@@ -799,6 +813,25 @@ fn write_tag(disk: &dyn Disk, dir: &Dir) -> io::Result<()> {
         .and_then(|()| disk.sync(dir.fd()));
     let _ = disk.unlink(dir.fd(), &staging, false);
     done
+}
+
+#[cfg(test)]
+mod within_tests {
+    use super::within;
+    use std::path::Path;
+
+    /// A folder-case filesystem (APFS, NTFS) names the discovery path by any spelling that
+    /// folds to it, in ASCII and in Unicode; a name that only starts the same is not it.
+    #[test]
+    fn a_path_spelled_with_another_case_or_a_unicode_fold_of_a_name_lies_within_it() {
+        let base = Path::new("/h/.claude/skills");
+        for p in ["/h/.claude/skills/x", "/h/.CLAUDE/Skills", "/h/.claude/\u{17f}kills/x", "/h/.claude/s\u{212a}ills"] {
+            assert!(within(Path::new(p), base), "{p}");
+        }
+        for p in ["/h/.claude/skillsx", "/h/.claude", "/h/.claud/skills"] {
+            assert!(!within(Path::new(p), base), "{p}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -121,6 +121,9 @@ pub enum KeyProblem {
         /// The folder.
         folder: std::path::PathBuf,
     },
+    /// Its folder cannot be reached: a part of the path is not a folder, or it passes through
+    /// more than 40 symbolic links.
+    FolderUnreachable,
 }
 
 impl fmt::Display for KeyProblem {
@@ -150,6 +153,9 @@ impl fmt::Display for KeyProblem {
                 f,
                 "the folder {} on its path could be changed by another user (theirs, or writable by group or others), who could swap it for a link while the key is made; keep the key below folders only you or the superuser can change (the default is ~/.config/skillcache/host.key)",
                 SafePath(folder)
+            ),
+            KeyProblem::FolderUnreachable => f.write_str(
+                "its folder cannot be reached (a part of the path is not a folder, or it passes through more than 40 symbolic links); point the key file option or SKILLCACHE_KEY_FILE at a file in a folder of your own",
             ),
             KeyProblem::InsideDiscovery { folder } => write!(
                 f,
