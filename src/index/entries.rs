@@ -167,6 +167,31 @@ impl Row {
             .map_err(db_err(what))
     }
 
+    /// Every row of (`oid`, `skill_uri`), whoever may see it: what storing an entry may
+    /// replace (its own scope's row, and the other scope's copies: R-C6).
+    fn all(
+        conn: &rusqlite::Connection,
+        oid: i64,
+        skill_uri: &str,
+        what: &'static str,
+    ) -> Result<Vec<Row>, IndexError> {
+        let mut stmt = conn
+            .prepare_cached(concat!(
+                "SELECT ",
+                entry_columns!(),
+                " FROM entries e WHERE e.origin_id = ?1 AND e.skill_uri = ?2"
+            ))
+            .map_err(db_err(what))?;
+        stmt.query_map(params![oid, skill_uri], |r| Row::read(r, 0))
+            .and_then(Iterator::collect)
+            .map_err(db_err(what))
+    }
+
+    /// Whether `principal` may see this row (R-C6, R-O1).
+    fn visible_to(&self, principal: &str) -> bool {
+        self.scope == "public" || (self.scope == "private" && self.principal == principal)
+    }
+
     /// Whether this host wrote this row for `origin` and `skill_uri` (R-H3).
     fn is_sealed(&self, key: &SealKey, origin: &Origin, skill_uri: &str) -> bool {
         EntryRow {
@@ -341,24 +366,34 @@ impl Index {
         row: &SealedEntry<'_>,
     ) -> Result<PutOutcome, IndexError> {
         let (entry, uri) = (row.entry, row.entry.uri().canonical());
-        let previous = Row::visible(tx, oid, uri, put.principal, "store entry")?;
-        // Only a sealed previous copy is believed, even just for reporting what changed.
-        let previous = previous
+        // A scope flip replaces the other copy (R-C6): public replaces every private copy of the
+        // URI; private replaces the public one.
+        let other = if put.public { "private" } else { "public" };
+        let rows = Row::all(tx, oid, uri, "store entry")?;
+        // An answer to a request asked before the one whose answer a row it would replace holds
+        // (two caches or tasks asking at once, the earlier answer kept last) is older than that
+        // row: the rows stay, or the older content would be served as fresh (round 24 of review;
+        // round 25: the row of the other scope too, which a scope flip would delete). Only a
+        // sealed row's time is believed.
+        if put.answered
+            && rows.iter().any(|r| {
+                r.fetched_at_ms > put.fetched_at_ms
+                    && ((r.scope == put.scope && r.principal == put.who) || r.scope == other)
+                    && r.is_sealed(&self.key, put.origin, uri)
+            })
+        {
+            return Ok(PutOutcome::default());
+        }
+        // Only a sealed previous copy is believed, even just for reporting what changed: this
+        // principal's private copy first, then the public one.
+        let mut visible: Vec<Row> = rows.into_iter().filter(|r| r.visible_to(put.principal)).collect();
+        visible.sort_by_key(|r| r.scope != "private");
+        let previous = visible
             .into_iter()
             .find(|r| r.is_sealed(&self.key, put.origin, uri));
         // The same entry in the same row, listed again: only its time and seal change. Its file
         // rows stay (their seals do not cover the time), so a listing of unchanged skills writes
         // one row each, not every file again (G1: a catalog of 10 k files rewrote 10 k file rows).
-        // An answer to a request asked before the one whose answer this row holds (two caches
-        // or tasks asking at once, the earlier answer kept last) is older than the row: the row
-        // stays, or the older content would be served as fresh (round 24 of review).
-        if put.answered
-            && previous.as_ref().is_some_and(|r| {
-                r.scope == put.scope && r.principal == put.who && r.fetched_at_ms > put.fetched_at_ms
-            })
-        {
-            return Ok(PutOutcome::default());
-        }
         let unchanged = previous.as_ref().is_some_and(|r| {
             r.scope == put.scope && r.principal == put.who && r.entry_json == row.json
         });
@@ -375,9 +410,6 @@ impl Index {
         // An unchanged entry has nothing to say against itself: its previous copy is not
         // parsed (a whole entry's validation, for each skill of every listing) to find no diff.
         let previous = previous.filter(|_| !unchanged).map(|r| r.entry_json);
-        // A scope flip replaces the other copy (R-C6): public replaces every private copy of the
-        // URI; private replaces the public one.
-        let other = if put.public { "private" } else { "public" };
         tx.execute(
             "DELETE FROM entries WHERE origin_id = ?1 AND skill_uri = ?2 AND scope = ?3",
             params![oid, uri, other],
@@ -900,6 +932,43 @@ mod tests {
             .expect("no purge");
         let stored = index.entry(&origin, &uri, "", 2_500).expect("read").expect("kept");
         assert_eq!((stored.entry, stored.fetched_at_ms), (newer[0].clone(), 2_000));
+    }
+
+    /// Round 25 of review: the same with a scope flip between the two answers. The older answer
+    /// would have deleted the newer row of the other scope (R-C6) and been served as fresh; the
+    /// newer row stays, whichever scope each answer has, and another principal's private row
+    /// newer than an older public answer stays too.
+    #[test]
+    fn an_older_answer_of_the_other_scope_does_not_replace_the_newer_row() {
+        let origin = Origin::new("docs").expect("label");
+        let uri = SkillUri::parse("skill://a/SKILL.md").expect("uri");
+        let newer = [skill("a", 3, "asked second")];
+        let older = [skill("a", 3, "asked first")];
+        for (new_scope, old_scope, reader) in [
+            (Scope::Public, Scope::Private, "alice"),
+            (Scope::Private, Scope::Public, "alice"),
+            (Scope::Private, Scope::Public, "bob-reads-public"),
+        ] {
+            let dir = crate::scratch::scratch();
+            let index = Index::open(&dir.path().join("index.sqlite3"), SealKey::from_bytes([7; 32]))
+                .expect("open");
+            let purges = index.purges_for(&origin).expect("count");
+            index
+                .put_answered(&origin, "alice", &newer, CacheHints::new(60_000, new_scope), 2_000, false, purges)
+                .expect("kept")
+                .expect("no purge");
+            let who = if reader == "alice" { "alice" } else { "bob" };
+            index
+                .put_answered(&origin, who, &older, CacheHints::new(60_000, old_scope), 1_000, false, purges)
+                .expect("kept")
+                .expect("no purge");
+            let stored = index.entry(&origin, &uri, "alice", 2_500).expect("read").expect("kept");
+            assert_eq!(
+                (stored.entry, stored.fetched_at_ms),
+                (newer[0].clone(), 2_000),
+                "{new_scope:?} then an older {old_scope:?} answer for {who}"
+            );
+        }
     }
 
     #[test]
