@@ -230,13 +230,25 @@ impl Cache {
             .into_iter()
             .filter(|o| !keep.contains(o))
             .collect();
-        if absent.is_empty() {
+        // An origin whose row holds nothing yet — its first listing or load in flight, the row
+        // made by the request's mark — is not one the cache holds and is not reported, but it
+        // is purged all the same: deleting its row moves the purge count, so what that request
+        // brings back is not kept (round 25 of review). Reporting it would name a server the
+        // cache held nothing of.
+        let mut doomed = absent.clone();
+        doomed.extend(
+            self.index
+                .origin_rows()?
+                .into_iter()
+                .filter(|o| !keep.contains(o) && !absent.contains(o)),
+        );
+        if doomed.is_empty() {
             return Ok(absent);
         }
         let _lock = self.store.lock(LockMode::Exclusive, "purge")?;
         // The index is erased once, after every origin (K3), and also when one fails: those
         // before it are gone and leave nothing readable either.
-        let purged = absent.iter().try_for_each(|origin| self.purge_locked(origin));
+        let purged = doomed.iter().try_for_each(|origin| self.purge_locked(origin));
         let erased = self.erase_purged();
         purged.and(erased)?;
         Ok(absent)

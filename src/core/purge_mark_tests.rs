@@ -101,6 +101,34 @@ fn entries_asked_for_before_another_caches_purge_are_not_kept() {
     assert!(answered(&ours, ours.asked(&origin)).is_some(), "a request after the purge keeps");
 }
 
+/// Round 25 of review: the origin's first listing is in flight (its row, made by the mark,
+/// holds nothing yet) when the host drops the server and purges every origin it no longer
+/// names. The origin is not reported (the cache held nothing of it), but its row is purged, so
+/// the answer is not kept.
+#[test]
+fn a_first_listing_in_flight_across_purge_absent_is_not_kept() {
+    let dir = crate::scratch::scratch();
+    let cache = open(dir.path());
+    let origin = Origin::new("docs").expect("label");
+    let (files, _) = skill();
+    let wire = serde_json::json!({
+        "uri": "skill://kept/SKILL.md",
+        "frontmatter": {"name": "kept", "description": "Kept or not."},
+        "resources": files.iter().map(|f| serde_json::json!({
+            "uri": f.uri().as_str(), "digest": f.digest().to_string(), "size": f.size()})).collect::<Vec<_>>(),
+    });
+    let entry = SkillEntry::from_json(&wire, &Validation::default()).expect("valid");
+    let hints = crate::entry::CacheHints::new(60_000, crate::entry::Scope::Public);
+    let asked = cache.asked(&origin);
+    assert!(cache.origins().expect("origins").is_empty(), "nothing held yet");
+    assert_eq!(cache.purge_absent(&[]).expect("purge"), Vec::<Origin>::new(), "nothing to report");
+    let kept = cache
+        .put_answered(&origin, "", std::slice::from_ref(&entry), hints, true, asked)
+        .expect("no error");
+    assert!(kept.is_none(), "the answer asked before the purge is served, not kept");
+    assert!(cache.origins().expect("origins").is_empty(), "the dropped server stays gone");
+}
+
 /// Round 23 of review: a process of the previous version purges with a bare delete (no count of
 /// its own) an origin this cache is loading for the first time. The mark made the index hold a
 /// row for the origin, so the delete moves the count (schema 4's trigger) and the load's publish

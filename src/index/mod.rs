@@ -270,6 +270,28 @@ impl Index {
             .collect())
     }
 
+    /// Every origin with a row, an empty one too: what a purge of every origin but some must
+    /// delete, so that the count moves for a request in flight whose mark made the row
+    /// ([`Index::purges_for`]; round 25 of review).
+    ///
+    /// # Errors
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub fn origin_rows(&self) -> Result<Vec<Origin>, IndexError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached("SELECT label FROM origins ORDER BY label")
+            .map_err(db_err("list origins"))?;
+        let labels = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(db_err("list origins"))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db_err("list origins"))?;
+        Ok(labels
+            .into_iter()
+            .filter_map(|l| Origin::new(l).ok())
+            .collect())
+    }
+
     /// Removes everything of `origin`: entries, files, approvals, blob records (R-C5).
     ///
     /// # Errors
