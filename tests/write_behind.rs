@@ -193,17 +193,71 @@ fn a_purge_by_another_cache_is_never_undone_by_this_caches_keeper() {
             !dir.path().join("root/origins/docs-server").exists(),
             "no folder of the origin under the root"
         );
-        // The next load fetches again and keeps what it fetched.
+        // The entry held from before the purge still loads, from the server, but what it
+        // fetches is not kept: the index holds no entry of the origin any more (round 25).
         let reads = double.reads();
-        let (_, files) = ours
-            .load_all(&origin, &entry)
+        ours.load_all(&origin, &entry)
             .await
             .expect("after the purge");
         ours.flush().await;
         assert!(double.reads() > reads, "fetched again");
+        assert!(
+            ours.origins().await.expect("origins").is_empty(),
+            "still purged"
+        );
+        // Listed again, the origin is the host's once more: a load keeps what it fetches.
+        let listed = ours
+            .entry(&origin, entry.uri())
+            .await
+            .expect("listed again");
+        let (_, files) = ours
+            .load_all(&origin, &listed.entry)
+            .await
+            .expect("after listing again");
+        ours.flush().await;
         assert_eq!(
             ours.inventory().await.expect("inventory").blobs,
             files.len()
         );
+    });
+}
+
+/// Round 25 of review: a skill loaded before a purge reads a file it had not read yet. The
+/// file is served through the skill's held entry (verified, from the server), but not kept:
+/// keeping it would bring the purged origin back, in this cache or another on the root.
+#[test]
+fn a_skill_loaded_before_a_purge_keeps_nothing_it_reads_after_it() {
+    bounded(|| async move {
+        for other in [false, true] {
+            let dir = common::scratch();
+            let (entry, double) = served();
+            let (ours, origin) = open(dir.path(), &double);
+            let (theirs, _) = open(dir.path(), &double);
+            // Listed, so the index holds the entry; SKILL.md alone is read at load.
+            let listed = ours.entry(&origin, entry.uri()).await.expect("listed");
+            let skill = ours.load(&origin, &listed.entry).await.expect("load");
+            ours.flush().await;
+            if other {
+                theirs.purge(&origin).await
+            } else {
+                ours.purge(&origin).await
+            }
+            .expect("purge");
+            let unread = entry.manifest().expect("static").files()[1].uri().clone();
+            let file = skill.read(unread.as_str()).await.expect("served after the purge");
+            assert_eq!(file.provenance(), Provenance::Server);
+            ours.flush().await;
+            for cache in [&ours, &theirs] {
+                assert!(
+                    cache.origins().await.expect("origins").is_empty(),
+                    "other: {other}"
+                );
+                assert_eq!(
+                    cache.inventory().await.expect("inventory").blobs,
+                    0,
+                    "other: {other}"
+                );
+            }
+        }
     });
 }

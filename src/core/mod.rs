@@ -35,6 +35,7 @@ pub use root::{default_discovery_paths, default_root};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::verify::VerifiedBytes;
@@ -272,6 +273,7 @@ impl CacheBuilder {
                 store.keep_reserve();
             }
         }
+        let seen_purges = std::sync::atomic::AtomicU64::new(index.purges().unwrap_or(NOT_SEEN));
         Ok(Cache {
             root,
             store,
@@ -282,6 +284,7 @@ impl CacheBuilder {
             memory: memory::MemoryTier::new(self.memory_tier),
             origin_quota: self.origin_quota,
             pending: Pending::new(pending::WRITE_BEHIND_BYTES),
+            seen_purges,
         })
     }
 }
@@ -360,7 +363,13 @@ pub struct Cache {
     /// Verified bytes handed to the host and not yet published (write-behind, `pending.rs`);
     /// consulted before the memory tier and the disk.
     pending: Pending,
+    /// The highest purge count this handle has read ([`Cache::purges_seen`]); [`NOT_SEEN`]
+    /// before it could read one.
+    seen_purges: std::sync::atomic::AtomicU64,
 }
+
+/// [`Cache::seen_purges`] before any count was read.
+const NOT_SEEN: u64 = u64::MAX;
 
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
@@ -666,11 +675,47 @@ impl Cache {
     /// or written gives a mark that keeps nothing: whether a purge came between cannot be told.
     pub(crate) fn purge_mark(&self, origin: &Origin) -> PurgeMark {
         match self.index.purges_for(origin) {
-            Ok(n) => PurgeMark(Some(n)),
+            Ok(n) => {
+                self.seen_purges
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |seen| {
+                        (seen == NOT_SEEN || seen < n).then_some(n)
+                    })
+                    .ok();
+                PurgeMark(Some(n))
+            }
             Err(e) => {
                 tracing::debug!(error = %e, "could not read the index's purge count");
                 PurgeMark(None)
             }
+        }
+    }
+
+    /// The highest purge count this handle has read, without reading the index: a loaded
+    /// skill notes it when it is made ([`Cache::purge_mark_for`]). Counts only grow, so no
+    /// purge came between this value's reading and a later mark equal to it.
+    pub(crate) fn purges_seen(&self) -> Option<u64> {
+        Some(self.seen_purges.load(Ordering::SeqCst)).filter(|&n| n != NOT_SEEN)
+    }
+
+    /// [`Cache::purge_mark`] for a fetch of a file of `skill`, a skill loaded when this handle
+    /// had seen `seen` purges ([`Cache::purges_seen`]). A loaded skill reads its files lazily,
+    /// possibly long after a purge of its origin: what it fetches then is served through its
+    /// held entry (R-V4), but keeping it would bring the purged origin back (round 25 of
+    /// review). So when the count moved since `seen` and the index no longer holds an entry
+    /// for `skill` of `origin`, the mark is `seen` itself, which keeps nothing; while it holds
+    /// one (the origin listed again since), the fresh mark. The lookup runs only after a purge.
+    pub(crate) fn purge_mark_for(
+        &self,
+        origin: &Origin,
+        skill: &SkillUri,
+        seen: Option<u64>,
+    ) -> PurgeMark {
+        let now = self.purge_mark(origin);
+        match (now.0, seen) {
+            (Some(n), Some(s)) if n != s && !self.index.holds_entry(origin, skill).unwrap_or(false) => {
+                PurgeMark(Some(s))
+            }
+            _ => now,
         }
     }
 

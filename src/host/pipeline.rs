@@ -81,6 +81,8 @@ pub(super) struct Pipeline<'a> {
     /// asks: the entry may be newer than the bytes' first check). A fetched one always is,
     /// before it is stored (R-H10).
     pub(super) check_hits: bool,
+    /// The purge count seen when the skill was loaded (`Cache::purge_mark_for`).
+    pub(super) seen_purges: Option<u64>,
 }
 
 impl Pipeline<'_> {
@@ -168,10 +170,11 @@ impl Pipeline<'_> {
             self.origin.clone(),
             at.iter().map(|&i| files[i].clone()).collect::<Vec<_>>(),
         );
+        let (skill, seen) = (self.entry.uri().clone(), self.seen_purges);
         self.state
             .blocking(move |c| {
                 let reads = c.read_files(&origin, &batch);
-                Ok((reads, mark.then(|| c.purge_mark(&origin))))
+                Ok((reads, mark.then(|| c.purge_mark_for(&origin, &skill, seen))))
             })
             .await
     }

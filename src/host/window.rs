@@ -32,6 +32,9 @@ pub struct LoadedSkill {
     received: AtomicU64,
     /// The shared tier, only for a public entry: decided once, at admission.
     tier: Option<TierHandle>,
+    /// The purge count the cache had seen when this skill was loaded: a file fetched after a
+    /// purge of its origin is served, not kept (`Cache::purge_mark_for`).
+    seen_purges: Option<u64>,
 }
 
 impl std::fmt::Debug for LoadedSkill {
@@ -53,6 +56,7 @@ impl LoadedSkill {
         tier: Option<TierHandle>,
     ) -> LoadedSkill {
         LoadedSkill {
+            seen_purges: state.core().purges_seen(),
             state,
             origin,
             source,
@@ -222,6 +226,7 @@ impl LoadedSkill {
             entry: &self.entry,
             tier: self.tier.as_ref(),
             check_hits,
+            seen_purges: self.seen_purges,
         }
         .read(files)
         .await

@@ -270,6 +270,24 @@ impl Index {
             .collect())
     }
 
+    /// Whether the index holds an entry for `skill` of `origin`, of any scope or principal:
+    /// whether a skill loaded before a purge may still keep what it fetches
+    /// (`Cache::purge_mark_for`).
+    ///
+    /// # Errors
+    /// [`IndexError::Database`](IndexError::Database) on a database failure.
+    pub fn holds_entry(&self, origin: &Origin, skill: &crate::uri::SkillUri) -> Result<bool, IndexError> {
+        self.conn()
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM entries e JOIN origins o ON o.id = e.origin_id
+                 WHERE o.label = ?1 AND e.skill_uri = ?2)",
+            )
+            .and_then(|mut st| {
+                st.query_row(rusqlite::params![origin.as_str(), skill.canonical()], |r| r.get(0))
+            })
+            .map_err(db_err("read entries"))
+    }
+
     /// Every origin with a row, an empty one too: what a purge of every origin but some must
     /// delete, so that the count moves for a request in flight whose mark made the row
     /// ([`Index::purges_for`]; round 25 of review).
