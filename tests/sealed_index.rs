@@ -521,11 +521,29 @@ fn h3_a_key_below_a_folder_others_can_change_is_refused_and_not_created() {
     );
     assert!(!shared.join("keys").exists(), "nothing made");
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    // Sticky, but the key's folder is still to be made there: another user may make that name
+    // first, as a link (round 26 of review). Refused, nothing made.
+    let err = open_err(&f, &key);
+    assert!(
+        matches!(
+            &err,
+            Error::Index(skillcache::error::IndexError::HostKey {
+                problem: KeyProblem::FolderNotOurs { .. },
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert!(!shared.join("keys").exists(), "nothing made");
+    // The key's folder made already, ours: below a sticky folder is fine (`/tmp`).
+    std::fs::create_dir(shared.join("keys")).expect("mkdir");
+    std::fs::set_permissions(shared.join("keys"), std::fs::Permissions::from_mode(0o700))
+        .expect("chmod");
     Cache::builder()
         .root(f.root())
         .key_file(&key)
         .open()
-        .expect("below a sticky folder");
+        .expect("in a folder of ours below a sticky folder");
 }
 
 /// Round 25 of review: the key was checked at its resolved path but made by the path as given,

@@ -222,6 +222,33 @@ fn a_purge_by_another_cache_is_never_undone_by_this_caches_keeper() {
     });
 }
 
+/// Round 26 of review: an entry obtained before another cache's purge, loaded after this cache
+/// asked another server something (which read the new purge count): what the load fetches is
+/// served, not kept.
+#[test]
+fn an_entry_from_before_a_purge_loaded_after_a_request_elsewhere_keeps_nothing() {
+    bounded(|| async move {
+        let dir = common::scratch();
+        let (entry, double) = served();
+        let (ours, origin) = open(dir.path(), &double);
+        let (theirs, _) = open(dir.path(), &double);
+        let other = Origin::new("other-server").expect("label");
+        ours.connect(
+            other.clone(),
+            Arc::clone(&double) as Arc<dyn skillcache::source::SkillSource>,
+        );
+        let listed = ours.entry(&origin, entry.uri()).await.expect("listed");
+        theirs.purge(&origin).await.expect("purge");
+        ours.entry(&other, entry.uri()).await.expect("a request elsewhere");
+        ours.load_all(&origin, &listed.entry).await.expect("served");
+        ours.flush().await;
+        assert!(
+            !ours.origins().await.expect("origins").contains(&origin),
+            "the purged origin stays gone"
+        );
+    });
+}
+
 /// Round 25 of review: a skill loaded before a purge reads a file it had not read yet. The
 /// file is served through the skill's held entry (verified, from the server), but not kept:
 /// keeping it would bring the purged origin back, in this cache or another on the root.
@@ -244,7 +271,10 @@ fn a_skill_loaded_before_a_purge_keeps_nothing_it_reads_after_it() {
             }
             .expect("purge");
             let unread = entry.manifest().expect("static").files()[1].uri().clone();
-            let file = skill.read(unread.as_str()).await.expect("served after the purge");
+            let file = skill
+                .read(unread.as_str())
+                .await
+                .expect("served after the purge");
             assert_eq!(file.provenance(), Provenance::Server);
             ours.flush().await;
             for cache in [&ours, &theirs] {

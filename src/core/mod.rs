@@ -285,6 +285,7 @@ impl CacheBuilder {
             origin_quota: self.origin_quota,
             pending: Pending::new(pending::WRITE_BEHIND_BYTES),
             seen_purges,
+            seen_by_origin: std::sync::Mutex::default(),
         })
     }
 }
@@ -363,9 +364,10 @@ pub struct Cache {
     /// Verified bytes handed to the host and not yet published (write-behind, `pending.rs`);
     /// consulted before the memory tier and the disk.
     pending: Pending,
-    /// The highest purge count this handle has read ([`Cache::purges_seen`]); [`NOT_SEEN`]
-    /// before it could read one.
+    /// The purge count this handle read when it opened ([`NOT_SEEN`]: it could not), and the
+    /// highest it read since for each origin it asked about ([`Cache::purges_seen`]).
     seen_purges: std::sync::atomic::AtomicU64,
+    seen_by_origin: std::sync::Mutex<std::collections::HashMap<Origin, u64>>,
 }
 
 /// [`Cache::seen_purges`] before any count was read.
@@ -676,11 +678,12 @@ impl Cache {
     pub(crate) fn purge_mark(&self, origin: &Origin) -> PurgeMark {
         match self.index.purges_for(origin) {
             Ok(n) => {
-                self.seen_purges
-                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |seen| {
-                        (seen == NOT_SEEN || seen < n).then_some(n)
-                    })
-                    .ok();
+                let mut seen = self
+                    .seen_by_origin
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let at = seen.entry(origin.clone()).or_insert(n);
+                *at = (*at).max(n);
                 PurgeMark(Some(n))
             }
             Err(e) => {
@@ -690,11 +693,20 @@ impl Cache {
         }
     }
 
-    /// The highest purge count this handle has read, without reading the index: a loaded
-    /// skill notes it when it is made ([`Cache::purge_mark_for`]). Counts only grow, so no
-    /// purge came between this value's reading and a later mark equal to it.
-    pub(crate) fn purges_seen(&self) -> Option<u64> {
-        Some(self.seen_purges.load(Ordering::SeqCst)).filter(|&n| n != NOT_SEEN)
+    /// The highest purge count this handle read for a request about `origin` (a listing, a
+    /// `skills/get`, a fetch), else the count it read when it opened; without reading the
+    /// index: a loaded skill notes it when it is made ([`Cache::purge_mark_for`]). Counts only
+    /// grow, so no purge came between this value's reading and a later mark equal to it. By
+    /// origin: a request to another server after a purge must not make an entry of the purged
+    /// one, obtained before it, look newer (round 26 of review).
+    pub(crate) fn purges_seen(&self, origin: &Origin) -> Option<u64> {
+        let seen = self
+            .seen_by_origin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(origin)
+            .copied();
+        seen.or_else(|| Some(self.seen_purges.load(Ordering::SeqCst)).filter(|&n| n != NOT_SEEN))
     }
 
     /// [`Cache::purge_mark`] for a fetch of a file of `skill`, a skill loaded when this handle

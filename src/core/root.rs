@@ -553,8 +553,13 @@ pub(crate) fn changeable_by_others(resolved: &Path) -> Option<PathBuf> {
         at.push(name);
         here = match platform::hold_dir(here.as_fd(), Path::new(name)) {
             Ok(Some(next)) => next,
-            // Past the existing part: what is made there is made by this user.
-            Ok(None) => return None,
+            // Past the existing part: what is made there is made by this user, unless someone
+            // else may make that name first — a link, in a sticky shared folder (round 26).
+            Ok(None) => {
+                let shared = described(here.as_fd())
+                    .is_some_and(|(_, st)| platform::others_can_create_in(&st));
+                return shared.then(|| at.parent().map(Path::to_path_buf).unwrap_or_default());
+            }
             // A link (or a file) where a folder was, or a folder that cannot be held.
             Err(_) => return Some(at),
         };

@@ -56,7 +56,7 @@ impl LoadedSkill {
         tier: Option<TierHandle>,
     ) -> LoadedSkill {
         LoadedSkill {
-            seen_purges: state.core().purges_seen(),
+            seen_purges: state.core().purges_seen(&origin),
             state,
             origin,
             source,

@@ -64,8 +64,8 @@ pub(crate) use os::{
     AsFd, BorrowedFd, GUARANTEED, HOLD_FOLDERS, OwnedFd, block_size, chmod, create_at, disk_cache,
     errno, filesystem_sync_is_durable, fstat, hold_dir, hold_folder, hold_parent, link_at, list,
     lower_this_thread, mkdir_at, open_dir, open_dir_beneath, open_file_beneath, open_file_here,
-    open_folder, open_lock, open_parent, others_can_rename_in, read_link_at, rename_at, room,
-    stat_at, sync, sync_filesystem, unlink_at, user_id,
+    open_folder, open_lock, open_parent, others_can_create_in, others_can_rename_in, read_link_at,
+    rename_at, room, stat_at, sync, sync_filesystem, unlink_at, user_id,
 };
 // Files the host names (config files, lock files, the host key): opened without blocking and
 // read with the platform's idea of owner and mode.

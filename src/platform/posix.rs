@@ -514,6 +514,15 @@ pub(crate) fn others_can_rename_in(st: &Stat) -> bool {
     !owner_is_trusted || shared
 }
 
+/// Whether someone other than this user or the superuser may make a new name in a folder of
+/// this kind: another user's, or writable by group or others — sticky or not, since the sticky
+/// bit only keeps others from removing or renaming names they do not own (round 26 of review:
+/// a missing folder below `/tmp` was made by another user, as a link, first).
+pub(crate) fn others_can_create_in(st: &Stat) -> bool {
+    let owner_is_trusted = st.uid == user_id() || st.uid == 0;
+    !owner_is_trusted || st.mode & 0o022 != 0
+}
+
 /// A private file is read without following a link in its last component or blocking.
 pub(crate) fn read_no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
     options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)

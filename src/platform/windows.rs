@@ -809,6 +809,13 @@ pub(crate) fn others_can_rename_in(st: &Stat) -> bool {
     false
 }
 
+/// Never, for the same reason as [`others_can_rename_in`]: what is made on a held path stays
+/// on it.
+pub(crate) fn others_can_create_in(st: &Stat) -> bool {
+    let _ = st;
+    false
+}
+
 /// No user id: ownership on Windows is an ACL's business. 0, which [`Stat::uid`] also reports.
 pub(crate) fn user_id() -> u32 {
     0

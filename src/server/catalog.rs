@@ -290,6 +290,15 @@ impl Catalog {
         })
     }
 
+    /// Forgets every skill, as removed: the served folder could not be scanned.
+    fn forget(&mut self) {
+        for gone in std::mem::take(&mut self.built).into_values() {
+            self.pending.record(Some(&gone), None);
+        }
+        self.scan = None;
+        self.root = None;
+    }
+
     /// Hands out what changed since the last call, and forgets it.
     pub(crate) fn take_changes(&mut self) -> Changes {
         std::mem::take(&mut self.pending)
@@ -428,7 +437,17 @@ impl Shared {
         validation: &Validation,
     ) -> Result<(), Error> {
         let started = Instant::now();
-        let next = catalog.refresh(root, validation, self.hold())?;
+        let next = match catalog.refresh(root, validation, self.hold()) {
+            Ok(next) => next,
+            Err(e) => {
+                // The served folder is gone (or no longer a folder): nothing is published any
+                // more, and what was held goes with it — held bytes would otherwise answer for a
+                // folder that no longer exists (round 26 of review).
+                catalog.forget();
+                self.publish(Snapshot::default());
+                return Err(e);
+            }
+        };
         *self.scanned.lock().unwrap_or_else(PoisonError::into_inner) = Some(started);
         if let Some(snap) = next {
             self.publish(snap);

@@ -114,7 +114,16 @@ impl SkillServer {
     /// Publishes the skill at `path` (relative, e.g. `live-status`) as `resources: "dynamic"`.
     #[must_use]
     pub fn dynamic(mut self, path: impl Into<String>) -> SkillServer {
-        self.dynamic.insert(path.into());
+        // Kept as the skill's path in its URIs (each name percent-encoded), which is what a
+        // built skill is known by: `my group/esc` is `my%20group/esc` there (round 26 of
+        // review: a name with a space was published as static, without a word).
+        let path: String = path.into();
+        let encoded = path
+            .split('/')
+            .map(|segment| crate::uri::encode_segment(segment.as_bytes()))
+            .collect::<Vec<_>>()
+            .join("/");
+        self.dynamic.insert(encoded);
         self
     }
 

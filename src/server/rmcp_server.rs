@@ -94,8 +94,10 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// building the catalog so no peer is told about them. From here on the watcher rescans and
 /// requests answer from its snapshots (R-E3).
 pub(super) fn start(server: &SkillServer) -> io::Result<()> {
-    server.changes().map_err(io::Error::other)?;
+    // Watched before the first scan: only a watched server's scan keeps the bytes it hashed
+    // (`held`), and the first scan is the one that hashes every file (round 26 of review).
     server.shared.watch();
+    server.changes().map_err(io::Error::other)?;
     let published = server
         .snapshot()
         .map_err(|(_, message)| io::Error::other(message))?

@@ -313,6 +313,54 @@ fn p3_a_watched_server_answers_the_bytes_its_scan_hashed_until_the_next_scan_pub
     );
 }
 
+/// Round 26 of review: `serve_stdio`/`serve_http` scanned first and set the watcher's flag
+/// after, so nothing was held until a skill changed.
+#[cfg(feature = "serve")]
+#[test]
+fn p3_the_first_scan_of_a_served_folder_keeps_what_it_hashed() {
+    let dir = folder(&[("notes.md", b"published\n")]);
+    let server = SkillServer::new(dir.path());
+    rmcp_server::start(&server).expect("start");
+    assert!(server.shared.held.used() > 0, "held from the first scan");
+    std::fs::write(dir.path().join("esc/notes.md"), b"edited, not published\n").expect("edit");
+    assert_eq!(read_text(&server, "skill://esc/notes.md").as_deref(), Ok("published\n"));
+}
+
+/// Round 26 of review: the served folder removed, a watched server answered its held bytes
+/// on and on. Nothing is published once the folder cannot be scanned, and nothing is held.
+#[test]
+fn p3_a_served_folder_removed_publishes_nothing_and_holds_nothing() {
+    let dir = folder(&[("notes.md", b"published\n")]);
+    let folder_path = dir.path().join("served");
+    std::fs::rename(dir.path().join("esc"), {
+        std::fs::create_dir(&folder_path).expect("mkdir");
+        folder_path.join("esc")
+    })
+    .expect("move");
+    let server = watched(&folder_path);
+    assert!(read_text(&server, "skill://esc/notes.md").is_ok());
+    std::fs::remove_dir_all(&folder_path).expect("rm");
+    assert!(server.changes().is_err(), "the folder cannot be scanned");
+    assert_eq!(server.shared.held.used(), 0);
+    let (code, _) = read_text(&server, "skill://esc/notes.md").expect_err("not published");
+    assert_eq!(code, INVALID_PARAMS);
+}
+
+/// Round 26 of review: a dynamic skill whose path needs encoding was published as static.
+#[test]
+fn a_dynamic_skill_whose_path_needs_encoding_is_published_dynamic() {
+    let dir = crate::scratch::scratch();
+    let skill = dir.path().join("my group").join("esc");
+    std::fs::create_dir_all(&skill).expect("mkdir");
+    std::fs::write(skill.join("SKILL.md"), "---\nname: esc\ndescription: Escapes.\n---\n")
+        .expect("write");
+    let server = watched(dir.path()).dynamic("my group/esc");
+    let got = server
+        .call("skills/get", &json!({"uri": "skill://my%20group/esc/SKILL.md"}))
+        .expect("get");
+    assert_eq!(got["skill"]["resources"], "dynamic", "{got}");
+}
+
 #[test]
 fn p3_an_unwatched_server_holds_nothing_and_reads_each_file_from_the_folder() {
     let dir = folder(&[("notes.md", b"published\n")]);
