@@ -53,7 +53,8 @@ pub async fn serve_stdio(server: SkillServer) -> io::Result<()> {
     let every = server.watch_interval;
     start(&server)?;
     let listeners = Listeners::shared();
-    let transport = StdioTransport::new(tokio::io::stdin(), tokio::io::stdout(), bound());
+    let (input, output) = super::stdio::standard_streams();
+    let transport = StdioTransport::new(input, output, bound());
     let handler = Handler::new(server.clone(), listeners.clone());
     let running = match handler.serve(transport).await {
         Ok(running) => running,

@@ -34,6 +34,44 @@ pub(crate) const IN_FLIGHT: usize = 8;
 /// Answers held for the requests read and not yet answered, by request id.
 type Held = Arc<Mutex<HashMap<RequestId, OwnedSemaphorePermit>>>;
 
+/// What the transport reads requests from.
+pub(crate) type Input = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+/// What the transport writes answers to.
+pub(crate) type Output = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// This process's stdin and stdout for the transport. A pipe (what an MCP host gives the server
+/// it starts) is read and written non-blocking, on the runtime's own threads: tokio's
+/// `stdin()`/`stdout()` hand every read and every write to the blocking pool, and a sweep's
+/// hundreds of small messages spent more time waking those threads than answering (issue 41,
+/// P3: 46% of `serve`'s samples in the kernel, waking and switching). Anything else (a
+/// terminal, a file) goes through tokio's own, as before. The descriptors are duplicates, so
+/// the standard handles stay open; the pipes become non-blocking for this process.
+pub(crate) fn standard_streams() -> (Input, Output) {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd as _;
+        use tokio::net::unix::pipe;
+        let input = std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .ok()
+            .and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok());
+        let output = std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .ok()
+            .and_then(|fd| pipe::Sender::from_owned_fd(fd).ok());
+        (
+            input.map_or_else(|| Box::new(tokio::io::stdin()) as Input, |r| Box::new(r) as Input),
+            output.map_or_else(|| Box::new(tokio::io::stdout()) as Output, |w| Box::new(w) as Output),
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
+    }
+}
+
 /// The stdio transport of `serve`.
 pub(crate) struct StdioTransport<R, W> {
     read: LineReader<R>,
