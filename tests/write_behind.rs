@@ -239,7 +239,9 @@ fn an_entry_from_before_a_purge_loaded_after_a_request_elsewhere_keeps_nothing()
         );
         let listed = ours.entry(&origin, entry.uri()).await.expect("listed");
         theirs.purge(&origin).await.expect("purge");
-        ours.entry(&other, entry.uri()).await.expect("a request elsewhere");
+        ours.entry(&other, entry.uri())
+            .await
+            .expect("a request elsewhere");
         ours.load_all(&origin, &listed.entry).await.expect("served");
         ours.flush().await;
         assert!(
