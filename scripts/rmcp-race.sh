@@ -48,18 +48,40 @@ for i in $(seq "$runs"); do
   "$ours" "$work/root-c$i" 2 "$catalog" "$dir" 2>/dev/null | sed "s/^/ours_catalog /" >> "$work/rows"
   "$ours" "$work/root-s$i" 1 "$serve" serve "$dir" 2>/dev/null | sed "s/^/ours_serve /" >> "$work/rows"
 done
+# Each server's peak resident memory (VmHWM) over one sweep by the same rmcp client, sampled
+# every 5 ms by a wrapper the client starts in the server's place (P3: serve's RSS at most
+# SkillCatalog's at the same content).
+cat > "$work/rss.sh" <<'SH'
+#!/bin/sh
+"$@" &
+pid=$!
+peak=0
+while kill -0 $pid 2>/dev/null; do
+  v=$(awk '/VmHWM/ {print $2}' /proc/$pid/status 2>/dev/null)
+  [ -n "$v" ] && peak=$v
+  sleep 0.005
+done
+echo "$peak" >> "$RSS_OUT"
+SH
+chmod +x "$work/rss.sh"
+for i in $(seq "$runs"); do
+  RSS_OUT=$work/rss.catalog "$peer" 1 "$work/rss.sh" "$catalog" "$dir" >/dev/null 2>&1
+  RSS_OUT=$work/rss.serve "$peer" 1 "$work/rss.sh" "$serve" serve "$dir" >/dev/null 2>&1
+done
+
 pick() { awk -v k="$1" -v s="sweep=$2" '$1 == k && $2 == s {sub("ms=", "", $NF); print $NF}' "$work/rows" | median; }
 counts() { awk -v k="$1" '$1 == k && $2 == "sweep=1" {print $3, $4, $5; exit}' "$work/rows"; }
 echo "served: $(wc -l < "$work/catalog.tops") / $(wc -l < "$work/serve.tops") top-level skills of ${1:-tests/data/corpus/skills} (catalog / serve), $(ls "$dir" | wc -l) published by both; $runs runs each; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for k in rmcp_catalog rmcp_serve ours_catalog ours_serve; do echo "$k: $(counts $k)"; done
 python3 - "$(pick rmcp_catalog 1)" "$(pick ours_catalog 1)" "$(pick rmcp_serve 1)" "$(pick ours_serve 1)" \
-  "$(pick rmcp_catalog 2)" "$(pick ours_catalog 2)" <<'PY'
+  "$(pick rmcp_catalog 2)" "$(pick ours_catalog 2)" "$(median < "$work/rss.catalog")" "$(median < "$work/rss.serve")" <<'PY'
 import sys
-rc, oc, rs, os_, rc2, oc2 = map(float, sys.argv[1:])
+rc, oc, rs, os_, rc2, oc2, mc, ms = map(float, sys.argv[1:])
 print("\n| | rmcp alone | skillcache | skillcache / rmcp |")
 print("|---|---|---|---|")
 print(f"| first sweep, against rmcp's `SkillCatalog` | {rc:.1f} ms | {oc:.1f} ms | {oc/rc:.2f}x |")
 print(f"| first sweep, against `skillcache serve` | {rs:.1f} ms | {os_:.1f} ms | {os_/rs:.2f}x |")
 print(f"| a later sweep in the same process (`SkillCatalog`) | {rc2:.1f} ms | {oc2:.1f} ms | {oc2/rc2:.3f}x |")
 print(f"| `SkillCatalog` vs `skillcache serve`, same rmcp client | {rc:.1f} ms | {rs:.1f} ms | {rs/rc:.2f}x (serve / catalog) |")
+print(f"| peak RSS of the server over a sweep | {mc/1024:.1f} MiB (`SkillCatalog`) | {ms/1024:.1f} MiB (`serve`) | {ms/mc:.2f}x (serve / catalog) |")
 PY

@@ -67,6 +67,9 @@ pub(crate) use os::{
     open_folder, open_lock, open_parent, others_can_create_in, others_can_rename_in, read_link_at,
     rename_at, room, stat_at, sync, sync_filesystem, unlink_at, user_id,
 };
+// `serve`'s stdio, as non-blocking pipes where they are pipes.
+#[cfg(feature = "serve")]
+pub(crate) use os::standard_pipes;
 // Files the host names (config files, lock files, the host key): opened without blocking and
 // read with the platform's idea of owner and mode.
 pub(crate) use os::{

@@ -816,6 +816,19 @@ pub(crate) fn others_can_create_in(st: &Stat) -> bool {
     false
 }
 
+/// What `standard_pipes` reads from.
+#[cfg(feature = "serve")]
+pub(crate) type PipeIn = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+/// What `standard_pipes` writes to.
+#[cfg(feature = "serve")]
+pub(crate) type PipeOut = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+
+/// No pipe of the kind tokio reads readiness from: `serve` keeps tokio's stdin and stdout.
+#[cfg(feature = "serve")]
+pub(crate) fn standard_pipes() -> (Option<PipeIn>, Option<PipeOut>) {
+    (None, None)
+}
+
 /// No user id: ownership on Windows is an ACL's business. 0, which [`Stat::uid`] also reports.
 pub(crate) fn user_id() -> u32 {
     0

@@ -47,29 +47,11 @@ pub(crate) type Output = Box<dyn AsyncWrite + Unpin + Send>;
 /// terminal, a file) goes through tokio's own, as before. The descriptors are duplicates, so
 /// the standard handles stay open; the pipes become non-blocking for this process.
 pub(crate) fn standard_streams() -> (Input, Output) {
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsFd as _;
-        use tokio::net::unix::pipe;
-        let input = std::io::stdin()
-            .as_fd()
-            .try_clone_to_owned()
-            .ok()
-            .and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok());
-        let output = std::io::stdout()
-            .as_fd()
-            .try_clone_to_owned()
-            .ok()
-            .and_then(|fd| pipe::Sender::from_owned_fd(fd).ok());
-        (
-            input.map_or_else(|| Box::new(tokio::io::stdin()) as Input, |r| Box::new(r) as Input),
-            output.map_or_else(|| Box::new(tokio::io::stdout()) as Output, |w| Box::new(w) as Output),
-        )
-    }
-    #[cfg(not(unix))]
-    {
-        (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
-    }
+    let (input, output) = crate::platform::standard_pipes();
+    (
+        input.unwrap_or_else(|| Box::new(tokio::io::stdin())),
+        output.unwrap_or_else(|| Box::new(tokio::io::stdout())),
+    )
 }
 
 /// The stdio transport of `serve`.
