@@ -326,7 +326,10 @@ fn e1_a_file_changed_between_scan_and_read_is_an_error_answer_and_a_rescan() {
         let place = Place::new();
         // A watch interval far longer than the test: only the read's own rescan can publish
         // the new bytes.
-        let serve = ServeChild::start(&place.served(), &["--watch-ms", "3600000"]);
+        let serve = ServeChild::start(
+            &place.served(),
+            &["--watch-ms", "3600000", "--held-mib", "0"],
+        );
         settles(&serve);
         std::fs::write(place.path("served/notes/refs/doc.md"), SECRET).expect("edit");
         let first = modern(&serve.authority, 1, "resources/read", json!({"uri": URI}))

@@ -268,3 +268,33 @@ fn e3_requests_pipelined_by_a_client_that_reads_are_all_answered() {
     .expect("all answered before the deadline");
     assert_eq!(ids, (1..=200).collect::<Vec<_>>());
 }
+
+/// Round 27 of review: `serve` read and wrote its stdin and stdout non-blocking by setting the
+/// mode on the standard descriptors themselves, which everything holding them shares: stderr
+/// when it is the same pipe (`2>&1`), and the shell that started it, whose next command then
+/// read and wrote non-blocking pipes. After `serve` ends, the descriptors it was given are as
+/// they were: blocking.
+#[test]
+fn e3_serve_leaves_the_pipes_it_was_given_blocking() {
+    let tmp = folder();
+    let script = format!(
+        "'{}' serve '{}' 2>&1; python3 -c 'import fcntl, os; print(fcntl.fcntl(0, fcntl.F_GETFL) & os.O_NONBLOCK, fcntl.fcntl(1, fcntl.F_GETFL) & os.O_NONBLOCK)'",
+        common::bin().display(),
+        tmp.path().join("served").display()
+    );
+    let out = common::within(Duration::from_secs(60), move || {
+        let mut child = Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sh");
+        // No request: stdin ends at once, and so does serve.
+        drop(child.stdin.take());
+        child.wait_with_output().expect("output")
+    })
+    .expect("serve ended");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().last(), Some("0 0"), "{text}");
+}

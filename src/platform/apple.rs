@@ -21,6 +21,14 @@ use std::path::Path;
 pub(crate) use super::posix::*;
 use super::posix::{open_dir_walking, open_file_walking};
 
+/// None: macOS has no `/proc/self/fd` to open a pipe anew through, and making the standard
+/// descriptors non-blocking would change them for everything that shares them (see the Linux
+/// version); `serve` keeps tokio's stdin and stdout.
+#[cfg(feature = "serve")]
+pub(crate) fn standard_pipes() -> (Option<super::posix::PipeIn>, Option<super::posix::PipeOut>) {
+    (None, None)
+}
+
 /// Opens the folder at `rel` below `dir` (`.` or empty for `dir` itself), following no link on
 /// the way: the component walk.
 ///

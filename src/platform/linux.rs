@@ -11,6 +11,26 @@ use rustix::fs::{Mode, OFlags, ResolveFlags};
 pub(crate) use super::posix::*;
 use super::posix::{FILE_FLAGS, dir_flags, open_dir_walking, open_file_walking};
 
+/// stdin and stdout as tokio pipes, read and written non-blocking on the runtime's threads,
+/// each where it is a pipe (`None` otherwise: a terminal, a file, a socket), for `serve`'s
+/// stdio transport. Each is the pipe opened anew through `/proc/self/fd`: a description of its
+/// own, so the non-blocking mode tokio sets stays ours. Set on the standard descriptors
+/// themselves it was shared with whatever else holds them — stderr when it is the same pipe
+/// (`2>&1`: a log line then failed with `EAGAIN` and its writer panicked) and the shell that
+/// started the server (its next command read a non-blocking stdin): round 27 of review.
+#[cfg(feature = "serve")]
+pub(crate) fn standard_pipes() -> (Option<super::posix::PipeIn>, Option<super::posix::PipeOut>) {
+    use tokio::net::unix::pipe;
+    let input = pipe::OpenOptions::new()
+        .open_receiver("/proc/self/fd/0")
+        .ok();
+    let output = pipe::OpenOptions::new().open_sender("/proc/self/fd/1").ok();
+    (
+        input.map(|r| Box::new(r) as super::posix::PipeIn),
+        output.map(|w| Box::new(w) as super::posix::PipeOut),
+    )
+}
+
 /// No symbolic link, no `/proc` magic link, no `..` out of the folder: checked by the kernel for
 /// every component at once.
 const RESOLVE: ResolveFlags = ResolveFlags::BENEATH

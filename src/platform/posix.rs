@@ -523,35 +523,12 @@ pub(crate) fn others_can_create_in(st: &Stat) -> bool {
     !owner_is_trusted || st.mode & 0o022 != 0
 }
 
-/// What [`standard_pipes`] reads from.
+/// What `standard_pipes` reads from.
 #[cfg(feature = "serve")]
 pub(crate) type PipeIn = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
-/// What [`standard_pipes`] writes to.
+/// What `standard_pipes` writes to.
 #[cfg(feature = "serve")]
 pub(crate) type PipeOut = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
-
-/// stdin and stdout as tokio pipes, read and written non-blocking on the runtime's threads,
-/// each where it is a pipe (`None` otherwise: a terminal, a file); from duplicates of the
-/// standard descriptors, which tokio makes non-blocking (`serve`'s stdio transport).
-#[cfg(feature = "serve")]
-pub(crate) fn standard_pipes() -> (Option<PipeIn>, Option<PipeOut>) {
-    use std::os::fd::AsFd as _;
-    use tokio::net::unix::pipe;
-    let input = std::io::stdin()
-        .as_fd()
-        .try_clone_to_owned()
-        .ok()
-        .and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok());
-    let output = std::io::stdout()
-        .as_fd()
-        .try_clone_to_owned()
-        .ok()
-        .and_then(|fd| pipe::Sender::from_owned_fd(fd).ok());
-    (
-        input.map(|r| Box::new(r) as PipeIn),
-        output.map(|w| Box::new(w) as PipeOut),
-    )
-}
 
 /// A private file is read without following a link in its last component or blocking.
 pub(crate) fn read_no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
