@@ -114,6 +114,9 @@ GRANTED = [
     # for every cache at once (issue 41, P1).
     ("issue 41, P1", "SkillCache::flush"),
     ("issue 41, P1", "SkillCache::flush_all"),
+    # `serve` answers reads from the bytes its scan hashed, within a bound a host embedding the
+    # server (and the CLI's `--held-mib`) sets (issue 41, P3).
+    ("issue 41, P3", "SkillServer::held_bytes"),
 ]
 MAX_ITEMS = 220 + len(GRANTED)
 COUNTED = {

@@ -117,9 +117,12 @@ impl SkillServer {
         // Kept as the skill's path in its URIs (each name percent-encoded), which is what a
         // built skill is known by: `my group/esc` is `my%20group/esc` there (round 26 of
         // review: a name with a space was published as static, without a word).
+        // Normalised as a path is (round 27: `esc/`, `./esc` and `grp//esc` name the skill
+        // `esc` and `grp/esc`, as a shell's completion types them).
         let path: String = path.into();
         let encoded = path
             .split('/')
+            .filter(|segment| !segment.is_empty() && *segment != ".")
             .map(|segment| crate::uri::encode_segment(segment.as_bytes()))
             .collect::<Vec<_>>()
             .join("/");

@@ -354,11 +354,13 @@ fn a_dynamic_skill_whose_path_needs_encoding_is_published_dynamic() {
     std::fs::create_dir_all(&skill).expect("mkdir");
     std::fs::write(skill.join("SKILL.md"), "---\nname: esc\ndescription: Escapes.\n---\n")
         .expect("write");
-    let server = watched(dir.path()).dynamic("my group/esc");
-    let got = server
-        .call("skills/get", &json!({"uri": "skill://my%20group/esc/SKILL.md"}))
-        .expect("get");
-    assert_eq!(got["skill"]["resources"], "dynamic", "{got}");
+    for spelled in ["my group/esc", "my group/esc/", "./my group//esc", "my group/./esc"] {
+        let server = watched(dir.path()).dynamic(spelled);
+        let got = server
+            .call("skills/get", &json!({"uri": "skill://my%20group/esc/SKILL.md"}))
+            .expect("get");
+        assert_eq!(got["skill"]["resources"], "dynamic", "{spelled}: {got}");
+    }
 }
 
 #[test]
