@@ -536,7 +536,8 @@ fn path_is_ours(root: &Path, resolved: &Path, me: Option<Id>) -> Result<(), Erro
 /// The first folder on the existing part of `resolved` (walked by name from its first folder,
 /// without following a link) that someone other than this user or the superuser could change
 /// — another user's, or writable by group or others without the sticky bit — or the first link
-/// met; `None` when there is none. The host key's check (round 24 of review): the key is made
+/// met; or, where the path goes on past its existing part, that last existing folder when
+/// others may make a name in it (sticky or not: round 26 of review); `None` when there is none. The host key's check (round 24 of review): the key is made
 /// and read by its path, so nobody else may be able to swap a folder on it for a link.
 pub(crate) fn changeable_by_others(resolved: &Path) -> Option<PathBuf> {
     let mut names = resolved.components();

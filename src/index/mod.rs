@@ -249,25 +249,13 @@ impl Index {
     /// # Errors
     /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn origins(&self) -> Result<Vec<Origin>, IndexError> {
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare_cached(
+        self.labels(
                 "SELECT label FROM origins o
                  WHERE EXISTS (SELECT 1 FROM entries WHERE origin_id = o.id)
                     OR EXISTS (SELECT 1 FROM blobs WHERE origin_id = o.id)
                     OR EXISTS (SELECT 1 FROM approvals WHERE origin_id = o.id)
                  ORDER BY label",
-            )
-            .map_err(db_err("list origins"))?;
-        let labels = stmt
-            .query_map([], |r| r.get::<_, String>(0))
-            .map_err(db_err("list origins"))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(db_err("list origins"))?;
-        Ok(labels
-            .into_iter()
-            .filter_map(|l| Origin::new(l).ok())
-            .collect())
+        )
     }
 
     /// Whether the index holds an entry for `skill` of `origin`, of any scope or principal:
@@ -295,10 +283,13 @@ impl Index {
     /// # Errors
     /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn origin_rows(&self) -> Result<Vec<Origin>, IndexError> {
+        self.labels("SELECT label FROM origins ORDER BY label")
+    }
+
+    /// The origin labels `sql` selects, each a valid [`Origin`] (a row that is not is skipped).
+    fn labels(&self, sql: &str) -> Result<Vec<Origin>, IndexError> {
         let conn = self.conn();
-        let mut stmt = conn
-            .prepare_cached("SELECT label FROM origins ORDER BY label")
-            .map_err(db_err("list origins"))?;
+        let mut stmt = conn.prepare_cached(sql).map_err(db_err("list origins"))?;
         let labels = stmt
             .query_map([], |r| r.get::<_, String>(0))
             .map_err(db_err("list origins"))?
