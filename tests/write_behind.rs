@@ -251,6 +251,50 @@ fn an_entry_from_before_a_purge_loaded_after_a_request_elsewhere_keeps_nothing()
     });
 }
 
+/// Round 27 of review: after a purge, the cache asks the same origin about another skill
+/// (which reads the new purge count for that origin); an entry handed out before the purge,
+/// loaded then — by this handle or by one opened after the purge — keeps nothing it fetches:
+/// the count travels with the entry.
+#[test]
+fn an_entry_from_before_a_purge_keeps_nothing_after_a_request_about_another_skill() {
+    bounded(|| async move {
+        for late in [false, true] {
+            let dir = common::scratch();
+            let (entry, double) = served();
+            let (ours, origin) = open(dir.path(), &double);
+            let (theirs, _) = open(dir.path(), &double);
+            let listed = ours.entry(&origin, entry.uri()).await.expect("listed");
+            theirs.purge(&origin).await.expect("purge");
+            let another = skillcache::SkillUri::parse("skill://another/SKILL.md").expect("uri");
+            ours.refresh(&origin, &another)
+                .await
+                .expect_err("the double serves no such skill, but the request was asked");
+            let loader = if late {
+                open(dir.path(), &double).0
+            } else {
+                ours.clone()
+            };
+            let (_, files) = loader
+                .load_all(&origin, &listed.entry)
+                .await
+                .expect("served");
+            assert!(files.iter().all(|f| f.provenance() == Provenance::Server));
+            loader.flush().await;
+            for cache in [&ours, &theirs, &loader] {
+                assert!(
+                    cache.origins().await.expect("origins").is_empty(),
+                    "the purged origin stays gone (late: {late})"
+                );
+                assert_eq!(
+                    cache.inventory().await.expect("inventory").blobs,
+                    0,
+                    "late: {late}"
+                );
+            }
+        }
+    });
+}
+
 /// Round 25 of review: a skill loaded before a purge reads a file it had not read yet. The
 /// file is served through the skill's held entry (verified, from the server), but not kept:
 /// keeping it would bring the purged origin back, in this cache or another on the root.

@@ -39,7 +39,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::verify::VerifiedBytes;
-use crate::entry::{CacheHints, ManifestFile, SkillEntry};
+use crate::entry::{CacheHints, ManifestFile, Noted, SkillEntry};
 use crate::error::{Error, Mismatch};
 use crate::index::{Approval, BlobRecord, EntrySummary, Index, PutOutcome, StoredEntry};
 use crate::origin::Origin;
@@ -275,6 +275,7 @@ impl CacheBuilder {
         }
         let seen_purges = std::sync::atomic::AtomicU64::new(index.purges().unwrap_or(NOT_SEEN));
         Ok(Cache {
+            index_id: index_id(&root),
             root,
             store,
             index,
@@ -336,6 +337,14 @@ pub(crate) struct Asked {
     at_ms: u64,
 }
 
+impl Asked {
+    /// The purge count read before the request was sent, for the entries it answers
+    /// ([`Cache::noted`]).
+    pub(crate) fn purges(&self) -> Option<u64> {
+        self.mark.0
+    }
+}
+
 /// Whether a batch of verified files was kept ([`Cache::store_verified`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kept {
@@ -368,6 +377,19 @@ pub struct Cache {
     /// highest it read since for each origin it asked about ([`Cache::purges_seen`]).
     seen_purges: std::sync::atomic::AtomicU64,
     seen_by_origin: std::sync::Mutex<std::collections::HashMap<Origin, u64>>,
+    /// Which index this is, for the counts noted on the entries this handle hands out
+    /// ([`Noted`]): every handle on one root has the same.
+    index_id: u64,
+}
+
+/// [`Cache::index_id`]: the root's resolved path, hashed. Entries do not leave the process, so
+/// the hasher need not be stable across builds; two roots that hash alike would only compare
+/// counts that mean different things, which errs towards keeping a fetch as before this mark.
+fn index_id(root: &std::path::Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    root.hash(&mut h);
+    h.finish()
 }
 
 /// [`Cache::seen_purges`] before any count was read.
@@ -707,6 +729,29 @@ impl Cache {
             .get(origin)
             .copied();
         seen.or_else(|| Some(self.seen_purges.load(Ordering::SeqCst)).filter(|&n| n != NOT_SEEN))
+    }
+
+    /// `entry` as this handle hands it out, noted with `purges`, a count read before the
+    /// entry was asked for or read ([`Noted`]; `None`: none could be read).
+    pub(crate) fn noted(&self, entry: SkillEntry, purges: Option<u64>) -> SkillEntry {
+        let noted = purges.map(|purges| Noted {
+            index: self.index_id,
+            purges,
+        });
+        entry.noted_as(noted)
+    }
+
+    /// The purge count a skill loaded from `entry` of `origin` notes: the one noted on the
+    /// entry when this index handed it out — however recently this handle asked `origin` about
+    /// another skill since (round 27 of review), and whichever handle on this root loads it
+    /// (round 26's residual) — else, for an entry the host validated itself or one of another
+    /// root, what this handle has seen ([`Cache::purges_seen`]): its load is a new one.
+    pub(crate) fn purges_seen_for(&self, origin: &Origin, entry: &SkillEntry) -> Option<u64> {
+        entry
+            .noted()
+            .filter(|n| n.index == self.index_id)
+            .map(|n| n.purges)
+            .or_else(|| self.purges_seen(origin))
     }
 
     /// [`Cache::purge_mark`] for a fetch of a file of `skill`, a skill loaded when this handle

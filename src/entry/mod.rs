@@ -132,12 +132,38 @@ internal_pub! {
 /// assert_eq!(entry.name(), "demo");
 /// assert!(entry.binding().is_some());
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SkillEntry {
     uri: SkillUri,
     frontmatter: Frontmatter,
     resources: Resources,
+    /// What the cache that handed this entry out had seen of purges then; `None` for an entry
+    /// the host validated itself. Not part of the entry's value (equality ignores it).
+    noted: Option<Noted>,
 }
+
+/// The purge count of one index, noted on an entry the cache hands out before it asked for (or
+/// read) the entry: a skill loaded from that entry after a purge of its origin keeps nothing
+/// it fetches, however recently the cache asked its origin about another skill
+/// (`Cache::purge_mark_for`; round 27 of review). Opaque outside the crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Noted {
+    /// Which index: the count of another root says nothing of this one.
+    pub(crate) index: u64,
+    /// Its purge count, read before the entry was asked for or read.
+    pub(crate) purges: u64,
+}
+
+/// Two entries are equal when the server published the same thing: where the cache noted
+/// them ([`Noted`]) is not part of it.
+impl PartialEq for SkillEntry {
+    fn eq(&self, other: &SkillEntry) -> bool {
+        self.uri == other.uri
+            && self.frontmatter == other.frontmatter
+            && self.resources == other.resources
+    }
+}
+impl Eq for SkillEntry {}
 
 impl SkillEntry {
     /// Validates one `Skill` object from `skills/list` or `skills/get`.
@@ -208,6 +234,17 @@ impl SkillEntry {
     #[must_use]
     pub fn requested_tools(&self) -> Option<&Value> {
         self.frontmatter.get("allowed-tools")
+    }
+
+    /// What the cache noted when it handed this entry out ([`Noted`]).
+    pub(crate) fn noted(&self) -> Option<Noted> {
+        self.noted
+    }
+
+    /// This entry as handed out by a cache that had seen `noted`.
+    pub(crate) fn noted_as(mut self, noted: Option<Noted>) -> SkillEntry {
+        self.noted = noted;
+        self
     }
 
     /// The entry in wire form (server spellings kept); [`SkillEntry::from_json`] accepts it back.

@@ -118,6 +118,7 @@ pub(super) fn entry(value: &Value, v: &Validation) -> Result<SkillEntry, EntryEr
         uri,
         frontmatter: frontmatter.clone(),
         resources,
+        noted: None,
     })
 }
 

@@ -197,6 +197,9 @@ impl SkillCache {
             return offline::entry(&self.state, origin, uri, &self.principal).await;
         }
         // A warm entry is answered from the index's memo with no hop (R-T1).
+        // Read before the row: a count older than the row's reading is safe to note (a
+        // later fetch then asks the index whether it still holds the skill), a newer one not.
+        let seen = self.state.core().purges_seen(origin);
         let quick = self.state.core().entry_quick(origin, uri, &self.principal);
         let stored = if let Some(stored) = quick {
             Some(stored)
@@ -211,7 +214,8 @@ impl SkillCache {
                 .marks()
                 .is_stale(origin, &stored.entry, stored.fetched_at_ms)
         {
-            return Ok(EntryInfo::cached(stored.entry, false));
+            let entry = self.state.core().noted(stored.entry, seen);
+            return Ok(EntryInfo::cached(entry, false));
         }
         self.refresh(origin, uri).await
     }
@@ -292,7 +296,7 @@ impl SkillCache {
         Ok(entries
             .into_iter()
             .zip(outcomes)
-            .map(|(entry, out)| self.kept(origin, entry, out))
+            .map(|(entry, out)| self.kept(origin, entry, out, asked.purges()))
             .collect())
     }
 
@@ -303,12 +307,19 @@ impl SkillCache {
     }
 
     /// What a stored entry tells its caller; a revocation it caused is noted first.
-    fn kept(&self, origin: &Origin, entry: SkillEntry, out: PutOutcome) -> EntryInfo {
+    /// `purges` is the count the request noted before it was sent ([`Asked`]).
+    fn kept(
+        &self,
+        origin: &Origin,
+        entry: SkillEntry,
+        out: PutOutcome,
+        purges: Option<u64>,
+    ) -> EntryInfo {
         self.state
             .marks()
             .note_revocation(origin, &entry, &self.principal, &out);
         EntryInfo {
-            entry,
+            entry: self.state.core().noted(entry, purges),
             from_cache: false,
             revoked: out.revoked,
             diff: out.diff,

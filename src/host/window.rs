@@ -32,8 +32,9 @@ pub struct LoadedSkill {
     received: AtomicU64,
     /// The shared tier, only for a public entry: decided once, at admission.
     tier: Option<TierHandle>,
-    /// The purge count the cache had seen when this skill was loaded: a file fetched after a
-    /// purge of its origin is served, not kept (`Cache::purge_mark_for`).
+    /// The purge count noted on the entry when the cache handed it out (else the one the cache
+    /// had seen when this skill was loaded): a file fetched after a purge of its origin is
+    /// served, not kept (`Cache::purge_mark_for`, `Cache::purges_seen_for`).
     seen_purges: Option<u64>,
 }
 
@@ -56,7 +57,7 @@ impl LoadedSkill {
         tier: Option<TierHandle>,
     ) -> LoadedSkill {
         LoadedSkill {
-            seen_purges: state.core().purges_seen(&origin),
+            seen_purges: state.core().purges_seen_for(&origin, &entry),
             state,
             origin,
             source,
