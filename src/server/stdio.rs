@@ -10,6 +10,11 @@
 //!   answer written to stdout". While a client does not read its answers, the writes block,
 //!   no permit comes back, and no further request is read: the pipe fills up on the client's
 //!   side, not in our memory (no unbounded queue of answers).
+//! - **Notifications** the server sends on its own (a watched folder changed) wait for stdout
+//!   like answers do, but no request bounds them: a client that subscribes and never reads
+//!   would collect one waiting copy per change. A notification already waiting (not yet being
+//!   written) is not queued again — the client will read that one after the change, which is
+//!   all either copy tells it — and at most [`NOTIFICATIONS_WAITING`] distinct ones wait.
 
 use std::collections::HashMap;
 use std::io;
@@ -33,6 +38,14 @@ pub(crate) const IN_FLIGHT: usize = 8;
 
 /// Answers held for the requests read and not yet answered, by request id.
 type Held = Arc<Mutex<HashMap<RequestId, OwnedSemaphorePermit>>>;
+
+/// How many distinct notifications may wait for stdout: more than a session's subscriptions
+/// change at once in practice; each is one short line.
+pub(crate) const NOTIFICATIONS_WAITING: usize = 1024;
+
+/// The notifications waiting for stdout, as the lines they are: one is taken out when its
+/// write begins, so a copy sent during that write waits again (nothing is lost).
+type Waiting = Arc<Mutex<std::collections::HashSet<Vec<u8>>>>;
 
 /// What the transport reads requests from.
 pub(crate) type Input = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
@@ -60,6 +73,7 @@ pub(crate) struct StdioTransport<R, W> {
     write: Arc<tokio::sync::Mutex<W>>,
     permits: Arc<Semaphore>,
     held: Held,
+    waiting: Waiting,
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin + Send + 'static> StdioTransport<R, W> {
@@ -70,6 +84,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin + Send + 'static> StdioTranspor
             write: Arc::new(tokio::sync::Mutex::new(write)),
             permits: Arc::new(Semaphore::new(IN_FLIGHT)),
             held: Arc::default(),
+            waiting: Arc::default(),
         }
     }
 
@@ -99,6 +114,10 @@ fn lock(held: &Held) -> std::sync::MutexGuard<'_, HashMap<RequestId, OwnedSemaph
     held.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+fn lock_waiting(waiting: &Waiting) -> std::sync::MutexGuard<'_, std::collections::HashSet<Vec<u8>>> {
+    waiting.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl<R, W> Transport<RoleServer> for StdioTransport<R, W>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -117,14 +136,43 @@ where
             JsonRpcMessage::Error(e) => e.id.clone(),
             _ => None,
         };
+        let notification = matches!(item, JsonRpcMessage::Notification(_));
         let bytes = serde_json::to_vec(&item).map(|mut b| {
             b.push(b'\n');
             b
         });
         drop(item);
+        // rmcp sends each message on its own task: a notification the client will read anyway
+        // (already waiting) is not queued again, so that one that does not read holds no more
+        // than one copy of each.
+        let queued = match &bytes {
+            Ok(line) if notification => {
+                let mut waiting = lock_waiting(&self.waiting);
+                if waiting.contains(line) {
+                    tracing::trace!("the same notification is already waiting for stdout");
+                    None
+                } else if waiting.len() >= NOTIFICATIONS_WAITING {
+                    tracing::warn!(waiting = waiting.len(), "the client reads no notifications: one more is dropped");
+                    None
+                } else {
+                    waiting.insert(line.clone());
+                    Some(Arc::clone(&self.waiting))
+                }
+            }
+            _ => None,
+        };
+        let skipped = notification && bytes.is_ok() && queued.is_none();
         async move {
+            if skipped {
+                return Ok(());
+            }
             let bytes = bytes.map_err(io::Error::other)?;
-            let written = write_line(&mut *write.lock().await, &bytes).await;
+            let mut out = write.lock().await;
+            if let Some(waiting) = queued {
+                lock_waiting(&waiting).remove(&bytes);
+            }
+            let written = write_line(&mut *out, &bytes).await;
+            drop(out);
             // Only once the answer is out may another request be read (backpressure).
             if let Some(id) = answers {
                 lock(&held).remove(&id);
@@ -253,6 +301,58 @@ mod tests {
             answer["error"]["code"].as_i64().expect("a code"),
             answer["id"].clone(),
         )
+    }
+
+    fn updated(uri: &str) -> TxJsonRpcMessage<RoleServer> {
+        serde_json::from_value(json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}))
+            .expect("a notification")
+    }
+
+    /// Round 27 of review (S3): a client that subscribed and never reads. rmcp sends each
+    /// message on its own task, so every change used to add a copy waiting for stdout.
+    #[tokio::test]
+    async fn e3_a_client_reading_nothing_holds_one_waiting_copy_of_each_notification_and_gets_each() {
+        use tokio::io::AsyncReadExt as _;
+        let (mut client, out) = tokio::io::duplex(64);
+        let (_client_in, input) = tokio::io::duplex(64);
+        let mut transport = StdioTransport::new(input, out, 1 << 20);
+        let uris = ["skill://a/SKILL.md", "skill://b/SKILL.md", "skill://c/SKILL.md"];
+        let mut sends = tokio::task::JoinSet::new();
+        for _round in 0..2 {
+            for _change in 0..1000 {
+                for uri in uris {
+                    sends.spawn(transport.send(updated(uri)));
+                }
+            }
+            // The first line's write begins and blocks: the client reads nothing.
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            assert!(lock_waiting(&transport.waiting).len() <= uris.len());
+            let mut done = 0;
+            while let Some(sent) = sends.try_join_next() {
+                sent.expect("no panic").expect("a skipped copy is not an error");
+                done += 1;
+            }
+            assert!(done > 0);
+            assert!(sends.len() <= uris.len() + 1, "{} sends still wait", sends.len());
+        }
+        // Once the client reads, it gets every notification, each of them after the last change.
+        let reading = tokio::spawn(async move {
+            let mut got = Vec::new();
+            client.read_to_end(&mut got).await.map(|_| got)
+        });
+        while let Some(sent) = sends.join_next().await {
+            sent.expect("no panic").expect("written");
+        }
+        drop(transport);
+        let got = String::from_utf8(reading.await.expect("no panic").expect("read")).expect("text");
+        let lines: Vec<&str> = got.lines().collect();
+        assert!(lines.len() <= 2 * uris.len() + 1, "{} lines", lines.len());
+        for uri in uris {
+            assert!(
+                lines[lines.len().saturating_sub(uris.len() + 1)..].iter().any(|l| l.contains(uri)),
+                "{uri} told after the last change"
+            );
+        }
     }
 
     #[test]
