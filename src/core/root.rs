@@ -315,7 +315,7 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
     });
     // A platform that cannot keep the root's guarantees refuses here, before anything is made.
     platform::disk_cache(&resolved).map_err(refuse)?;
-    let made = make(&resolved).map_err(|(op, source)| io(op, source))?;
+    let made = make(&resolved).map_err(|(op, source)| unmade(root, &resolved, op, source))?;
     let created = !made.is_empty();
     let dir = match Dir::open_root(&resolved) {
         Ok(d) => d,
@@ -368,9 +368,30 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
     Ok(dir)
 }
 
+/// Why [`make`] failed: a folder on the way replaced by a link or a file is a refusal (K2),
+/// anything else the step's error.
+fn unmade(root: &Path, resolved: &Path, op: &'static str, source: io::Error) -> Error {
+    use crate::error::StoreError;
+    let path = resolved.to_owned();
+    if platform::is(&source, &[errno::ENOTDIR, errno::ELOOP]) {
+        return Error::Store(StoreError::RootRefused {
+            root: root.to_owned(),
+            why: "a folder on the way to it was replaced by something that is not a folder while it was made:",
+            path,
+        });
+    }
+    Error::Store(StoreError::Io { op, path, source })
+}
+
 /// Makes the root folder (owner-only) if nothing is there, and every missing folder above it,
 /// one at a time; the folders it made, outermost first (empty: the root was there). The error
 /// names the step that failed.
+///
+/// Each folder is made inside the one above it *as held*, and held in turn without following
+/// a link: a missing folder below a folder others may write (`/tmp`) can be made first by
+/// someone else, as a link into a discovery path, and a path-based `mkdir` of the next name
+/// would then make it there (round 26 of review, K2). Such a link ends the walk with `ELOOP`
+/// or `ENOTDIR`, before anything is made through it.
 fn make(resolved: &Path) -> Result<Vec<PathBuf>, (&'static str, io::Error)> {
     match fs::symlink_metadata(resolved) {
         Ok(_) => return Ok(Vec::new()),
@@ -381,17 +402,40 @@ fn make(resolved: &Path) -> Result<Vec<PathBuf>, (&'static str, io::Error)> {
         .ancestors()
         .take_while(|p| fs::symlink_metadata(p).is_err_and(|e| e.kind() == io::ErrorKind::NotFound))
         .collect();
+    let Some(base) = missing.last().and_then(|outermost| outermost.parent()) else {
+        // Nothing above the root exists, not even `/`: nothing can be made.
+        return Err(("create", io::Error::from(io::ErrorKind::NotFound)));
+    };
+    let mut made = make_below(base, missing.into_iter().rev())?;
+    // Another open made the root itself meanwhile: it is that open's, not this one's.
+    if made.last().map(PathBuf::as_path) != Some(resolved) {
+        made.clear();
+    }
+    Ok(made)
+}
+
+/// [`make`]'s steps: each of `folders` (outermost first, each directly below the one before,
+/// the first directly below `base`) made if missing and held without following a link. The
+/// folders this call made.
+fn make_below<'a>(
+    base: &Path,
+    folders: impl Iterator<Item = &'a Path>,
+) -> Result<Vec<PathBuf>, (&'static str, io::Error)> {
+    // `resolved` has no link in what exists of it (`resolve`), so `base` is a real folder.
+    let mut held = platform::open_folder(base, false).map_err(|e| ("open", e))?;
     let mut made = Vec::new();
-    for p in missing.into_iter().rev() {
-        match platform::private_dir_builder().create(p) {
+    for p in folders {
+        let name = p.file_name().unwrap_or_default();
+        match platform::mkdir_at(held.as_fd(), name, 0o700) {
             Ok(()) => made.push(p.to_owned()),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(source) => return Err(("create", source)),
         }
-    }
-    // Another open made the root itself meanwhile: it is that open's, not this one's.
-    if made.last().map(PathBuf::as_path) != Some(resolved) {
-        made.clear();
+        held = match platform::open_dir(held.as_fd(), Path::new(name)) {
+            Ok(Some(next)) => next,
+            Ok(None) => return Err(("open", io::Error::from(io::ErrorKind::NotFound))),
+            Err(source) => return Err(("open", source)),
+        };
     }
     Ok(made)
 }
@@ -837,6 +881,35 @@ mod within_tests {
         for p in ["/h/.claude/skillsx", "/h/.claude", "/h/.claud/skills"] {
             assert!(!within(Path::new(p), base), "{p}");
         }
+    }
+}
+
+#[cfg(test)]
+mod make_tests {
+    use super::make_below;
+    use crate::platform::symlink;
+
+    /// Round 26 of review (K2): a folder on the way to a new root, missing when the walk began,
+    /// is made by someone else first, as a link into a discovery path. The next folder is not
+    /// made through it: the walk stops at the link, and the discovery path stays empty.
+    #[test]
+    fn a_missing_folder_replaced_by_a_link_is_not_made_through() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (shared, skills) = (dir.path().join("shared"), dir.path().join("skills"));
+        std::fs::create_dir_all(&shared).expect("mkdir");
+        std::fs::create_dir_all(&skills).expect("mkdir");
+        // The walk found `shared/a` missing; the link is there by the time it is made.
+        symlink(&skills, &shared.join("a")).expect("symlink");
+        let (a, b) = (shared.join("a"), shared.join("a/b"));
+        let (_, e) = make_below(&shared, [a.as_path(), b.as_path()].into_iter())
+            .expect_err("a link on the way is not a folder");
+        assert!(crate::platform::is(&e, &[crate::platform::errno::ELOOP, crate::platform::errno::ENOTDIR]), "{e}");
+        assert_eq!(std::fs::read_dir(&skills).expect("read").count(), 0);
+        // Without the link, every missing folder is made, owner-only, and reported.
+        std::fs::remove_file(&a).expect("unlink");
+        let made = make_below(&shared, [a.as_path(), b.as_path()].into_iter()).expect("made");
+        assert_eq!(made, vec![a.clone(), b.clone()]);
+        assert!(std::fs::metadata(&b).expect("made").is_dir());
     }
 }
 

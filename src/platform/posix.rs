@@ -418,8 +418,8 @@ pub(crate) fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<(OsString, Kind)>> {
 ///
 /// # Errors
 /// The system call's error (`EEXIST` included).
-pub(crate) fn mkdir_at(dir: BorrowedFd<'_>, name: &str, bits: u32) -> io::Result<()> {
-    Ok(rustix::fs::mkdirat(dir, name, mode(bits))?)
+pub(crate) fn mkdir_at(dir: BorrowedFd<'_>, name: impl AsRef<Path>, bits: u32) -> io::Result<()> {
+    Ok(rustix::fs::mkdirat(dir, name.as_ref(), mode(bits))?)
 }
 
 /// Creates file `name` in `dir` for writing: it must not exist, and a link there is never

@@ -647,9 +647,9 @@ pub(crate) fn list(dir: BorrowedFd<'_>) -> io::Result<Vec<(OsString, Kind)>> {
 ///
 /// # Errors
 /// The system call's error (`AlreadyExists` included).
-pub(crate) fn mkdir_at(dir: BorrowedFd<'_>, name: &str, bits: u32) -> io::Result<()> {
+pub(crate) fn mkdir_at(dir: BorrowedFd<'_>, name: impl AsRef<Path>, bits: u32) -> io::Result<()> {
     let _ = bits;
-    std::fs::create_dir(at(dir, Path::new(name))?)
+    std::fs::create_dir(at(dir, name.as_ref())?)
 }
 
 /// Creates file `name` in `dir` for writing (and reading, for its metadata): it must not
