@@ -1,6 +1,7 @@
 #!/bin/sh
 # skillcache beside rmcp alone (issue 41): every row of the issue's table in one run, with the
-# ratios. Both sides talk to the same server over stdio, one process per run, over the same
+# ratios. Both sides talk to the same server over stdio (and the servers are compared over
+# Streamable HTTP too), one process per run, over the same
 # folder of skills (default: the corpus, tests/data/corpus/skills).
 #
 # - rmcp alone: scripts/rmcp-race/ (its own workspace and target folder, rmcp pinned =3.11.0):
@@ -69,14 +70,32 @@ for i in $(seq "$runs"); do
   RSS_OUT=$work/rss.serve "$peer" 1 "$work/rss.sh" "$serve" serve "$dir" >/dev/null 2>&1
 done
 
+# Over Streamable HTTP: both servers started anew for each run, on loopback ports of their own,
+# and swept by the same rmcp client (rmcp's reqwest transport); the time is from connecting to
+# the last file verified (the servers' start is outside it, unlike stdio's). Their peak RSS is
+# read once the sweep is done.
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+ready() { for _ in $(seq 200); do python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2)' "$1" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+hwm() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+for i in $(seq "$runs"); do
+  pc=$(port); "$catalog" "$dir" --http "127.0.0.1:$pc" 2>/dev/null & cpid=$!
+  ps_=$(port); "$serve" serve "$dir" --http "127.0.0.1:$ps_" 2>/dev/null & spid=$!
+  ready "$pc" && ready "$ps_"
+  "$peer" 1 "http://127.0.0.1:$pc/mcp" 2>/dev/null | sed "s/^/http_catalog /" >> "$work/rows"
+  "$peer" 1 "http://127.0.0.1:$ps_/mcp" 2>/dev/null | sed "s/^/http_serve /" >> "$work/rows"
+  hwm $cpid >> "$work/rss.http_catalog"; hwm $spid >> "$work/rss.http_serve"
+  kill $cpid $spid; wait $cpid $spid 2>/dev/null || true
+done
+
 pick() { awk -v k="$1" -v s="sweep=$2" '$1 == k && $2 == s {sub("ms=", "", $NF); print $NF}' "$work/rows" | median; }
 counts() { awk -v k="$1" '$1 == k && $2 == "sweep=1" {print $3, $4, $5; exit}' "$work/rows"; }
 echo "served: $(wc -l < "$work/catalog.tops") / $(wc -l < "$work/serve.tops") top-level skills of ${1:-tests/data/corpus/skills} (catalog / serve), $(ls "$dir" | wc -l) published by both; $runs runs each; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-for k in rmcp_catalog rmcp_serve ours_catalog ours_serve; do echo "$k: $(counts $k)"; done
+for k in rmcp_catalog rmcp_serve ours_catalog ours_serve http_catalog http_serve; do echo "$k: $(counts $k)"; done
 python3 - "$(pick rmcp_catalog 1)" "$(pick ours_catalog 1)" "$(pick rmcp_serve 1)" "$(pick ours_serve 1)" \
-  "$(pick rmcp_catalog 2)" "$(pick ours_catalog 2)" "$(median < "$work/rss.catalog")" "$(median < "$work/rss.serve")" <<'PY'
+  "$(pick rmcp_catalog 2)" "$(pick ours_catalog 2)" "$(median < "$work/rss.catalog")" "$(median < "$work/rss.serve")" \
+  "$(pick http_catalog 1)" "$(pick http_serve 1)" "$(median < "$work/rss.http_catalog")" "$(median < "$work/rss.http_serve")" <<'PY'
 import sys
-rc, oc, rs, os_, rc2, oc2, mc, ms = map(float, sys.argv[1:])
+rc, oc, rs, os_, rc2, oc2, mc, ms, hc, hs, hmc, hms = map(float, sys.argv[1:])
 print("\n| | rmcp alone | skillcache | skillcache / rmcp |")
 print("|---|---|---|---|")
 print(f"| first sweep, against rmcp's `SkillCatalog` | {rc:.1f} ms | {oc:.1f} ms | {oc/rc:.2f}x |")
@@ -84,4 +103,6 @@ print(f"| first sweep, against `skillcache serve` | {rs:.1f} ms | {os_:.1f} ms |
 print(f"| a later sweep in the same process (`SkillCatalog`) | {rc2:.1f} ms | {oc2:.1f} ms | {oc2/rc2:.3f}x |")
 print(f"| `SkillCatalog` vs `skillcache serve`, same rmcp client | {rc:.1f} ms | {rs:.1f} ms | {rs/rc:.2f}x (serve / catalog) |")
 print(f"| peak RSS of the server over a sweep | {mc/1024:.1f} MiB (`SkillCatalog`) | {ms/1024:.1f} MiB (`serve`) | {ms/mc:.2f}x (serve / catalog) |")
+print(f"| `SkillCatalog` vs `skillcache serve` over Streamable HTTP, same rmcp client | {hc:.1f} ms | {hs:.1f} ms | {hs/hc:.2f}x (serve / catalog) |")
+print(f"| peak RSS of the server over an HTTP sweep | {hmc/1024:.1f} MiB (`SkillCatalog`) | {hms/1024:.1f} MiB (`serve`) | {hms/hmc:.2f}x (serve / catalog) |")
 PY

@@ -1,8 +1,10 @@
-//! rmcp's own skills server: a `SkillCatalog` of one folder over stdio (issue 41), wired as
-//! rmcp's documentation shows.
+//! rmcp's own skills server: a `SkillCatalog` of one folder over stdio, or over Streamable HTTP
+//! with `--http ADDR` (issue 41), wired as rmcp's documentation shows: rmcp's
+//! `StreamableHttpService` with its default configuration and a local session manager, served
+//! by hyper on `/mcp` (every path, here).
 //!
 //! ```text
-//! catalog-server DIR
+//! catalog-server DIR [--http ADDR]
 //! ```
 
 use std::sync::Arc;
@@ -77,19 +79,49 @@ impl ServerHandler for Catalog {
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
-    let Some(dir) = std::env::args().nth(1) else {
-        eprintln!("usage: catalog-server DIR");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(dir) = args.first().cloned() else {
+        eprintln!("usage: catalog-server DIR [--http ADDR]");
         std::process::exit(2);
     };
     let skills = tokio::task::spawn_blocking(move || SkillCatalog::from_dir(dir))
         .await
         .expect("join")
         .expect("load the catalog");
-    let server = Catalog {
+    let catalog = Catalog {
         skills: Arc::new(skills),
+    };
+    if let (Some("--http"), Some(addr)) = (args.get(1).map(String::as_str), args.get(2)) {
+        return http(catalog, addr).await;
     }
-    .serve(rmcp::transport::stdio())
-    .await
-    .expect("serve");
+    let server = catalog
+        .serve(rmcp::transport::stdio())
+        .await
+        .expect("serve");
     let _ = server.waiting().await;
+}
+
+/// Serves `catalog` over Streamable HTTP on `addr` until the process is ended.
+async fn http(catalog: Catalog, addr: &str) {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    let service = StreamableHttpService::new(
+        move || Ok(catalog.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let listener = tokio::net::TcpListener::bind(addr).await.expect("bind");
+    loop {
+        let Ok((stream, _)) = listener.accept().await else { continue };
+        let service = service.clone();
+        tokio::spawn(async move {
+            let answer = hyper::service::service_fn(move |request| {
+                let service = service.clone();
+                async move { Ok::<_, std::convert::Infallible>(service.handle(request).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), answer)
+                .await;
+        });
+    }
 }

@@ -6,7 +6,10 @@
 //!
 //! ```text
 //! rmcp-peer SWEEPS SERVER [ARGS...]
+//! rmcp-peer SWEEPS http://HOST:PORT/PATH
 //! ```
+//! The second form connects over Streamable HTTP (rmcp's reqwest client) to a server already
+//! running: the first sweep then includes connecting and initializing, not the server's start.
 //! Prints one line a sweep: `sweep=N skills=S files=F bytes=B ms=T` (the first sweep's time
 //! includes starting the server and initializing, as a host's first sweep does). With `SWEEPS`
 //! 0 it prints the URI of every skill the server lists, one a line, and reads nothing.
@@ -28,10 +31,17 @@ async fn main() {
         std::process::exit(2);
     };
     let start = Instant::now();
-    let mut command = tokio::process::Command::new(server);
-    command.args(&args[2..]).stderr(std::process::Stdio::null());
-    let transport = rmcp::transport::TokioChildProcess::new(command).expect("start the server");
-    let client = ().serve(transport).await.expect("initialize");
+    let client = if server.starts_with("http://") {
+        let transport =
+            rmcp::transport::StreamableHttpClientTransport::from_uri(server.as_str());
+        ().serve(transport).await.expect("initialize")
+    } else {
+        let mut command = tokio::process::Command::new(server);
+        command.args(&args[2..]).stderr(std::process::Stdio::null());
+        let transport =
+            rmcp::transport::TokioChildProcess::new(command).expect("start the server");
+        ().serve(transport).await.expect("initialize")
+    };
     if sweeps == 0 {
         for skill in client.peer().list_all_skills().await.expect("skills/list") {
             println!("{}", skill.uri);
