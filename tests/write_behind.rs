@@ -295,6 +295,34 @@ fn an_entry_from_before_a_purge_keeps_nothing_after_a_request_about_another_skil
     });
 }
 
+/// Round 28 of review: the same with an entry an *offline* handle read from the index before the
+/// purge, loaded after it by a cache opened since: the offline entry carries its mark too.
+#[test]
+fn an_entry_read_offline_before_a_purge_keeps_nothing_when_loaded_after_it() {
+    bounded(|| async move {
+        let dir = common::scratch();
+        let (entry, double) = served();
+        let (ours, origin) = open(dir.path(), &double);
+        ours.entry(&origin, entry.uri()).await.expect("listed online");
+        ours.flush().await;
+        let offline = SkillCache::builder()
+            .root(dir.path().join("root"))
+            .key_file(dir.path().join("host.key"))
+            .offline(true)
+            .allow_stale(true)
+            .open()
+            .expect("offline");
+        let held = offline.entry(&origin, entry.uri()).await.expect("read offline");
+        ours.purge(&origin).await.expect("purge");
+        let (late, _) = open(dir.path(), &double);
+        let (_, files) = late.load_all(&origin, &held.entry).await.expect("served");
+        assert!(files.iter().all(|f| f.provenance() == Provenance::Server));
+        late.flush().await;
+        assert!(late.origins().await.expect("origins").is_empty());
+        assert_eq!(late.inventory().await.expect("inventory").blobs, 0);
+    });
+}
+
 /// Round 25 of review: a skill loaded before a purge reads a file it had not read yet. The
 /// file is served through the skill's held entry (verified, from the server), but not kept:
 /// keeping it would bring the purged origin back, in this cache or another on the root.

@@ -81,6 +81,10 @@ pub(super) async fn entry(
     uri: &SkillUri,
     principal: &str,
 ) -> Result<EntryInfo, Error> {
+    // The purge count, noted on the entry before the row is read, as online (round 28 of
+    // review: an entry read offline, loaded after a purge by a cache opened since, kept what it
+    // fetched).
+    let seen = state.core().purges_seen(origin);
     let (o, u, p) = (origin.clone(), uri.clone(), principal.to_owned());
     let Some(stored) = state.blocking(move |c| c.entry(&o, &u, &p)).await? else {
         return Err(miss(origin, Some(uri.file()), OfflineMiss::Entry));
@@ -93,7 +97,8 @@ pub(super) async fn entry(
             OfflineMiss::Stale { age_ms },
         ));
     }
-    Ok(EntryInfo::cached(stored.entry, !stored.fresh))
+    let entry = state.core().noted(stored.entry, seen);
+    Ok(EntryInfo::cached(entry, !stored.fresh))
 }
 
 /// Every cached entry of `origin` that `principal` sees, as [`entry`] resolves each: a stale one
