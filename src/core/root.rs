@@ -315,7 +315,7 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
     });
     // A platform that cannot keep the root's guarantees refuses here, before anything is made.
     platform::disk_cache(&resolved).map_err(refuse)?;
-    let made = make(&resolved).map_err(|(op, source)| unmade(root, &resolved, op, source))?;
+    let made = make(&resolved).map_err(|failed| unmade(root, failed))?;
     let created = !made.is_empty();
     let dir = match Dir::open_root(&resolved) {
         Ok(d) => d,
@@ -369,10 +369,9 @@ pub(crate) fn prepare(root: &Path, discovery: &[PathBuf], disk: &dyn Disk) -> Re
 }
 
 /// Why [`make`] failed: a folder on the way replaced by a link or a file is a refusal (K2),
-/// anything else the step's error.
-fn unmade(root: &Path, resolved: &Path, op: &'static str, source: io::Error) -> Error {
+/// anything else the step's error; either names the folder the step was at.
+fn unmade(root: &Path, (op, path, source): Unmade) -> Error {
     use crate::error::StoreError;
-    let path = resolved.to_owned();
     if platform::is(&source, &[errno::ENOTDIR, errno::ELOOP]) {
         return Error::Store(StoreError::RootRefused {
             root: root.to_owned(),
@@ -383,20 +382,25 @@ fn unmade(root: &Path, resolved: &Path, op: &'static str, source: io::Error) -> 
     Error::Store(StoreError::Io { op, path, source })
 }
 
+/// A step of [`make`] that failed: what it did, at which folder, and why.
+type Unmade = (&'static str, PathBuf, io::Error);
+
 /// Makes the root folder (owner-only) if nothing is there, and every missing folder above it,
-/// one at a time; the folders it made, outermost first (empty: the root was there). The error
-/// names the step that failed.
+/// one at a time; the folders it made, outermost first (empty: the root was there).
 ///
 /// Each folder is made inside the one above it *as held*, and held in turn without following
 /// a link: a missing folder below a folder others may write (`/tmp`) can be made first by
 /// someone else, as a link into a discovery path, and a path-based `mkdir` of the next name
 /// would then make it there (round 26 of review, K2). Such a link ends the walk with `ELOOP`
-/// or `ENOTDIR`, before anything is made through it.
-fn make(resolved: &Path) -> Result<Vec<PathBuf>, (&'static str, io::Error)> {
+/// or `ENOTDIR`, before anything is made through it. Folders are held for lookups only
+/// (`platform::hold_folder`: on Linux `O_PATH`), so a folder this user may write and search
+/// but not read (a `0300` one, a `1733` drop folder) still takes the root, as a path-based
+/// `mkdir` did (round 28 of review).
+fn make(resolved: &Path) -> Result<Vec<PathBuf>, Unmade> {
     match fs::symlink_metadata(resolved) {
         Ok(_) => return Ok(Vec::new()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(source) => return Err(("stat", source)),
+        Err(source) => return Err(("stat", resolved.to_owned(), source)),
     }
     let missing: Vec<&Path> = resolved
         .ancestors()
@@ -404,7 +408,8 @@ fn make(resolved: &Path) -> Result<Vec<PathBuf>, (&'static str, io::Error)> {
         .collect();
     let Some(base) = missing.last().and_then(|outermost| outermost.parent()) else {
         // Nothing above the root exists, not even `/`: nothing can be made.
-        return Err(("create", io::Error::from(io::ErrorKind::NotFound)));
+        let gone = io::Error::from(io::ErrorKind::NotFound);
+        return Err(("create", resolved.to_owned(), gone));
     };
     let mut made = make_below(base, missing.into_iter().rev())?;
     // Another open made the root itself meanwhile: it is that open's, not this one's.
@@ -420,21 +425,21 @@ fn make(resolved: &Path) -> Result<Vec<PathBuf>, (&'static str, io::Error)> {
 fn make_below<'a>(
     base: &Path,
     folders: impl Iterator<Item = &'a Path>,
-) -> Result<Vec<PathBuf>, (&'static str, io::Error)> {
+) -> Result<Vec<PathBuf>, Unmade> {
     // `resolved` has no link in what exists of it (`resolve`), so `base` is a real folder.
-    let mut held = platform::open_folder(base, false).map_err(|e| ("open", e))?;
+    let mut held = platform::hold_folder(base, false).map_err(|e| ("open", base.to_owned(), e))?;
     let mut made = Vec::new();
     for p in folders {
         let name = p.file_name().unwrap_or_default();
         match platform::mkdir_at(held.as_fd(), name, 0o700) {
             Ok(()) => made.push(p.to_owned()),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(source) => return Err(("create", source)),
+            Err(source) => return Err(("create", p.to_owned(), source)),
         }
-        held = match platform::open_dir(held.as_fd(), Path::new(name)) {
+        held = match platform::hold_dir(held.as_fd(), Path::new(name)) {
             Ok(Some(next)) => next,
-            Ok(None) => return Err(("open", io::Error::from(io::ErrorKind::NotFound))),
-            Err(source) => return Err(("open", source)),
+            Ok(None) => return Err(("open", p.to_owned(), io::Error::from(io::ErrorKind::NotFound))),
+            Err(source) => return Err(("open", p.to_owned(), source)),
         };
     }
     Ok(made)
@@ -901,15 +906,33 @@ mod make_tests {
         // The walk found `shared/a` missing; the link is there by the time it is made.
         symlink(&skills, &shared.join("a")).expect("symlink");
         let (a, b) = (shared.join("a"), shared.join("a/b"));
-        let (_, e) = make_below(&shared, [a.as_path(), b.as_path()].into_iter())
+        let (_, at, e) = make_below(&shared, [a.as_path(), b.as_path()].into_iter())
             .expect_err("a link on the way is not a folder");
         assert!(crate::platform::is(&e, &[crate::platform::errno::ELOOP, crate::platform::errno::ENOTDIR]), "{e}");
+        assert_eq!(at, a, "the message names the folder replaced");
         assert_eq!(std::fs::read_dir(&skills).expect("read").count(), 0);
         // Without the link, every missing folder is made, owner-only, and reported.
         std::fs::remove_file(&a).expect("unlink");
         let made = make_below(&shared, [a.as_path(), b.as_path()].into_iter()).expect("made");
         assert_eq!(made, vec![a.clone(), b.clone()]);
         assert!(std::fs::metadata(&b).expect("made").is_dir());
+    }
+
+    /// Round 28 of review: a folder this user may write and search but not read (`0300`; a
+    /// `1733` drop folder) takes a new root, as a path-based `mkdir` did. (Meaningful as a user
+    /// other than root, which CI runs the suite as too: root reads every folder.)
+    #[test]
+    fn a_folder_writable_and_searchable_but_not_readable_takes_a_new_root() {
+        use crate::platform::{self, AsFd as _};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let wx = dir.path().join("wx");
+        std::fs::create_dir(&wx).expect("mkdir");
+        let held = platform::open_folder(&wx, false).expect("open");
+        platform::chmod(held.as_fd(), 0o300).expect("chmod");
+        let (a, c) = (wx.join("a"), wx.join("a/c"));
+        let made = make_below(&wx, [a.as_path(), c.as_path()].into_iter());
+        platform::chmod(held.as_fd(), 0o700).expect("chmod back");
+        assert_eq!(made.map_err(|(op, at, e)| format!("{op} {}: {e}", at.display())), Ok(vec![a, c]));
     }
 }
 
