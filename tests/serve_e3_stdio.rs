@@ -298,3 +298,47 @@ fn e3_serve_leaves_the_pipes_it_was_given_blocking() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.lines().last(), Some("0 0"), "{text}");
 }
+
+/// Round 28 of review: a client that subscribed to several files is stuck (reads nothing) for
+/// longer than a notification's 5 s bound while they all change in one scan. Once it reads, it
+/// is told of every one: the notifications of one change are not sent one after another under
+/// one bound, which lost every URI after the first held up.
+#[test]
+fn e3_a_client_stuck_past_the_bound_is_told_of_every_file_that_changed_once_it_reads() {
+    let tmp = folder();
+    let refs = tmp.path().join("served/notes/refs");
+    let names: Vec<String> = (0..6).map(|i| format!("f{i}.md")).collect();
+    for n in &names {
+        std::fs::write(refs.join(n), "before").expect("write");
+    }
+    let told = common::within(Duration::from_secs(60), move || {
+        let mut serve = StdioServe::start_with(&tmp, Stdio::null(), &["--watch-ms", "100"]);
+        for (id, n) in (1..).zip(&names) {
+            serve.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/subscribe","params":{{"uri":"skill://notes/refs/{n}"}}}}"#));
+            assert_eq!(serve.recv()["id"], id);
+        }
+        // Stuck: answers of 200 KB that nobody reads fill the pipe, so every later line waits.
+        for id in 100..104 {
+            serve.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/read","params":{{"uri":"skill://notes/refs/big.md"}}}}"#));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        for n in &names {
+            std::fs::write(refs.join(n), "after, longer").expect("write");
+        }
+        std::thread::sleep(Duration::from_secs(7));
+        // Reads until each changed file is told (a lost one: the deadline below).
+        let mut told = std::collections::BTreeSet::new();
+        while told.len() < names.len() {
+            let line = serve.recv();
+            if line["method"] == "notifications/resources/updated" {
+                told.insert(line["params"]["uri"].as_str().unwrap_or_default().to_owned());
+            }
+        }
+        told
+    })
+    .expect("every changed file told within a minute of the change");
+    let want: std::collections::BTreeSet<String> = (0..6)
+        .map(|i| format!("skill://notes/refs/f{i}.md"))
+        .collect();
+    assert_eq!(told, want);
+}

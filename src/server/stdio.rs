@@ -15,6 +15,8 @@
 //!   would collect one waiting copy per change. A notification already waiting (not yet being
 //!   written) is not queued again — the client will read that one after the change, which is
 //!   all either copy tells it — and at most [`NOTIFICATIONS_WAITING`] distinct ones wait.
+//!   Each notification of a change is handed over on its own task (`rmcp_server::notify`), so
+//!   one held up does not keep the others from waiting their turn.
 
 use std::collections::HashMap;
 use std::io;
@@ -39,9 +41,10 @@ pub(crate) const IN_FLIGHT: usize = 8;
 /// Answers held for the requests read and not yet answered, by request id.
 type Held = Arc<Mutex<HashMap<RequestId, OwnedSemaphorePermit>>>;
 
-/// How many distinct notifications may wait for stdout: more than a session's subscriptions
-/// change at once in practice; each is one short line.
-pub(crate) const NOTIFICATIONS_WAITING: usize = 1024;
+/// How many distinct notifications may wait for stdout: one per published file a client
+/// subscribed to, and the list's; each is one short line (about 200 bytes with its set entry,
+/// 3 MiB at most). Past it a client that reads nothing loses the newest (logged).
+pub(crate) const NOTIFICATIONS_WAITING: usize = 16 * 1024;
 
 /// The notifications waiting for stdout, as the lines they are: one is taken out when its
 /// write begins, so a copy sent during that write waits again (nothing is lost).
