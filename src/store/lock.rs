@@ -42,13 +42,19 @@ pub struct LockGuard {
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
+        let Some(f) = &self.file else { return };
         // The holder's note is for those who wait on *this* holder; clear it before the lock is
-        // released (closing the file releases it).
-        if self.exclusive
-            && let Some(f) = &self.file
-        {
+        // released.
+        if self.exclusive {
             let _ = f.set_len(0);
         }
+        // Released explicitly, not by closing: a `flock` belongs to the open file description,
+        // which a child forked while this guard was held shares (and never closes: a binding
+        // leaks what its parent opened). Closing here would leave the lock held for the child's
+        // whole life — the parent's purges refused, its publishes waiting out the lock timeout,
+        // and a child's own cache waiting on its inherited copy (round 28 of review). Unlocking
+        // acts on the description itself, so it frees the lock for every process.
+        let _ = f.unlock();
     }
 }
 
@@ -292,4 +298,34 @@ fn holder(file: &mut File) -> Option<String> {
     file.take(200).read_to_string(&mut text).ok()?;
     let text = text.trim();
     (!text.is_empty()).then(|| text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::{BlobStore, Dir, LockMode};
+
+    /// Round 28 of review: a child forked while a lock was held shares the lock file's open
+    /// description (a copy of the descriptor it never closes). Once the holder drops its guard,
+    /// the lock is free for everyone, the child's copy notwithstanding.
+    #[test]
+    fn a_dropped_guard_frees_the_lock_though_a_forked_child_still_holds_its_descriptor() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = || {
+            let root = Dir::open_root(dir.path()).expect("root");
+            BlobStore::open(root, Arc::new(crate::store::disk::RealDisk), Duration::ZERO).expect("store")
+        };
+        let (holder, other) = (open(), open());
+        for mode in [LockMode::Shared, LockMode::Exclusive] {
+            let guard = holder.lock(mode, "a publish").expect("held");
+            // What `fork` gives the child: the same open file description.
+            let childs_copy = guard.file.as_ref().expect("a lock file").try_clone().expect("dup");
+            drop(guard);
+            let taken = other.try_lock_exclusive().expect("asked");
+            assert!(taken.is_some(), "{mode:?}: still held through the child's copy");
+            drop(childs_copy);
+        }
+    }
 }
