@@ -303,7 +303,9 @@ fn an_entry_read_offline_before_a_purge_keeps_nothing_when_loaded_after_it() {
         let dir = common::scratch();
         let (entry, double) = served();
         let (ours, origin) = open(dir.path(), &double);
-        ours.entry(&origin, entry.uri()).await.expect("listed online");
+        ours.entry(&origin, entry.uri())
+            .await
+            .expect("listed online");
         ours.flush().await;
         let offline = SkillCache::builder()
             .root(dir.path().join("root"))
@@ -312,7 +314,10 @@ fn an_entry_read_offline_before_a_purge_keeps_nothing_when_loaded_after_it() {
             .allow_stale(true)
             .open()
             .expect("offline");
-        let held = offline.entry(&origin, entry.uri()).await.expect("read offline");
+        let held = offline
+            .entry(&origin, entry.uri())
+            .await
+            .expect("read offline");
         ours.purge(&origin).await.expect("purge");
         let (late, _) = open(dir.path(), &double);
         let (_, files) = late.load_all(&origin, &held.entry).await.expect("served");
