@@ -19,7 +19,8 @@
 # node/package-lock.json, the Rust targets by rustup, Debian's mingw for Windows. The build
 # happens in target/dist-build (its own folder: other targets and flags than the suite's).
 # scripts/dist-install-test.sh then installs the Linux x86_64 artifacts where no cargo or rustc
-# is on PATH and runs the READMEs' examples with them.
+# is on PATH and runs the READMEs' examples with them; scripts/dist-qemu-test.sh runs the Linux
+# aarch64 ones under qemu-user (by hand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -113,6 +114,17 @@ addon() {
     *-apple-darwin) lib=libskillcache_node.dylib ;;
     *windows*) lib=skillcache_node.dll ;;
   esac
+  if [[ "$t" == *windows-gnu ]]; then
+    # napi-build insists on a `libnode.dll` to link the GNU target against, and Node for Windows
+    # ships none (node.exe exports N-API itself). The addon looks every N-API function up in the
+    # loading process instead (`dyn-symbols`, node/Cargo.toml), so an empty import library, and
+    # the file napi-build looks for beside it, satisfy the link: the `.node` imports nothing of
+    # Node's (scripts/dist-check.py shows its imports are the system's).
+    mkdir -p "$build/libnode"
+    rm -f "$build/libnode/libnode.dll.a" && x86_64-w64-mingw32-ar rcs "$build/libnode/libnode.dll.a"
+    : > "$build/libnode/libnode.dll"
+    export LIBNODE_PATH=$build/libnode
+  fi
   # shellcheck disable=SC2046
   CARGO_TARGET_DIR=$build $(cargo_for "$t") --release --locked -p skillcache-node
   cp "$build/$t/release/$lib" "$build/node-main/npm/$p/skillcache.$p.node"
@@ -128,6 +140,15 @@ mkdir -p "$build/node-main"
 cp LICENSE-MIT LICENSE-APACHE "$build/node-main/"
 # (napi-rs keeps them inside the package's folder; the main package's `files` leaves them out.)
 "${napi[@]}" create-npm-dirs --cwd "$build/node-main" --npm-dir npm | grep -v created || true
+# (It gives every platform's package the `libc` of the GNU target's name, Windows' too; npm
+# reads `libc` on Linux only, where it must say glibc: left there, dropped elsewhere.)
+node -e '
+  const fs = require("fs");
+  for (const d of fs.readdirSync(process.argv[1])) {
+    const f = `${process.argv[1]}/${d}/package.json`, pkg = JSON.parse(fs.readFileSync(f, "utf8"));
+    if (!(pkg.os || []).includes("linux")) { delete pkg.libc; fs.writeFileSync(f, JSON.stringify(pkg, null, 2) + "\n"); }
+  }
+' "$build/node-main/npm"
 
 for t in "${targets[@]}"; do
   platform "$t" >/dev/null || { failed+=("$t: not a platform this script knows"); continue; }
@@ -149,6 +170,16 @@ node -e '
 ' "$build/node-main" "$version" $built_platforms
 attempt node-main sh -c "cd '$build/node-main' && npm pack --silent --pack-destination '$out' >/dev/null" || true
 attempt sdist maturin sdist -m python/Cargo.toml -o "$out" || true
+
+# Every binary of the format and architecture its name promises, exporting its loader's entry
+# point (what can be checked here of the macOS and Windows ones): scripts/dist-check.py.
+tools() { command -v file >/dev/null && command -v llvm-nm >/dev/null && command -v llvm-readobj >/dev/null; }
+tools || { apt-get update -q >/dev/null && apt-get install -y -q file llvm >/dev/null; } || true
+if tools; then
+  attempt check python3 scripts/dist-check.py "$out" && tail -n 1 "$build/logs/check.log" || true
+else
+  echo "-- check: not run (no \`file\` or llvm tools, and apt could not install them)"
+fi
 
 (cd "$out" && sha256sum -- * > SHA256SUMS)
 echo
