@@ -121,7 +121,9 @@ addon() {
     # the file napi-build looks for beside it, satisfy the link: the `.node` imports nothing of
     # Node's (scripts/dist-check.py shows its imports are the system's).
     mkdir -p "$build/libnode"
-    rm -f "$build/libnode/libnode.dll.a" && x86_64-w64-mingw32-ar rcs "$build/libnode/libnode.dll.a"
+    # (Debian's mingw names its `ar` by the target; Chocolatey's, on a Windows runner, does not.)
+    rm -f "$build/libnode/libnode.dll.a"
+    "$(command -v x86_64-w64-mingw32-ar || command -v ar)" rcs "$build/libnode/libnode.dll.a"
     : > "$build/libnode/libnode.dll"
     export LIBNODE_PATH=$build/libnode
   fi
