@@ -154,8 +154,8 @@ pub(crate) struct Noted {
     pub(crate) purges: u64,
 }
 
-/// Two entries are equal when the server published the same thing: where the cache noted
-/// them ([`Noted`]) is not part of it.
+/// Two entries are equal when the server published the same thing: what the cache noted on
+/// them when it handed them out is not part of it.
 impl PartialEq for SkillEntry {
     fn eq(&self, other: &SkillEntry) -> bool {
         self.uri == other.uri
