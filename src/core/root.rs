@@ -545,12 +545,10 @@ fn path_is_ours(root: &Path, resolved: &Path, me: Option<Id>) -> Result<(), Erro
         })
     };
     let changed = "a folder on its path changed while the cache opened it (a link where a folder was), so where its files would go cannot be told:";
-    let mut names = resolved.components();
-    let mut at = PathBuf::new();
-    let Some(first) = names.next() else {
+    let mut names = resolved.components().peekable();
+    let Some(mut at) = first_step(&mut names) else {
         return Ok(());
     };
-    at.push(first);
     let mut here = platform::hold_folder(&at, false).map_err(|_| refuse(changed, &at))?;
     for name in names {
         let std::path::Component::Normal(name) = name else {
@@ -582,6 +580,22 @@ fn path_is_ours(root: &Path, resolved: &Path, me: Option<Id>) -> Result<(), Erro
     Ok(())
 }
 
+/// The first folder of a walk by name over `names`: the filesystem's root as one step — `/`,
+/// or a drive's `C:` and `\\` together (the drive alone, `C:`, names that drive's *current*
+/// folder, no folder on the way: taken alone it refused every key on Windows, found by loading
+/// the Windows addon under Wine, issue 42) — else the first name of a relative path.
+fn first_step(names: &mut std::iter::Peekable<std::path::Components<'_>>) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut at = PathBuf::new();
+    while let Some(c) = names.next_if(|c| matches!(c, Component::Prefix(_) | Component::RootDir)) {
+        at.push(c);
+    }
+    if at.as_os_str().is_empty() {
+        at.push(names.next()?);
+    }
+    Some(at)
+}
+
 /// The first folder on the existing part of `resolved` (walked by name from its first folder,
 /// without following a link) that someone other than this user or the superuser could change
 /// — another user's, or writable by group or others without the sticky bit — or the first link
@@ -589,9 +603,8 @@ fn path_is_ours(root: &Path, resolved: &Path, me: Option<Id>) -> Result<(), Erro
 /// others may make a name in it (sticky or not: round 26 of review); `None` when there is none. The host key's check (round 24 of review): the key is made
 /// and read by its path, so nobody else may be able to swap a folder on it for a link.
 pub(crate) fn changeable_by_others(resolved: &Path) -> Option<PathBuf> {
-    let mut names = resolved.components();
-    let mut at = PathBuf::new();
-    at.push(names.next()?);
+    let mut names = resolved.components().peekable();
+    let mut at = first_step(&mut names)?;
     let mut here = platform::hold_folder(&at, false).ok()?;
     for name in names {
         if described(here.as_fd()).is_some_and(|(_, st)| platform::others_can_rename_in(&st)) {

@@ -104,9 +104,7 @@ fn inside_profile(root: &Path, profile: Option<OsString>) -> Result<(), &'static
         .and_then(|p| std::fs::canonicalize(p).ok())
         .filter(|p| p.components().any(|c| matches!(c, Component::Normal(_))))
         .ok_or(NO_PROFILE)?;
-    let below = root
-        .strip_prefix(&profile)
-        .ok()
+    let below = beneath(root, &profile)
         .filter(|below| !below.as_os_str().is_empty())
         .ok_or(
             "on Windows a cache root must lie inside your user profile (%USERPROFILE%), whose folders only you, SYSTEM and the Administrators may change (skillcache cannot set an ACL itself, see docs/guarantees.md):",
@@ -123,6 +121,40 @@ fn inside_profile(root: &Path, profile: Option<OsString>) -> Result<(), &'static
         }
     }
     Ok(())
+}
+
+/// What of `root` lies below `profile`, compared by whole components as Windows names them: a
+/// drive spelled `C:` or `\\?\C:` is one drive (the profile is canonical, so verbatim; a root
+/// a user gives, and the default under `%LOCALAPPDATA%`, is not), and names compare without
+/// case, as NTFS does by default. `None` when `root` is not below `profile`. (`strip_prefix`
+/// alone refused every root not spelled verbatim, the default one too: found by loading the
+/// Windows addon in `node.exe` under Wine, issue 42.)
+fn beneath(root: &Path, profile: &Path) -> Option<PathBuf> {
+    fn key(c: Component<'_>) -> String {
+        use std::path::Prefix;
+        match c {
+            Component::Prefix(p) => match p.kind() {
+                Prefix::Disk(d) | Prefix::VerbatimDisk(d) => {
+                    format!("{}:", char::from(d).to_ascii_uppercase())
+                }
+                Prefix::UNC(server, share) | Prefix::VerbatimUNC(server, share) => format!(
+                    "\\\\{}\\{}",
+                    server.to_string_lossy(),
+                    share.to_string_lossy()
+                )
+                .to_uppercase(),
+                _ => p.as_os_str().to_string_lossy().to_uppercase(),
+            },
+            other => other.as_os_str().to_string_lossy().to_uppercase(),
+        }
+    }
+    let mut rest = root.components();
+    for p in profile.components() {
+        if key(rest.next()?) != key(p) {
+            return None;
+        }
+    }
+    Some(rest.as_path().to_owned())
 }
 
 /// The user's profile folder: `%USERPROFILE%`, else the current folder's drive root.
@@ -1108,6 +1140,31 @@ mod tests {
         drop(made);
         unlink_at(fd.as_fd(), "made", true).expect("rmdir");
         assert!(stat_at(fd.as_fd(), "made").is_err());
+    }
+
+    /// A root spelled as users and `%LOCALAPPDATA%` spell it (`C:\`, any case) lies below the
+    /// canonical (verbatim) profile; a sibling whose name only starts the same does not.
+    #[test]
+    fn x3_a_root_below_the_profile_is_found_whatever_its_drives_spelling_and_case() {
+        let profile = Path::new(r"\\?\C:\Users\bob");
+        let cases = [
+            (
+                r"C:\Users\bob\AppData\Local\skillcache",
+                Some(r"AppData\Local\skillcache"),
+            ),
+            (r"c:\USERS\Bob\cache", Some("cache")),
+            (r"\\?\C:\Users\bob\cache", Some("cache")),
+            (r"C:\Users\bob2\cache", None),
+            (r"D:\Users\bob\cache", None),
+            (r"C:\Users", None),
+        ];
+        for (root, want) in cases {
+            assert_eq!(
+                beneath(Path::new(root), profile),
+                want.map(PathBuf::from),
+                "{root}"
+            );
+        }
     }
 
     #[test]
