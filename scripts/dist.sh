@@ -60,7 +60,11 @@ platform() {
     aarch64-unknown-linux-gnu) echo linux-arm64-gnu ;;
     x86_64-apple-darwin) echo darwin-x64 ;;
     aarch64-apple-darwin) echo darwin-arm64 ;;
-    x86_64-pc-windows-gnu) echo win32-x64-gnu ;;
+    # Built with mingw, published as the platform official Node for Windows loads (napi-rs's
+    # loader takes `-gnu` only in a Node built with mingw, whose `shlib_suffix` is `dll.a`): the
+    # addon calls nothing of node.exe's C++ side, and looks N-API up when it loads. It runs in
+    # official node.exe 20 (under Wine: docs/cli.md).
+    x86_64-pc-windows-gnu) echo win32-x64-msvc ;;
     *) return 1 ;;
   esac
 }
