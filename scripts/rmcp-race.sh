@@ -25,11 +25,11 @@ cd "$(dirname "$0")/.."
 dir=${1:-tests/data/corpus/skills}
 runs=${RUNS:-3}
 cargo build --release --quiet --example race_sweep --bin skillcache
-cargo build --release --quiet --manifest-path scripts/rmcp-race/Cargo.toml
+CARGO_TARGET_DIR=scripts/rmcp-race/target cargo build --release --quiet --manifest-path scripts/rmcp-race/Cargo.toml
 peer=scripts/rmcp-race/target/release/rmcp-peer
 catalog=scripts/rmcp-race/target/release/catalog-server
-ours=target/release/examples/race_sweep
-serve=target/release/skillcache
+ours=${CARGO_TARGET_DIR:-target}/release/examples/race_sweep
+serve=${CARGO_TARGET_DIR:-target}/release/skillcache
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The top-level folders both servers publish a skill for.
@@ -54,7 +54,10 @@ done
 # SkillCatalog's at the same content).
 cat > "$work/rss.sh" <<'SH'
 #!/bin/sh
-"$@" &
+# A background command of a non-interactive shell reads /dev/null unless told otherwise (and an
+# explicit `<&0` comes after that): the client's pipe, kept as fd 3, is handed over.
+exec 3<&0
+"$@" <&3 3<&- &
 pid=$!
 peak=0
 while kill -0 $pid 2>/dev/null; do
@@ -63,6 +66,7 @@ while kill -0 $pid 2>/dev/null; do
   sleep 0.005
 done
 echo "$peak" >> "$RSS_OUT"
+wait $pid
 SH
 chmod +x "$work/rss.sh"
 for i in $(seq "$runs"); do
