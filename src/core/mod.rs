@@ -717,7 +717,8 @@ impl Cache {
 
     /// The highest purge count this handle read for a request about `origin` (a listing, a
     /// `skills/get`, a fetch), else the count it read when it opened; without reading the
-    /// index: a loaded skill notes it when it is made ([`Cache::purge_mark_for`]). Counts only
+    /// index: what an entry this handle hands out is noted with ([`Cache::noted`]), and what a
+    /// skill loaded from an entry without such a note uses ([`Cache::purges_seen_for`]). Counts only
     /// grow, so no purge came between this value's reading and a later mark equal to it. By
     /// origin: a request to another server after a purge must not make an entry of the purged
     /// one, obtained before it, look newer (round 26 of review).

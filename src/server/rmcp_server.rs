@@ -388,9 +388,11 @@ fn notify(listeners: &Shared, changes: &Changes) {
             .collect();
         // Each notification handed over on its own task, each bounded: one a slow peer holds
         // up past the bound must not keep the others of the same change from being sent
-        // (round 28 of review: a client stuck for 5 s lost every later URI of that tick). The
-        // transport keeps what waits bounded (`stdio::NOTIFICATIONS_WAITING`). A peer that went
-        // away mid-send is dropped at the next change.
+        // (round 28 of review: a client stuck for 5 s lost every later URI of that tick). Over
+        // stdio the transport keeps one waiting copy of each (`stdio::NOTIFICATIONS_WAITING`);
+        // an HTTP session's are rmcp's, each task ending at the bound (an unread HTTP stream's
+        // memory is open: docs/reliability.md, round 28). A peer that went away mid-send is
+        // dropped at the next change.
         let updated = subscribed.into_iter().map(Some);
         for uri in changes.list_changed.then_some(None).into_iter().chain(updated) {
             let peer = peer.clone();

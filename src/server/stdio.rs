@@ -315,6 +315,13 @@ mod tests {
     /// message on its own task, so every change used to add a copy waiting for stdout.
     #[tokio::test]
     async fn e3_a_client_reading_nothing_holds_one_waiting_copy_of_each_notification_and_gets_each() {
+        // A send that never ends fails the test at the deadline instead of stalling the suite.
+        tokio::time::timeout(std::time::Duration::from_secs(60), one_waiting_copy())
+            .await
+            .expect("every send ended within a minute");
+    }
+
+    async fn one_waiting_copy() {
         use tokio::io::AsyncReadExt as _;
         let (mut client, out) = tokio::io::duplex(64);
         let (_client_in, input) = tokio::io::duplex(64);
