@@ -939,7 +939,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::{
-        AsFd as _, GUARANTEED, INVALID_NAME, OwnedFd, create_at, disk_cache, errno, fstat,
+        AsFd as _, GUARANTEED, INVALID_NAME, OwnedFd, beneath, create_at, disk_cache, errno, fstat,
         inside_profile, link_at, list, mkdir_at, open_dir_beneath, open_file_beneath, open_folder,
         open_parent, opened_at, rename_at, stat_at, unlink_at,
     };
