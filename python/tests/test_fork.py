@@ -12,6 +12,7 @@ fix, the parent's cache hung the child forever on its first miss, past `request_
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import multiprocessing
 import os
@@ -250,3 +251,57 @@ def test_b4_a_fork_while_other_threads_are_inside_the_index_leaves_the_child_a_w
     assert (hung, failed) == (0, 0), f"{hung} of 40 children hung, {failed} failed"
     if sys.version_info >= (3, 12):
         assert before_ours == 0, f"{before_ours} children hung in the interpreter's after-fork code"
+
+
+def index_logs(tmp_path: Path) -> list[str]:
+    """The index's write-ahead log and shared-memory files in the default test root."""
+    root = tmp_path / "cache" / "root"
+    return sorted(p.name for p in root.iterdir() if p.name.startswith("index.sqlite3-"))
+
+
+def test_a_parent_closing_its_cache_leaves_the_index_log_of_a_forked_childs_own_cache_alone(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    """Round 28 of review (F1): the child opens a cache of its own on the parent's root, as
+    the error in the child says to, and the parent then closes its cache. Before the fix, the
+    child inherited the parent's open index connection, and with it SQLite's note of a lock
+    the child did not hold: the parent, closing, deleted the write-ahead log the child was
+    using (the child then saw purged origins and "database disk image is malformed"). The fork
+    now closes every index connection first, so the child inherits none."""
+    cache, skill = asyncio.run(warm_parent(tmp_path, skills_dir))
+    to_parent, from_child = os.pipe()
+    to_child, from_parent = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            signal.alarm(int(CHILD_DEADLINE))
+            os.close(to_parent)
+            os.close(from_parent)
+            own = open_cache(tmp_path, approval="not_required")
+            asyncio.run(own.cached_entries())
+            os.write(from_child, b"1")
+            os.read(to_child, 1)  # the parent closed its cache
+            report: dict[str, Any] = {"logs": index_logs(tmp_path)}
+            asyncio.run(own.purge("docs"))
+            report["origins"] = asyncio.run(own.origins())
+            os.write(from_child, json.dumps(report).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(from_child)
+    os.close(to_child)
+    assert os.read(to_parent, 1) == b"1", "the child opened its own cache"
+    assert index_logs(tmp_path), "the child's cache has the log open"
+    del cache, skill
+    gc.collect()
+    os.write(from_parent, b"x")
+    _, status = os.waitpid(pid, 0)
+    text = os.read(to_parent, 65536)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, text)
+    report = json.loads(text)
+    assert report["logs"], "the parent deleted the log of the child's open index"
+    assert report["origins"] == [], report
+    after = open_cache(tmp_path, approval="not_required")
+    assert asyncio.run(after.origins()) == [], "the child's purge is in the index"
+    assert asyncio.run(after.verify()).is_clean

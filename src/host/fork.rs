@@ -7,11 +7,14 @@ use std::time::Duration;
 use super::cache::SkillCache;
 
 impl SkillCache {
-    /// Prepares this process to fork: new index work of every cache in the process waits, and
-    /// this waits up to `within` for the work already under way to end. Whether it all ended:
-    /// `false` means a call was still inside `SQLite` (a long `purge` rewrite), and a child
-    /// forked now may find one of its locks held. Call [`after_fork`](Self::after_fork) on the
-    /// same thread after the fork, in the parent and in the child, whatever this returned.
+    /// Prepares this process to fork: new index work of every cache in the process waits, this
+    /// waits up to `within` for the work already under way to end, then closes every index
+    /// connection of the process, so the child inherits none (`SQLite`: "do not carry an open
+    /// connection across a fork"); each opens again on its next use, in the parent. Whether it
+    /// all ended and every connection closed: `false` means a call was still inside `SQLite` (a
+    /// long `purge` rewrite), and a child forked now may find one of its locks held. Call
+    /// [`after_fork`](Self::after_fork) on the same thread after the fork, in the parent and in
+    /// the child, whatever this returned.
     ///
     /// This is for a binding whose host forks while other threads may be working (Python's
     /// `os.register_at_fork`); a Rust host that forks should exec at once, as `Command` does.
@@ -25,7 +28,10 @@ impl SkillCache {
     /// ```
     #[must_use]
     pub fn before_fork(within: Duration) -> bool {
-        crate::index::gate::close(within)
+        let ended = crate::index::gate::close(within);
+        // After the gate: no other thread is inside SQLite, so none is using a connection.
+        let left_open = crate::index::conns::close_all();
+        ended && left_open == 0
     }
 
     /// Lets index work run again after a fork that [`before_fork`](Self::before_fork) prepared:

@@ -167,7 +167,7 @@ impl Index {
         uri: &SkillUri,
         principal: &str,
     ) -> Result<Option<Approval>, IndexError> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         // Read before the query, under the same hold: see `memo`.
         let version = super::memo::version(&conn);
         let Some(oid) = find_origin_id(&conn, origin)? else {

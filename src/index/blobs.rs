@@ -156,7 +156,7 @@ impl Index {
     /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn blob(&self, origin: &Origin, digest: &Digest) -> Result<Option<BlobRecord>, IndexError> {
         let row = {
-            let conn = self.conn();
+            let conn = self.conn()?;
             let Some(oid) = find_origin_id(&conn, origin)? else {
                 return Ok(None);
             };
@@ -197,8 +197,8 @@ impl Index {
         let Some(writer) = &self.writer else {
             return skipped(&"the index is read-only");
         };
-        let Some(conn) = super::try_lock(writer) else {
-            return skipped(&"another write of this process is under way");
+        let Some(conn) = writer.try_lock() else {
+            return skipped(&"another write of this process is under way, or a fork closed the connection");
         };
         // No busy wait for this one statement; the writer's timeout is restored after it.
         if let Err(e) = conn.busy_timeout(std::time::Duration::ZERO) {
@@ -290,7 +290,7 @@ impl Index {
         only: Option<&Origin>,
     ) -> Result<Vec<(Origin, Digest, BlobRecord)>, IndexError> {
         let rows: Vec<(String, Row)> = {
-            let conn = self.conn();
+            let conn = self.conn()?;
             let mut stmt = conn
                 .prepare_cached(concat!(
                     "SELECT o.label, ",

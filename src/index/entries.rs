@@ -524,8 +524,8 @@ impl Index {
         now_ms: u64,
     ) -> Result<Option<StoredEntry>, IndexError> {
         let canonical = uri.canonical();
-        let (version, rows): (Option<i64>, Vec<Row>) = {
-            let conn = self.conn();
+        let (version, rows): (Option<super::memo::Version>, Vec<Row>) = {
+            let conn = self.conn()?;
             // Read before the query, under the same hold: see `memo`.
             let version = super::memo::version(&conn);
             let Some(oid) = find_origin_id(&conn, origin)? else {
@@ -593,7 +593,7 @@ impl Index {
     /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn entries(&self, only: Option<&Origin>) -> Result<Vec<EntrySummary>, IndexError> {
         let rows: Vec<(String, String, Row)> = {
-            let conn = self.conn();
+            let conn = self.conn()?;
             let mut stmt = conn
                 .prepare_cached(concat!(
                     "SELECT o.label, e.skill_uri, ",
@@ -650,7 +650,7 @@ impl Index {
     pub fn is_referenced(&self, origin: &Origin, digest: &Digest) -> Result<bool, IndexError> {
         type FileCols = (String, String, String, String, i64, Option<Vec<u8>>);
         let rows: Vec<FileCols> = {
-            let conn = self.conn();
+            let conn = self.conn()?;
             let Some(oid) = find_origin_id(&conn, origin)? else {
                 return Ok(false);
             };
@@ -781,7 +781,7 @@ impl Index {
                 return Ok(Vec::new()); // no valid entry carries an invalid name
             }
             let uris: Vec<String> = {
-                let conn = self.conn();
+                let conn = self.conn()?;
                 let Some(oid) = find_origin_id(&conn, origin)? else {
                     return Ok(Vec::new());
                 };
@@ -853,7 +853,40 @@ mod tests {
 
     /// The rows the writer connection has changed since it was opened.
     fn writes(index: &Index) -> u64 {
-        index.writer.as_ref().map_or(0, |w| super::super::lock(w).total_changes())
+        index.writer.as_ref().map_or(0, |w| w.lock().map_or(0, |c| c.total_changes()))
+    }
+
+    /// Round 28 of review (F1): a fork closes every index connection, so the child inherits
+    /// none. The index goes on as if nothing happened: the next read and the next write open
+    /// their connection again, and an answer remembered from the closed reader is not believed
+    /// from the new one (whose `data_version` counts afresh), even after another writer changed
+    /// the entry meanwhile.
+    #[test]
+    fn connections_closed_for_a_fork_open_again_and_forget_what_they_remembered() {
+        let dir = crate::scratch::scratch();
+        let path = dir.path().join("index.sqlite3");
+        let index = Index::open(&path, SealKey::from_bytes([7; 32])).expect("open");
+        let other = Index::open(&path, SealKey::from_bytes([7; 32])).expect("open");
+        let origin = Origin::new("docs").expect("label");
+        let uri = SkillUri::parse("skill://a/SKILL.md").expect("uri");
+        let hints = CacheHints::new(60_000, Scope::Public);
+        index.put_entries(&origin, "", &[skill("a", 1, "first")], hints, 1).expect("kept");
+        index.entry(&origin, &uri, "", 2).expect("read").expect("kept");
+        assert!(index.entry_quick(&origin, &uri, "", 2).is_some(), "remembered");
+
+        assert!(index.reader.close_for_test(), "the reader was free");
+        assert!(index.writer.as_ref().expect("writable").close_for_test(), "the writer was free");
+        assert!(index.entry_quick(&origin, &uri, "", 2).is_none(), "a quick path never opens");
+        // Another process changes the entry while this one's connections are closed.
+        other.put_entries(&origin, "", &[skill("a", 1, "second")], hints, 3).expect("kept");
+
+        let read = index.entry(&origin, &uri, "", 4).expect("opened again").expect("kept");
+        assert_eq!(read.entry.description(), "second");
+        let quick = index.entry_quick(&origin, &uri, "", 4).expect("remembered again");
+        assert_eq!(quick.entry.description(), "second", "nothing from before");
+        index.put_entries(&origin, "", &[skill("a", 1, "third")], hints, 5).expect("writes again");
+        let read = index.entry(&origin, &uri, "", 6).expect("read").expect("kept");
+        assert_eq!(read.entry.description(), "third");
     }
 
     /// A host that lists at every turn: an unchanged entry listed again within the slack (a

@@ -16,11 +16,15 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use rusqlite::Connection;
+use super::conns::{Held, Slot};
 
 /// Remembered answers of one kind at most; past it the memo starts again (a host with more
 /// skills than this warm at once pays one query for some of them).
 const MAX_ANSWERS: usize = 4096;
+
+/// The reader's (opening, `data_version`): versions of one opening of the connection compare
+/// ([`super::conns`]); an opening after a fork is newer than every version before it.
+pub(super) type Version = (u64, i64);
 
 /// (origin label, canonical skill URI, principal).
 pub(super) type Key = (String, String, String);
@@ -28,7 +32,7 @@ pub(super) type Key = (String, String, String);
 /// What the memo holds for a version of the database.
 #[derive(Debug)]
 struct Answers<T> {
-    version: Option<i64>,
+    version: Option<Version>,
     answers: HashMap<Key, T>,
 }
 
@@ -50,7 +54,7 @@ impl<T> Default for Memo<T> {
 }
 
 /// The reader's data version, read now. `None` when it cannot be read without waiting.
-pub(super) fn version(conn: &Connection) -> Option<i64> {
+pub(super) fn version(conn: &Held<'_>) -> Option<Version> {
     // Readers do not wait for writers under WAL, but a read may meet SQLITE_BUSY in rare
     // recovery cases: then it is "unknown", never a wait.
     conn.busy_timeout(std::time::Duration::ZERO).ok()?;
@@ -59,12 +63,12 @@ pub(super) fn version(conn: &Connection) -> Option<i64> {
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .ok();
     conn.busy_timeout(super::open::BUSY_TIMEOUT).ok()?;
-    v
+    Some((conn.generation(), v?))
 }
 
 /// The version now, if the reader is free; `None` if another read holds it.
-pub(super) fn version_now(reader: &Mutex<Connection>) -> Option<i64> {
-    let conn = super::try_lock(reader)?;
+pub(super) fn version_now(reader: &Slot) -> Option<Version> {
+    let conn = reader.try_lock()?;
     version(&conn)
 }
 
@@ -76,7 +80,7 @@ impl<T: Clone> Memo<T> {
     }
 
     /// The remembered answer for `key`, if the database is still at `version`.
-    pub(super) fn get(&self, version: i64, key: &Key) -> Option<T> {
+    pub(super) fn get(&self, version: Version, key: &Key) -> Option<T> {
         let answers = self.answers();
         (answers.version == Some(version))
             .then(|| answers.answers.get(key).cloned())
@@ -85,7 +89,7 @@ impl<T: Clone> Memo<T> {
 
     /// Remembers an answer read at `version`. Versions only grow, so an answer read at an older
     /// one (another thread's, kept late) is not kept at all; a newer one forgets the rest.
-    pub(super) fn keep(&self, version: i64, key: Key, answer: &T) {
+    pub(super) fn keep(&self, version: Version, key: Key, answer: &T) {
         let mut answers = self.answers();
         match answers.version {
             Some(v) if v > version => return,

@@ -22,6 +22,7 @@
 
 mod approvals;
 mod blobs;
+pub(crate) mod conns;
 pub(crate) mod error;
 mod entries;
 pub(crate) mod gate;
@@ -40,7 +41,7 @@ pub use seal::{KEY_LEN, SealKey};
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Arc;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
 
@@ -51,9 +52,9 @@ use crate::origin::Origin;
 #[derive(Debug)]
 pub struct Index {
     /// Reads: never blocked by a writer in this process or another (WAL).
-    reader: Mutex<Connection>,
+    reader: Arc<conns::Slot>,
     /// Writes; `None` when the database could only be opened read-only.
-    writer: Option<Mutex<Connection>>,
+    writer: Option<Arc<conns::Slot>>,
     path: PathBuf,
     key: SealKey,
     healed: Option<PathBuf>,
@@ -69,49 +70,6 @@ pub(crate) fn db_err(what: &'static str) -> impl FnOnce(rusqlite::Error) -> Inde
         what,
         source: Box::new(e),
     }
-}
-
-/// A connection in use, and the fork gate's pass for it ([`gate`]): dropped in that order, so
-/// the pass outlives every `SQLite` call made through the connection.
-pub(crate) struct Held<'a> {
-    conn: MutexGuard<'a, Connection>,
-    _pass: gate::Pass,
-}
-
-impl std::ops::Deref for Held<'_> {
-    type Target = Connection;
-    fn deref(&self) -> &Connection {
-        &self.conn
-    }
-}
-
-impl std::ops::DerefMut for Held<'_> {
-    fn deref_mut(&mut self) -> &mut Connection {
-        &mut self.conn
-    }
-}
-
-fn lock(m: &Mutex<Connection>) -> Held<'_> {
-    // The pass first: a fork being prepared waits for this thread's calls, never for its lock.
-    let pass = gate::enter();
-    // A panic while holding the lock cannot leave SQLite half-written (transactions roll back
-    // on drop), so a poisoned lock is safe to reuse.
-    Held {
-        conn: m.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
-        _pass: pass,
-    }
-}
-
-/// [`lock`] without waiting for the connection: `None` while another call of this process holds
-/// it.
-fn try_lock(m: &Mutex<Connection>) -> Option<Held<'_>> {
-    let pass = gate::enter();
-    let conn = match m.try_lock() {
-        Ok(c) => c,
-        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => return None,
-    };
-    Some(Held { conn, _pass: pass })
 }
 
 impl Index {
@@ -159,13 +117,14 @@ impl Index {
             }
         };
         let (reader, writer) = if mode == open::Mode::ReadWrite {
-            (open::reader(path)?, Some(Mutex::new(conn)))
+            let writer = conns::Slot::new(conn, path.to_owned(), mode);
+            (open::reader(path)?, Some(writer))
         } else {
             tracing::warn!(index = %path.display(), "the index is read-only: cached entries are served, nothing new is recorded");
             (conn, None)
         };
         Ok(Index {
-            reader: Mutex::new(reader),
+            reader: conns::Slot::new(reader, path.to_owned(), mode),
             writer,
             path: path.to_owned(),
             key,
@@ -176,8 +135,9 @@ impl Index {
         })
     }
 
-    fn conn(&self) -> Held<'_> {
-        lock(&self.reader)
+    /// The reader connection (opened again if a fork closed it, [`conns`]).
+    fn conn(&self) -> Result<conns::Held<'_>, IndexError> {
+        self.reader.lock()
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction on the writer connection.
@@ -192,7 +152,7 @@ impl Index {
                 what,
             });
         };
-        let mut conn = lock(writer);
+        let mut conn = writer.lock()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db_err(what))?;
@@ -236,7 +196,7 @@ impl Index {
     /// # Errors
     /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn schema_version(&self) -> Result<u32, IndexError> {
-        self.conn()
+        self.conn()?
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(db_err("read version"))
     }
@@ -265,7 +225,7 @@ impl Index {
     /// # Errors
     /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn holds_entry(&self, origin: &Origin, skill: &crate::uri::SkillUri) -> Result<bool, IndexError> {
-        self.conn()
+        self.conn()?
             .prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM entries e JOIN origins o ON o.id = e.origin_id
                  WHERE o.label = ?1 AND e.skill_uri = ?2)",
@@ -288,7 +248,7 @@ impl Index {
 
     /// The origin labels `sql` selects, each a valid [`Origin`] (a row that is not is skipped).
     fn labels(&self, sql: &str) -> Result<Vec<Origin>, IndexError> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let mut stmt = conn.prepare_cached(sql).map_err(db_err("list origins"))?;
         let labels = stmt
             .query_map([], |r| r.get::<_, String>(0))
@@ -330,7 +290,7 @@ impl Index {
     /// [`IndexError::Database`](IndexError::Database) on a database failure.
     pub fn purges(&self) -> Result<u64, IndexError> {
         let n: i64 = self
-            .conn()
+            .conn()?
             .prepare_cached("SELECT generation FROM purges WHERE id = 0")
             .and_then(|mut s| s.query_row([], |r| r.get(0)))
             .map_err(db_err("read purges"))?;
@@ -347,7 +307,7 @@ impl Index {
     /// [`IndexError::ReadOnly`](IndexError::ReadOnly) when the row is missing and the index
     /// cannot be written.
     pub fn purges_for(&self, origin: &Origin) -> Result<u64, IndexError> {
-        if find_origin_id(&self.conn(), origin)?.is_none() {
+        if find_origin_id(&*self.conn()?, origin)?.is_none() {
             self.write("add origin", |tx| origin_id(tx, origin).map(drop))?;
         }
         self.purges()
@@ -377,7 +337,7 @@ impl Index {
             });
         };
         {
-            let conn = lock(writer);
+            let conn = writer.lock()?;
             conn.execute_batch("VACUUM").map_err(db_err(WHAT))?;
             // Waits (the busy timeout) for readers of older snapshots; `busy` set means one
             // still holds the log, whose old pages then stay.

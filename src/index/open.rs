@@ -116,6 +116,18 @@ pub(super) fn reader(path: &Path) -> Result<Connection, IndexError> {
     Ok(conn)
 }
 
+/// A connection of an index opened before in `mode`, opened again after a fork closed it
+/// (`conns`): the way it was opened first, with nothing to migrate (its opener did that).
+pub(super) fn reopen(path: &Path, mode: Mode) -> Result<Connection, IndexError> {
+    if mode == Mode::ReadWrite {
+        return reader(path);
+    }
+    read_only(path, mode).map_err(|failed| match failed {
+        Attempt::Failed(Failure::Fatal(e)) => *e,
+        Attempt::Failed(Failure::Damaged(e)) | Attempt::CannotWrite(e) => db_err("open again")(e),
+    })
+}
+
 /// Per-connection settings: none of them writes to the database.
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
     harden(conn)?;

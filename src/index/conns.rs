@@ -1,0 +1,169 @@
+//! The index's connections: each is closed before a fork and opened again on its next use, so a
+//! forked child inherits none (round 28 of review, F1).
+//!
+//! Why: `SQLite` keeps, per process, a table of the files its connections have open and of the
+//! POSIX locks they hold. A child forked with a connection open inherits that table but not the
+//! locks (`fcntl` locks are not inherited). A connection the child opens to the same file then
+//! finds the table saying a shared lock is held, takes none of its own, and the parent, closing
+//! its last connection, finds no other process reading and deletes the write-ahead log under
+//! the child's feet: the child reads a log that no longer exists (a stale view, then
+//! "database disk image is malformed"). `SQLite`'s own rule is "do not carry an open connection
+//! across a fork"; this is how the index keeps it.
+//!
+//! So every connection of every index of the process is a [`Slot`], listed (weakly) in one
+//! registry; [`close_all`] closes each one that no call is using, from the thread that closed
+//! the fork gate ([`super::gate`]), where no other thread can be inside `SQLite`. The next call
+//! that needs the connection opens it again ([`Slot::lock`]); the quick paths never open one
+//! ([`Slot::try_lock`]) and answer "ask the index" meanwhile.
+//!
+//! Memo: an answer is remembered with the reader's `data_version`, which only one connection's
+//! reads can be compared with. The slot's generation, moved by every reopening, is part of the
+//! version ([`Held::generation`]), so nothing remembered from a closed connection is believed.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
+
+use rusqlite::Connection;
+
+use super::error::IndexError;
+use super::{gate, open};
+
+/// Every slot of the process, alive or not: the ones gone are pruned as new ones come.
+static SLOTS: Mutex<Vec<Weak<Slot>>> = Mutex::new(Vec::new());
+
+/// One connection of an index: open, or closed for a fork and opened again on next use.
+#[derive(Debug)]
+pub(super) struct Slot {
+    conn: Mutex<Option<Connection>>,
+    /// Moved by every reopening: see the module's memo note.
+    generation: AtomicU64,
+    path: PathBuf,
+    /// How the index was opened: a connection opened again is opened the same way.
+    mode: open::Mode,
+}
+
+/// A connection in use, and the fork gate's pass for it ([`gate`]): dropped in that order, so
+/// the pass outlives every `SQLite` call made through the connection.
+pub(crate) struct Held<'a> {
+    /// Always `Some`: a `Held` is made only over an open connection.
+    conn: MutexGuard<'a, Option<Connection>>,
+    generation: u64,
+    _pass: gate::Pass,
+}
+
+impl Held<'_> {
+    /// Which opening of its slot this connection is: the memo compares versions only within one.
+    pub(super) fn generation(&self) -> u64 {
+        self.generation
+    }
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        match self.conn.as_ref() {
+            Some(conn) => conn,
+            None => unreachable!("a held connection is open"),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Held<'_> {
+    fn deref_mut(&mut self) -> &mut Connection {
+        match self.conn.as_mut() {
+            Some(conn) => conn,
+            None => unreachable!("a held connection is open"),
+        }
+    }
+}
+
+impl Slot {
+    /// A slot over `conn`, opened at `path` in `mode`, listed for [`close_all`].
+    pub(super) fn new(conn: Connection, path: PathBuf, mode: open::Mode) -> Arc<Slot> {
+        let slot = Arc::new(Slot {
+            conn: Mutex::new(Some(conn)),
+            generation: AtomicU64::new(0),
+            path,
+            mode,
+        });
+        let mut slots = SLOTS.lock().unwrap_or_else(PoisonError::into_inner);
+        slots.retain(|s| s.strong_count() > 0);
+        slots.push(Arc::downgrade(&slot));
+        slot
+    }
+
+    /// The connection, waiting for another call of this process that uses it, and opened again
+    /// if a fork closed it.
+    ///
+    /// # Errors
+    /// [`IndexError`] if it was closed and cannot be opened again (the file is gone or cannot
+    /// be read any more).
+    pub(super) fn lock(&self) -> Result<Held<'_>, IndexError> {
+        // The pass first: a fork being prepared waits for this thread's calls, never for its lock.
+        let pass = gate::enter();
+        // A panic while holding the lock cannot leave SQLite half-written (transactions roll back
+        // on drop), so a poisoned lock is safe to reuse.
+        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        if conn.is_none() {
+            *conn = Some(open::reopen(&self.path, self.mode)?);
+            self.generation.fetch_add(1, Ordering::SeqCst);
+            tracing::debug!(index = %self.path.display(), "index connection opened again after a fork");
+        }
+        Ok(Held {
+            conn,
+            generation: self.generation.load(Ordering::SeqCst),
+            _pass: pass,
+        })
+    }
+
+    /// The connection if no other call of this process uses it and it is open: quick paths
+    /// never wait, and never open a connection.
+    pub(super) fn try_lock(&self) -> Option<Held<'_>> {
+        let pass = gate::enter();
+        let conn = match self.conn.try_lock() {
+            Ok(c) => c,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        conn.as_ref()?;
+        Some(Held {
+            conn,
+            generation: self.generation.load(Ordering::SeqCst),
+            _pass: pass,
+        })
+    }
+
+    /// Closes the connection unless a call is using it; whether it is closed now.
+    fn close(&self) -> bool {
+        let mut conn = match self.conn.try_lock() {
+            Ok(c) => c,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return false,
+        };
+        // Dropping closes it: statements finalized, its locks released, and if it is the last
+        // connection of any process to the file, the log checkpointed — all before the fork.
+        drop(conn.take());
+        true
+    }
+
+    /// Closes this slot's connection, as a fork does ([`close_all`]): for tests of one index,
+    /// without touching the other indexes of the process.
+    #[cfg(test)]
+    pub(super) fn close_for_test(&self) -> bool {
+        self.close()
+    }
+}
+
+/// Closes every index connection of the process that no call is using; how many are left open
+/// (0 when the gate was closed in time). Called by the thread that closed the fork gate: it
+/// must not enter the gate itself (it holds it closed).
+pub(crate) fn close_all() -> usize {
+    let slots: Vec<Arc<Slot>> = SLOTS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
+    slots.iter().filter(|s| !s.close()).count()
+}
