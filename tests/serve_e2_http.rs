@@ -694,3 +694,109 @@ fn e3_an_http_body_that_is_not_a_message_gets_a_json_rpc_error_that_quotes_nothi
         ]
     );
 }
+
+/// Opens a 2026-07-28 `subscriptions/listen` stream for `uris` on a raw connection and reads
+/// only the start of its answer (the acknowledgement): the rest waits until the caller reads.
+fn listen_unread(authority: &str, uris: &[String]) -> TcpStream {
+    let body = http::modern_body(
+        7,
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": uris}}),
+    );
+    // A small receive buffer: what the client does not read soon holds the server's sends.
+    let socket =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    socket.set_recv_buffer_size(4096).expect("receive buffer");
+    let address: std::net::SocketAddr = authority.parse().expect("loopback address");
+    socket.connect(&address.into()).expect("connect");
+    let mut stream = TcpStream::from(socket);
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {}\r\n\
+         Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n",
+        http::MODERN,
+        body.len()
+    )
+    .expect("headers");
+    stream.write_all(&body).expect("body");
+    let mut head = [0u8; 12];
+    stream
+        .read_exact(&mut head)
+        .expect("the stream's status line");
+    assert_eq!(&head, b"HTTP/1.1 200", "{}", String::from_utf8_lossy(&head));
+    stream
+}
+
+/// Round 28 of review (S3-HTTP): a client that opens a listen stream and stops reading made
+/// serve hold one waiting send per change (about 15 MB a stream over two minutes). Now a
+/// stream holds one send and a set of what waits: serve's memory stays put, and a client stuck
+/// past the five seconds a notification task once had is still told of every file that
+/// changed once it reads.
+#[test]
+fn e3_a_listen_stream_left_unread_is_told_of_every_file_that_changed_once_it_reads() {
+    let tmp = folder(0);
+    // Long URIs, as a client may subscribe to: each notification is about 3.7 KB, so an unread
+    // stream fills the connection's buffers (4 MiB on loopback) within seconds.
+    let deep: Vec<String> = (0..18)
+        .map(|i| format!("d{i}{}", "x".repeat(196)))
+        .collect();
+    let dir = tmp.path().join("served/notes").join(deep.join("/"));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let names: Vec<String> = (0..7).map(|i| format!("f{i}.md")).collect();
+    for n in &names {
+        std::fs::write(dir.join(n), "0").expect("write");
+    }
+    let uris: Vec<String> = names
+        .iter()
+        .map(|n| format!("skill://notes/{}/{n}", deep.join("/")))
+        .collect();
+    let serve = ServeChild::start(&tmp.path().join("served"), &["--watch-ms", "10"]);
+    let (told, busiest, read, grown_kib) = common::within(Duration::from_secs(120), move || {
+        let mut stream = listen_unread(&serve.authority, &uris);
+        let before = serve.peak_kib();
+        // Six files change without pause for eight seconds while the client reads nothing...
+        let until = std::time::Instant::now() + Duration::from_secs(8);
+        let mut round = 0;
+        while std::time::Instant::now() < until {
+            round += 1;
+            for n in &names[..6] {
+                std::fs::write(dir.join(n), round.to_string()).expect("edit");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // ...then the seventh changes once, and the client stays stuck past the old bound.
+        std::fs::write(dir.join(&names[6]), "changed").expect("edit");
+        std::thread::sleep(Duration::from_secs(7));
+        let grown_kib = serve.peak_kib() - before;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(3)))
+            .expect("timeout");
+        let mut text = Vec::new();
+        let mut chunk = vec![0u8; 1 << 16];
+        while let Ok(n) = stream.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            text.extend_from_slice(&chunk[..n]);
+        }
+        let read = text.len();
+        let text = String::from_utf8_lossy(&text).into_owned();
+        let told: Vec<bool> = uris
+            .iter()
+            .map(|u| text.contains(&format!("\"{u}\"")))
+            .collect();
+        let busiest = text.matches(&format!("\"{}\"", uris[0])).count();
+        (told, busiest, read, grown_kib)
+    })
+    .expect("read before the deadline");
+    assert_eq!(told, vec![true; 7], "every file that changed is told of");
+    println!(
+        "an unread stream: serve grew {grown_kib} KiB; once read, {read} bytes, the busiest file told of {busiest} times"
+    );
+    // Before: about 11 MiB in this run (one waiting send per change); now one send and the set.
+    assert!(
+        grown_kib < 4 * 1024,
+        "an unread stream took serve {grown_kib} KiB further"
+    );
+}

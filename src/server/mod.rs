@@ -22,6 +22,8 @@ mod held;
 #[cfg(feature = "serve")]
 mod http;
 pub(crate) mod inspect;
+#[cfg(feature = "serve")]
+mod listen;
 mod read;
 #[cfg(feature = "serve")]
 mod rmcp_server;

@@ -28,11 +28,12 @@ use rmcp::model::{
     ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
     SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt as _};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use super::listen;
 use super::stdio::StdioTransport;
 use super::{Changes, RpcError, SkillServer};
 use crate::entry::Limits;
@@ -114,7 +115,7 @@ pub(super) struct Listeners {
     /// Sessions from `initialize`: their peer and the URIs they subscribed to.
     sessions: Vec<Arc<Session>>,
     /// 2026-07-28 `subscriptions/listen` streams, by a local id.
-    streams: BTreeMap<u64, SubscriptionSink>,
+    streams: BTreeMap<u64, Arc<listen::Stream>>,
     next_stream: u64,
 }
 
@@ -317,11 +318,13 @@ impl ServerHandler for Handler {
             let mut l = lock(&self.listeners);
             let id = l.next_stream;
             l.next_stream += 1;
-            l.streams.insert(id, context.sink().clone());
+            l.streams.insert(id, listen::Stream::new(context.sink().clone()));
             id
         };
         context.cancelled().await;
-        lock(&self.listeners).streams.remove(&id);
+        if let Some(stream) = lock(&self.listeners).streams.remove(&id) {
+            stream.close();
+        }
         Ok(())
     }
 
@@ -390,9 +393,9 @@ fn notify(listeners: &Shared, changes: &Changes) {
         // up past the bound must not keep the others of the same change from being sent
         // (round 28 of review: a client stuck for 5 s lost every later URI of that tick). Over
         // stdio the transport keeps one waiting copy of each (`stdio::NOTIFICATIONS_WAITING`);
-        // an HTTP session's are rmcp's, each task ending at the bound (an unread HTTP stream's
-        // memory is open: docs/reliability.md, round 28). A peer that went away mid-send is
-        // dropped at the next change.
+        // a 2025-11-25 HTTP session's are rmcp's, each task ending at the bound (a
+        // `subscriptions/listen` stream has its own, `listen::Stream`). A peer that went away
+        // mid-send is dropped at the next change.
         let updated = subscribed.into_iter().map(Some);
         for uri in changes.list_changed.then_some(None).into_iter().chain(updated) {
             let peer = peer.clone();
@@ -407,24 +410,8 @@ fn notify(listeners: &Shared, changes: &Changes) {
             }));
         }
     }
-    for sink in streams {
-        let accepted = sink.accepted().clone();
-        let list_changed = changes.list_changed && accepted.resources_list_changed == Some(true);
-        let updated: Vec<String> = accepted
-            .resource_subscriptions
-            .iter()
-            .flatten()
-            .filter(|uri| changes.uris.contains(*uri))
-            .cloned()
-            .collect();
-        tokio::spawn(bounded(async move {
-            if list_changed {
-                let _ = sink.notify_resource_list_changed().await;
-            }
-            for uri in updated {
-                let _ = sink.notify_resource_updated(uri).await;
-            }
-        }));
+    for stream in streams {
+        stream.tell(changes.list_changed, changes.uris.iter());
     }
 }
 
