@@ -9,9 +9,14 @@
 # test dependencies for Windows); the run about 20 seconds.
 #
 # Skipped, each for a reason of its own:
-# - the test that plants symbolic links: Wine 8's CreateSymbolicLink reports success and makes
-#   nothing, it has no junctions, and a Unix link made from outside is followed, never shown as
-#   a reparse point; link refusal is tested on real Windows only (with Developer Mode);
+# - the tests that plant symbolic links (the walk's, the root's path resolution and the making of
+#   its missing folders): Wine 8's CreateSymbolicLink reports success and makes nothing, it has
+#   no junctions, and a Unix link made from outside is followed, never shown as a reparse point;
+#   link refusal is tested on real Windows only (with Developer Mode);
+# - the root's check by identity: it compares folders by (device, inode), which Windows' standard
+#   library does not give (on Windows the path checks stand alone, as `core::root` says);
+# - a served folder removed while `serve` runs: Windows refuses to remove a folder a process
+#   holds open, as `serve` holds the folder it publishes, so the case cannot arise there;
 # - `core::zero_copy_tests`: `Guaranteed` isolation, which Windows refuses at open (what they
 #   get is that refusal);
 # - `core::crash_points` and the fault disk's order model with a filesystem-wide sync: they tell
@@ -49,6 +54,13 @@ built=$(date +%s)
 
 SKIP=(
   x3_the_walk_refuses_a_link_anywhere_on_the_way
+  core::root::make_tests::a_missing_folder_replaced_by_a_link_is_not_made_through
+  core::root::resolve_tests::a_path_resolves_through_its_existing_ancestors_and_keeps_the_rest
+  core::root::resolve_tests::a_path_that_is_not_the_held_roots_own_or_passes_a_shared_folder_is_refused
+  core::root::resolve_tests::a_path_the_kernel_would_refuse_is_refused_not_taken_as_written
+  core::root::resolve_tests::a_root_beside_a_discovery_path_the_walk_cannot_resolve_is_refused
+  core::root::resolve_tests::the_check_by_identity_sees_where_the_opened_root_is_and_removes_what_it_made
+  server::tests::p3_a_served_folder_removed_publishes_nothing_and_holds_nothing
   core::zero_copy_tests::
   core::crash_points::
   c3_the_order_model_accepts_per_file_and_whole_filesystem_syncs

@@ -364,7 +364,9 @@ fn hash_file(
     // is caught, never read whole.
     let mut limited = file.take(found.size.saturating_add(1));
     let (digest, read, bytes) = if keep {
-        let mut bytes = Vec::new();
+        // Sized to the file: grown by doubling, a held file would cost up to twice its bytes
+        // while it is read, and leave the allocator that much to reuse (issue 41, peak RSS).
+        let mut bytes = Vec::with_capacity(usize::try_from(found.size).unwrap_or(0));
         limited.read_to_end(&mut bytes).map_err(|e| io("read", e))?;
         (Digest::of(&bytes), bytes.len() as u64, Some(bytes))
     } else {
