@@ -24,7 +24,7 @@ use std::time::Duration;
 use rmcp::model::{
     CustomRequest, CustomResult, ErrorCode, GetSkillRequestParams, GetSkillResult, Implementation, ListResourcesResult,
     ListSkillsResult, PaginatedRequestParams, ReadResourceDirectoryRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, ResourceContents,
     ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SubscribeRequestParams,
     SubscriptionFilter, UnsubscribeRequestParams,
 };
@@ -180,6 +180,51 @@ impl Handler {
     }
 }
 
+/// A `resources/read` answer as rmcp's type, its contents' strings (a file's text or base64, up
+/// to the message bound) moved out of the JSON rather than copied: `ResourceContents` is an
+/// untagged enum, which serde reads by buffering each string and copying it again, so a large
+/// file cost twice its size more at the answer's peak (issue 41, P3 peak RSS).
+fn read_result(mut result: Value) -> Result<ReadResourceResult, String> {
+    let contents = result
+        .get_mut("contents")
+        .map(|c| std::mem::replace(c, json!([])));
+    let mut typed: ReadResourceResult =
+        serde_json::from_value(result).map_err(|e| e.to_string())?;
+    let Some(Value::Array(items)) = contents else {
+        return Err("no contents".to_owned());
+    };
+    typed.contents = items.into_iter().map(content).collect::<Result<_, _>>()?;
+    Ok(typed)
+}
+
+/// One content item of a `resources/read` answer, its strings moved.
+fn content(item: Value) -> Result<ResourceContents, String> {
+    let Value::Object(mut fields) = item else {
+        return Err("a content item is not an object".to_owned());
+    };
+    let mut take = |key| match fields.remove(key) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    };
+    let uri = take("uri").ok_or("a content item has no URI")?;
+    let mime = take("mimeType");
+    match (take("text"), take("blob")) {
+        (Some(text), None) => Ok(ResourceContents::TextResourceContents {
+            uri,
+            mime_type: mime,
+            text,
+            meta: None,
+        }),
+        (None, Some(blob)) => Ok(ResourceContents::BlobResourceContents {
+            uri,
+            mime_type: mime,
+            blob,
+            meta: None,
+        }),
+        _ => Err("a content item has not one of text and blob".to_owned()),
+    }
+}
+
 /// The params of a listing: its cursor, if any.
 fn cursor(request: Option<PaginatedRequestParams>) -> Value {
     match request.and_then(|r| r.cursor) {
@@ -254,7 +299,7 @@ impl ServerHandler for Handler {
         } else {
             self.call_json("resources/read".to_owned(), params).await?
         };
-        serde_json::from_value::<ReadResourceResult>(result)
+        read_result(result)
             .map(ReadResourceResponse::Complete)
             .map_err(|e| {
                 ErrorData::internal_error(format!("resources/read: cannot build the result: {e}"), None)
@@ -419,5 +464,27 @@ fn notify(listeners: &Shared, changes: &Changes) {
 async fn bounded(f: impl Future<Output = ()>) {
     if tokio::time::timeout(NOTIFY_TIMEOUT, f).await.is_err() {
         tracing::debug!("a peer did not take its notifications in time; skipped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed answer says what the JSON said — text or blob, MIME type, the cache hints —
+    /// and an item that is neither is an error, never a guess.
+    #[test]
+    fn a_read_answer_keeps_its_contents_and_hints_when_its_strings_are_moved() {
+        let answer = json!({"contents": [
+            {"uri": "skill://a/SKILL.md", "mimeType": "text/markdown", "text": "# A\n"},
+            {"uri": "skill://a/x.bin", "mimeType": "application/octet-stream", "blob": "AAE="},
+        ], "ttlMs": 5000, "cacheScope": "public", "resultType": "complete"});
+        let typed = read_result(answer.clone()).expect("typed");
+        assert_eq!(serde_json::to_value(&typed).expect("json"), answer);
+        let neither = json!({"contents": [{"uri": "skill://a/SKILL.md", "mimeType": "text/plain"}]});
+        assert!(read_result(neither).is_err());
+        let both = json!({"contents": [{"uri": "skill://a/SKILL.md", "text": "a", "blob": "YQ=="}]});
+        assert!(read_result(both).is_err());
+        assert!(read_result(json!({"ttlMs": 1})).is_err(), "no contents");
     }
 }
