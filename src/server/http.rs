@@ -602,14 +602,24 @@ fn one_answer(stream: &Bytes) -> Option<Bytes> {
         error: Option<serde::de::IgnoredAny>,
     }
     let text = std::str::from_utf8(stream).ok()?;
-    let mut found = None;
+    let mut found: Option<Bytes> = None;
     for event in text.split("\n\n") {
-        let data: Vec<&str> = event
+        let lines: Vec<&str> = event
             .lines()
             .filter_map(|l| l.strip_prefix("data:"))
             .map(|d| d.strip_prefix(' ').unwrap_or(d))
             .collect();
-        let data = data.join("\n");
+        let data = match lines.as_slice() {
+            [] => continue,
+            // One line (rmcp writes compact JSON): the stream's own bytes, not a copy — a file's
+            // answer is up to the message bound, and its copies are serve's peak memory
+            // (issue 41).
+            [line] => {
+                let at = line.as_ptr() as usize - text.as_ptr() as usize;
+                stream.slice(at..at + line.len())
+            }
+            many => Bytes::from(many.join("\n")),
+        };
         if data.is_empty() {
             continue;
         }
@@ -619,8 +629,8 @@ fn one_answer(stream: &Bytes) -> Option<Bytes> {
         found = Some(data);
     }
     let data = found?;
-    let peek: Peek = serde_json::from_str(&data).ok()?;
-    (peek.result.is_some() || peek.error.is_some()).then(|| Bytes::from(data))
+    let peek: Peek = serde_json::from_slice(&data).ok()?;
+    (peek.result.is_some() || peek.error.is_some()).then_some(data)
 }
 
 /// Whether a body is an `initialize` request (which makes a session). Only the method is
@@ -976,5 +986,24 @@ mod host_tests {
             assert_eq!(judge(bad.as_bytes(), v4), Authority::Malformed, "{bad}");
         }
         assert_eq!(judge(&[0xff, b':', b'1'], v4), Authority::Malformed);
+    }
+
+    /// A session's answer, an SSE stream of one event, becomes its JSON: a one-line event as
+    /// the stream's own bytes (no copy of a file's answer), a multi-line one joined; a stream
+    /// with two answers, or only a notification, is left as it is.
+    #[test]
+    fn the_one_answer_of_a_stream_is_its_data_and_a_one_line_answer_is_not_copied() {
+        use super::{Bytes, one_answer};
+        let answer = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        let stream = Bytes::from(format!("id: 0\nretry: 3000\ndata:\n\nid: 1\ndata: {answer}\n\n"));
+        let json = one_answer(&stream).expect("one answer");
+        assert_eq!(json, answer.as_bytes());
+        assert!(stream.as_ptr_range().contains(&json.as_ptr()), "a slice of the stream");
+        let split = Bytes::from("data: {\"jsonrpc\":\"2.0\",\ndata: \"id\":1,\"result\":{}}\n\n");
+        assert_eq!(one_answer(&split).expect("joined"), "{\"jsonrpc\":\"2.0\",\n\"id\":1,\"result\":{}}".as_bytes());
+        let two = Bytes::from(format!("data: {answer}\n\ndata: {answer}\n\n"));
+        assert!(one_answer(&two).is_none());
+        let note = Bytes::from("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n");
+        assert!(one_answer(&note).is_none());
     }
 }
