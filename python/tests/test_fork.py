@@ -17,6 +17,7 @@ import json
 import multiprocessing
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -305,3 +306,56 @@ def test_a_parent_closing_its_cache_leaves_the_index_log_of_a_forked_childs_own_
     after = open_cache(tmp_path, approval="not_required")
     assert asyncio.run(after.origins()) == [], "the child's purge is in the index"
     assert asyncio.run(after.verify()).is_clean
+
+
+def test_a_child_forked_while_the_parent_waits_inside_the_index_refuses_that_index_saying_why(
+    tmp_path: Path, skills_dir: Path
+) -> None:
+    """Round 29 of review (F1'): a thread of the parent waits inside the index (another process
+    holds its write lock) longer than the fork waits for it; that connection cannot be closed,
+    and the child inherits it with SQLite's lock bookkeeping. A cache of the child's own on that
+    root would then lose its log when the parent closes, so the child refuses to open it, and
+    says why."""
+    cache, skill = asyncio.run(warm_parent(tmp_path, skills_dir))
+    index = tmp_path / "cache" / "root" / "index.sqlite3"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1]); "
+         "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(30)", str(index)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        # A listing is recorded in the index: the write waits inside SQLite for the lock.
+        waiting = threading.Thread(target=lambda: asyncio.run(cache.list("docs")), daemon=True)
+        waiting.start()
+        time.sleep(0.5)
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()  # waits for the listing as long as the fork gate does, then goes on
+        if pid == 0:
+            code = 1
+            try:
+                signal.alarm(int(CHILD_DEADLINE))
+                os.close(read_fd)
+                try:
+                    own = open_cache(tmp_path, approval="not_required")
+                    asyncio.run(own.cached_entries())
+                    said = "opened"
+                except Exception as e:  # the refusal, whatever its class
+                    said = f"{type(e).__name__}: {e}"
+                os.write(write_fd, said.encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        _, status = os.waitpid(pid, 0)
+        said = os.read(read_fd, 65536).decode()
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, said)
+        assert "forked while its parent was still inside this index" in said, said
+    finally:
+        holder.kill()
+        holder.wait()
+    waiting.join(60)
+    assert not waiting.is_alive()
+    # The parent's own cache goes on, its listing recorded once the lock was free.
+    assert asyncio.run(cache.origins()) == ["docs"]
+    del skill

@@ -12,7 +12,9 @@ impl SkillCache {
     /// connection of the process, so the child inherits none (`SQLite`: "do not carry an open
     /// connection across a fork"); each opens again on its next use, in the parent. Whether it
     /// all ended and every connection closed: `false` means a call was still inside `SQLite` (a
-    /// long `purge` rewrite), and a child forked now may find one of its locks held. Call
+    /// long `purge` rewrite, or a call waiting on another process's lock), and a child forked
+    /// now refuses to open the index files its parent was inside (`SQLite` cannot share them
+    /// with it). Call
     /// [`after_fork`](Self::after_fork) on the same thread after the fork, in the parent and in
     /// the child, whatever this returned.
     ///
@@ -38,6 +40,7 @@ impl SkillCache {
     /// `in_child` in the forked child (the parent's other threads, and their work, do not exist
     /// there), not in the parent.
     pub fn after_fork(in_child: bool) {
+        crate::index::conns::after_fork(in_child);
         crate::index::gate::open(in_child);
     }
 

@@ -13,8 +13,8 @@
 //! So every connection of every index of the process is a [`Slot`], listed (weakly) in one
 //! registry; [`close_all`] closes each one that no call is using, from the thread that closed
 //! the fork gate ([`super::gate`]), where no other thread can be inside `SQLite`. The next call
-//! that needs the connection opens it again ([`Slot::lock`]); the quick paths never open one
-//! ([`Slot::try_lock`]) and answer "ask the index" meanwhile.
+//! that needs the connection opens it again ([`Slot::lock`], [`Slot::try_lock`]), through the
+//! open that heals a damaged file.
 //!
 //! Memo: an answer is remembered with the reader's `data_version`, which only one connection's
 //! reads can be compared with. The slot's generation, moved by every reopening, is part of the
@@ -22,12 +22,12 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, TryLockError, Weak};
 
 use rusqlite::Connection;
 
 use super::error::IndexError;
-use super::{gate, open};
+use super::{gate, heal, open};
 
 /// Every slot of the process, alive or not: the ones gone are pruned as new ones come.
 static SLOTS: Mutex<Vec<Weak<Slot>>> = Mutex::new(Vec::new());
@@ -104,9 +104,32 @@ impl Slot {
         let pass = gate::enter();
         // A panic while holding the lock cannot leave SQLite half-written (transactions roll back
         // on drop), so a poisoned lock is safe to reuse.
-        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        self.opened(conn, pass)
+    }
+
+    /// The connection if no other call of this process uses it: quick paths never wait for
+    /// another call. One a fork closed is opened again here too (a file opened, never a lock
+    /// waited for): an access time after a fork is recorded (round 29 of review, F1-T). `None`
+    /// when it cannot be.
+    pub(super) fn try_lock(&self) -> Option<Held<'_>> {
+        let pass = gate::enter();
+        let conn = match self.conn.try_lock() {
+            Ok(c) => c,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        self.opened(conn, pass).ok()
+    }
+
+    /// `conn` held, opened again first if a fork closed it.
+    fn opened<'a>(
+        &'a self,
+        mut conn: MutexGuard<'a, Option<Connection>>,
+        pass: gate::Pass,
+    ) -> Result<Held<'a>, IndexError> {
         if conn.is_none() {
-            *conn = Some(open::reopen(&self.path, self.mode)?);
+            *conn = Some(self.reopen()?);
             self.generation.fetch_add(1, Ordering::SeqCst);
             tracing::debug!(index = %self.path.display(), "index connection opened again after a fork");
         }
@@ -117,21 +140,15 @@ impl Slot {
         })
     }
 
-    /// The connection if no other call of this process uses it and it is open: quick paths
-    /// never wait, and never open a connection.
-    pub(super) fn try_lock(&self) -> Option<Held<'_>> {
-        let pass = gate::enter();
-        let conn = match self.conn.try_lock() {
-            Ok(c) => c,
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => return None,
-        };
-        conn.as_ref()?;
-        Some(Held {
-            conn,
-            generation: self.generation.load(Ordering::SeqCst),
-            _pass: pass,
-        })
+    /// A connection as this slot's was opened: a read-write index through the open that heals
+    /// (a file damaged or removed since heals, round 29 of review, F1-R); a read-only one as it
+    /// was.
+    fn reopen(&self) -> Result<Connection, IndexError> {
+        if self.mode == open::Mode::ReadWrite {
+            heal::open_healing(&self.path).map(|(conn, _, _)| conn)
+        } else {
+            open::reopen_read_only(&self.path, self.mode)
+        }
     }
 
     /// Closes the connection unless a call is using it; whether it is closed now.
@@ -153,11 +170,28 @@ impl Slot {
     pub(super) fn close_for_test(&self) -> bool {
         self.close()
     }
+
+    /// Whether the connection is open now.
+    #[cfg(test)]
+    pub(super) fn is_open(&self) -> bool {
+        self.conn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
 }
 
+/// The index files (by identity) a fork is about to leave a connection open to: a call was
+/// still inside `SQLite` when the gate gave up waiting. A forked child inherits `SQLite`'s lock
+/// bookkeeping for such a file with the connection, so one of its own to the file would take
+/// its locks in bookkeeping only, and the parent's close could delete the log under it (round
+/// 29 of review, F1′): the child refuses to open it ([`refuse_inherited`]). Written only by the
+/// forking thread, before the fork and after it in the parent.
+static LEFT_OPEN: RwLock<Vec<(u64, u64)>> = RwLock::new(Vec::new());
+
 /// Closes every index connection of the process that no call is using; how many are left open
-/// (0 when the gate was closed in time). Called by the thread that closed the fork gate: it
-/// must not enter the gate itself (it holds it closed).
+/// (0 when the gate was closed in time), and their files noted for the child. Called by the
+/// thread that closed the fork gate: it must not enter the gate itself (it holds it closed).
 pub(crate) fn close_all() -> usize {
     let slots: Vec<Arc<Slot>> = SLOTS
         .lock()
@@ -165,5 +199,38 @@ pub(crate) fn close_all() -> usize {
         .iter()
         .filter_map(Weak::upgrade)
         .collect();
-    slots.iter().filter(|s| !s.close()).count()
+    let left: Vec<&Arc<Slot>> = slots.iter().filter(|s| !s.close()).collect();
+    let files = left.iter().filter_map(|s| heal::identity(&s.path)).collect();
+    *LEFT_OPEN.write().unwrap_or_else(PoisonError::into_inner) = files;
+    left.len()
+}
+
+/// After a fork [`close_all`] prepared: the parent forgets what it left open (its connections
+/// are its own); the child keeps it, and refuses those files.
+pub(crate) fn after_fork(in_child: bool) {
+    if !in_child {
+        LEFT_OPEN
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+}
+
+/// Refuses, in a child, an index file its parent was inside when it forked ([`LEFT_OPEN`]).
+///
+/// # Errors
+/// [`IndexError::Database`] saying why and what to do instead.
+pub(super) fn refuse_inherited(path: &std::path::Path) -> Result<(), IndexError> {
+    let left = LEFT_OPEN.read().unwrap_or_else(PoisonError::into_inner);
+    if left.is_empty() || !heal::identity(path).is_some_and(|id| left.contains(&id)) {
+        return Ok(());
+    }
+    Err(IndexError::Database {
+        what: "open",
+        source: "this process was forked while its parent was still inside this index (a call \
+                 waiting on another process's lock), and SQLite cannot share an index that way \
+                 with a forked child: open the cache in a process started afresh, or fork while \
+                 no call is running"
+            .into(),
+    })
 }

@@ -876,7 +876,14 @@ mod tests {
 
         assert!(index.reader.close_for_test(), "the reader was free");
         assert!(index.writer.as_ref().expect("writable").close_for_test(), "the writer was free");
-        assert!(index.entry_quick(&origin, &uri, "", 2).is_none(), "a quick path never opens");
+        // Opened again by a quick path (round 29 of review, F1-T: an access time after a fork
+        // was never recorded), whose memo is of the closed connection: a miss.
+        assert!(index.entry_quick(&origin, &uri, "", 2).is_none(), "nothing from before");
+        assert!(index.reader.is_open(), "the quick path opened the reader again");
+        let _ = index.touch_blob(&origin, &Digest::of(b"md"), 2);
+        assert!(index.writer.as_ref().expect("writable").is_open(), "the touch opened the writer");
+        assert!(index.reader.close_for_test(), "the reader was free");
+        assert!(index.writer.as_ref().expect("writable").close_for_test(), "the writer was free");
         // Another process changes the entry while this one's connections are closed.
         other.put_entries(&origin, "", &[skill("a", 1, "second")], hints, 3).expect("kept");
 
@@ -887,6 +894,23 @@ mod tests {
         index.put_entries(&origin, "", &[skill("a", 1, "third")], hints, 5).expect("writes again");
         let read = index.entry(&origin, &uri, "", 6).expect("read").expect("kept");
         assert_eq!(read.entry.description(), "third");
+
+        // Round 29 of review (F1-R): the file damaged, or removed, while the connections were
+        // closed: opened again, it heals (a fresh index), as an open does.
+        for damage in [&b"not a database, not at all"[..], b""] {
+            assert!(index.reader.close_for_test() && index.writer.as_ref().expect("w").close_for_test());
+            let _ = other.reader.close_for_test();
+            let _ = other.writer.as_ref().expect("w").close_for_test();
+            for suffix in ["", "-wal", "-shm"] {
+                let file = dir.path().join(format!("index.sqlite3{suffix}"));
+                let _ = std::fs::remove_file(&file);
+                if suffix.is_empty() && !damage.is_empty() {
+                    std::fs::write(&file, damage).expect("damage");
+                }
+            }
+            assert!(index.entry(&origin, &uri, "", 7).expect("healed").is_none(), "a fresh index");
+            index.put_entries(&origin, "", &[skill("a", 1, "fourth")], hints, 8).expect("writes");
+        }
     }
 
     /// A host that lists at every turn: an unchanged entry listed again within the slack (a

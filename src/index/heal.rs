@@ -8,7 +8,47 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rusqlite::Connection;
+
 use super::error::IndexError;
+use super::{db_err, open};
+
+/// Opens the index at `path` ([`open::open`]), moving a damaged one aside for a fresh one; the
+/// connection, how it was opened, and where a damaged index went. Used when an index is opened
+/// and when a connection a fork closed is opened again ([`super::conns`]): a file damaged or
+/// removed meanwhile heals there too (round 29 of review, F1-R).
+pub(super) fn open_healing(
+    path: &Path,
+) -> Result<(Connection, open::Mode, Option<PathBuf>), IndexError> {
+    let mut healed = None;
+    // A bounded number of tries: another process may heal the same file at the same time.
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let before = identity(path);
+        match open::open(path) {
+            Ok((conn, mode)) => return Ok((conn, mode, healed)),
+            Err(open::Failure::Fatal(e)) => return Err(*e),
+            Err(open::Failure::Damaged(cause)) => {
+                if tries > 3 {
+                    return Err(db_err("open")(cause));
+                }
+                if identity(path) != before {
+                    continue; // replaced meanwhile (healed by another process): look again
+                }
+                let dest = move_aside(path)?;
+                tracing::warn!(
+                    index = %path.display(),
+                    moved_to = %dest.display(),
+                    cause = %cause,
+                    "the index was damaged: moved it aside and started a fresh one; cached \
+                     files are kept, entries will be fetched again, approvals are lost"
+                );
+                healed = Some(dest);
+            }
+        }
+    }
+}
 
 /// The file's identity (device, inode), to notice that another process replaced it meanwhile.
 pub(super) fn identity(path: &Path) -> Option<(u64, u64)> {

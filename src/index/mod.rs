@@ -88,34 +88,8 @@ impl Index {
     pub fn open(path: &Path, key: SealKey) -> Result<Index, IndexError> {
         // Opening runs SQLite too (and may heal): inside the fork gate.
         let _pass = gate::enter();
-        let mut healed = None;
-        // A bounded number of tries: another process may heal the same file at the same time.
-        let mut tries = 0;
-        let (conn, mode) = loop {
-            tries += 1;
-            let before = heal::identity(path);
-            match open::open(path) {
-                Ok(opened) => break opened,
-                Err(open::Failure::Fatal(e)) => return Err(*e),
-                Err(open::Failure::Damaged(cause)) => {
-                    if tries > 3 {
-                        return Err(db_err("open")(cause));
-                    }
-                    if heal::identity(path) != before {
-                        continue; // replaced meanwhile (healed by another process): look again
-                    }
-                    let dest = heal::move_aside(path)?;
-                    tracing::warn!(
-                        index = %path.display(),
-                        moved_to = %dest.display(),
-                        cause = %cause,
-                        "the index was damaged: moved it aside and started a fresh one; cached \
-                         files are kept, entries will be fetched again, approvals are lost"
-                    );
-                    healed = Some(dest);
-                }
-            }
-        };
+        conns::refuse_inherited(path)?;
+        let (conn, mode, healed) = heal::open_healing(path)?;
         let (reader, writer) = if mode == open::Mode::ReadWrite {
             let writer = conns::Slot::new(conn, path.to_owned(), mode);
             (open::reader(path)?, Some(writer))

@@ -116,12 +116,9 @@ pub(super) fn reader(path: &Path) -> Result<Connection, IndexError> {
     Ok(conn)
 }
 
-/// A connection of an index opened before in `mode`, opened again after a fork closed it
-/// (`conns`): the way it was opened first, with nothing to migrate (its opener did that).
-pub(super) fn reopen(path: &Path, mode: Mode) -> Result<Connection, IndexError> {
-    if mode == Mode::ReadWrite {
-        return reader(path);
-    }
+/// A read-only index's connection, opened again after a fork closed it (`conns`), as it was
+/// opened first (`mode`: read-only or immutable; nothing can be healed there).
+pub(super) fn reopen_read_only(path: &Path, mode: Mode) -> Result<Connection, IndexError> {
     read_only(path, mode).map_err(|failed| match failed {
         Attempt::Failed(Failure::Fatal(e)) => *e,
         Attempt::Failed(Failure::Damaged(e)) | Attempt::CannotWrite(e) => db_err("open again")(e),
