@@ -11,7 +11,7 @@
 //! bounded in time (a send given up after rmcp took it would be sent twice); it ends when the
 //! client reads, or when the stream ends ([`Stream::close`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::service::{SubscriptionSendError, SubscriptionSink};
@@ -23,6 +23,8 @@ use super::stdio::NOTIFICATIONS_WAITING;
 #[derive(Debug)]
 pub(super) struct Stream {
     sink: SubscriptionSink,
+    /// The files the stream accepted, for a lookup per changed file (a tick may change many).
+    subscribed: HashSet<String>,
     waiting: Mutex<Waiting>,
     /// `true` once the stream has ended: a send still in flight is given up.
     ended: watch::Sender<bool>,
@@ -45,8 +47,16 @@ enum Next {
 
 impl Stream {
     pub(super) fn new(sink: SubscriptionSink) -> Arc<Stream> {
+        let subscribed = sink
+            .accepted()
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
         Arc::new(Stream {
             sink,
+            subscribed,
             waiting: Mutex::new(Waiting::default()),
             ended: watch::Sender::new(false),
         })
@@ -73,8 +83,7 @@ impl Stream {
         let accepted = self.sink.accepted();
         let mut waiting = self.waiting();
         waiting.list_changed |= list_changed && accepted.resources_list_changed == Some(true);
-        let subscribed = accepted.resource_subscriptions.iter().flatten();
-        for uri in changed.filter(|uri| subscribed.clone().any(|s| s == *uri)) {
+        for uri in changed.filter(|uri| self.subscribed.contains(*uri)) {
             if waiting.updated.len() >= NOTIFICATIONS_WAITING && !waiting.updated.contains(uri) {
                 tracing::warn!(waiting = waiting.updated.len(), "a listen stream reads no notifications: one more is dropped");
                 continue;

@@ -355,7 +355,18 @@ impl ServerHandler for Handler {
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         // Whatever resource notifications were asked for; rmcp keeps only what we advertise.
-        Some(requested.clone())
+        // Files only up to a bound: rmcp intersects what was asked with what is accepted by
+        // comparing every pair, so a request naming 100,000 files held the server for minutes
+        // (round 29 of review, S4-HTTP). Past the bound, the list's changes only, and the
+        // acknowledgement says so.
+        let files = requested.resource_subscriptions.as_ref().map_or(0, Vec::len);
+        if files <= MAX_LISTENED_FILES {
+            return Some(requested.clone());
+        }
+        tracing::warn!(files, bound = MAX_LISTENED_FILES, "a listen stream asked to hear of more files than the bound: accepted the list's changes only");
+        let mut accepted = SubscriptionFilter::default();
+        accepted.resources_list_changed = requested.resources_list_changed;
+        Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
@@ -459,6 +470,10 @@ fn notify(listeners: &Shared, changes: &Changes) {
         stream.tell(changes.list_changed, changes.uris.iter());
     }
 }
+
+/// How many files one `subscriptions/listen` stream may ask to hear of (see
+/// `accepted_subscription_filter`): a skill's files, or a host's loaded skills', with room.
+const MAX_LISTENED_FILES: usize = 1024;
 
 /// `f`, given up after [`NOTIFY_TIMEOUT`].
 async fn bounded(f: impl Future<Output = ()>) {
