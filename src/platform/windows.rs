@@ -125,27 +125,43 @@ fn inside_profile(root: &Path, profile: Option<OsString>) -> Result<(), &'static
 
 /// What of `root` lies below `profile`, compared by whole components as Windows names them: a
 /// drive spelled `C:` or `\\?\C:` is one drive (the profile is canonical, so verbatim; a root
-/// a user gives, and the default under `%LOCALAPPDATA%`, is not), and names compare without
-/// case, as NTFS does by default. `None` when `root` is not below `profile`. (`strip_prefix`
-/// alone refused every root not spelled verbatim, the default one too: found by loading the
-/// Windows addon in `node.exe` under Wine, issue 42.)
+/// a user gives, and the default under `%LOCALAPPDATA%`, is not), and ASCII letters compare
+/// without case, as NTFS does. `None` when `root` is not below `profile`. (`strip_prefix` alone
+/// refused every root not spelled verbatim, the default one too: found by loading the Windows
+/// addon in `node.exe` under Wine, issue 42.)
+///
+/// Every other unit of a name compares exactly, as UTF-16: Rust's Unicode upper case is not
+/// NTFS's one-for-one table (`ß` becomes `SS`, `ﬁ` becomes `FI`, and unpaired surrogates all
+/// read as U+FFFD), so a folder outside the profile compared equal to one inside it (round 29
+/// of review). A name in another case beyond ASCII, or an 8.3 short name, is refused: a false
+/// refusal, never a false "inside".
 fn beneath(root: &Path, profile: &Path) -> Option<PathBuf> {
-    fn key(c: Component<'_>) -> String {
+    fn key(c: Component<'_>) -> Vec<u16> {
+        use std::os::windows::ffi::OsStrExt as _;
         use std::path::Prefix;
+        let upper = |u: u16| {
+            if (0x61..=0x7a).contains(&u) {
+                u - 0x20
+            } else {
+                u
+            }
+        };
+        let wide = |s: &std::ffi::OsStr| s.encode_wide().map(upper).collect::<Vec<u16>>();
         match c {
             Component::Prefix(p) => match p.kind() {
                 Prefix::Disk(d) | Prefix::VerbatimDisk(d) => {
-                    format!("{}:", char::from(d).to_ascii_uppercase())
+                    vec![upper(u16::from(d)), u16::from(b':')]
                 }
-                Prefix::UNC(server, share) | Prefix::VerbatimUNC(server, share) => format!(
-                    "\\\\{}\\{}",
-                    server.to_string_lossy(),
-                    share.to_string_lossy()
-                )
-                .to_uppercase(),
-                _ => p.as_os_str().to_string_lossy().to_uppercase(),
+                Prefix::UNC(server, share) | Prefix::VerbatimUNC(server, share) => {
+                    let mut k = wide(std::ffi::OsStr::new("\\\\"));
+                    k.extend(wide(server));
+                    k.push(u16::from(b'\\'));
+                    k.extend(wide(share));
+                    k
+                }
+                _ => wide(p.as_os_str()),
             },
-            other => other.as_os_str().to_string_lossy().to_uppercase(),
+            other => wide(other.as_os_str()),
         }
     }
     let mut rest = root.components();
@@ -1165,6 +1181,41 @@ mod tests {
                 "{root}"
             );
         }
+    }
+
+    /// Round 29 of review: names compared in Rust's Unicode upper case made folders outside
+    /// the profile equal to it (`Straße` and `STRASSE`, `ﬁona` and `FIONA`, two unpaired
+    /// surrogates). Only ASCII letters compare without case; everything else is compared as
+    /// the UTF-16 it is.
+    #[test]
+    fn x3_a_name_that_only_unicode_case_folding_makes_equal_is_not_the_profile() {
+        use std::os::windows::ffi::OsStringExt as _;
+        let outside = [
+            (r"\\?\C:\Users\Straße", r"C:\Users\STRASSE\cache"),
+            ("\\\\?\\C:\\Users\\\u{fb01}ona", r"C:\Users\FIONA\cache"),
+        ];
+        for (profile, root) in outside {
+            assert_eq!(
+                beneath(Path::new(root), Path::new(profile)),
+                None,
+                "{root} below {profile}"
+            );
+        }
+        let wide = |last: u16| {
+            let mut w: Vec<u16> = r"C:\Users\x".encode_utf16().collect();
+            w.push(last);
+            PathBuf::from(OsString::from_wide(&w))
+        };
+        let (profile, root) = (wide(0xD800), wide(0xDC00).join("cache"));
+        assert_eq!(
+            beneath(&root, &profile),
+            None,
+            "two unpaired surrogates are two names"
+        );
+        assert_eq!(
+            beneath(&wide(0xD800).join("cache"), &profile),
+            Some(PathBuf::from("cache"))
+        );
     }
 
     #[test]
