@@ -19,17 +19,20 @@
 # the process from before it starts the server (the server's start and snapshot are in every
 # first sweep, on both sides). Say whether the machine was idle when quoting it.
 #
-#   sh scripts/rmcp-race.sh [DIR]        RUNS=5 sh scripts/rmcp-race.sh
+#   sh scripts/rmcp-race.sh [DIR]        RUNS=5 sh scripts/rmcp-race.sh        PROFILE=release sh …
 set -eu
 cd "$(dirname "$0")/.."
 dir=${1:-tests/data/corpus/skills}
 runs=${RUNS:-3}
-cargo build --release --quiet --example race_sweep --bin skillcache
-CARGO_TARGET_DIR=scripts/rmcp-race/target cargo build --release --quiet --manifest-path scripts/rmcp-race/Cargo.toml
-peer=scripts/rmcp-race/target/release/rmcp-peer
-catalog=scripts/rmcp-race/target/release/catalog-server
-ours=${CARGO_TARGET_DIR:-target}/release/examples/race_sweep
-serve=${CARGO_TARGET_DIR:-target}/release/skillcache
+# Both sides in the profile that ships (`dist`: whole-program optimisation; PROFILE=release for a
+# quicker look), rmcp's with the same settings.
+profile=${PROFILE:-dist}
+cargo build --profile "$profile" --quiet --example race_sweep --bin skillcache
+CARGO_TARGET_DIR=scripts/rmcp-race/target cargo build --profile "$profile" --quiet --manifest-path scripts/rmcp-race/Cargo.toml
+peer=scripts/rmcp-race/target/$profile/rmcp-peer
+catalog=scripts/rmcp-race/target/$profile/catalog-server
+ours=${CARGO_TARGET_DIR:-target}/$profile/examples/race_sweep
+serve=${CARGO_TARGET_DIR:-target}/$profile/skillcache
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The top-level folders both servers publish a skill for.
@@ -93,7 +96,7 @@ done
 
 pick() { awk -v k="$1" -v s="sweep=$2" '$1 == k && $2 == s {sub("ms=", "", $NF); print $NF}' "$work/rows" | median; }
 counts() { awk -v k="$1" '$1 == k && $2 == "sweep=1" {print $3, $4, $5; exit}' "$work/rows"; }
-echo "served: $(wc -l < "$work/catalog.tops") / $(wc -l < "$work/serve.tops") top-level skills of ${1:-tests/data/corpus/skills} (catalog / serve), $(ls "$dir" | wc -l) published by both; $runs runs each; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "served: $(wc -l < "$work/catalog.tops") / $(wc -l < "$work/serve.tops") top-level skills of ${1:-tests/data/corpus/skills} (catalog / serve), $(ls "$dir" | wc -l) published by both; $runs runs each, profile $profile; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for k in rmcp_catalog rmcp_serve ours_catalog ours_serve http_catalog http_serve; do echo "$k: $(counts $k)"; done
 python3 - "$(pick rmcp_catalog 1)" "$(pick ours_catalog 1)" "$(pick rmcp_serve 1)" "$(pick ours_serve 1)" \
   "$(pick rmcp_catalog 2)" "$(pick ours_catalog 2)" "$(median < "$work/rss.catalog")" "$(median < "$work/rss.serve")" \

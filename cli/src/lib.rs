@@ -192,10 +192,15 @@ where
         }
     };
     init_logging(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if matches!(cli.command, args::Command::Serve(_)) {
+        // `serve` answers from memory and hands reads of large files to the blocking pool:
+        // one worker does it in less memory (a thread's allocator arena) and faster (no hand-off
+        // between workers): 101 ms against 112 for a sweep over stdio, peak RSS 22.8 against
+        // 23.2 MiB (issue 41).
+        builder.worker_threads(1);
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             report(&e);
