@@ -105,7 +105,7 @@ impl Slot {
         // A panic while holding the lock cannot leave SQLite half-written (transactions roll back
         // on drop), so a poisoned lock is safe to reuse.
         let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        self.opened(conn, pass)
+        self.opened(conn, pass, false)
     }
 
     /// The connection if no other call of this process uses it: quick paths never wait for
@@ -119,17 +119,19 @@ impl Slot {
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
             Err(TryLockError::WouldBlock) => return None,
         };
-        self.opened(conn, pass).ok()
+        self.opened(conn, pass, true).ok()
     }
 
-    /// `conn` held, opened again first if a fork closed it.
+    /// `conn` held, opened again first if a fork closed it: `quick`, without reading the file
+    /// (a quick path's own statements wait for no lock); else through the open that heals.
     fn opened<'a>(
         &'a self,
         mut conn: MutexGuard<'a, Option<Connection>>,
         pass: gate::Pass,
+        quick: bool,
     ) -> Result<Held<'a>, IndexError> {
         if conn.is_none() {
-            *conn = Some(self.reopen()?);
+            *conn = Some(if quick { self.reopen_quick()? } else { self.reopen()? });
             self.generation.fetch_add(1, Ordering::SeqCst);
             tracing::debug!(index = %self.path.display(), "index connection opened again after a fork");
         }
@@ -143,11 +145,53 @@ impl Slot {
     /// A connection as this slot's was opened: a read-write index through the open that heals
     /// (a file damaged or removed since heals, round 29 of review, F1-R); a read-only one as it
     /// was.
+    ///
+    /// A read-write slot takes only a read-write connection: one opened read-only at a moment
+    /// the disk could not be written (or immutable, which ignores the log) would be kept until
+    /// the next fork, failing writes and reading stale pages (round 30 of review, D). Such a
+    /// call fails as read-only, and the next one tries again.
     fn reopen(&self) -> Result<Connection, IndexError> {
-        if self.mode == open::Mode::ReadWrite {
-            heal::open_healing(&self.path).map(|(conn, _, _)| conn)
-        } else {
-            open::reopen_read_only(&self.path, self.mode)
+        self.regular_or_absent()?;
+        if self.mode != open::Mode::ReadWrite {
+            return open::reopen_read_only(&self.path, self.mode);
+        }
+        match heal::open_healing(&self.path)? {
+            (conn, open::Mode::ReadWrite, _) => Ok(conn),
+            _ => Err(IndexError::ReadOnly {
+                path: self.path.clone(),
+                what: "open it again after a fork",
+            }),
+        }
+    }
+
+    /// [`Slot::reopen`] for a quick path, which must not wait (round 30 of review, F: the
+    /// healing open's busy timeout held a runtime worker for 20 s): a read-write index's
+    /// connection opened without reading the file; a read-only index's not at all. The slow
+    /// path heals, if healing is needed.
+    fn reopen_quick(&self) -> Result<Connection, IndexError> {
+        if self.mode != open::Mode::ReadWrite {
+            return Err(IndexError::ReadOnly {
+                path: self.path.clone(),
+                what: "open it again on a quick path",
+            });
+        }
+        self.regular_or_absent()?;
+        open::reopen_quick(&self.path)
+    }
+
+    /// Refuses to open again an index path that is now a link or a special file (round 30 of
+    /// review, C: a link out of the root was followed, a FIFO hung the call). A missing file
+    /// is the healing open's to make. (An index's `-wal` or `-shm` planted as a link is still
+    /// open: docs/reliability.md, round 30.)
+    fn regular_or_absent(&self) -> Result<(), IndexError> {
+        match std::fs::symlink_metadata(&self.path) {
+            Ok(meta) if !meta.file_type().is_file() => Err(IndexError::Database {
+                what: "open again",
+                source: "the index is no longer a regular file (a link or a special file was put \
+                         in its place)"
+                    .into(),
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -186,8 +230,13 @@ impl Slot {
 /// bookkeeping for such a file with the connection, so one of its own to the file would take
 /// its locks in bookkeeping only, and the parent's close could delete the log under it (round
 /// 29 of review, F1′): the child refuses to open it ([`refuse_inherited`]). Written only by the
-/// forking thread, before the fork and after it in the parent.
+/// forking thread, before the fork and after it.
 static LEFT_OPEN: RwLock<Vec<(u64, u64)>> = RwLock::new(Vec::new());
+
+/// The index files this process inherited a connection to, from every fork on its way here:
+/// kept for the life of the process, a forked child's own forks included (round 30 of
+/// review, A: a child that forked again forgot what it inherited, and opened it).
+static INHERITED: RwLock<Vec<(u64, u64)>> = RwLock::new(Vec::new());
 
 /// Closes every index connection of the process that no call is using; how many are left open
 /// (0 when the gate was closed in time), and their files noted for the child. Called by the
@@ -206,23 +255,24 @@ pub(crate) fn close_all() -> usize {
 }
 
 /// After a fork [`close_all`] prepared: the parent forgets what it left open (its connections
-/// are its own); the child keeps it, and refuses those files.
+/// are its own); the child adds it to what it inherited, and refuses those files for good.
 pub(crate) fn after_fork(in_child: bool) {
-    if !in_child {
-        LEFT_OPEN
+    let left = std::mem::take(&mut *LEFT_OPEN.write().unwrap_or_else(PoisonError::into_inner));
+    if in_child {
+        INHERITED
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+            .extend(left);
     }
 }
 
-/// Refuses, in a child, an index file its parent was inside when it forked ([`LEFT_OPEN`]).
+/// Refuses, in a child, an index file a parent was inside when it forked ([`INHERITED`]).
 ///
 /// # Errors
 /// [`IndexError::Database`] saying why and what to do instead.
 pub(super) fn refuse_inherited(path: &std::path::Path) -> Result<(), IndexError> {
-    let left = LEFT_OPEN.read().unwrap_or_else(PoisonError::into_inner);
-    if left.is_empty() || !heal::identity(path).is_some_and(|id| left.contains(&id)) {
+    let inherited = INHERITED.read().unwrap_or_else(PoisonError::into_inner);
+    if inherited.is_empty() || !heal::identity(path).is_some_and(|id| inherited.contains(&id)) {
         return Ok(());
     }
     Err(IndexError::Database {
@@ -233,4 +283,30 @@ pub(super) fn refuse_inherited(path: &std::path::Path) -> Result<(), IndexError>
                  no call is running"
             .into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Round 30 of review (A): a child refused the index its parent was inside at the fork,
+    /// then forked again, and the fork's bookkeeping for its own child cleared the list: it
+    /// opened the index after all. What a process inherited stays refused for its life.
+    #[test]
+    fn an_inherited_index_stays_refused_across_the_childs_own_forks() {
+        // Kept for the test process's life: its inode is never another test's index.
+        let dir = tempfile::tempdir().expect("tempdir").keep();
+        let path = dir.join("index.sqlite3");
+        std::fs::write(&path, b"").expect("file");
+        let id = heal::identity(&path).expect("an identity on this platform");
+        // The parent's fork left a connection to it open; this is the child.
+        LEFT_OPEN.write().unwrap_or_else(PoisonError::into_inner).push(id);
+        after_fork(true);
+        let refused = refuse_inherited(&path).expect_err("inherited");
+        assert!(std::error::Error::source(&refused).is_some_and(|c| c.to_string().contains("forked")));
+        // The child forks in turn: in it (the parent now), the fork's bookkeeping ends.
+        after_fork(false);
+        assert!(refuse_inherited(&path).is_err(), "still refused in the child");
+        assert!(refuse_inherited(&dir.join("other.sqlite3")).is_ok(), "another file opens");
+    }
 }

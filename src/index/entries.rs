@@ -911,6 +911,45 @@ mod tests {
             assert!(index.entry(&origin, &uri, "", 7).expect("healed").is_none(), "a fresh index");
             index.put_entries(&origin, "", &[skill("a", 1, "fourth")], hints, 8).expect("writes");
         }
+
+        // Round 30 of review (C): the index replaced by a link to a database outside: not
+        // followed on the way back in.
+        let outside = Index::open(&dir.path().join("outside.sqlite3"), SealKey::from_bytes([7; 32])).expect("open");
+        assert!(index.reader.close_for_test() && index.writer.as_ref().expect("w").close_for_test());
+        let _ = other.reader.close_for_test();
+        let _ = other.writer.as_ref().expect("w").close_for_test();
+        std::fs::remove_file(&path).expect("rm");
+        crate::platform::symlink(&dir.path().join("outside.sqlite3"), &path).expect("link");
+        let refused = index.entry(&origin, &uri, "", 9).expect_err("a link is not opened again");
+        assert!(std::error::Error::source(&refused).is_some_and(|c| c.to_string().contains("no longer a regular file")), "{refused}");
+        assert!(index.entry_quick(&origin, &uri, "", 9).is_none());
+        drop(outside);
+    }
+
+    /// Round 30 of review (F): after a fork, a quick path opened its connection again through
+    /// the healing open, whose busy timeout held a runtime worker while another process held
+    /// the database's lock. It opens without waiting now: while the lock is held it answers
+    /// "ask the index" at once, and once it is free the quick path opens the connection.
+    #[test]
+    fn a_quick_path_after_a_fork_waits_for_no_other_process_lock() {
+        let dir = crate::scratch::scratch();
+        let path = dir.path().join("index.sqlite3");
+        let index = Index::open(&path, SealKey::from_bytes([7; 32])).expect("open");
+        let origin = Origin::new("docs").expect("label");
+        let uri = SkillUri::parse("skill://a/SKILL.md").expect("uri");
+        let hints = CacheHints::new(60_000, Scope::Public);
+        index.put_entries(&origin, "", &[skill("a", 1, "first")], hints, 1).expect("kept");
+        assert!(index.reader.close_for_test() && index.writer.as_ref().expect("w").close_for_test());
+        let locker = rusqlite::Connection::open(&path).expect("another connection");
+        locker
+            .execute_batch("PRAGMA locking_mode = EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE purges SET generation = generation WHERE id = 0;")
+            .expect("the lock held");
+        assert!(index.entry_quick(&origin, &uri, "", 2).is_none(), "ask the index");
+        assert!(!index.reader.is_open(), "the quick path gave up rather than wait");
+        drop(locker);
+        assert!(index.entry_quick(&origin, &uri, "", 2).is_none(), "nothing remembered yet");
+        assert!(index.reader.is_open(), "opened once the lock was free");
+        assert!(index.entry(&origin, &uri, "", 2).expect("read").is_some());
     }
 
     /// A host that lists at every turn: an unchanged entry listed again within the slack (a

@@ -125,10 +125,34 @@ pub(super) fn reopen_read_only(path: &Path, mode: Mode) -> Result<Connection, In
     })
 }
 
+/// A read-write index's connection for a quick path, opened again after a fork (`conns`)
+/// without waiting for any lock: the file's header and schema read with no busy timeout, so
+/// a file locked by another process, or damaged, is an error at once (the slow path then
+/// waits, or heals).
+pub(super) fn reopen_quick(path: &Path) -> Result<Connection, IndexError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(db_err("open"))?;
+    configure_waiting(&conn, Duration::ZERO).map_err(db_err("configure"))?;
+    probe(&conn).map_err(|failed| match failed {
+        Attempt::Failed(Failure::Fatal(e)) => *e,
+        Attempt::Failed(Failure::Damaged(e)) | Attempt::CannotWrite(e) => db_err("open again")(e),
+    })?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(db_err("configure"))?;
+    Ok(conn)
+}
+
 /// Per-connection settings: none of them writes to the database.
 fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    configure_waiting(conn, BUSY_TIMEOUT)
+}
+
+/// [`configure`], waiting up to `busy` for a lock meanwhile (a statement may read the schema).
+fn configure_waiting(conn: &Connection, busy: Duration) -> rusqlite::Result<()> {
+    conn.busy_timeout(busy)?;
     harden(conn)?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.set_prepared_statement_cache_capacity(64);
