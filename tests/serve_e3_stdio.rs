@@ -342,3 +342,39 @@ fn e3_a_client_stuck_past_the_bound_is_told_of_every_file_that_changed_once_it_r
         .collect();
     assert_eq!(told, want);
 }
+
+/// Round 30 of review (H): a 2025-11-25 session subscribing to URI after URI took serve to
+/// 600 MB. A session holds at most 1,024 subscriptions (and 256 KiB of URIs): past that, a
+/// subscription is refused with an error that says so, and the session goes on.
+#[test]
+fn e3_a_session_subscribes_to_at_most_the_bound_and_is_told_so_past_it() {
+    let tmp = folder();
+    let answers = common::within(Duration::from_secs(60), move || {
+        let mut serve = StdioServe::start_with(&tmp, Stdio::null(), &[]);
+        let mut answers = Vec::new();
+        for id in 1..=1025 {
+            serve.send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"resources/subscribe","params":{{"uri":"skill://notes/f{id}.md"}}}}"#));
+            answers.push(serve.recv());
+        }
+        // Again an URI subscribed already: not a new one, answered as before.
+        serve.send(r#"{"jsonrpc":"2.0","id":2000,"method":"resources/subscribe","params":{"uri":"skill://notes/f1.md"}}"#);
+        answers.push(serve.recv());
+        answers
+    })
+    .expect("answered within a minute");
+    assert!(
+        answers[..1024].iter().all(|a| a.get("result").is_some()),
+        "{:?}",
+        answers[0]
+    );
+    let refused = &answers[1024];
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("at most 1024 files"),
+        "{refused}"
+    );
+    assert!(answers[1025].get("result").is_some(), "{}", answers[1025]);
+}

@@ -336,7 +336,20 @@ impl ServerHandler for Handler {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        lock(&self.session.subscribed).insert(request.uri);
+        // Bounded as a listen stream is (round 30 of review, H: a session subscribing to
+        // 200,000 URIs took serve to 600 MB).
+        let mut subscribed = lock(&self.session.subscribed);
+        if subscribed.contains(&request.uri) {
+            return Ok(());
+        }
+        let bytes: usize = subscribed.iter().map(String::len).sum::<usize>() + request.uri.len();
+        if subscribed.len() >= MAX_LISTENED_FILES || bytes > MAX_LISTENED_BYTES {
+            return Err(ErrorData::invalid_params(
+                format!("a session may subscribe to at most {MAX_LISTENED_FILES} files ({} KiB of URIs); unsubscribe from some first", MAX_LISTENED_BYTES / 1024),
+                None,
+            ));
+        }
+        subscribed.insert(request.uri);
         Ok(())
     }
 
@@ -359,11 +372,14 @@ impl ServerHandler for Handler {
         // comparing every pair, so a request naming 100,000 files held the server for minutes
         // (round 29 of review, S4-HTTP). Past the bound, the list's changes only, and the
         // acknowledgement says so.
+        // Bytes too (round 30 of review, G: 1,024 URIs of 30 KB each kept the one worker
+        // comparing for seconds).
         let files = requested.resource_subscriptions.as_ref().map_or(0, Vec::len);
-        if files <= MAX_LISTENED_FILES {
+        let bytes: usize = requested.resource_subscriptions.iter().flatten().map(String::len).sum();
+        if files <= MAX_LISTENED_FILES && bytes <= MAX_LISTENED_BYTES {
             return Some(requested.clone());
         }
-        tracing::warn!(files, bound = MAX_LISTENED_FILES, "a listen stream asked to hear of more files than the bound: accepted the list's changes only");
+        tracing::warn!(files, bytes, "a listen stream asked to hear of more files than the bound: accepted the list's changes only");
         let mut accepted = SubscriptionFilter::default();
         accepted.resources_list_changed = requested.resources_list_changed;
         Some(accepted)
@@ -474,6 +490,9 @@ fn notify(listeners: &Shared, changes: &Changes) {
 /// How many files one `subscriptions/listen` stream may ask to hear of (see
 /// `accepted_subscription_filter`): a skill's files, or a host's loaded skills', with room.
 const MAX_LISTENED_FILES: usize = 1024;
+
+/// How many bytes of URIs one stream, or one 2025-11-25 session, may ask to hear of.
+const MAX_LISTENED_BYTES: usize = 256 * 1024;
 
 /// `f`, given up after [`NOTIFY_TIMEOUT`].
 async fn bounded(f: impl Future<Output = ()>) {
