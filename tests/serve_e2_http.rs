@@ -698,11 +698,6 @@ fn e3_an_http_body_that_is_not_a_message_gets_a_json_rpc_error_that_quotes_nothi
 /// Opens a 2026-07-28 `subscriptions/listen` stream for `uris` on a raw connection and reads
 /// only the start of its answer (the acknowledgement): the rest waits until the caller reads.
 fn listen_unread(authority: &str, uris: &[String]) -> TcpStream {
-    let body = http::modern_body(
-        7,
-        "subscriptions/listen",
-        json!({"notifications": {"resourceSubscriptions": uris}}),
-    );
     // A small receive buffer: what the client does not read soon holds the server's sends.
     let socket =
         socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
@@ -710,16 +705,11 @@ fn listen_unread(authority: &str, uris: &[String]) -> TcpStream {
     let address: std::net::SocketAddr = authority.parse().expect("loopback address");
     socket.connect(&address.into()).expect("connect");
     let mut stream = TcpStream::from(socket);
-    write!(
-        stream,
-        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {}\r\n\
-         Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n",
-        http::MODERN,
-        body.len()
-    )
-    .expect("headers");
-    stream.write_all(&body).expect("body");
+    send_listen(
+        &mut stream,
+        authority,
+        &json!({"resourceSubscriptions": uris}),
+    );
     let mut head = [0u8; 12];
     stream
         .read_exact(&mut head)
@@ -832,22 +822,12 @@ fn e2_a_listen_request_naming_too_many_files_is_acknowledged_at_once_with_the_li
 /// What a listen request for `uris` (and the list's changes) is answered, up to its
 /// acknowledgement.
 fn listen_ack(authority: &str, uris: &[String]) -> String {
-    let body = http::modern_body(
-        9,
-        "subscriptions/listen",
-        json!({"notifications": {"resourcesListChanged": true, "resourceSubscriptions": uris}}),
-    );
     let mut stream = TcpStream::connect(authority).expect("connect");
-    write!(
-        stream,
-        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {}\r\n\
-         Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n",
-        http::MODERN,
-        body.len()
-    )
-    .expect("headers");
-    stream.write_all(&body).expect("body");
+    send_listen(
+        &mut stream,
+        authority,
+        &json!({"resourcesListChanged": true, "resourceSubscriptions": uris}),
+    );
     stream
         .set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");
@@ -860,4 +840,23 @@ fn listen_ack(authority: &str, uris: &[String]) -> String {
         }
     }
     String::from_utf8_lossy(&seen).into_owned()
+}
+
+/// Sends a 2026-07-28 `subscriptions/listen` request for `notifications` on `stream`.
+fn send_listen(stream: &mut TcpStream, authority: &str, notifications: &serde_json::Value) {
+    let body = http::modern_body(
+        7,
+        "subscriptions/listen",
+        json!({"notifications": notifications}),
+    );
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {}\r\n\
+         Mcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n",
+        http::MODERN,
+        body.len()
+    )
+    .expect("headers");
+    stream.write_all(&body).expect("body");
 }
