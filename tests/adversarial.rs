@@ -133,8 +133,10 @@ fn h2_a_folder_holding_only_a_users_tmp_is_not_adopted_and_nothing_is_deleted() 
 // R-H1: nothing is written outside the root — hard links are links too.
 
 /// The lock file is opened by name and truncated by the exclusive holder (and on dropping the
-/// guard). A hard link planted under `lock` makes every open (its temporary sweep takes the
-/// exclusive lock) truncate, and `gc` overwrite, a file outside the root.
+/// guard). A hard link planted under `lock` made every open (its temporary sweep takes the
+/// exclusive lock) truncate, and `gc` overwrite, a file outside the root. A lock file with
+/// another name is locked, never written, and never removed (round 30 of review, B: removing
+/// one could leave a live holder's lock on a file nobody opens again).
 #[test]
 fn h1_a_hard_link_planted_as_the_lock_file_never_writes_outside_the_root() {
     let place = Place::new();
@@ -146,24 +148,49 @@ fn h1_a_hard_link_planted_as_the_lock_file_never_writes_outside_the_root() {
     fs::hard_link(&victim, &lock).expect("plant a hard link");
 
     let cache = place.open();
-    let _ = cache.gc(None);
+    cache
+        .gc(None)
+        .expect("gc takes a lock file with another name");
     drop(cache);
 
     assert!(
         fs::read(&victim).expect("victim still there") == b"precious bytes outside the root",
         "a file outside the root was written through a hard link named `lock`"
     );
+    assert_eq!(
+        fs::read(&lock).expect("the name stays"),
+        b"precious bytes outside the root",
+        "the lock file's name was removed or written"
+    );
 }
 
-/// `SQLite` opens `index.sqlite3-shm` by path and (re)initialises it. `scrub_index_files` only
-/// removes names that are not regular files, so a hard link to a file outside the root passes and
-/// that file is truncated and overwritten.
+/// What an open says of an index file with another name, and that it is left as it was.
+fn assert_refused_for_another_name(opened: Result<Cache, Error>, file: &Path) {
+    let Err(e) = opened else {
+        panic!("a cache opened over {} with a second name", file.display());
+    };
+    let text = e.to_string();
+    assert!(
+        matches!(
+            &e,
+            Error::Store(skillcache::error::StoreError::RootRefused { path, .. }) if path == file
+        ) && text.contains("another name")
+            && text.contains("cp -al"),
+        "not a refusal naming {}: {text}",
+        file.display()
+    );
+}
+
+/// `SQLite` opens `index.sqlite3-shm` by path and (re)initialises it. A hard link planted there
+/// to a file outside the root would have that file truncated and overwritten: the open refuses,
+/// says why, and writes nothing; once the name is the cache's own again, it opens with its rows.
 #[test]
 fn h1_a_hard_link_planted_as_the_index_shm_never_writes_outside_the_root() {
     let place = Place::new();
+    let o = origin("docs");
+    let uri = SkillUri::parse("skill://notes/SKILL.md").expect("uri");
     {
         let cache = place.open();
-        let o = origin("docs");
         let (e, _) = common::skill("notes", &[]);
         cache
             .put_entry(&o, "", &e, CacheHints::new(60_000, Scope::Public))
@@ -176,11 +203,7 @@ fn h1_a_hard_link_planted_as_the_index_shm_never_writes_outside_the_root() {
     let _ = fs::remove_file(&shm);
     fs::hard_link(&victim, &shm).expect("plant a hard link");
 
-    let cache = place.open();
-    let o = origin("docs");
-    let uri = SkillUri::parse("skill://notes/SKILL.md").expect("uri");
-    let _ = cache.entry(&o, &uri, "");
-    drop(cache);
+    assert_refused_for_another_name(place.open_at(&place.root()), &shm);
 
     let after = fs::read(&victim).expect("victim still there");
     assert!(
@@ -190,6 +213,47 @@ fn h1_a_hard_link_planted_as_the_index_shm_never_writes_outside_the_root() {
         precious.len(),
         after.len()
     );
+    fs::remove_file(&shm).expect("the person removes the planted name");
+    let cache = place.open();
+    assert!(
+        cache.entry(&o, &uri, "").expect("read").is_some(),
+        "the index lost its rows"
+    );
+}
+
+/// A hard-link copy of a live cache (`cp -al`, a hard-link backup) gives the index a second name.
+/// Opening a cache once removed the index's name while another process wrote it: that process's
+/// writes (approvals among them) went to a file nobody opened again (round 30 of review, B).
+/// Now the open refuses and says what to do; the cache in use goes on, and nothing is lost.
+#[test]
+fn h1_a_hard_link_copy_of_a_live_index_is_refused_and_loses_nothing() {
+    let place = Place::new();
+    let o = origin("docs");
+    let live = place.open();
+    let (notes, _) = common::skill("notes", &[]);
+    let hints = CacheHints::new(60_000, Scope::Public);
+    live.put_entry(&o, "", &notes, hints).expect("put");
+    let index = place.root().join("index.sqlite3");
+    let backup = place.path().join("backup");
+    fs::create_dir(&backup).expect("mkdir");
+    fs::hard_link(&index, backup.join("index.sqlite3")).expect("cp -al");
+
+    assert_refused_for_another_name(place.open_at(&place.root()), &index);
+
+    // The cache in use writes on, into the file the root names.
+    let (guide, _) = common::skill("guide", &[]);
+    live.put_entry(&o, "", &guide, hints)
+        .expect("put after the refusal");
+    drop(live);
+    fs::remove_file(backup.join("index.sqlite3")).expect("the person drops the linked copy");
+    let cache = place.open();
+    for name in ["notes", "guide"] {
+        let uri = SkillUri::parse(&format!("skill://{name}/SKILL.md")).expect("uri");
+        assert!(
+            cache.entry(&o, &uri, "").expect("read").is_some(),
+            "{name}: written by the live cache, lost"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

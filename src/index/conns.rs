@@ -179,20 +179,31 @@ impl Slot {
         open::reopen_quick(&self.path)
     }
 
-    /// Refuses to open again an index path that is now a link or a special file (round 30 of
-    /// review, C: a link out of the root was followed, a FIFO hung the call). A missing file
-    /// is the healing open's to make. (An index's `-wal` or `-shm` planted as a link is still
-    /// open: docs/reliability.md, round 30.)
+    /// Refuses to open again an index whose files are no longer what the open checked
+    /// (R-H1's scrub, which runs only when a cache is opened): the database, its log, shared
+    /// memory or journal is now a link or a special file (round 30 of review, C: a link out of
+    /// the root was followed, a FIFO hung the call), or a regular file with another name,
+    /// which `SQLite` would write in place (round 30, B and C). Nothing is removed here: the
+    /// next open of a cache scrubs, or says why it cannot. A missing file is the healing open's
+    /// to make.
     fn regular_or_absent(&self) -> Result<(), IndexError> {
-        match std::fs::symlink_metadata(&self.path) {
-            Ok(meta) if !meta.file_type().is_file() => Err(IndexError::Database {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let path = heal::with_suffix(&self.path, suffix);
+            let why = match std::fs::symlink_metadata(&path) {
+                Ok(meta) if !meta.file_type().is_file() => {
+                    "is no longer a regular file (a link or a special file was put in its place)"
+                }
+                Ok(meta) if crate::platform::link_count(&meta) > 1 => {
+                    "has another name now (a hard link), which writing it would change too"
+                }
+                _ => continue,
+            };
+            return Err(IndexError::Database {
                 what: "open again",
-                source: "the index is no longer a regular file (a link or a special file was put \
-                         in its place)"
-                    .into(),
-            }),
-            _ => Ok(()),
+                source: format!("{} {why}", crate::display::SafePath(&path)).into(),
+            });
         }
+        Ok(())
     }
 
     /// Closes the connection unless a call is using it; whether it is closed now.

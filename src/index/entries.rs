@@ -926,6 +926,44 @@ mod tests {
         drop(outside);
     }
 
+    /// Round 30 of review (C): the open's scrub checks the index's log and shared memory too, but
+    /// a connection a fork closed was opened again checking the database file only, so a `-wal`
+    /// or `-shm` planted meanwhile as a link, or as a second name of a file elsewhere, was
+    /// written through. Now neither is opened again, the file elsewhere stays as it was, and the
+    /// index opens once the planted name is gone.
+    #[test]
+    fn an_index_whose_log_became_a_link_or_another_name_is_not_opened_again() {
+        let dir = crate::scratch::scratch();
+        let path = dir.path().join("index.sqlite3");
+        let index = Index::open(&path, SealKey::from_bytes([7; 32])).expect("open");
+        let origin = Origin::new("docs").expect("label");
+        let uri = SkillUri::parse("skill://a/SKILL.md").expect("uri");
+        let hints = CacheHints::new(60_000, Scope::Public);
+        index.put_entries(&origin, "", &[skill("a", 1, "first")], hints, 1).expect("kept");
+        let victim = dir.path().join("victim.txt");
+        let precious = vec![b'x'; 40_000];
+        for suffix in ["-wal", "-shm", "-journal"] {
+            for hard in [false, true] {
+                std::fs::write(&victim, &precious).expect("victim");
+                assert!(index.reader.close_for_test() && index.writer.as_ref().expect("w").close_for_test());
+                let planted = dir.path().join(format!("index.sqlite3{suffix}"));
+                let _ = std::fs::remove_file(&planted);
+                if hard {
+                    std::fs::hard_link(&victim, &planted).expect("hard link");
+                } else {
+                    crate::platform::symlink(&victim, &planted).expect("link");
+                }
+                let refused = index.entry(&origin, &uri, "", 2).expect_err("not opened again");
+                let cause = std::error::Error::source(&refused).map(ToString::to_string).unwrap_or_default();
+                assert!(cause.contains(&format!("index.sqlite3{suffix}")), "{suffix} {hard}: {cause}");
+                assert!(index.entry_quick(&origin, &uri, "", 2).is_none(), "{suffix} {hard}: quick");
+                assert!(std::fs::read(&victim).expect("victim") == precious, "{suffix} {hard}: written");
+                std::fs::remove_file(&planted).expect("the planted name removed");
+                assert!(index.entry(&origin, &uri, "", 3).expect("opened again").is_some(), "{suffix} {hard}");
+            }
+        }
+    }
+
     /// Round 30 of review (F): after a fork, a quick path opened its connection again through
     /// the healing open, whose busy timeout held a runtime worker while another process held
     /// the database's lock. It opens without waiting now: while the lock is held it answers

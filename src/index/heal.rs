@@ -6,7 +6,7 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 
@@ -23,8 +23,16 @@ pub(super) fn open_healing(
     let mut healed = None;
     // A bounded number of tries: another process may heal the same file at the same time.
     let mut tries = 0;
+    // Opens take the turn shared, a healer exclusive, from the move aside until its fresh index
+    // is open: no open is under way while the files move (round 30 of review, E: a connection
+    // opening the damaged file found its log moved, "disk I/O error", "locking protocol"), and
+    // no other healer looks at a half-made index.
+    let mut turn: Option<HealTurn> = None;
     loop {
         tries += 1;
+        if turn.is_none() {
+            turn = Some(HealTurn::take(path, false)?);
+        }
         let before = identity(path);
         match open::open(path) {
             Ok((conn, mode)) => return Ok((conn, mode, healed)),
@@ -33,10 +41,17 @@ pub(super) fn open_healing(
                 if tries > 3 {
                     return Err(db_err("open")(cause));
                 }
+                // One healer at a time, in every process (round 30 of review, E: a healer that
+                // looked before another moved the damaged file aside then moved the other's
+                // fresh index aside, or found nothing to move and failed).
+                drop(turn.take()); // a second lock of our own would wait on the first
+                turn = Some(HealTurn::take(path, true)?);
                 if identity(path) != before {
                     continue; // replaced meanwhile (healed by another process): look again
                 }
-                let dest = move_aside(path)?;
+                let Some(dest) = move_aside(path)? else {
+                    continue; // removed meanwhile: a fresh one is made on the next look
+                };
                 tracing::warn!(
                     index = %path.display(),
                     moved_to = %dest.display(),
@@ -50,6 +65,60 @@ pub(super) fn open_healing(
     }
 }
 
+/// How long a healer waits for another to finish: moving a file aside and making a fresh index
+/// takes milliseconds, so a turn held this long is a process stopped inside it.
+const HEAL_WAIT: Duration = Duration::from_secs(20);
+
+/// A turn at the index's files: the index's folder `flock`ed, shared to open the index,
+/// exclusive to move a damaged one aside; released explicitly (a child forked meanwhile shares
+/// the lock's open description and never closes it). `SQLite` takes no `flock` and no lock on a
+/// folder, so the turn orders opens and healers and nothing else. None on a platform that
+/// cannot lock a folder.
+struct HealTurn(Option<fs::File>);
+
+impl HealTurn {
+    fn take(index: &Path, exclusive: bool) -> Result<HealTurn, IndexError> {
+        let folder = index.parent().unwrap_or_else(|| Path::new("."));
+        let fail = |source| IndexError::Io {
+            op: "wait for another process healing the index",
+            path: folder.to_owned(),
+            source,
+        };
+        let Some(file) = crate::platform::folder_lock_file(folder).map_err(fail)? else {
+            return Ok(HealTurn(None));
+        };
+        let start = Instant::now();
+        loop {
+            let taken = if exclusive {
+                file.try_lock()
+            } else {
+                file.try_lock_shared()
+            };
+            match taken {
+                Ok(()) => return Ok(HealTurn(Some(file))),
+                Err(fs::TryLockError::WouldBlock) if start.elapsed() < HEAL_WAIT => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    return Err(fail(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "another process has been healing it for 20 s",
+                    )));
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(fail(e)),
+            }
+        }
+    }
+}
+
+impl Drop for HealTurn {
+    fn drop(&mut self) {
+        if let Some(file) = &self.0 {
+            let _ = file.unlock();
+        }
+    }
+}
+
 /// The file's identity (device, inode), to notice that another process replaced it meanwhile.
 pub(super) fn identity(path: &Path) -> Option<(u64, u64)> {
     fs::symlink_metadata(path)
@@ -57,7 +126,8 @@ pub(super) fn identity(path: &Path) -> Option<(u64, u64)> {
         .and_then(|m| crate::platform::file_identity(&m))
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+/// `path` with `suffix` added to its last component (`index.sqlite3-wal`).
+pub(super) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
@@ -66,7 +136,7 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 /// Moves the damaged database at `path` (and its `-wal` and `-shm`) to
 /// `<name>.damaged-<unix seconds>` beside it, and returns where it went. A name already taken
 /// (two heals in one second) gets a counter: nothing is ever overwritten.
-pub(super) fn move_aside(path: &Path) -> Result<PathBuf, IndexError> {
+pub(super) fn move_aside(path: &Path) -> Result<Option<PathBuf>, IndexError> {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -79,11 +149,17 @@ pub(super) fn move_aside(path: &Path) -> Result<PathBuf, IndexError> {
         n += 1;
         dest = with_suffix(&base, &format!(".{n}"));
     }
-    fs::rename(path, &dest).map_err(|source| IndexError::Io {
-        op: "move the damaged index aside",
-        path: path.to_owned(),
-        source,
-    })?;
+    match fs::rename(path, &dest) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(IndexError::Io {
+                op: "move the damaged index aside",
+                path: path.to_owned(),
+                source,
+            });
+        }
+    }
     // The old WAL must not be replayed into the fresh database, so it goes too.
     for suffix in ["-wal", "-shm"] {
         let from = with_suffix(path, suffix);
@@ -99,7 +175,7 @@ pub(super) fn move_aside(path: &Path) -> Result<PathBuf, IndexError> {
             }
         }
     }
-    Ok(dest)
+    Ok(Some(dest))
 }
 
 /// Removes every damaged copy [`move_aside`] left beside `path` (with its `-wal` and `-shm`),
@@ -140,4 +216,54 @@ pub(super) fn remove_damaged_copies(path: &Path) -> Result<(), IndexError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Barrier};
+
+    use super::open_healing;
+
+    /// Round 30 of review (E): healers that found one damaged index at once each moved "it"
+    /// aside — one the damaged file, the next the fresh index the first had just made, or
+    /// nothing, failing with "No such file". Healers take turns now: every open succeeds, and
+    /// the damaged file is moved aside once, by one of them.
+    #[test]
+    fn healers_of_one_damaged_index_at_once_each_open_it_and_one_moves_it_aside() {
+        let dir = crate::scratch::scratch();
+        let path = dir.path().join("index.sqlite3");
+        let healers = 6;
+        for round in 1..=40 {
+            std::fs::write(&path, b"not a database, not at all").expect("damage");
+            let start = Arc::new(Barrier::new(healers));
+            let opened: Vec<_> = (0..healers)
+                .map(|_| {
+                    let (path, start) = (path.clone(), Arc::clone(&start));
+                    std::thread::spawn(move || {
+                        start.wait();
+                        open_healing(&path).map(|(conn, _, healed)| (conn, healed))
+                    })
+                })
+                .collect();
+            let mut moved = 0;
+            let mut conns = Vec::new();
+            for healer in opened {
+                let (conn, healed) = healer.join().expect("no panic").expect("every open succeeds");
+                moved += usize::from(healed.is_some());
+                conns.push(conn);
+            }
+            assert_eq!(moved, 1, "round {round}: moved aside by {moved} healers");
+            let copies = std::fs::read_dir(dir.path())
+                .expect("list")
+                .filter_map(Result::ok)
+                .filter(|e| {
+                    let name = e.file_name();
+                    let name = name.to_string_lossy();
+                    name.contains(".damaged-") && !name.ends_with("-wal") && !name.ends_with("-shm")
+                })
+                .count();
+            assert_eq!(copies, round, "round {round}: a fresh index was moved aside too");
+            drop(conns);
+        }
+    }
 }

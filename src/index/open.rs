@@ -87,6 +87,11 @@ pub(super) fn open(path: &Path) -> Result<(Connection, Mode), Failure> {
                 std::thread::sleep(Duration::from_millis(5));
             }
             Err(Attempt::Failed(f)) => return Err(f),
+            // Another process moved a damaged index and its log aside while this one opened
+            // the log (round 30 of review, E): nothing to do with writing. Look again.
+            Err(Attempt::CannotWrite(e)) if is_vanished(&e) && started.elapsed() < BUSY_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
             Err(Attempt::CannotWrite(e)) => break e,
         }
     };
@@ -282,6 +287,12 @@ fn is_busy(e: &IndexError) -> bool {
         .downcast_ref::<rusqlite::Error>()
         .and_then(rusqlite::Error::sqlite_error_code)
         .is_some_and(|c| c == ErrorCode::DatabaseBusy)
+}
+
+/// `SQLite` found a file of the index gone that it had just seen (`SQLITE_IOERR_DELETE_NOENT`).
+fn is_vanished(e: &rusqlite::Error) -> bool {
+    e.sqlite_error()
+        .is_some_and(|f| f.extended_code == rusqlite::ffi::SQLITE_IOERR_DELETE_NOENT)
 }
 
 #[cfg(test)]

@@ -73,7 +73,8 @@ pub(crate) use os::standard_pipes;
 // Files the host names (config files, lock files, the host key): opened without blocking and
 // read with the platform's idea of owner and mode.
 pub(crate) use os::{
-    file_identity, owner_and_mode, private_dir_builder, private_file, read_no_follow, special_kind,
+    file_identity, folder_lock_file, link_count, owner_and_mode, private_dir_builder, private_file,
+    read_no_follow, special_kind,
 };
 // The tests' links (the layers above name no operating system).
 #[cfg(test)]

@@ -118,6 +118,17 @@ pub(crate) fn open_folder(path: &Path, follow: bool) -> io::Result<OwnedFd> {
     Ok(rustix::fs::open(path, dir_flags(follow), Mode::empty())?)
 }
 
+/// Folder `path` (its last component not followed) as a file to `flock`: a lock between
+/// processes that no file of the folder's carries (`SQLite`'s own locks are `fcntl` locks on its
+/// files, which a `flock` on the folder neither takes nor releases).
+///
+/// # Errors
+/// The system call's error.
+#[allow(clippy::unnecessary_wraps)] // Windows has none to give
+pub(crate) fn folder_lock_file(path: &Path) -> io::Result<Option<File>> {
+    open_folder(path, false).map(|fd| Some(File::from(fd)))
+}
+
 /// Opens folder `name` directly in `dir` without following a link. `Ok(None)` if there is no
 /// such name.
 ///
@@ -567,6 +578,11 @@ pub(crate) fn special_kind(kind: std::fs::FileType) -> &'static str {
     } else {
         "a special file"
     }
+}
+
+/// How many names a file has (its hard links).
+pub(crate) fn link_count(meta: &std::fs::Metadata) -> u64 {
+    meta.nlink()
 }
 
 /// A file's identity (device, inode), to notice that another process replaced it.

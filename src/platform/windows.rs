@@ -924,6 +924,21 @@ pub(crate) fn special_kind(kind: std::fs::FileType) -> &'static str {
     }
 }
 
+/// None on Windows: `LockFileEx` locks byte ranges of a file, never a folder. What it would
+/// order goes unordered there (docs/guarantees.md, platforms).
+#[allow(clippy::unnecessary_wraps)]
+pub(crate) fn folder_lock_file(path: &Path) -> io::Result<Option<File>> {
+    let _ = path;
+    Ok(None)
+}
+
+/// Unknown on Windows' standard library (`number_of_links` is unstable): one, as
+/// [`fstat`]'s `nlink` says.
+pub(crate) fn link_count(meta: &std::fs::Metadata) -> u64 {
+    let _ = meta;
+    1
+}
+
 /// Unknown on Windows' standard library.
 pub(crate) fn file_identity(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
     let _ = meta;

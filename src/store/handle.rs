@@ -330,14 +330,27 @@ pub(super) fn find_path(
     Ok(here)
 }
 
-/// Makes sure each of `names` in `dir` is absent or a regular file with one link: a link, a
-/// hard link to a file elsewhere, or anything else planted there is removed — the name itself,
-/// never what it points at — with a warning. For the index's files, which `SQLite` opens by path
-/// and would otherwise write through (R-H1).
-pub(super) fn scrub_to_files(disk: &dyn Disk, dir: &Dir, names: &[&str]) -> io::Result<()> {
-    for name in names {
+/// Makes sure each of `names` in `dir` is absent or a regular file: a link, a folder, a socket
+/// or anything else planted there is removed — the name itself, never what it points at — with
+/// a warning. For the index's files, which `SQLite` opens by path and would otherwise write
+/// through (R-H1).
+///
+/// A regular file with more than one name is left alone, and the first such name is returned
+/// for the caller to refuse: it may be a live index that a hard-link copy (`cp -al`) shares, and
+/// removing it would send every other process's writes to a file nobody opens again (round 30
+/// of review, B), while writing it would change the file under its other name.
+pub(super) fn scrub_to_files<'n>(
+    disk: &dyn Disk,
+    dir: &Dir,
+    names: &[&'n str],
+) -> io::Result<Option<&'n str>> {
+    let mut shared = None;
+    for &name in names {
         match platform::stat_at(dir.fd(), name) {
             Ok(st) if st.kind == Kind::File && st.nlink == 1 => {}
+            Ok(st) if st.kind == Kind::File => {
+                shared = shared.or(Some(name));
+            }
             Ok(_) => {
                 tracing::warn!(path = %dir.join(name).display(), "not a regular file where the index keeps one: removed");
                 remove_tree(disk, dir, name)?;
@@ -346,5 +359,5 @@ pub(super) fn scrub_to_files(disk: &dyn Disk, dir: &Dir, names: &[&str]) -> io::
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    Ok(shared)
 }

@@ -37,7 +37,15 @@ pub enum LockMode {
 #[derive(Debug)]
 pub struct LockGuard {
     file: Option<File>,
-    exclusive: bool,
+    /// Whether this holder wrote its note into the file (exclusive, and the file has no other
+    /// name), and clears it.
+    noted: bool,
+}
+
+/// An opened lock file, and whether it has only the one name (the note is written only then).
+struct LockFile {
+    file: File,
+    own: bool,
 }
 
 impl Drop for LockGuard {
@@ -45,7 +53,7 @@ impl Drop for LockGuard {
         let Some(f) = &self.file else { return };
         // The holder's note is for those who wait on *this* holder; clear it before the lock is
         // released.
-        if self.exclusive {
+        if self.noted {
             let _ = f.set_len(0);
         }
         // Released explicitly, not by closing: a `flock` belongs to the open file description,
@@ -63,17 +71,20 @@ const SAY_AFTER: Duration = Duration::from_secs(1);
 
 impl BlobStore {
     /// The lock file, opened without following a link; `None` on a read-only root without one.
-    fn lock_file(&self) -> Result<Option<File>, StoreError> {
+    fn lock_file(&self) -> Result<Option<LockFile>, StoreError> {
         self.open_lock_file(&self.root, LOCK)
     }
 
     /// A lock file `name` in `dir`, opened without following a link; `None` on a read-only
     /// folder without one.
     ///
-    /// Only a regular file with one link is a lock file: a link, a folder, a socket, a FIFO or a
-    /// hard link to a file elsewhere (whose content the exclusive holder would overwrite with its
-    /// note) planted under the name is removed and the file made afresh (R-H1, R-H7).
-    fn open_lock_file(&self, dir: &Dir, name: &str) -> Result<Option<File>, StoreError> {
+    /// Only a regular file is a lock file: a link, a folder, a socket or a FIFO planted under the
+    /// name is removed and the file made afresh (R-H1, R-H7). A regular file with another name
+    /// too (a hard link to a file elsewhere, or a hard-link copy of the cache, `cp -al`) is
+    /// locked but never written: removing it could leave a live holder's lock on a file nobody
+    /// opens again, and the exclusive holder's note would overwrite the other name's content
+    /// (round 30 of review, B).
+    fn open_lock_file(&self, dir: &Dir, name: &str) -> Result<Option<LockFile>, StoreError> {
         let path = dir.join(name);
         let err = |e: std::io::Error| StoreError::Io {
             op: "open",
@@ -87,7 +98,8 @@ impl BlobStore {
                 // can write it, so there is nobody to exclude; use the file if there is one.
                 Err(e) if platform::is(&e, &[errno::EROFS, errno::EACCES]) => {
                     return match platform::open_lock(dir.fd(), name, false) {
-                        Ok(file) => Ok(Some(file)),
+                        // Never written: nobody may write a read-only folder's files.
+                        Ok(file) => Ok(Some(LockFile { file, own: false })),
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                         Err(e) => Err(err(e)),
                     };
@@ -99,8 +111,11 @@ impl BlobStore {
                 Err(e) => return Err(err(e)),
             };
             let st = platform::fstat(file.as_fd()).map_err(err)?;
-            if st.kind == Kind::File && st.nlink == 1 {
-                return Ok(Some(file));
+            if st.kind == Kind::File {
+                return Ok(Some(LockFile {
+                    file,
+                    own: st.nlink == 1,
+                }));
             }
             replace_lock_file(self.disk.as_ref(), dir, name).map_err(err)?;
         }
@@ -119,7 +134,7 @@ impl BlobStore {
         let Some(file) = self.lock_file()? else {
             return Ok(LockGuard {
                 file: None,
-                exclusive: false,
+                noted: false,
             });
         };
         // A holder that made us wait out the whole timeout a moment ago is very likely still
@@ -162,7 +177,7 @@ impl BlobStore {
         let Some(file) = self.open_lock_file(&sections, name)? else {
             return Ok(LockGuard {
                 file: None,
-                exclusive: false,
+                noted: false,
             });
         };
         take(
@@ -195,14 +210,14 @@ impl BlobStore {
     /// # Errors
     /// [`StoreError::Io`](StoreError::Io) if the lock file cannot be opened.
     pub fn try_lock_exclusive(&self) -> Result<Option<LockGuard>, StoreError> {
-        let Some(file) = self.lock_file()? else {
+        let Some(LockFile { file, own }) = self.lock_file()? else {
             return Ok(None);
         };
         // `then`, not `then_some`: a guard built eagerly and dropped would clear the holder's
-        // note in the lock file.
+        // note in the lock file. This holder writes none, but clears a stale one on release.
         Ok(file.try_lock().is_ok().then(|| LockGuard {
             file: Some(file),
-            exclusive: true,
+            noted: own,
         }))
     }
 }
@@ -233,7 +248,7 @@ fn replace_lock_file(disk: &dyn super::Disk, dir: &Dir, name: &str) -> std::io::
 /// Waits (at most `budget`) for `mode` on `file`, saying so after a second (R-H11); the
 /// exclusive holder writes its pid and `what` into the file for whoever waits next.
 fn take(
-    mut file: File,
+    LockFile { mut file, own }: LockFile,
     path: std::path::PathBuf,
     mode: LockMode,
     what: &'static str,
@@ -278,7 +293,8 @@ fn take(
         std::thread::sleep(pause.min(budget.saturating_sub(waited)));
         pause = (pause * 2).min(Duration::from_millis(100));
     }
-    if mode == LockMode::Exclusive {
+    let noted = mode == LockMode::Exclusive && own;
+    if noted {
         // Best effort: only a message for whoever waits next.
         let _ = file.set_len(0).and_then(|()| {
             file.rewind()?;
@@ -287,7 +303,7 @@ fn take(
     }
     Ok(LockGuard {
         file: Some(file),
-        exclusive: mode == LockMode::Exclusive,
+        noted,
     })
 }
 

@@ -151,6 +151,8 @@ impl BlobStore {
     /// path, never follows a link out of the root (R-H1).
     ///
     /// # Errors
+    /// [`StoreError::RootRefused`](StoreError::RootRefused) if one of them is a regular file with
+    /// another name ([`handle::scrub_to_files`] says why it is neither removed nor used);
     /// [`StoreError::Io`](StoreError::Io) if one cannot be examined or removed.
     pub(crate) fn scrub_index_files(&self) -> Result<(), StoreError> {
         let db = self.layout.index_db();
@@ -165,7 +167,15 @@ impl BlobStore {
             format!("{name}-journal"),
         ];
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        handle::scrub_to_files(self.disk.as_ref(), &self.root, &names).map_err(io_err("check", &db))
+        match handle::scrub_to_files(self.disk.as_ref(), &self.root, &names) {
+            Ok(None) => Ok(()),
+            Ok(Some(shared)) => Err(StoreError::RootRefused {
+                root: self.layout.root().to_owned(),
+                why: INDEX_FILE_SHARED,
+                path: self.root.join(shared),
+            }),
+            Err(e) => Err(io_err("check", &db)(e)),
+        }
     }
 
     /// The filesystem's allocation unit under the root (R-Q4, K2): a new folder costs one, and a
@@ -179,6 +189,10 @@ impl BlobStore {
         self.disk.as_ref()
     }
 }
+
+/// Why an index file with a second name is refused, not removed and not written (round 30 of
+/// review, B); the path follows.
+const INDEX_FILE_SHARED: &str = "an index file has another name too (a hard-link copy, as `cp -al` makes?): SQLite writes it in place, which would change the file under that name as well, and skillcache never removes an index that may be in use. Give the copy a file of its own (`cp` without `-l`) or remove the other name, then open the cache again:";
 
 pub(crate) fn io_err<'p>(
     op: &'static str,
