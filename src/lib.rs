@@ -51,6 +51,9 @@ mod rule;
 // The counters (`Counter`, `Stats`, and the live `Counters` the host layer and the shared tier add
 // to): a leaf, so neither layer imports the other for them.
 mod stats;
+// The turn at the root's own files (a `flock` of the root folder): a leaf shared by the store and
+// the index, so that neither imports the other for it.
+mod turn;
 // The unit tests' temporary folders: one file shared with the integration tests and benches.
 #[cfg(test)]
 #[path = "../tests/common/scratch.rs"]

@@ -645,3 +645,154 @@ fn b2_an_answer_inside_the_message_bound_cannot_take_a_gigabyte_once_parsed() {
         kib / 1024
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Round 31 of review: a name looked at, then acted on, by processes at once.
+
+/// The index's files open by path live under the same names the scrub removes links from. A
+/// scrub that saw a planted link removed, later, whatever was there by then: another cache's live
+/// log, made since, and that cache's acknowledged writes were lost (round 31 of review). A name is
+/// now removed only under the exclusive turn, looked at again there.
+#[test]
+fn h1_links_planted_as_the_log_while_caches_open_at_once_lose_no_write() {
+    use std::sync::Barrier;
+    let place = Place::new();
+    let o = origin("docs");
+    drop(place.open());
+    let outside = place.path().join("outside");
+    let threads = 6;
+    for round in 0..30 {
+        for suffix in ["-wal", "-shm"] {
+            let planted = place.root().join(format!("index.sqlite3{suffix}"));
+            let _ = fs::remove_file(&planted);
+            std::os::unix::fs::symlink(&outside, &planted).expect("plant");
+        }
+        let start = Arc::new(Barrier::new(threads));
+        let writers: Vec<_> = (0..threads)
+            .map(|i| {
+                let (start, o) = (Arc::clone(&start), o.clone());
+                let (root, key) = (place.root(), place.key());
+                std::thread::spawn(move || {
+                    start.wait();
+                    let cache = Cache::builder()
+                        .root(&root)
+                        .key_file(&key)
+                        .open()
+                        .expect("open");
+                    let (e, _) = common::skill(&format!("r{round}w{i}"), &[]);
+                    cache
+                        .put_entry(&o, "", &e, CacheHints::new(600_000, Scope::Public))
+                        .expect("put");
+                    cache
+                })
+            })
+            .collect();
+        let caches: Vec<Cache> = writers
+            .into_iter()
+            .map(|w| w.join().expect("writer"))
+            .collect();
+        assert!(
+            !outside.exists(),
+            "round {round}: a file made outside the root"
+        );
+        drop(caches);
+        let cache = place.open();
+        for i in 0..threads {
+            let uri = SkillUri::parse(&format!("skill://r{round}w{i}/SKILL.md")).expect("uri");
+            assert!(
+                cache.entry(&o, &uri, "").expect("read").is_some(),
+                "round {round}: writer {i}'s acknowledged entry was lost"
+            );
+        }
+    }
+}
+
+/// A lock file planted as a FIFO or a link is replaced. A locker that saw it removed, later,
+/// the lock file another locker had made and locked since, and made a second one: two exclusive
+/// holders at once, gc beside a publish (round 31 of review).
+#[test]
+fn h7_a_fifo_or_link_planted_as_the_lock_file_never_gives_two_exclusive_holders() {
+    use skillcache::store::LockMode;
+    use std::sync::Barrier;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let place = Place::new();
+    let lockers = 6;
+    let caches: Arc<Vec<Cache>> = Arc::new((0..lockers).map(|_| place.open()).collect());
+    let lock = place.root().join("lock");
+    for fifo in [true, false] {
+        for round in 0..40 {
+            let _ = fs::remove_file(&lock);
+            if fifo {
+                let made = std::process::Command::new("mkfifo")
+                    .arg(&lock)
+                    .status()
+                    .expect("mkfifo");
+                assert!(made.success());
+            } else {
+                std::os::unix::fs::symlink(place.path().join("nowhere"), &lock).expect("plant");
+            }
+            let (inside, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+            let start = Arc::new(Barrier::new(lockers));
+            let threads: Vec<_> = (0..lockers)
+                .map(|i| {
+                    let (caches, start) = (Arc::clone(&caches), Arc::clone(&start));
+                    let (inside, most) = (Arc::clone(&inside), Arc::clone(&most));
+                    std::thread::spawn(move || {
+                        start.wait();
+                        let held = caches[i]
+                            .store()
+                            .lock(LockMode::Exclusive, "a test")
+                            .expect("lock");
+                        most.fetch_max(inside.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(20));
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        drop(held);
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().expect("locker");
+            }
+            let most = most.load(Ordering::SeqCst);
+            assert_eq!(
+                most, 1,
+                "fifo {fifo}, round {round}: {most} exclusive holders at once"
+            );
+        }
+    }
+}
+
+/// The scrub looks at the index's names when a cache opens; a link renamed over
+/// `index.sqlite3` after that was followed by `SQLite`, which made a database outside the root
+/// (round 31 of review). Every open of the index refuses a link now.
+#[test]
+fn h1_a_link_renamed_over_the_index_after_the_scrub_is_never_followed() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let place = Place::new();
+    drop(place.open());
+    let outside = place.path().join("outside.db");
+    let stop = Arc::new(AtomicBool::new(false));
+    let racer = {
+        let (root, outside, stop) = (place.root(), outside.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let staged = root.join("planted.tmp");
+            while !stop.load(Ordering::Relaxed) {
+                let _ = fs::remove_file(&staged);
+                if std::os::unix::fs::symlink(&outside, &staged).is_ok() {
+                    let _ = fs::rename(&staged, root.join("index.sqlite3"));
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        })
+    };
+    let began = std::time::Instant::now();
+    while began.elapsed() < Duration::from_secs(5) && !outside.exists() {
+        drop(place.open_at(&place.root()));
+    }
+    stop.store(true, Ordering::Relaxed);
+    racer.join().expect("racer");
+    assert!(
+        !outside.exists(),
+        "SQLite followed a link planted after the scrub"
+    );
+}

@@ -926,13 +926,9 @@ mod tests {
         drop(outside);
     }
 
-    /// Round 30 of review (C): the open's scrub checks the index's log and shared memory too, but
-    /// a connection a fork closed was opened again checking the database file only, so a `-wal`
-    /// or `-shm` planted meanwhile as a link, or as a second name of a file elsewhere, was
-    /// written through. Now neither is opened again, the file elsewhere stays as it was, and the
-    /// index opens once the planted name is gone.
-    #[test]
-    fn an_index_whose_log_became_a_link_or_another_name_is_not_opened_again() {
+    /// An index in a scratch folder (its path beside it) holding one entry, `skill://a/SKILL.md`
+    /// of origin `docs`, written at time 1.
+    fn index_of_one_entry() -> (crate::scratch::Scratch, std::path::PathBuf, Index, Origin, SkillUri) {
         let dir = crate::scratch::scratch();
         let path = dir.path().join("index.sqlite3");
         let index = Index::open(&path, SealKey::from_bytes([7; 32])).expect("open");
@@ -940,6 +936,17 @@ mod tests {
         let uri = SkillUri::parse("skill://a/SKILL.md").expect("uri");
         let hints = CacheHints::new(60_000, Scope::Public);
         index.put_entries(&origin, "", &[skill("a", 1, "first")], hints, 1).expect("kept");
+        (dir, path, index, origin, uri)
+    }
+
+    /// Round 30 of review (C): the open's scrub checks the index's log and shared memory too, but
+    /// a connection a fork closed was opened again checking the database file only, so a `-wal`
+    /// or `-shm` planted meanwhile as a link, or as a second name of a file elsewhere, was
+    /// written through. Now neither is opened again, the file elsewhere stays as it was, and the
+    /// index opens once the planted name is gone.
+    #[test]
+    fn an_index_whose_log_became_a_link_or_another_name_is_not_opened_again() {
+        let (dir, _, index, origin, uri) = index_of_one_entry();
         let victim = dir.path().join("victim.txt");
         let precious = vec![b'x'; 40_000];
         for suffix in ["-wal", "-shm", "-journal"] {
@@ -970,13 +977,7 @@ mod tests {
     /// "ask the index" at once, and once it is free the quick path opens the connection.
     #[test]
     fn a_quick_path_after_a_fork_waits_for_no_other_process_lock() {
-        let dir = crate::scratch::scratch();
-        let path = dir.path().join("index.sqlite3");
-        let index = Index::open(&path, SealKey::from_bytes([7; 32])).expect("open");
-        let origin = Origin::new("docs").expect("label");
-        let uri = SkillUri::parse("skill://a/SKILL.md").expect("uri");
-        let hints = CacheHints::new(60_000, Scope::Public);
-        index.put_entries(&origin, "", &[skill("a", 1, "first")], hints, 1).expect("kept");
+        let (_dir, path, index, origin, uri) = index_of_one_entry();
         assert!(index.reader.close_for_test() && index.writer.as_ref().expect("w").close_for_test());
         let locker = rusqlite::Connection::open(&path).expect("another connection");
         locker

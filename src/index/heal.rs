@@ -6,11 +6,12 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::Connection;
 
 use super::error::IndexError;
+use crate::turn::Turn;
 use super::{db_err, open};
 
 /// Opens the index at `path` ([`open::open`]), moving a damaged one aside for a fresh one; the
@@ -27,11 +28,11 @@ pub(super) fn open_healing(
     // is open: no open is under way while the files move (round 30 of review, E: a connection
     // opening the damaged file found its log moved, "disk I/O error", "locking protocol"), and
     // no other healer looks at a half-made index.
-    let mut turn: Option<HealTurn> = None;
+    let mut held: Option<Turn> = None;
     loop {
         tries += 1;
-        if turn.is_none() {
-            turn = Some(HealTurn::take(path, false)?);
+        if held.is_none() {
+            held = Some(turn(path, false)?);
         }
         let before = identity(path);
         match open::open(path) {
@@ -44,8 +45,8 @@ pub(super) fn open_healing(
                 // One healer at a time, in every process (round 30 of review, E: a healer that
                 // looked before another moved the damaged file aside then moved the other's
                 // fresh index aside, or found nothing to move and failed).
-                drop(turn.take()); // a second lock of our own would wait on the first
-                turn = Some(HealTurn::take(path, true)?);
+                drop(held.take()); // a second lock of our own would wait on the first
+                held = Some(turn(path, true)?);
                 if identity(path) != before {
                     continue; // replaced meanwhile (healed by another process): look again
                 }
@@ -65,58 +66,14 @@ pub(super) fn open_healing(
     }
 }
 
-/// How long a healer waits for another to finish: moving a file aside and making a fresh index
-/// takes milliseconds, so a turn held this long is a process stopped inside it.
-const HEAL_WAIT: Duration = Duration::from_secs(20);
-
-/// A turn at the index's files: the index's folder `flock`ed, shared to open the index,
-/// exclusive to move a damaged one aside; released explicitly (a child forked meanwhile shares
-/// the lock's open description and never closes it). `SQLite` takes no `flock` and no lock on a
-/// folder, so the turn orders opens and healers and nothing else. None on a platform that
-/// cannot lock a folder.
-struct HealTurn(Option<fs::File>);
-
-impl HealTurn {
-    fn take(index: &Path, exclusive: bool) -> Result<HealTurn, IndexError> {
-        let folder = index.parent().unwrap_or_else(|| Path::new("."));
-        let fail = |source| IndexError::Io {
-            op: "wait for another process healing the index",
-            path: folder.to_owned(),
-            source,
-        };
-        let Some(file) = crate::platform::folder_lock_file(folder).map_err(fail)? else {
-            return Ok(HealTurn(None));
-        };
-        let start = Instant::now();
-        loop {
-            let taken = if exclusive {
-                file.try_lock()
-            } else {
-                file.try_lock_shared()
-            };
-            match taken {
-                Ok(()) => return Ok(HealTurn(Some(file))),
-                Err(fs::TryLockError::WouldBlock) if start.elapsed() < HEAL_WAIT => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Err(fs::TryLockError::WouldBlock) => {
-                    return Err(fail(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "another process has been healing it for 20 s",
-                    )));
-                }
-                Err(fs::TryLockError::Error(e)) => return Err(fail(e)),
-            }
-        }
-    }
-}
-
-impl Drop for HealTurn {
-    fn drop(&mut self) {
-        if let Some(file) = &self.0 {
-            let _ = file.unlock();
-        }
-    }
+/// A turn at the index's files ([`crate::turn`]), taken on the index's folder.
+fn turn(index: &Path, exclusive: bool) -> Result<Turn, IndexError> {
+    let folder = index.parent().unwrap_or_else(|| Path::new("."));
+    Turn::take(folder, exclusive).map_err(|source| IndexError::Io {
+        op: "take a turn at the index's files",
+        path: folder.to_owned(),
+        source,
+    })
 }
 
 /// The file's identity (device, inode), to notice that another process replaced it meanwhile.

@@ -73,6 +73,12 @@ fn sql(what: &'static str) -> impl Fn(rusqlite::Error) -> Attempt {
     }
 }
 
+/// Every open refuses a path through a link (R-H1): the scrub looked at the index's names when
+/// the cache opened, but a link renamed over one since would be followed, and a database made
+/// outside the root (round 31 of review). The root's own path is resolved when it is opened, so
+/// the index's path holds no link of its own.
+const NOFOLLOW: OpenFlags = OpenFlags::SQLITE_OPEN_NOFOLLOW;
+
 /// Opens the database at `path`: read-write if it can, else read-only, else immutable.
 pub(super) fn open(path: &Path) -> Result<(Connection, Mode), Failure> {
     let started = std::time::Instant::now();
@@ -114,7 +120,7 @@ pub(super) fn open(path: &Path) -> Result<(Connection, Mode), Failure> {
 pub(super) fn reader(path: &Path) -> Result<Connection, IndexError> {
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | NOFOLLOW,
     )
     .map_err(db_err("open"))?;
     configure(&conn).map_err(db_err("configure"))?;
@@ -137,7 +143,7 @@ pub(super) fn reopen_read_only(path: &Path, mode: Mode) -> Result<Connection, In
 pub(super) fn reopen_quick(path: &Path) -> Result<Connection, IndexError> {
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | NOFOLLOW,
     )
     .map_err(db_err("open"))?;
     configure_waiting(&conn, Duration::ZERO).map_err(db_err("configure"))?;
@@ -203,7 +209,8 @@ fn read_write(path: &Path) -> Result<Connection, Attempt> {
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | NOFOLLOW,
     )
     .map_err(sql("open"))?;
     configure(&conn).map_err(sql("configure"))?;
@@ -237,7 +244,7 @@ fn read_write(path: &Path) -> Result<Connection, Attempt> {
 }
 
 fn read_only(path: &Path, mode: Mode) -> Result<Connection, Attempt> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | NOFOLLOW;
     let conn = if mode == Mode::Immutable {
         Connection::open_with_flags(
             format!("file:{}?immutable=1", uri_path(path)),

@@ -335,6 +335,10 @@ pub(super) fn find_path(
 /// a warning. For the index's files, which `SQLite` opens by path and would otherwise write
 /// through (R-H1).
 ///
+/// A name is removed only under the exclusive turn of `dir` ([`crate::turn`]), looked at again
+/// there: what this process saw may since have been removed by another, which then made the
+/// live file under the name (round 31 of review: a live log removed, acknowledged writes lost).
+///
 /// A regular file with more than one name is left alone, and the first such name is returned
 /// for the caller to refuse: it may be a live index that a hard-link copy (`cp -al`) shares, and
 /// removing it would send every other process's writes to a file nobody opens again (round 30
@@ -344,20 +348,51 @@ pub(super) fn scrub_to_files<'n>(
     dir: &Dir,
     names: &[&'n str],
 ) -> io::Result<Option<&'n str>> {
+    let mut planted = false;
     let mut shared = None;
     for &name in names {
-        match platform::stat_at(dir.fd(), name) {
-            Ok(st) if st.kind == Kind::File && st.nlink == 1 => {}
-            Ok(st) if st.kind == Kind::File => {
-                shared = shared.or(Some(name));
-            }
-            Ok(_) => {
+        match stat_file(dir, name)? {
+            Found::File { one_name: false } => shared = shared.or(Some(name)),
+            Found::Other => planted = true,
+            Found::File { one_name: true } | Found::Nothing => {}
+        }
+    }
+    if !planted {
+        return Ok(shared);
+    }
+    let _turn = crate::turn::Turn::take(dir.path(), true)?;
+    let mut shared = None;
+    for &name in names {
+        match stat_file(dir, name)? {
+            Found::File { one_name: false } => shared = shared.or(Some(name)),
+            Found::Other => {
                 tracing::warn!(path = %dir.join(name).display(), "not a regular file where the index keeps one: removed");
                 remove_tree(disk, dir, name)?;
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+            Found::File { one_name: true } | Found::Nothing => {}
         }
     }
     Ok(shared)
+}
+
+/// What a name in a folder is, as the scrubs of planted names see it.
+pub(super) enum Found {
+    /// Nothing.
+    Nothing,
+    /// A regular file, with one name or more.
+    File { one_name: bool },
+    /// Anything else: a link, a folder, a socket, a FIFO, a device.
+    Other,
+}
+
+/// What `name` in `dir` is, the name itself (a link is a link).
+pub(super) fn stat_file(dir: &Dir, name: &str) -> io::Result<Found> {
+    match platform::stat_at(dir.fd(), name) {
+        Ok(st) if st.kind == Kind::File => Ok(Found::File {
+            one_name: st.nlink == 1,
+        }),
+        Ok(_) => Ok(Found::Other),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Found::Nothing),
+        Err(e) => Err(e),
+    }
 }

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use crate::platform::{self, AsFd as _, Kind, errno};
 
 use super::error::StoreError;
-use super::handle::{Dir, PRIVATE_DIR, Parent, ensure_dir, find_dir, remove_tree};
+use super::handle::{
+    Dir, Found, PRIVATE_DIR, Parent, ensure_dir, find_dir, remove_tree, stat_file,
+};
 use super::layout::SECTIONS;
 use super::{BlobStore, io_err};
 use crate::origin::Origin;
@@ -239,8 +241,15 @@ impl BlobStore {
     }
 }
 
-/// Removes whatever is planted under a lock file's name (the name itself, never its target).
+/// Removes whatever is planted under a lock file's name (the name itself, never its target),
+/// under the exclusive turn of its folder ([`crate::turn`]) and only if it is still not a regular
+/// file there: another locker may have removed what this one saw and made, and locked, the lock
+/// file since — removing that gave two exclusive holders at once (round 31 of review).
 fn replace_lock_file(disk: &dyn super::Disk, dir: &Dir, name: &str) -> std::io::Result<()> {
+    let _turn = crate::turn::Turn::take(dir.path(), true)?;
+    if !matches!(stat_file(dir, name)?, Found::Other) {
+        return Ok(());
+    }
     tracing::warn!(path = %dir.join(name).display(), "the lock file was not a file of its own: replaced");
     remove_tree(disk, dir, name)
 }
